@@ -1,0 +1,540 @@
+//! Agent configuration: a TOML file, overridden by command-line flags, checked
+//! once into a [`Config`].
+//!
+//! Every error names the file, the key and the line, because a soak that
+//! fails to start at 2 a.m. should say exactly what to fix. Parsing is pure
+//! ([`RawConfig::from_toml`]); the binary edge reads the file and merges
+//! flags.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+/// A configuration error, with where it was found.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("{path}: cannot read: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The TOML did not parse, or a key had the wrong type or is unknown.
+    #[error("{file}:{line}: {message}")]
+    Syntax {
+        /// File name (or `<flags>`).
+        file: String,
+        /// 1-based line.
+        line: usize,
+        /// The parser's message, which names the key.
+        message: String,
+    },
+    /// A key parsed but its value is not acceptable.
+    #[error("{file}:{line}: key `{key}`: {message}")]
+    Invalid {
+        /// File name (or `<flags>`).
+        file: String,
+        /// 1-based line (0 for flags).
+        line: usize,
+        /// The offending key.
+        key: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// One peer to probe.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PeerConfig {
+    /// The peer's node name.
+    pub name: String,
+    /// Its STAMP reflector address.
+    pub addr: SocketAddr,
+}
+
+/// Output format of logs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    #[default]
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// The checked agent configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// This node's name.
+    pub node: String,
+    /// Collector gRPC endpoint, e.g. `http://10.0.0.1:50071`.
+    pub collector: String,
+    /// STAMP reflector listen address.
+    pub listen: SocketAddr,
+    /// Peers to probe.
+    pub peers: Vec<PeerConfig>,
+    /// Time between probes to one peer.
+    pub probe_interval: Duration,
+    /// A probe unanswered after this long is lost.
+    pub probe_timeout: Duration,
+    /// Root of the sysfs tree (tests point it at a fixture).
+    pub sysfs_root: PathBuf,
+    /// Time between interface counter reads.
+    pub counters_interval: Duration,
+    /// Time between thermal reads.
+    pub thermal_interval: Duration,
+    /// Records held in memory while the collector is away; the oldest are
+    /// dropped (and counted) beyond this.
+    pub queue_capacity: usize,
+    /// Interface to probe through, overriding discovery.
+    pub interface: Option<String>,
+    /// Log format.
+    pub log_format: LogFormat,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            node: String::new(),
+            collector: "http://127.0.0.1:50071".into(),
+            listen: "0.0.0.0:862".parse().expect("valid literal"),
+            peers: Vec::new(),
+            probe_interval: Duration::from_millis(100),
+            probe_timeout: Duration::from_secs(1),
+            sysfs_root: PathBuf::from("/sys"),
+            counters_interval: Duration::from_secs(1),
+            thermal_interval: Duration::from_secs(5),
+            queue_capacity: 100_000,
+            interface: None,
+            log_format: LogFormat::Text,
+        }
+    }
+}
+
+/// The file as written: every key optional, spans kept for error messages.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawConfig {
+    node: Option<Spanned<String>>,
+    collector: Option<Spanned<String>>,
+    listen: Option<Spanned<String>>,
+    /// `peers = ["b=10.0.0.2:862", ...]` or a table `[peers] b = "10.0.0.2:862"`.
+    peers: Option<Spanned<PeersRaw>>,
+    probe_interval: Option<Spanned<String>>,
+    probe_timeout: Option<Spanned<String>>,
+    sysfs_root: Option<Spanned<String>>,
+    counters_interval: Option<Spanned<String>>,
+    thermal_interval: Option<Spanned<String>>,
+    queue_capacity: Option<Spanned<i64>>,
+    interface: Option<Spanned<String>>,
+    log_format: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum PeersRaw {
+    List(Vec<String>),
+    Table(std::collections::BTreeMap<String, String>),
+}
+
+/// Command-line values that override the file (all optional).
+#[derive(Debug, Default, Clone)]
+pub struct Overrides {
+    /// `--node`.
+    pub node: Option<String>,
+    /// `--collector`.
+    pub collector: Option<String>,
+    /// `--listen`.
+    pub listen: Option<String>,
+    /// `--peer NAME=ADDR`, repeatable; replaces the file's peers when given.
+    pub peers: Vec<String>,
+    /// `--probe-interval`.
+    pub probe_interval: Option<String>,
+    /// `--probe-timeout`.
+    pub probe_timeout: Option<String>,
+    /// `--sysfs-root`.
+    pub sysfs_root: Option<PathBuf>,
+    /// `--interface`.
+    pub interface: Option<String>,
+    /// `--log-format`.
+    pub log_format: Option<String>,
+}
+
+const FLAGS: &str = "<flags>";
+
+struct Ctx<'a> {
+    file: &'a str,
+    text: &'a str,
+}
+
+impl Ctx<'_> {
+    fn line(&self, span: std::ops::Range<usize>) -> usize {
+        line_of(self.text, span.start)
+    }
+
+    fn invalid(
+        &self,
+        key: &str,
+        span: std::ops::Range<usize>,
+        message: impl Into<String>,
+    ) -> ConfigError {
+        ConfigError::Invalid {
+            file: self.file.to_string(),
+            line: self.line(span),
+            key: key.to_string(),
+            message: message.into(),
+        }
+    }
+}
+
+/// 1-based line number of byte `offset` in `text`.
+pub fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
+}
+
+impl RawConfig {
+    /// Parses TOML text; `file` is only used in error messages.
+    pub fn from_toml(file: &str, text: &str) -> Result<RawConfig, ConfigError> {
+        toml::from_str(text).map_err(|e| ConfigError::Syntax {
+            file: file.to_string(),
+            line: e.span().map(|s| line_of(text, s.start)).unwrap_or(0),
+            message: e.message().trim().to_string(),
+        })
+    }
+}
+
+/// Reads and parses a config file.
+pub fn load_file(path: &Path) -> Result<(String, String, RawConfig), ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let file = path.display().to_string();
+    let raw = RawConfig::from_toml(&file, &text)?;
+    Ok((file, text, raw))
+}
+
+/// Parses a duration such as `100ms`, `1s`, `5m`.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    humantime::parse_duration(s.trim())
+        .map_err(|e| format!("{e} (expected e.g. \"100ms\", \"1s\")"))
+}
+
+fn parse_peer(s: &str) -> Result<PeerConfig, String> {
+    let (name, addr) = s
+        .split_once('=')
+        .ok_or_else(|| format!("`{s}`: expected NAME=ADDR:PORT"))?;
+    let name = name.trim();
+    if name.is_empty() {
+        return Err(format!("`{s}`: empty peer name"));
+    }
+    let addr = addr
+        .trim()
+        .parse()
+        .map_err(|e| format!("`{s}`: address `{addr}`: {e} (expected IP:PORT)"))?;
+    Ok(PeerConfig {
+        name: name.to_string(),
+        addr,
+    })
+}
+
+impl Config {
+    /// Builds the checked configuration from an optional parsed file
+    /// (`(file name, text, raw)`) and the command-line overrides.
+    pub fn build(
+        file: Option<(String, String, RawConfig)>,
+        flags: Overrides,
+    ) -> Result<Config, ConfigError> {
+        let (file, text, raw) =
+            file.unwrap_or_else(|| (FLAGS.to_string(), String::new(), RawConfig::default()));
+        let cx = Ctx {
+            file: &file,
+            text: &text,
+        };
+        let flag_err = |key: &str, message: String| ConfigError::Invalid {
+            file: FLAGS.to_string(),
+            line: 0,
+            key: key.to_string(),
+            message,
+        };
+        let mut c = Config::default();
+
+        if let Some(v) = raw.node {
+            c.node = v.get_ref().trim().to_string();
+            if c.node.is_empty() {
+                return Err(cx.invalid("node", v.span(), "must not be empty"));
+            }
+        }
+        if let Some(v) = flags.node {
+            c.node = v;
+        }
+        if c.node.is_empty() {
+            c.node = nix::unistd::gethostname()
+                .ok()
+                .and_then(|h| h.into_string().ok())
+                .unwrap_or_else(|| "node".into());
+        }
+
+        if let Some(v) = raw.collector {
+            c.collector = v.get_ref().clone();
+            check_url(&c.collector).map_err(|m| cx.invalid("collector", v.span(), m))?;
+        }
+        if let Some(v) = flags.collector {
+            check_url(&v).map_err(|m| flag_err("--collector", m))?;
+            c.collector = v;
+        }
+
+        if let Some(v) = raw.listen {
+            c.listen = v
+                .get_ref()
+                .parse()
+                .map_err(|e| cx.invalid("listen", v.span(), format!("`{}`: {e}", v.get_ref())))?;
+        }
+        if let Some(v) = flags.listen {
+            c.listen = v
+                .parse()
+                .map_err(|e| flag_err("--listen", format!("`{v}`: {e}")))?;
+        }
+
+        if let Some(v) = raw.peers {
+            let span = v.span();
+            let entries: Vec<String> = match v.into_inner() {
+                PeersRaw::List(l) => l,
+                PeersRaw::Table(t) => t.into_iter().map(|(k, a)| format!("{k}={a}")).collect(),
+            };
+            for e in entries {
+                c.peers
+                    .push(parse_peer(&e).map_err(|m| cx.invalid("peers", span.clone(), m))?);
+            }
+        }
+        if !flags.peers.is_empty() {
+            c.peers.clear();
+            for p in &flags.peers {
+                c.peers
+                    .push(parse_peer(p).map_err(|m| flag_err("--peer", m))?);
+            }
+        }
+        let mut names = std::collections::BTreeSet::new();
+        for p in &c.peers {
+            if !names.insert(p.name.clone()) {
+                return Err(flag_or_file(
+                    &cx,
+                    "peers",
+                    format!("peer `{}` listed twice", p.name),
+                ));
+            }
+        }
+
+        let dur = |key: &str,
+                   raw: Option<Spanned<String>>,
+                   flag: Option<String>,
+                   into: &mut Duration|
+         -> Result<(), ConfigError> {
+            if let Some(v) = raw {
+                *into = parse_duration(v.get_ref()).map_err(|m| cx.invalid(key, v.span(), m))?;
+            }
+            if let Some(v) = flag {
+                *into = parse_duration(&v)
+                    .map_err(|m| flag_err(&format!("--{}", key.replace('_', "-")), m))?;
+            }
+            Ok(())
+        };
+        let probe_interval_span = raw.probe_interval.as_ref().map(|s| s.span());
+        dur(
+            "probe_interval",
+            raw.probe_interval,
+            flags.probe_interval,
+            &mut c.probe_interval,
+        )?;
+        dur(
+            "probe_timeout",
+            raw.probe_timeout,
+            flags.probe_timeout,
+            &mut c.probe_timeout,
+        )?;
+        dur(
+            "counters_interval",
+            raw.counters_interval,
+            None,
+            &mut c.counters_interval,
+        )?;
+        dur(
+            "thermal_interval",
+            raw.thermal_interval,
+            None,
+            &mut c.thermal_interval,
+        )?;
+        if c.probe_interval < Duration::from_millis(1) || c.probe_interval > Duration::from_secs(60)
+        {
+            let m = format!("{:?} is outside 1ms..60s", c.probe_interval);
+            return Err(match probe_interval_span {
+                Some(s) => cx.invalid("probe_interval", s, m),
+                None => flag_err("--probe-interval", m),
+            });
+        }
+        if c.probe_timeout.is_zero() || c.probe_timeout > Duration::from_secs(60) {
+            return Err(flag_or_file(
+                &cx,
+                "probe_timeout",
+                "must be in 1ns..60s".into(),
+            ));
+        }
+
+        if let Some(v) = raw.sysfs_root {
+            c.sysfs_root = PathBuf::from(v.get_ref());
+        }
+        if let Some(v) = flags.sysfs_root {
+            c.sysfs_root = v;
+        }
+        if let Some(v) = raw.queue_capacity {
+            let n = *v.get_ref();
+            if !(1..=100_000_000).contains(&n) {
+                return Err(cx.invalid(
+                    "queue_capacity",
+                    v.span(),
+                    format!("{n} is outside 1..100000000"),
+                ));
+            }
+            c.queue_capacity = n as usize;
+        }
+        if let Some(v) = raw.interface {
+            c.interface = Some(v.into_inner());
+        }
+        if let Some(v) = flags.interface {
+            c.interface = Some(v);
+        }
+        let parse_fmt = |s: &str| match s {
+            "text" => Ok(LogFormat::Text),
+            "json" => Ok(LogFormat::Json),
+            other => Err(format!("`{other}`: expected \"text\" or \"json\"")),
+        };
+        if let Some(v) = raw.log_format {
+            c.log_format =
+                parse_fmt(v.get_ref()).map_err(|m| cx.invalid("log_format", v.span(), m))?;
+        }
+        if let Some(v) = flags.log_format {
+            c.log_format = parse_fmt(&v).map_err(|m| flag_err("--log-format", m))?;
+        }
+        Ok(c)
+    }
+}
+
+fn flag_or_file(cx: &Ctx<'_>, key: &str, message: String) -> ConfigError {
+    ConfigError::Invalid {
+        file: cx.file.to_string(),
+        line: 0,
+        key: key.to_string(),
+        message,
+    }
+}
+
+fn check_url(s: &str) -> Result<(), String> {
+    if s.starts_with("http://") || s.starts_with("https://") {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{s}`: expected a URL such as http://10.0.0.1:50071"
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        let raw = RawConfig::from_toml("agent.toml", text)?;
+        Config::build(
+            Some(("agent.toml".into(), text.into(), raw)),
+            Overrides::default(),
+        )
+    }
+
+    #[test]
+    fn full_file_parses() {
+        let c = parse(
+            "node = \"a\"\ncollector = \"http://10.0.0.9:50071\"\nlisten = \"0.0.0.0:8620\"\n\
+             peers = [\"b=10.0.0.2:862\"]\nprobe_interval = \"50ms\"\nsysfs_root = \"/tmp/sys\"\n",
+        )
+        .unwrap();
+        assert_eq!(c.node, "a");
+        assert_eq!(c.probe_interval, Duration::from_millis(50));
+        assert_eq!(
+            c.peers,
+            vec![PeerConfig {
+                name: "b".into(),
+                addr: "10.0.0.2:862".parse().unwrap()
+            }]
+        );
+        assert_eq!(c.sysfs_root, PathBuf::from("/tmp/sys"));
+    }
+
+    #[test]
+    fn peers_as_table() {
+        let c =
+            parse("node = \"a\"\n[peers]\nb = \"10.0.0.2:862\"\nc = \"10.0.0.3:862\"\n").unwrap();
+        assert_eq!(c.peers.len(), 2);
+    }
+
+    #[test]
+    fn bad_duration_names_file_key_and_line() {
+        let e = parse("node = \"a\"\n\nprobe_interval = \"fast\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("agent.toml:3: key `probe_interval`"), "{e}");
+    }
+
+    #[test]
+    fn unknown_key_names_file_key_and_line() {
+        let e = parse("node = \"a\"\nprobe_intervall = \"1s\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("agent.toml:2:"), "{e}");
+        assert!(e.contains("probe_intervall"), "{e}");
+    }
+
+    #[test]
+    fn wrong_type_names_key_and_line() {
+        let e = parse("node = \"a\"\nqueue_capacity = \"many\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("agent.toml:2:"), "{e}");
+    }
+
+    #[test]
+    fn bad_peer_address_names_line() {
+        let e = parse("node = \"a\"\npeers = [\"b=10.0.0.2\"]\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("agent.toml:2: key `peers`"), "{e}");
+    }
+
+    #[test]
+    fn flags_override_file() {
+        let text = "node = \"a\"\nprobe_interval = \"1s\"\n";
+        let raw = RawConfig::from_toml("f", text).unwrap();
+        let c = Config::build(
+            Some(("f".into(), text.into(), raw)),
+            Overrides {
+                node: Some("z".into()),
+                probe_interval: Some("10ms".into()),
+                peers: vec!["p=127.0.0.1:9".into()],
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(c.node, "z");
+        assert_eq!(c.probe_interval, Duration::from_millis(10));
+        assert_eq!(c.peers[0].name, "p");
+    }
+
+    #[test]
+    fn duplicate_peer_rejected() {
+        assert!(parse("node=\"a\"\npeers=[\"b=1.2.3.4:5\",\"b=1.2.3.5:5\"]\n").is_err());
+    }
+}

@@ -1,0 +1,34 @@
+//! The agent's own health counters, shared by every task and thread.
+//!
+//! They travel to the collector in `AgentStats` records, so a malformed
+//! packet or a dropped record is counted where operators look (`/metrics`),
+//! not only in a log line.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Cumulative counters since the agent started.
+#[derive(Debug, Default)]
+pub struct Health {
+    /// STAMP packets dropped as malformed (too short, bad fields).
+    pub malformed_packets: AtomicU64,
+    /// STAMP packets the reflector answered.
+    pub reflected_packets: AtomicU64,
+    /// Records dropped because the queue was full.
+    pub dropped_records: AtomicU64,
+    /// Connections made to the collector after the first.
+    pub reconnects: AtomicU64,
+    /// Records waiting for the collector's ack.
+    pub queued_records: AtomicU64,
+}
+
+impl Health {
+    /// Adds one to `counter`.
+    pub fn incr(counter: &AtomicU64) {
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Reads `counter`.
+    pub fn get(counter: &AtomicU64) -> u64 {
+        counter.load(Ordering::Relaxed)
+    }
+}

@@ -1,0 +1,31 @@
+//! boltwatch-agent: one per node. Probes every peer with STAMP, watches link
+//! state, interface counters and temperatures, and streams it all to the
+//! collector.
+//!
+//! # Layout
+//! - [`config`]: TOML file plus flags, checked once into a `Config`.
+//! - [`sink`]: the channel every measurement is emitted into.
+//! - [`health`]: the agent's own counters (malformed packets, drops).
+//! - [`stamp`]: STAMP (RFC 8762) packet codec, reflector, session-sender and
+//!   the one-shot `ping`.
+//! - [`stats`]: per-window RTT statistics; pure.
+//! - [`counters`]: interface counters, one file per OS.
+//! - [`thermal`]: temperatures and throttling, one file per OS.
+//! - [`discovery`]: which interface reaches a peer, what kind of link it is.
+//! - [`link`]: event-driven link up/down, one file per OS.
+//! - [`bandwidth`]: iperf3-compatible bandwidth tests.
+//! - [`transport`]: sequence numbers, the bounded queue and the gRPC stream
+//!   to the collector, with reconnect and backoff.
+#![deny(missing_docs)]
+
+pub mod bandwidth;
+pub mod config;
+pub mod counters;
+pub mod discovery;
+pub mod health;
+pub mod link;
+pub mod sink;
+pub mod stamp;
+pub mod stats;
+pub mod thermal;
+pub mod transport;
