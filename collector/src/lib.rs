@@ -1,1 +1,4 @@
-//! placeholder
+//! boltwatch-collector (being assembled).
+#![deny(missing_docs)]
+
+pub mod report;
