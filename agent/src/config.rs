@@ -534,6 +534,14 @@ mod tests {
     }
 
     #[test]
+    fn example_file_is_valid() {
+        let c = parse(include_str!("../../agent.example.toml")).unwrap();
+        assert_eq!(c.node, "mini-a");
+        assert_eq!(c.peers.len(), 2);
+        assert_eq!(c.listen.port(), 862);
+    }
+
+    #[test]
     fn duplicate_peer_rejected() {
         assert!(parse("node=\"a\"\npeers=[\"b=1.2.3.4:5\",\"b=1.2.3.5:5\"]\n").is_err());
     }
