@@ -57,6 +57,15 @@ pub struct PeerConfig {
     pub addr: SocketAddr,
 }
 
+/// A TCP service to check on every peer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServiceConfig {
+    /// Name in records and labels, e.g. `ssh`.
+    pub name: String,
+    /// TCP port.
+    pub port: u16,
+}
+
 /// Output format of logs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum LogFormat {
@@ -95,6 +104,12 @@ pub struct Config {
     pub interface: Option<String>,
     /// Log format.
     pub log_format: LogFormat,
+    /// TCP services checked on every peer's address (default `ssh=22`).
+    pub services: Vec<ServiceConfig>,
+    /// Time between service checks.
+    pub service_interval: Duration,
+    /// Consecutive missing probes that open an outage.
+    pub outage_after_missing: u32,
 }
 
 impl Default for Config {
@@ -112,6 +127,12 @@ impl Default for Config {
             queue_capacity: 100_000,
             interface: None,
             log_format: LogFormat::Text,
+            services: vec![ServiceConfig {
+                name: "ssh".into(),
+                port: 22,
+            }],
+            service_interval: Duration::from_secs(5),
+            outage_after_missing: 3,
         }
     }
 }
@@ -133,6 +154,10 @@ pub struct RawConfig {
     queue_capacity: Option<Spanned<i64>>,
     interface: Option<Spanned<String>>,
     log_format: Option<Spanned<String>>,
+    /// `services = ["ssh=22", "http=80"]`; `[]` disables service checks.
+    services: Option<Spanned<Vec<String>>>,
+    service_interval: Option<Spanned<String>>,
+    outage_after_missing: Option<Spanned<i64>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -163,6 +188,10 @@ pub struct Overrides {
     pub interface: Option<String>,
     /// `--log-format`.
     pub log_format: Option<String>,
+    /// `--service NAME=PORT`, repeatable; replaces the file's list.
+    pub services: Vec<String>,
+    /// `--no-services`: check no services.
+    pub no_services: bool,
 }
 
 const FLAGS: &str = "<flags>";
@@ -223,6 +252,25 @@ pub fn load_file(path: &Path) -> Result<(String, String, RawConfig), ConfigError
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     humantime::parse_duration(s.trim())
         .map_err(|e| format!("{e} (expected e.g. \"100ms\", \"1s\")"))
+}
+
+fn parse_service(s: &str) -> Result<ServiceConfig, String> {
+    let (name, port) = s
+        .split_once('=')
+        .ok_or_else(|| format!("`{s}`: expected NAME=PORT"))?;
+    let port: u16 = port
+        .trim()
+        .parse()
+        .map_err(|e| format!("`{s}`: port: {e}"))?;
+    if name.trim().is_empty() || port == 0 {
+        return Err(format!(
+            "`{s}`: expected NAME=PORT with a non-empty name and port 1..65535"
+        ));
+    }
+    Ok(ServiceConfig {
+        name: name.trim().to_string(),
+        port,
+    })
 }
 
 fn parse_peer(s: &str) -> Result<PeerConfig, String> {
@@ -420,6 +468,43 @@ impl Config {
         if let Some(v) = flags.log_format {
             c.log_format = parse_fmt(&v).map_err(|m| flag_err("--log-format", m))?;
         }
+        if let Some(v) = raw.services {
+            let span = v.span();
+            c.services = v
+                .into_inner()
+                .iter()
+                .map(|e| parse_service(e))
+                .collect::<Result<_, _>>()
+                .map_err(|m| cx.invalid("services", span, m))?;
+        }
+        if !flags.services.is_empty() {
+            c.services = flags
+                .services
+                .iter()
+                .map(|e| parse_service(e))
+                .collect::<Result<_, _>>()
+                .map_err(|m| flag_err("--service", m))?;
+        }
+        if flags.no_services {
+            c.services.clear();
+        }
+        dur(
+            "service_interval",
+            raw.service_interval,
+            None,
+            &mut c.service_interval,
+        )?;
+        if let Some(v) = raw.outage_after_missing {
+            let n = *v.get_ref();
+            if !(1..=1000).contains(&n) {
+                return Err(cx.invalid(
+                    "outage_after_missing",
+                    v.span(),
+                    format!("{n} is outside 1..1000"),
+                ));
+            }
+            c.outage_after_missing = n as u32;
+        }
         Ok(c)
     }
 }
@@ -539,6 +624,21 @@ mod tests {
         assert_eq!(c.node, "mini-a");
         assert_eq!(c.peers.len(), 2);
         assert_eq!(c.listen.port(), 862);
+    }
+
+    #[test]
+    fn services_parse_and_empty_list_disables() {
+        let c = parse("services = [\"ssh=22\", \"http=8080\"]\n").unwrap();
+        assert_eq!(
+            c.services[1],
+            ServiceConfig {
+                name: "http".into(),
+                port: 8080
+            }
+        );
+        assert!(parse("services = []\n").unwrap().services.is_empty());
+        let e = parse("\nservices = [\"ssh\"]\n").unwrap_err().to_string();
+        assert!(e.starts_with("agent.toml:2: key `services`"), "{e}");
     }
 
     #[test]

@@ -34,6 +34,7 @@ impl v1::record::Payload {
             Payload::Service(_) => "service",
             Payload::Outage(_) => "outage",
             Payload::AgentStats(_) => "agent_stats",
+            Payload::Path(_) => "path",
         }
     }
 }
