@@ -114,8 +114,9 @@ pub struct TbReceptacle {
     pub status: String,
     /// Something is plugged in (status is not `..._no_devices_connected`).
     pub connected: bool,
-    /// Negotiated speed in bits per second; 0 when nothing is connected
-    /// (system_profiler then prints the port's capability as "Up to ...").
+    /// Negotiated speed in bits per second when something is connected;
+    /// 0 otherwise (system_profiler then prints the port's capability,
+    /// "Up to 120 Gb/s", which goes to `max_speed_bits_per_second`).
     pub current_speed_bits_per_second: u64,
     /// The port's capability from an "Up to N Gb/s" value, 0 if not given.
     pub max_speed_bits_per_second: u64,
@@ -184,7 +185,9 @@ pub fn parse_system_profiler_thunderbolt(json: &str) -> Result<Vec<TbReceptacle>
                 bus: str_field(bus, "_name").unwrap_or_default(),
                 receptacle_id: str_field(tag, "receptacle_id_key").and_then(|s| s.trim().parse().ok()),
                 connected,
-                current_speed_bits_per_second: if capability_only || !connected { 0 } else { speed },
+                // macOS may print "Up to" on a connected port too [verify]:
+                // connected means the number is the negotiated speed.
+                current_speed_bits_per_second: if connected { speed } else { 0 },
                 max_speed_bits_per_second: if capability_only { speed } else { 0 },
                 link_status: str_field(tag, "link_status_key"),
                 domain_uuid: str_field(bus, "domain_uuid_key"),
