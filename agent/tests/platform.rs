@@ -5,10 +5,10 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use boltwatch_agent::discovery::kind;
 use boltwatch_agent::discovery::parse::{
     parse_bridge_members, parse_hardware_ports, parse_system_profiler_thunderbolt,
 };
-use boltwatch_agent::discovery::kind;
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
@@ -28,7 +28,8 @@ fn write(root: &Path, rel: &str, text: &str) {
 
 #[test]
 fn networksetup_hardware_ports_fixture() {
-    let text = fs::read_to_string(fixtures().join("macos/networksetup_listallhardwareports.txt")).unwrap();
+    let text =
+        fs::read_to_string(fixtures().join("macos/networksetup_listallhardwareports.txt")).unwrap();
     let ports = parse_hardware_ports(&text);
     let devices: Vec<&str> = ports.iter().map(|p| p.device.as_str()).collect();
     assert_eq!(devices, ["en0", "bridge0", "en1", "en2", "en3", "en4"]);
@@ -57,7 +58,8 @@ fn ifconfig_bridge_members_fixture() {
 
 #[test]
 fn system_profiler_thunderbolt_fixture() {
-    let json = fs::read_to_string(fixtures().join("macos/system_profiler_thunderbolt.json")).unwrap();
+    let json =
+        fs::read_to_string(fixtures().join("macos/system_profiler_thunderbolt.json")).unwrap();
     let r = parse_system_profiler_thunderbolt(&json).unwrap();
     assert_eq!(r.len(), 3);
 
@@ -74,8 +76,14 @@ fn system_profiler_thunderbolt_fixture() {
     assert_eq!(r[1].status, "receptacle_connected");
     assert_eq!(r[1].current_speed_bits_per_second, 80_000_000_000);
     assert_eq!(r[1].link_status.as_deref(), Some("0x2"));
-    assert_eq!(r[1].domain_uuid.as_deref(), Some("6F1E2C3A-0000-4000-8000-00000000A002"));
-    assert_eq!(r[1].peer_domain_uuids, ["9B7D4E21-0000-4000-8000-00000000B002"]);
+    assert_eq!(
+        r[1].domain_uuid.as_deref(),
+        Some("6F1E2C3A-0000-4000-8000-00000000A002")
+    );
+    assert_eq!(
+        r[1].peer_domain_uuids,
+        ["9B7D4E21-0000-4000-8000-00000000B002"]
+    );
     assert_eq!(r[1].peer_names, ["Mac mini"]);
     assert_eq!(r[1].generation(), "5", "above 40 Gb/s is TB5");
 
@@ -86,10 +94,14 @@ fn system_profiler_thunderbolt_fixture() {
 
     // The topology join: "Thunderbolt 2" in networksetup is receptacle 2.
     let ports = parse_hardware_ports(
-        &fs::read_to_string(fixtures().join("macos/networksetup_listallhardwareports.txt")).unwrap(),
+        &fs::read_to_string(fixtures().join("macos/networksetup_listallhardwareports.txt"))
+            .unwrap(),
     );
     let en3 = ports.iter().find(|p| p.device == "en3").unwrap();
-    let rec = r.iter().find(|x| x.receptacle_id == en3.thunderbolt_number()).unwrap();
+    let rec = r
+        .iter()
+        .find(|x| x.receptacle_id == en3.thunderbolt_number())
+        .unwrap();
     assert_eq!(rec.current_speed_bits_per_second, 80_000_000_000);
 }
 
@@ -137,7 +149,13 @@ mod linux {
     fn unreadable_carrier_is_unknown() {
         let dir = tempfile::tempdir().unwrap();
         for f in [
-            "rx_bytes", "tx_bytes", "rx_packets", "tx_packets", "rx_errors", "tx_errors", "rx_dropped",
+            "rx_bytes",
+            "tx_bytes",
+            "rx_packets",
+            "tx_packets",
+            "rx_errors",
+            "tx_errors",
+            "rx_dropped",
             "tx_dropped",
         ] {
             write(dir.path(), &format!("class/net/x0/statistics/{f}"), "1");
@@ -155,9 +173,18 @@ mod linux {
     #[test]
     fn counter_errors() {
         let mut src = SysfsCounters::new(&sys_fixture());
-        assert!(matches!(src.read("nope0"), Err(CountersError::NoSuchInterface(_))));
-        assert!(matches!(src.read("../net/eth0"), Err(CountersError::NoSuchInterface(_))));
-        assert!(matches!(src.read(""), Err(CountersError::NoSuchInterface(_))));
+        assert!(matches!(
+            src.read("nope0"),
+            Err(CountersError::NoSuchInterface(_))
+        ));
+        assert!(matches!(
+            src.read("../net/eth0"),
+            Err(CountersError::NoSuchInterface(_))
+        ));
+        assert!(matches!(
+            src.read(""),
+            Err(CountersError::NoSuchInterface(_))
+        ));
         match src.read("broken0") {
             Err(CountersError::Parse { path, value }) => {
                 assert!(path.ends_with("statistics/rx_bytes"));
@@ -207,7 +234,14 @@ mod linux {
         let got: Vec<(&str, f64, &str, f64)> = r
             .sensors
             .iter()
-            .map(|s| (s.name.as_str(), s.celsius, s.source.as_str(), s.critical_celsius))
+            .map(|s| {
+                (
+                    s.name.as_str(),
+                    s.celsius,
+                    s.source.as_str(),
+                    s.critical_celsius,
+                )
+            })
             .collect();
         assert_eq!(
             got,
@@ -248,10 +282,26 @@ mod linux {
     fn throttle_toggles_when_the_count_grows() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
-        write(root, "devices/system/cpu/cpu0/thermal_throttle/core_throttle_count", "0");
-        write(root, "devices/system/cpu/cpu0/thermal_throttle/package_throttle_count", "0");
-        write(root, "devices/system/cpu/cpu1/thermal_throttle/core_throttle_count", "0");
-        write(root, "devices/system/cpu/cpu1/thermal_throttle/package_throttle_count", "0");
+        write(
+            root,
+            "devices/system/cpu/cpu0/thermal_throttle/core_throttle_count",
+            "0",
+        );
+        write(
+            root,
+            "devices/system/cpu/cpu0/thermal_throttle/package_throttle_count",
+            "0",
+        );
+        write(
+            root,
+            "devices/system/cpu/cpu1/thermal_throttle/core_throttle_count",
+            "0",
+        );
+        write(
+            root,
+            "devices/system/cpu/cpu1/thermal_throttle/package_throttle_count",
+            "0",
+        );
         let mut src = SysfsThermal::new(root);
         let read = |src: &mut SysfsThermal| src.read().unwrap().throttle.unwrap();
 
@@ -260,7 +310,11 @@ mod linux {
         assert_eq!((t.throttle_events, t.pressure_level), (0, 0));
         assert_eq!(t.cpu_frequency_ratio, 0.0, "no cpufreq: unknown");
 
-        write(root, "devices/system/cpu/cpu1/thermal_throttle/core_throttle_count", "1");
+        write(
+            root,
+            "devices/system/cpu/cpu1/thermal_throttle/core_throttle_count",
+            "1",
+        );
         let t = read(&mut src);
         assert!(t.throttled);
         assert_eq!((t.throttle_events, t.pressure_level), (1, 1));
@@ -270,8 +324,16 @@ mod linux {
         assert_eq!(t.pressure_level, 0);
 
         // Package counts show on every CPU of the package; counted once.
-        write(root, "devices/system/cpu/cpu0/thermal_throttle/package_throttle_count", "4");
-        write(root, "devices/system/cpu/cpu1/thermal_throttle/package_throttle_count", "4");
+        write(
+            root,
+            "devices/system/cpu/cpu0/thermal_throttle/package_throttle_count",
+            "4",
+        );
+        write(
+            root,
+            "devices/system/cpu/cpu1/thermal_throttle/package_throttle_count",
+            "4",
+        );
         let t = read(&mut src);
         assert!(t.throttled);
         assert_eq!(t.throttle_events, 5);
@@ -282,10 +344,26 @@ mod linux {
     fn cpufreq_alone_reports_ratio_but_never_throttled() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
-        write(root, "devices/system/cpu/cpufreq/policy0/scaling_cur_freq", "3000000");
-        write(root, "devices/system/cpu/cpufreq/policy0/cpuinfo_max_freq", "4000000");
-        write(root, "devices/system/cpu/cpufreq/policy4/scaling_cur_freq", "1000000");
-        write(root, "devices/system/cpu/cpufreq/policy4/cpuinfo_max_freq", "2000000");
+        write(
+            root,
+            "devices/system/cpu/cpufreq/policy0/scaling_cur_freq",
+            "3000000",
+        );
+        write(
+            root,
+            "devices/system/cpu/cpufreq/policy0/cpuinfo_max_freq",
+            "4000000",
+        );
+        write(
+            root,
+            "devices/system/cpu/cpufreq/policy4/scaling_cur_freq",
+            "1000000",
+        );
+        write(
+            root,
+            "devices/system/cpu/cpufreq/policy4/cpuinfo_max_freq",
+            "2000000",
+        );
         let t = SysfsThermal::new(root).read().unwrap().throttle.unwrap();
         assert_eq!(t.source, "cpufreq");
         assert!(!t.throttled);
@@ -315,7 +393,10 @@ mod linux {
 
     #[test]
     fn route_to_loopback_is_lo() {
-        assert_eq!(route_interface("127.0.0.1:9".parse().unwrap()).unwrap(), "lo");
+        assert_eq!(
+            route_interface("127.0.0.1:9".parse().unwrap()).unwrap(),
+            "lo"
+        );
     }
 
     #[test]
@@ -324,7 +405,11 @@ mod linux {
         assert_eq!(lo.name, "lo");
         assert_eq!(lo.kind, kind::LOOPBACK);
         assert_eq!(lo.mtu, 65536);
-        assert!(lo.addresses.iter().any(|a| a == "127.0.0.1/8"), "{:?}", lo.addresses);
+        assert!(
+            lo.addresses.iter().any(|a| a == "127.0.0.1/8"),
+            "{:?}",
+            lo.addresses
+        );
         assert!(lo.members.is_empty());
     }
 
@@ -352,12 +437,18 @@ mod linux {
         assert_eq!(eth.mtu, 9000);
 
         let tb = describe("thunderbolt0", &root);
-        assert_eq!(tb.speed_bits_per_second, 40_000_000_000, "2 lanes x 20 Gb/s");
+        assert_eq!(
+            tb.speed_bits_per_second, 40_000_000_000,
+            "2 lanes x 20 Gb/s"
+        );
         assert_eq!(tb.generation, "3");
         assert_eq!(tb.mtu, 65520);
 
         let en05 = describe("en05", &root);
-        assert_eq!(en05.speed_bits_per_second, 40_000_000_000, "slower direction of 120/40");
+        assert_eq!(
+            en05.speed_bits_per_second, 40_000_000_000,
+            "slower direction of 120/40"
+        );
         assert_eq!(en05.generation, "4");
     }
 

@@ -9,8 +9,7 @@ use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
 use super::{
-    parse_carrier, parse_counter, parse_speed_mbps, CounterSource, CountersError,
-    InterfaceCounters,
+    parse_carrier, parse_counter, parse_speed_mbps, CounterSource, CountersError, InterfaceCounters,
 };
 
 /// Reads `<root>/class/net/<if>/statistics/*`, `carrier`,

@@ -87,7 +87,11 @@ fn ifmib(ifindex: libc::c_uint, interface: &str) -> Result<libc::ifmibdata, Coun
         )
     };
     if rc != 0 {
-        return Err(sys_err("sysctl(IFMIB_IFDATA)", interface, io::Error::last_os_error()));
+        return Err(sys_err(
+            "sysctl(IFMIB_IFDATA)",
+            interface,
+            io::Error::last_os_error(),
+        ));
     }
     if len < mem::size_of::<libc::ifmibdata>() {
         return Err(sys_err(

@@ -178,7 +178,12 @@ pub fn counter_delta(prev: u64, cur: u64, width: CounterWidth) -> (u64, bool, bo
 /// for byte counters to get bits per second, 1.0 for packets). `None` when
 /// no time passed between the samples (or they are out of order), since no
 /// rate can be computed then.
-pub fn rate(prev: CounterSample, cur: CounterSample, width: CounterWidth, scale: f64) -> Option<Rate> {
+pub fn rate(
+    prev: CounterSample,
+    cur: CounterSample,
+    width: CounterWidth,
+    scale: f64,
+) -> Option<Rate> {
     let elapsed = cur.at.checked_duration_since(prev.at)?.as_secs_f64();
     if elapsed <= 0.0 {
         return None;
@@ -229,7 +234,10 @@ mod tests {
         assert_eq!(r.delta, 5_000);
         assert!((r.per_second - 80_000.0).abs() < 1e-6);
         assert!(!r.reset && !r.wrapped);
-        assert_eq!(bits_per_second(s(0, t0), s(10_000_000_000, t1)), Some(160e9));
+        assert_eq!(
+            bits_per_second(s(0, t0), s(10_000_000_000, t1)),
+            Some(160e9)
+        );
     }
 
     #[test]

@@ -115,7 +115,11 @@ pub(super) fn describe(name: &str, root: &Path) -> Interface {
     };
     if !dir.exists() {
         // Not in this sysfs: at least recognise loopback from the flags.
-        let k = if super::is_loopback(name) { kind::LOOPBACK } else { kind::OTHER };
+        let k = if super::is_loopback(name) {
+            kind::LOOPBACK
+        } else {
+            kind::OTHER
+        };
         iface.kind = k.to_string();
         return iface;
     }
@@ -159,8 +163,13 @@ fn generation(root: &Path, xdomain: &Path) -> String {
     if let Some(g) = read_trimmed(&xdomain.join("generation")) {
         return g;
     }
-    let name = xdomain.file_name().map(|n| n.to_string_lossy().into_owned());
-    let domain = name.as_deref().and_then(|n| n.split_once('-')).map(|(d, _)| d.to_string());
+    let name = xdomain
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned());
+    let domain = name
+        .as_deref()
+        .and_then(|n| n.split_once('-'))
+        .map(|(d, _)| d.to_string());
     domain
         .and_then(|d| {
             read_trimmed(

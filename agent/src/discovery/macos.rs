@@ -42,8 +42,12 @@ pub fn bridge_members(bridge: &str) -> io::Result<Vec<String>> {
 
 /// `system_profiler SPThunderboltDataType -json`, parsed (slow).
 pub fn thunderbolt_receptacles() -> io::Result<Vec<TbReceptacle>> {
-    let json = run("/usr/sbin/system_profiler", &["SPThunderboltDataType", "-json"])?;
-    parse_system_profiler_thunderbolt(&json).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+    let json = run(
+        "/usr/sbin/system_profiler",
+        &["SPThunderboltDataType", "-json"],
+    )?;
+    parse_system_profiler_thunderbolt(&json)
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
 }
 
 pub(super) fn describe(name: &str) -> Interface {

@@ -60,15 +60,18 @@ pub fn route_interface(peer: SocketAddr) -> io::Result<String> {
     if let SocketAddr::V6(v6) = local {
         if v6.scope_id() != 0 {
             let name = nix::net::if_::if_indextoname(v6.scope_id()).map_err(io::Error::from)?;
-            return name
-                .into_string()
-                .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "interface name is not UTF-8"));
+            return name.into_string().map_err(|_| {
+                io::Error::new(io::ErrorKind::InvalidData, "interface name is not UTF-8")
+            });
         }
     }
     interface_with_address(local.ip())?.ok_or_else(|| {
         io::Error::new(
             io::ErrorKind::NotFound,
-            format!("no interface holds source address {} for {peer}", local.ip()),
+            format!(
+                "no interface holds source address {} for {peer}",
+                local.ip()
+            ),
         )
     })
 }
@@ -130,7 +133,8 @@ pub fn is_loopback(name: &str) -> bool {
         .map(|mut all| {
             all.any(|i| {
                 i.interface_name == name
-                    && i.flags.contains(nix::net::if_::InterfaceFlags::IFF_LOOPBACK)
+                    && i.flags
+                        .contains(nix::net::if_::InterfaceFlags::IFF_LOOPBACK)
             })
         })
         .unwrap_or(false)
@@ -154,7 +158,12 @@ pub fn describe(name: &str, sysfs_root: &Path) -> Interface {
         let _ = sysfs_root;
         Interface {
             name: name.to_string(),
-            kind: if is_loopback(name) { kind::LOOPBACK } else { kind::OTHER }.to_string(),
+            kind: if is_loopback(name) {
+                kind::LOOPBACK
+            } else {
+                kind::OTHER
+            }
+            .to_string(),
             addresses: addresses(name),
             ..Interface::default()
         }

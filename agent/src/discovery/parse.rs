@@ -63,18 +63,19 @@ pub fn parse_hardware_ports(text: &str) -> Vec<HardwarePort> {
     let mut port: Option<String> = None;
     let mut device: Option<String> = None;
     let mut mac: Option<String> = None;
-    let mut flush = |port: &mut Option<String>, device: &mut Option<String>, mac: &mut Option<String>| {
-        if let (Some(p), Some(d)) = (port.take(), device.take()) {
-            out.push(HardwarePort {
-                port: p,
-                device: d,
-                mac: mac.take(),
-            });
-        }
-        *port = None;
-        *device = None;
-        *mac = None;
-    };
+    let mut flush =
+        |port: &mut Option<String>, device: &mut Option<String>, mac: &mut Option<String>| {
+            if let (Some(p), Some(d)) = (port.take(), device.take()) {
+                out.push(HardwarePort {
+                    port: p,
+                    device: d,
+                    mac: mac.take(),
+                });
+            }
+            *port = None;
+            *device = None;
+            *mac = None;
+        };
     for line in text.lines() {
         let line = line.trim();
         if let Some(p) = line.strip_prefix("Hardware Port:") {
@@ -155,7 +156,9 @@ fn str_field(v: &Value, key: &str) -> Option<String> {
 /// Parses `system_profiler SPThunderboltDataType -json` into one entry per
 /// receptacle, in bus order. Unknown keys are ignored, missing ones left
 /// empty; only malformed JSON is an error.
-pub fn parse_system_profiler_thunderbolt(json: &str) -> Result<Vec<TbReceptacle>, serde_json::Error> {
+pub fn parse_system_profiler_thunderbolt(
+    json: &str,
+) -> Result<Vec<TbReceptacle>, serde_json::Error> {
     let root: Value = serde_json::from_str(json)?;
     let mut out = Vec::new();
     let Some(buses) = root.get("SPThunderboltDataType").and_then(Value::as_array) else {
@@ -180,10 +183,14 @@ pub fn parse_system_profiler_thunderbolt(json: &str) -> Result<Vec<TbReceptacle>
             let connected = !status.is_empty() && !status.contains("no_devices");
             let speed_text = str_field(tag, "current_speed_key").unwrap_or_default();
             let speed = parse_link_speed(&speed_text).unwrap_or(0);
-            let capability_only = speed_text.trim_start().to_ascii_lowercase().starts_with("up to");
+            let capability_only = speed_text
+                .trim_start()
+                .to_ascii_lowercase()
+                .starts_with("up to");
             out.push(TbReceptacle {
                 bus: str_field(bus, "_name").unwrap_or_default(),
-                receptacle_id: str_field(tag, "receptacle_id_key").and_then(|s| s.trim().parse().ok()),
+                receptacle_id: str_field(tag, "receptacle_id_key")
+                    .and_then(|s| s.trim().parse().ok()),
                 connected,
                 // macOS may print "Up to" on a connected port too [verify]:
                 // connected means the number is the negotiated speed.
@@ -197,7 +204,9 @@ pub fn parse_system_profiler_thunderbolt(json: &str) -> Result<Vec<TbReceptacle>
                     .collect(),
                 peer_names: items
                     .iter()
-                    .filter_map(|i| str_field(i, "device_name_key").or_else(|| str_field(i, "_name")))
+                    .filter_map(|i| {
+                        str_field(i, "device_name_key").or_else(|| str_field(i, "_name"))
+                    })
                     .collect(),
                 status,
             });

@@ -137,7 +137,11 @@ fn zone_critical(zone: &Path) -> f64 {
     0.0
 }
 
-fn read_zones(root: &Path, set: &mut SensorSet, stats: &mut FilterStats) -> Result<(), ThermalError> {
+fn read_zones(
+    root: &Path,
+    set: &mut SensorSet,
+    stats: &mut FilterStats,
+) -> Result<(), ThermalError> {
     for (index, zone) in indexed_entries(&root.join("class/thermal"), "thermal_zone")? {
         let kind = read_trimmed(&zone.join("type")).unwrap_or_else(|| format!("zone{index}"));
         let name = format!("thermal/{kind}");
@@ -166,7 +170,11 @@ fn hwmon_inputs(dir: &Path) -> Vec<u32> {
     out
 }
 
-fn read_hwmon(root: &Path, set: &mut SensorSet, stats: &mut FilterStats) -> Result<(), ThermalError> {
+fn read_hwmon(
+    root: &Path,
+    set: &mut SensorSet,
+    stats: &mut FilterStats,
+) -> Result<(), ThermalError> {
     for (index, dir) in indexed_entries(&root.join("class/hwmon"), "hwmon")? {
         let chip = read_trimmed(&dir.join("name")).unwrap_or_else(|| format!("hwmon{index}"));
         for n in hwmon_inputs(&dir) {
@@ -177,7 +185,9 @@ fn read_hwmon(root: &Path, set: &mut SensorSet, stats: &mut FilterStats) -> Resu
             let critical = read_trimmed(&dir.join(format!("temp{n}_crit")))
                 .and_then(|t| parse_millidegrees(&t))
                 .unwrap_or(0.0);
-            match read_trimmed(&dir.join(format!("temp{n}_input"))).and_then(|t| parse_millidegrees(&t)) {
+            match read_trimmed(&dir.join(format!("temp{n}_input")))
+                .and_then(|t| parse_millidegrees(&t))
+            {
                 Some(c) => set.add(&label, &name, c, "hwmon", critical, stats),
                 None => set.unreadable(&name, stats),
             }
@@ -210,15 +220,16 @@ fn throttle_events(root: &Path) -> Result<Option<u64>, ThermalError> {
 }
 
 fn frequency_ratio(root: &Path) -> Result<Option<f64>, ThermalError> {
-    let pairs: Vec<(u64, u64)> = indexed_entries(&root.join("devices/system/cpu/cpufreq"), "policy")?
-        .into_iter()
-        .filter_map(|(_, p)| {
-            Some((
-                read_u64(&p.join("scaling_cur_freq"))?,
-                read_u64(&p.join("cpuinfo_max_freq"))?,
-            ))
-        })
-        .collect();
+    let pairs: Vec<(u64, u64)> =
+        indexed_entries(&root.join("devices/system/cpu/cpufreq"), "policy")?
+            .into_iter()
+            .filter_map(|(_, p)| {
+                Some((
+                    read_u64(&p.join("scaling_cur_freq"))?,
+                    read_u64(&p.join("cpuinfo_max_freq"))?,
+                ))
+            })
+            .collect();
     Ok(cpu_frequency_ratio(&pairs))
 }
 

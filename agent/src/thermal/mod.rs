@@ -306,7 +306,10 @@ mod tests {
         assert_eq!(stats.total(), 9);
         let s = set.into_sensors();
         assert_eq!(s.len(), 2);
-        assert_eq!(s[0].critical_celsius, 0.0, "implausible critical is unknown");
+        assert_eq!(
+            s[0].critical_celsius, 0.0,
+            "implausible critical is unknown"
+        );
         assert_eq!(s[1].critical_celsius, 100.0);
     }
 
