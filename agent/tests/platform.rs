@@ -14,16 +14,6 @@ fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
 }
 
-fn sys_fixture() -> PathBuf {
-    fixtures().join("sys")
-}
-
-fn write(root: &Path, rel: &str, text: &str) {
-    let path = root.join(rel);
-    fs::create_dir_all(path.parent().unwrap()).unwrap();
-    fs::write(path, format!("{text}\n")).unwrap();
-}
-
 // === macOS parsers (pure; run on every OS) ===
 
 #[test]
@@ -115,6 +105,16 @@ mod linux {
     use boltwatch_agent::thermal::{self, FilterStats, SysfsThermal, ThermalSource};
     use std::net::UdpSocket;
     use std::time::Duration;
+
+    fn sys_fixture() -> PathBuf {
+        fixtures().join("sys")
+    }
+
+    fn write(root: &Path, rel: &str, text: &str) {
+        let path = root.join(rel);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, format!("{text}\n")).unwrap();
+    }
 
     #[test]
     fn counters_of_an_up_interface() {
