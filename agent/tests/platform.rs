@@ -476,4 +476,117 @@ mod linux {
         let empty = tempfile::tempdir().unwrap();
         assert!(thunderbolt_interfaces(empty.path()).is_empty());
     }
+
+    /// A network namespace of our own holding a veth pair, plus a process
+    /// parked inside it so `/proc/<pid>/root/sys` shows that namespace's
+    /// sysfs. Dropping it (also on panic) kills the process and deletes the
+    /// namespace.
+    struct VethNetns {
+        name: String,
+        parked: std::process::Child,
+    }
+
+    fn ip(args: &[&str]) {
+        let out = std::process::Command::new("ip")
+            .args(args)
+            .output()
+            .expect("iproute2 `ip` must be installed (apt-get install iproute2)");
+        assert!(
+            out.status.success(),
+            "ip {args:?} failed (root needed): {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    impl VethNetns {
+        fn new() -> VethNetns {
+            let name = format!("bwplat-{}", std::process::id());
+            ip(&["netns", "add", &name]);
+            let parked = std::process::Command::new("ip")
+                .args(["netns", "exec", &name, "sleep", "60"])
+                .spawn();
+            let parked = match parked {
+                Ok(p) => p,
+                Err(e) => {
+                    let _ = std::process::Command::new("ip")
+                        .args(["netns", "del", &name])
+                        .status();
+                    panic!("spawning ip netns exec: {e}");
+                }
+            };
+            let ns = VethNetns { name, parked };
+            ip(&[
+                "-n", &ns.name, "link", "add", "va", "type", "veth", "peer", "name", "vb",
+            ]);
+            ns
+        }
+
+        fn sys(&self) -> PathBuf {
+            PathBuf::from(format!("/proc/{}/root/sys", self.parked.id()))
+        }
+    }
+
+    impl Drop for VethNetns {
+        fn drop(&mut self) {
+            let _ = self.parked.kill();
+            let _ = self.parked.wait();
+            let _ = std::process::Command::new("ip")
+                .args(["netns", "del", &self.name])
+                .status();
+        }
+    }
+
+    /// Polls `check` up to `tries` times, 20 ms apart.
+    fn eventually(tries: u32, mut check: impl FnMut() -> bool) -> bool {
+        for _ in 0..tries {
+            if check() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+
+    #[test]
+    fn real_veth_in_own_netns_carrier_and_kind() {
+        let ns = VethNetns::new();
+        let root = ns.sys();
+        assert!(
+            eventually(250, || root.join("class/net/va").exists()),
+            "netns sysfs never appeared at {}",
+            root.display()
+        );
+        let mut src = SysfsCounters::new(&root);
+
+        // Admin down: the real kernel answers EINVAL on `carrier`.
+        let c = src.read("va").unwrap();
+        assert!(!c.carrier_known, "{c:?}");
+        assert_eq!(describe("va", &root).kind, kind::VETH);
+        assert_eq!(describe("vb", &root).kind, kind::VETH);
+        assert_eq!(describe("lo", &root).kind, kind::LOOPBACK);
+
+        ip(&["-n", &ns.name, "link", "set", "va", "up"]);
+        ip(&["-n", &ns.name, "link", "set", "vb", "up"]);
+        assert!(
+            eventually(100, || {
+                let c = src.read("va").unwrap();
+                c.carrier_known && c.carrier
+            }),
+            "va never got carrier"
+        );
+        let up = src.read("va").unwrap();
+        assert!(up.carrier_up_count >= 1, "{up:?}");
+
+        // Taking the peer down drops va's carrier and counts it.
+        ip(&["-n", &ns.name, "link", "set", "vb", "down"]);
+        assert!(
+            eventually(100, || {
+                let c = src.read("va").unwrap();
+                c.carrier_known && !c.carrier
+            }),
+            "va kept carrier after vb went down"
+        );
+        let down = src.read("va").unwrap();
+        assert_eq!(down.carrier_down_count, up.carrier_down_count + 1);
+    }
 }
