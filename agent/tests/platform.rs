@@ -397,6 +397,7 @@ mod linux {
             route_interface("127.0.0.1:9".parse().unwrap()).unwrap(),
             "lo"
         );
+        assert_eq!(route_interface("[::1]:9".parse().unwrap()).unwrap(), "lo");
     }
 
     #[test]

@@ -38,6 +38,9 @@ const SIOCGIFMEDIA: libc::c_ulong = 0xc000_0000
     | (((mem::size_of::<IfMediaReq>() as libc::c_ulong) & 0x1fff) << 16)
     | ((b'i' as libc::c_ulong) << 8)
     | 56;
+// The value ifconfig uses on 64-bit macOS (`struct ifmediareq` is 48 bytes).
+#[cfg(target_pointer_width = "64")]
+const _: () = assert!(SIOCGIFMEDIA == 0xc030_6938);
 
 /// Reads counters through `sysctl(IFMIB_IFDATA)`.
 #[derive(Debug, Default)]
