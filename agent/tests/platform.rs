@@ -254,6 +254,8 @@ mod linux {
                 ("hwmon/nvme/Composite", 38.85, "hwmon", 0.0),
                 ("hwmon/nvme/Composite #2", 40.85, "hwmon", 0.0),
                 ("hwmon/k10temp/temp1", 61.25, "hwmon", 0.0),
+                // hwmon5 keeps its attributes under device/ (old drivers).
+                ("hwmon/it8728/SYSTIN", 36.0, "hwmon", 0.0),
             ]
         );
         // acpitz #2 reads 0 C, Core 1 reads 130 C, PMU tcal is a placeholder,
@@ -273,7 +275,7 @@ mod linux {
         // A second read of the unchanged tree: same sensors, not throttled,
         // filter counts accumulate.
         let r2 = src.read().unwrap();
-        assert_eq!(r2.sensors.len(), 8);
+        assert_eq!(r2.sensors.len(), 9);
         assert!(!r2.throttle.unwrap().throttled);
         assert_eq!(src.filtered().total(), 8);
     }

@@ -175,7 +175,14 @@ fn read_hwmon(
     set: &mut SensorSet,
     stats: &mut FilterStats,
 ) -> Result<(), ThermalError> {
-    for (index, dir) in indexed_entries(&root.join("class/hwmon"), "hwmon")? {
+    for (index, hwmon) in indexed_entries(&root.join("class/hwmon"), "hwmon")? {
+        // Drivers older than the hwmon ABI cleanup keep their attributes
+        // under `device/`.
+        let dir = if hwmon_inputs(&hwmon).is_empty() && !hwmon.join("name").exists() {
+            hwmon.join("device")
+        } else {
+            hwmon
+        };
         let chip = read_trimmed(&dir.join("name")).unwrap_or_else(|| format!("hwmon{index}"));
         for n in hwmon_inputs(&dir) {
             let label = read_trimmed(&dir.join(format!("temp{n}_label")))
