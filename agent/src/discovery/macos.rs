@@ -1,0 +1,96 @@
+//! macOS discovery: runs `networksetup`, `ifconfig` and `system_profiler`
+//! and feeds their output to the pure parsers in [`super::parse`].
+//!
+//! These are blocking child processes (`system_profiler` takes seconds):
+//! call them from a blocking task, never from the probe thread. Speed and
+//! MTU come from the 64-bit interface MIB (see `counters::macos`).
+
+use std::io;
+use std::process::Command;
+
+use super::parse::{
+    hardware_port_kind, parse_bridge_members, parse_hardware_ports,
+    parse_system_profiler_thunderbolt, HardwarePort, TbReceptacle,
+};
+use super::{addresses, is_loopback, kind, Interface};
+use crate::counters::{CounterSource, MibCounters};
+
+fn run(program: &str, args: &[&str]) -> io::Result<String> {
+    let out = Command::new(program).args(args).output()?;
+    if !out.status.success() {
+        return Err(io::Error::other(format!(
+            "{program} {} exited with {}",
+            args.join(" "),
+            out.status
+        )));
+    }
+    String::from_utf8(out.stdout).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+}
+
+/// `networksetup -listallhardwareports`, parsed.
+pub fn hardware_ports() -> io::Result<Vec<HardwarePort>> {
+    Ok(parse_hardware_ports(&run(
+        "/usr/sbin/networksetup",
+        &["-listallhardwareports"],
+    )?))
+}
+
+/// Members of a bridge from `ifconfig <bridge>`.
+pub fn bridge_members(bridge: &str) -> io::Result<Vec<String>> {
+    Ok(parse_bridge_members(&run("/sbin/ifconfig", &[bridge])?))
+}
+
+/// `system_profiler SPThunderboltDataType -json`, parsed (slow).
+pub fn thunderbolt_receptacles() -> io::Result<Vec<TbReceptacle>> {
+    let json = run(
+        "/usr/sbin/system_profiler",
+        &["SPThunderboltDataType", "-json"],
+    )?;
+    parse_system_profiler_thunderbolt(&json)
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+}
+
+pub(super) fn describe(name: &str) -> Interface {
+    let mut iface = Interface {
+        name: name.to_string(),
+        addresses: addresses(name),
+        ..Interface::default()
+    };
+    if let Ok(c) = MibCounters::new().read(name) {
+        iface.mtu = c.mtu;
+        iface.speed_bits_per_second = c.speed_bits_per_second;
+    }
+    let port = hardware_ports()
+        .unwrap_or_default()
+        .into_iter()
+        .find(|p| p.device == name);
+    let k = if is_loopback(name) {
+        kind::LOOPBACK
+    } else if let Some(p) = &port {
+        hardware_port_kind(&p.port)
+    } else if name.starts_with("bridge") {
+        kind::BRIDGE
+    } else {
+        kind::OTHER
+    };
+    iface.kind = k.to_string();
+    if k == kind::BRIDGE {
+        iface.members = bridge_members(name).unwrap_or_default();
+    }
+    if k == kind::THUNDERBOLT {
+        // The MIB baudrate of a TB port is not the negotiated link speed;
+        // system_profiler's receptacle is.
+        let number = port.as_ref().and_then(HardwarePort::thunderbolt_number);
+        let receptacle = thunderbolt_receptacles()
+            .unwrap_or_default()
+            .into_iter()
+            .find(|r| r.receptacle_id.is_some() && r.receptacle_id == number);
+        if let Some(r) = receptacle {
+            if r.current_speed_bits_per_second > 0 {
+                iface.speed_bits_per_second = r.current_speed_bits_per_second;
+            }
+            iface.generation = r.generation().to_string();
+        }
+    }
+    iface
+}

@@ -1,0 +1,284 @@
+//! Linux thermals from sysfs under a configurable root.
+//!
+//! Sensors: `class/thermal/thermal_zone*/{type,temp,trip_point_*}` named
+//! `thermal/<type>`, and `class/hwmon/hwmon*/{name,temp*_input,temp*_label,
+//! temp*_crit}` named `hwmon/<name>/<label or tempN>`. Throttling:
+//! `devices/system/cpu/cpu*/thermal_throttle/{core,package}_throttle_count`
+//! (Intel `therm_throt` only) and `devices/system/cpu/cpufreq/policy*/
+//! {scaling_cur_freq,cpuinfo_max_freq}`. When the root is the real `/sys`
+//! and sysfs yields no sensor, `sysinfo` components are tried (on real
+//! hardware it knows a few more drivers' quirks); in VMs both are empty.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::ErrorKind;
+use std::path::{Path, PathBuf};
+
+use super::{
+    cpu_frequency_ratio, index_after, parse_millidegrees, FilterStats, SensorSet, ThermalError,
+    ThermalReading, ThermalSource, Throttle, ThrottleTracker,
+};
+
+/// Reads thermal zones, hwmon, throttle counts and cpufreq under a root.
+pub struct SysfsThermal {
+    root: PathBuf,
+    live: bool,
+    tracker: ThrottleTracker,
+    stats: FilterStats,
+    components: Option<sysinfo::Components>,
+}
+
+impl std::fmt::Debug for SysfsThermal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SysfsThermal")
+            .field("root", &self.root)
+            .field("live", &self.live)
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SysfsThermal {
+    /// A reader rooted at `sysfs_root`. The `sysinfo` fallback is only
+    /// armed when the root is the real `/sys`, so fixture trees are read
+    /// alone.
+    pub fn new(sysfs_root: &Path) -> Self {
+        let live = fs::canonicalize(sysfs_root)
+            .map(|p| p == Path::new("/sys"))
+            .unwrap_or(false);
+        SysfsThermal {
+            root: sysfs_root.to_path_buf(),
+            live,
+            tracker: ThrottleTracker::new(),
+            stats: FilterStats::default(),
+            components: None,
+        }
+    }
+
+    fn sysinfo_fallback(&mut self, set: &mut SensorSet) {
+        match &mut self.components {
+            Some(c) => c.refresh(true),
+            None => match sysinfo::Components::new_with_refreshed_list() {
+                Ok(c) => self.components = Some(c),
+                Err(e) => {
+                    tracing::debug!(error = %e, "sysinfo components unavailable");
+                    return;
+                }
+            },
+        }
+        let Some(components) = &self.components else {
+            return;
+        };
+        for c in components {
+            let label = c.label();
+            match c.temperature() {
+                Some(t) => set.add(
+                    label,
+                    label,
+                    f64::from(t),
+                    "sysinfo",
+                    c.critical().map(f64::from).unwrap_or(0.0),
+                    &mut self.stats,
+                ),
+                None => set.unreadable(label, &mut self.stats),
+            }
+        }
+    }
+}
+
+/// Entries of `dir` whose name is `prefix` plus a number, sorted by that
+/// number. A missing directory is empty, not an error.
+fn indexed_entries(dir: &Path, prefix: &str) -> Result<Vec<(u32, PathBuf)>, ThermalError> {
+    let entries = match fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(source) => {
+            return Err(ThermalError::ReadSys {
+                path: dir.to_path_buf(),
+                source,
+            })
+        }
+    };
+    let mut out: Vec<(u32, PathBuf)> = entries
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            let rest = name.strip_prefix(prefix)?;
+            if rest.is_empty() || !rest.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            Some((index_after(&name, prefix)?, e.path()))
+        })
+        .collect();
+    out.sort();
+    Ok(out)
+}
+
+fn read_trimmed(path: &Path) -> Option<String> {
+    fs::read_to_string(path).ok().map(|s| s.trim().to_string())
+}
+
+fn read_u64(path: &Path) -> Option<u64> {
+    read_trimmed(path)?.parse().ok()
+}
+
+/// Critical trip point of a thermal zone, 0 if none.
+fn zone_critical(zone: &Path) -> f64 {
+    for i in 0..32 {
+        let Some(kind) = read_trimmed(&zone.join(format!("trip_point_{i}_type"))) else {
+            break;
+        };
+        if kind == "critical" {
+            return read_trimmed(&zone.join(format!("trip_point_{i}_temp")))
+                .and_then(|t| parse_millidegrees(&t))
+                .unwrap_or(0.0);
+        }
+    }
+    0.0
+}
+
+fn read_zones(
+    root: &Path,
+    set: &mut SensorSet,
+    stats: &mut FilterStats,
+) -> Result<(), ThermalError> {
+    for (index, zone) in indexed_entries(&root.join("class/thermal"), "thermal_zone")? {
+        let kind = read_trimmed(&zone.join("type")).unwrap_or_else(|| format!("zone{index}"));
+        let name = format!("thermal/{kind}");
+        match read_trimmed(&zone.join("temp")).and_then(|t| parse_millidegrees(&t)) {
+            Some(c) => set.add(&kind, &name, c, "thermal", zone_critical(&zone), stats),
+            None => set.unreadable(&name, stats),
+        }
+    }
+    Ok(())
+}
+
+/// The `N` of every `tempN_input` in a hwmon directory, sorted.
+fn hwmon_inputs(dir: &Path) -> Vec<u32> {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut out: Vec<u32> = entries
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            let n = index_after(&name, "temp")?;
+            (name == format!("temp{n}_input")).then_some(n)
+        })
+        .collect();
+    out.sort_unstable();
+    out
+}
+
+fn read_hwmon(
+    root: &Path,
+    set: &mut SensorSet,
+    stats: &mut FilterStats,
+) -> Result<(), ThermalError> {
+    for (index, hwmon) in indexed_entries(&root.join("class/hwmon"), "hwmon")? {
+        // Drivers older than the hwmon ABI cleanup keep their attributes
+        // under `device/`.
+        let dir = if hwmon_inputs(&hwmon).is_empty() && !hwmon.join("name").exists() {
+            hwmon.join("device")
+        } else {
+            hwmon
+        };
+        let chip = read_trimmed(&dir.join("name")).unwrap_or_else(|| format!("hwmon{index}"));
+        for n in hwmon_inputs(&dir) {
+            let label = read_trimmed(&dir.join(format!("temp{n}_label")))
+                .filter(|l| !l.is_empty())
+                .unwrap_or_else(|| format!("temp{n}"));
+            let name = format!("hwmon/{chip}/{label}");
+            let critical = read_trimmed(&dir.join(format!("temp{n}_crit")))
+                .and_then(|t| parse_millidegrees(&t))
+                .unwrap_or(0.0);
+            match read_trimmed(&dir.join(format!("temp{n}_input")))
+                .and_then(|t| parse_millidegrees(&t))
+            {
+                Some(c) => set.add(&label, &name, c, "hwmon", critical, stats),
+                None => set.unreadable(&name, stats),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Total throttle events: per-core counts summed, package counts taken once
+/// per physical package (every CPU of a package shows the same count).
+/// `None` when no CPU has `thermal_throttle`.
+fn throttle_events(root: &Path) -> Result<Option<u64>, ThermalError> {
+    let mut found = false;
+    let mut core = 0u64;
+    let mut packages: BTreeMap<u64, u64> = BTreeMap::new();
+    for (_, cpu) in indexed_entries(&root.join("devices/system/cpu"), "cpu")? {
+        let dir = cpu.join("thermal_throttle");
+        if !dir.is_dir() {
+            continue;
+        }
+        found = true;
+        core = core.saturating_add(read_u64(&dir.join("core_throttle_count")).unwrap_or(0));
+        if let Some(p) = read_u64(&dir.join("package_throttle_count")) {
+            let id = read_u64(&cpu.join("topology/physical_package_id")).unwrap_or(0);
+            let slot = packages.entry(id).or_insert(0);
+            *slot = (*slot).max(p);
+        }
+    }
+    Ok(found.then(|| core.saturating_add(packages.values().sum())))
+}
+
+fn frequency_ratio(root: &Path) -> Result<Option<f64>, ThermalError> {
+    let pairs: Vec<(u64, u64)> =
+        indexed_entries(&root.join("devices/system/cpu/cpufreq"), "policy")?
+            .into_iter()
+            .filter_map(|(_, p)| {
+                Some((
+                    read_u64(&p.join("scaling_cur_freq"))?,
+                    read_u64(&p.join("cpuinfo_max_freq"))?,
+                ))
+            })
+            .collect();
+    Ok(cpu_frequency_ratio(&pairs))
+}
+
+impl ThermalSource for SysfsThermal {
+    fn read(&mut self) -> Result<ThermalReading, ThermalError> {
+        let mut set = SensorSet::new();
+        read_zones(&self.root, &mut set, &mut self.stats)?;
+        read_hwmon(&self.root, &mut set, &mut self.stats)?;
+        if set.is_empty() && self.live {
+            self.sysinfo_fallback(&mut set);
+        }
+        let events = throttle_events(&self.root)?;
+        let ratio = frequency_ratio(&self.root)?;
+        let throttle = match (events, ratio) {
+            (Some(events), ratio) => {
+                let throttled = self.tracker.update(events);
+                Some(Throttle {
+                    throttled,
+                    pressure_level: u32::from(throttled),
+                    cpu_frequency_ratio: ratio.unwrap_or(0.0),
+                    throttle_events: events,
+                    source: "thermal_throttle".to_string(),
+                })
+            }
+            // Frequency alone says nothing about throttling (idle cores
+            // clock down too), so it is reported but never sets throttled.
+            (None, Some(ratio)) => Some(Throttle {
+                throttled: false,
+                pressure_level: 0,
+                cpu_frequency_ratio: ratio,
+                throttle_events: 0,
+                source: "cpufreq".to_string(),
+            }),
+            (None, None) => None,
+        };
+        Ok(ThermalReading {
+            sensors: set.into_sensors(),
+            throttle,
+        })
+    }
+
+    fn filtered(&self) -> FilterStats {
+        self.stats
+    }
+}
