@@ -24,6 +24,7 @@ pub mod counters;
 pub mod discovery;
 pub mod health;
 pub mod link;
+pub mod outage;
 pub mod sink;
 pub mod stamp;
 pub mod stats;
