@@ -156,9 +156,9 @@ impl Linux {
                         self.watch.report(at, a);
                     }
                 }
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                    self.tracker.forget(&name);
-                }
+                // A vanished interface is forgotten on RTM_DELLINK; a sysfs
+                // root that lacks it (another mount namespace) must not
+                // reset what the events established.
                 Err(e) => tracing::debug!(interface = %name, error = %e, "sysfs read failed"),
             }
         }
