@@ -140,7 +140,8 @@ impl TestBed {
 
     fn add_link(&mut self, a: usize, b: usize) -> Result<(), BedError> {
         let index = self.links.len();
-        let octet = u8::try_from(index).map_err(|_| BedError::NoSuch("room for >255 links".into()))?;
+        let octet =
+            u8::try_from(index).map_err(|_| BedError::NoSuch("room for >255 links".into()))?;
         let link = Link {
             index,
             a,
@@ -152,13 +153,36 @@ impl TestBed {
         };
         let (na, nb) = (self.nodes[a].netns.clone(), self.nodes[b].netns.clone());
         run(self.ip().args([
-            "-n", &na, "link", "add", &link.a_if, "mtu", &LINK_MTU.to_string(), "type", "veth",
-            "peer", "name", &link.b_if, "mtu", &LINK_MTU.to_string(), "netns", &nb,
+            "-n",
+            &na,
+            "link",
+            "add",
+            &link.a_if,
+            "mtu",
+            &LINK_MTU.to_string(),
+            "type",
+            "veth",
+            "peer",
+            "name",
+            &link.b_if,
+            "mtu",
+            &LINK_MTU.to_string(),
+            "netns",
+            &nb,
         ]))?;
-        for (ns, ifname, addr) in [(&na, &link.a_if, link.a_addr), (&nb, &link.b_if, link.b_addr)] {
-            run(self
-                .ip()
-                .args(["-n", ns, "addr", "add", &format!("{addr}/24"), "dev", ifname]))?;
+        for (ns, ifname, addr) in [
+            (&na, &link.a_if, link.a_addr),
+            (&nb, &link.b_if, link.b_addr),
+        ] {
+            run(self.ip().args([
+                "-n",
+                ns,
+                "addr",
+                "add",
+                &format!("{addr}/24"),
+                "dev",
+                ifname,
+            ]))?;
             run(self.ip().args(["-n", ns, "link", "set", ifname, "up"]))?;
         }
         self.links.push(link);
@@ -221,7 +245,8 @@ impl TestBed {
         S: AsRef<std::ffi::OsStr>,
     {
         let mut c = self.ip();
-        c.args(["netns", "exec", self.netns(node)?, program]).args(args);
+        c.args(["netns", "exec", self.netns(node)?, program])
+            .args(args);
         Ok(c)
     }
 
@@ -234,7 +259,10 @@ impl TestBed {
     /// Reads `/sys/<rel>` as `node` sees it, trimmed (e.g.
     /// `class/net/tb0/carrier`).
     pub fn read_sysfs(&self, node: usize, rel: &str) -> Result<String, BedError> {
-        Ok(self.run(node, "cat", &[&format!("/sys/{rel}")])?.trim().to_owned())
+        Ok(self
+            .run(node, "cat", &[&format!("/sys/{rel}")])?
+            .trim()
+            .to_owned())
     }
 
     /// Drops `per_mille`/1000 of the IP packets arriving on `iface` in
@@ -268,11 +296,15 @@ impl TestBed {
             let mut stdin = child.stdin.take().expect("piped stdin");
             stdin
                 .write_all(script.as_bytes())
-                .map_err(|source| BedError::Spawn { command: command.clone(), source })?;
+                .map_err(|source| BedError::Spawn {
+                    command: command.clone(),
+                    source,
+                })?;
         }
-        let out = child
-            .wait_with_output()
-            .map_err(|source| BedError::Spawn { command: command.clone(), source })?;
+        let out = child.wait_with_output().map_err(|source| BedError::Spawn {
+            command: command.clone(),
+            source,
+        })?;
         if !out.status.success() {
             return Err(BedError::Command {
                 command,
@@ -317,7 +349,9 @@ impl TestBed {
     pub fn set_link(&self, node: usize, iface: &str, up: bool) -> Result<(), BedError> {
         let ns = self.netns(node)?;
         let state = if up { "up" } else { "down" };
-        run(self.ip().args(["-n", ns, "link", "set", "dev", iface, state]))?;
+        run(self
+            .ip()
+            .args(["-n", ns, "link", "set", "dev", iface, state]))?;
         Ok(())
     }
 
@@ -353,7 +387,10 @@ impl Drop for TestBed {
 /// [`TestBed::exec`]); a live process would keep the namespace and its
 /// veths alive after `ip netns del`.
 fn kill_processes_in(tools: &Tools, netns: &str) {
-    let Ok(out) = Command::new(&tools.ip).args(["netns", "pids", netns]).output() else {
+    let Ok(out) = Command::new(&tools.ip)
+        .args(["netns", "pids", netns])
+        .output()
+    else {
         return;
     };
     for pid in String::from_utf8_lossy(&out.stdout).split_whitespace() {
@@ -382,7 +419,9 @@ fn sweep_stale(tools: &Tools) {
         };
         if pid != std::process::id() && !std::path::Path::new(&format!("/proc/{pid}")).exists() {
             kill_processes_in(tools, name);
-            let _ = Command::new(&tools.ip).args(["netns", "del", name]).output();
+            let _ = Command::new(&tools.ip)
+                .args(["netns", "del", name])
+                .output();
         }
     }
 }

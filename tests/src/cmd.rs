@@ -122,9 +122,10 @@ pub fn describe(cmd: &Command) -> String {
 /// Runs `cmd` to completion; a non-zero exit is an error carrying stderr.
 pub fn run(cmd: &mut Command) -> Result<Output, BedError> {
     let command = describe(cmd);
-    let out = cmd
-        .output()
-        .map_err(|source| BedError::Spawn { command: command.clone(), source })?;
+    let out = cmd.output().map_err(|source| BedError::Spawn {
+        command: command.clone(),
+        source,
+    })?;
     if out.status.success() {
         Ok(out)
     } else {

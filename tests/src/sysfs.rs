@@ -101,8 +101,14 @@ impl SysfsFixture {
             let _ = std::fs::remove_file(carrier);
         }
         self.write(&format!("{d}/operstate"), &s.oper_state)?;
-        self.write(&format!("{d}/carrier_up_count"), &s.carrier_up_count.to_string())?;
-        self.write(&format!("{d}/carrier_down_count"), &s.carrier_down_count.to_string())?;
+        self.write(
+            &format!("{d}/carrier_up_count"),
+            &s.carrier_up_count.to_string(),
+        )?;
+        self.write(
+            &format!("{d}/carrier_down_count"),
+            &s.carrier_down_count.to_string(),
+        )?;
         self.write(
             &format!("{d}/carrier_changes"),
             &(s.carrier_up_count + s.carrier_down_count).to_string(),
@@ -124,11 +130,9 @@ impl SysfsFixture {
         let master = self.path(&format!("class/net/{member}/master"));
         self.mkdir(&self.path(&format!("class/net/{member}")))?;
         let _ = std::fs::remove_file(&master);
-        std::os::unix::fs::symlink(format!("../{bridge}"), &master).map_err(|source| {
-            BedError::Io {
-                context: format!("linking {}", master.display()),
-                source,
-            }
+        std::os::unix::fs::symlink(format!("../{bridge}"), &master).map_err(|source| BedError::Io {
+            context: format!("linking {}", master.display()),
+            source,
         })
     }
 
@@ -153,7 +157,12 @@ mod tests {
         assert_eq!(read("class/net/tb0/carrier"), "1\n");
         f.set_netif(
             "tb0",
-            &NetIf { admin_up: false, carrier: false, carrier_down_count: 1, ..NetIf::default() },
+            &NetIf {
+                admin_up: false,
+                carrier: false,
+                carrier_down_count: 1,
+                ..NetIf::default()
+            },
         )
         .unwrap();
         assert!(!f.path("class/net/tb0/carrier").exists());

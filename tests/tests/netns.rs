@@ -75,13 +75,21 @@ fn ping_crosses_the_link_and_the_management_network() {
     let ping = ping_path();
     let peer = bed.link_addr(1, 0).unwrap().to_string();
     let out = bed
-        .run(0, &ping, &["-c", "20", "-i", "0.01", "-W", "1", "-w", "10", &peer])
+        .run(
+            0,
+            &ping,
+            &["-c", "20", "-i", "0.01", "-W", "1", "-w", "10", &peer],
+        )
         .unwrap();
     assert_eq!(ping_counts(&out), (20, 20), "{out}");
     // Each node reaches the host on its management veth.
     let host = bed.node(1).host_addr.to_string();
     let out = bed
-        .run(1, &ping, &["-c", "3", "-i", "0.01", "-W", "1", "-w", "10", &host])
+        .run(
+            1,
+            &ping,
+            &["-c", "3", "-i", "0.01", "-W", "1", "-w", "10", &host],
+        )
         .unwrap();
     assert_eq!(ping_counts(&out), (3, 3), "{out}");
     assert_eq!(bed.read_sysfs(0, "class/net/tb1/mtu").unwrap(), "9000");
@@ -108,13 +116,21 @@ fn loss_drops_are_counted_exactly() {
     let (sent, received) = ping_counts(&out);
     let drops = bed.loss_drops(1, &iface).unwrap();
     assert_eq!(sent, 300, "{out}");
-    assert_eq!(sent - received, drops, "every lost ping is one counted drop");
+    assert_eq!(
+        sent - received,
+        drops,
+        "every lost ping is one counted drop"
+    );
     // 10% of 300: a count outside 5..60 means the rule is not doing 10%.
     assert!((5..=60).contains(&drops), "dropped {drops} of 300");
     // Setting loss to zero replaces the rule: counter restarts, nothing lost.
     bed.loss(1, &iface, 0).unwrap();
     let out = bed
-        .run(0, &ping, &["-c", "50", "-i", "0.002", "-W", "1", "-w", "10", &peer])
+        .run(
+            0,
+            &ping,
+            &["-c", "50", "-i", "0.002", "-W", "1", "-w", "10", &peer],
+        )
         .unwrap();
     assert_eq!(ping_counts(&out), (50, 50));
     assert_eq!(bed.loss_drops(1, &iface).unwrap(), 0);
@@ -133,12 +149,18 @@ fn flap_takes_the_peer_carrier_down_and_up() {
     assert_eq!(bed.read_sysfs(1, &carrier).unwrap(), "0");
     bed.set_link(0, here, true).unwrap();
     assert!(
-        wait_until(Duration::from_secs(5), || bed.read_sysfs(1, &carrier).unwrap() == "1"),
+        wait_until(Duration::from_secs(5), || bed
+            .read_sysfs(1, &carrier)
+            .unwrap()
+            == "1"),
         "carrier did not come back"
     );
     bed.flap(0, here, Duration::from_millis(50)).unwrap();
     assert_eq!(count(&downs), before + 2, "two downs: set_link and flap");
-    assert!(wait_until(Duration::from_secs(5), || bed.read_sysfs(1, &carrier).unwrap() == "1"));
+    assert!(wait_until(Duration::from_secs(5), || bed
+        .read_sysfs(1, &carrier)
+        .unwrap()
+        == "1"));
 }
 
 #[test]
@@ -162,7 +184,10 @@ fn drop_removes_namespaces_and_host_veths() {
     // A process left running in a node must not keep it alive.
     let mut sleeper = bed.exec(2, "sleep", ["600"]).unwrap().spawn().unwrap();
     let listed = netns_list();
-    assert!(names.iter().all(|n| listed.contains(n.as_str())), "{listed}");
+    assert!(
+        names.iter().all(|n| listed.contains(n.as_str())),
+        "{listed}"
+    );
     assert!(host_ifs.iter().all(|i| host_link_exists(i)));
     drop(bed);
     let _ = sleeper.wait();
@@ -187,7 +212,10 @@ fn panic_still_tears_down() {
     let names = rx.recv().unwrap();
     let listed = netns_list();
     for n in &names {
-        assert!(!listed.contains(n.as_str()), "{n} survived the panic: {listed}");
+        assert!(
+            !listed.contains(n.as_str()),
+            "{n} survived the panic: {listed}"
+        );
     }
 }
 
@@ -221,8 +249,14 @@ impl Watcher {
                 }
             }
         });
-        let mut w = Watcher { child, lines, seen: Vec::new() };
-        assert!(w.collect_until(Duration::from_secs(10), |s| s.iter().any(|v| v["ready"] == true)));
+        let mut w = Watcher {
+            child,
+            lines,
+            seen: Vec::new(),
+        };
+        assert!(w.collect_until(Duration::from_secs(10), |s| s
+            .iter()
+            .any(|v| v["ready"] == true)));
         w
     }
 
@@ -254,7 +288,10 @@ fn events(lines: &[Value]) -> Vec<&Value> {
 }
 
 fn down_events(lines: &[Value]) -> usize {
-    events(lines).iter().filter(|v| v["carrier"] == false).count()
+    events(lines)
+        .iter()
+        .filter(|v| v["carrier"] == false)
+        .count()
 }
 
 #[test]
@@ -262,7 +299,10 @@ fn watcher_in_a_node_counts_every_flap() {
     const SLOW: u64 = 3;
     const FAST: u64 = 4;
     let bed = bed(2);
-    let (here, there) = (bed.link_if(0, 1).unwrap().to_owned(), bed.link_if(1, 0).unwrap().to_owned());
+    let (here, there) = (
+        bed.link_if(0, 1).unwrap().to_owned(),
+        bed.link_if(1, 0).unwrap().to_owned(),
+    );
     let downs_file = format!("class/net/{there}/carrier_down_count");
     let kernel_downs = || -> u64 { bed.read_sysfs(1, &downs_file).unwrap().parse().unwrap() };
     let d0 = kernel_downs();
@@ -289,10 +329,19 @@ fn watcher_in_a_node_counts_every_flap() {
     let ok = |s: &[Value]| {
         down_events(s) >= want && events(s).iter().filter(|v| v["carrier"] == true).count() > want
     };
-    assert!(full.collect_until(Duration::from_secs(10), ok), "{:#?}", full.seen);
+    assert!(
+        full.collect_until(Duration::from_secs(10), ok),
+        "{:#?}",
+        full.seen
+    );
     assert_eq!(down_events(&full.seen), want, "{:#?}", full.seen);
     assert!(netlink_only.collect_until(Duration::from_secs(10), |s| down_events(s) >= want));
-    assert_eq!(down_events(&netlink_only.seen), want, "{:#?}", netlink_only.seen);
+    assert_eq!(
+        down_events(&netlink_only.seen),
+        want,
+        "{:#?}",
+        netlink_only.seen
+    );
     assert!(events(&netlink_only.seen)
         .iter()
         .all(|v| v["source"] == "LINK_EVENT_SOURCE_NETLINK"));
@@ -304,8 +353,16 @@ fn watcher_in_a_node_counts_every_flap() {
     }
     let d_end = d0 + SLOW + FAST;
     assert!(wait_until(Duration::from_secs(5), || kernel_downs() == d_end));
-    let settled = |s: &[Value]| events(s).last().is_some_and(|v| v["down"] == d_end && v["carrier"] == true);
-    assert!(full.collect_until(Duration::from_secs(10), settled), "{:#?}", full.seen);
+    let settled = |s: &[Value]| {
+        events(s)
+            .last()
+            .is_some_and(|v| v["down"] == d_end && v["carrier"] == true)
+    };
+    assert!(
+        full.collect_until(Duration::from_secs(10), settled),
+        "{:#?}",
+        full.seen
+    );
     assert!(netlink_only.collect_until(Duration::from_secs(10), settled));
     let full = full.finish();
     let netlink_only = netlink_only.finish();
@@ -324,9 +381,14 @@ fn watcher_in_a_node_counts_every_flap() {
     for lines in [&full, &netlink_only] {
         let last = events(lines).last().copied().unwrap().clone();
         assert_eq!(last["down"], d_end);
-        assert!(events(lines).iter().all(|v| v["interface"] == there.as_str()));
+        assert!(events(lines)
+            .iter()
+            .all(|v| v["interface"] == there.as_str()));
     }
-    let sources: Vec<&str> = events(&full).iter().map(|v| v["source"].as_str().unwrap()).collect();
+    let sources: Vec<&str> = events(&full)
+        .iter()
+        .map(|v| v["source"].as_str().unwrap())
+        .collect();
     eprintln!("full watcher sources: {sources:?}");
     eprintln!("netlink-only events: {}", events(&netlink_only).len());
 }

@@ -154,7 +154,8 @@ mod tests {
     #[test]
     fn coalesced_flap_is_reported_through_counters() {
         let mut t = Tracker::new();
-        t.observe("tb0", "br0", st(true, true, 2, 2), NL, 1).unwrap();
+        t.observe("tb0", "br0", st(true, true, 2, 2), NL, 1)
+            .unwrap();
         let a = t
             .observe("tb0", "br0", st(true, true, 5, 5), LinkEventSource::Poll, 2)
             .unwrap();

@@ -119,6 +119,7 @@ impl Drop for WatcherHandle {
 #[derive(Debug)]
 struct Watch {
     interfaces: Vec<String>,
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     sysfs_root: PathBuf,
     sink: Sink,
     observer: Option<Sender<LinkChange>>,
@@ -168,7 +169,7 @@ impl Watch {
 /// is where Linux reads `class/net` (normally `/sys`); macOS ignores it.
 pub fn spawn_watcher(
     interfaces: Vec<String>,
-    sysfs_root: PathBuf,
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))] sysfs_root: PathBuf,
     sink: Sink,
     observer: Option<Sender<LinkChange>>,
 ) -> std::io::Result<WatcherHandle> {
@@ -194,7 +195,7 @@ fn spawn_imp(watch: Watch) -> std::io::Result<JoinHandle<()>> {
 
 #[cfg(not(any(target_os = "linux", target_os = "macos")))]
 fn spawn_imp(watch: Watch) -> std::io::Result<JoinHandle<()>> {
-    let _ = (&watch.sysfs_root, &watch.sink, &watch.observer);
+    let _ = (&watch.sink, &watch.observer);
     Err(std::io::Error::new(
         std::io::ErrorKind::Unsupported,
         "link watching is implemented for Linux and macOS only",

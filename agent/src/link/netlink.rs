@@ -131,17 +131,17 @@ fn parse_link(kind: u16, msg: &[u8], base: usize) -> Result<LinkMessage, ParseEr
         let len = u16_at(msg, at)? as usize;
         let ty = u16_at(msg, at + 2)? & 0x3fff; // drop NLA_F_NESTED/NET_BYTEORDER
         if len < 4 {
-            return Err(ParseError::BadLength {
-                at: base + at,
-                len,
-            });
+            return Err(ParseError::BadLength { at: base + at, len });
         }
         let payload = msg
             .get(at + 4..at + len)
             .ok_or(ParseError::Truncated(base + msg.len()))?;
         match ty {
             IFLA_IFNAME => {
-                let end = payload.iter().position(|&c| c == 0).unwrap_or(payload.len());
+                let end = payload
+                    .iter()
+                    .position(|&c| c == 0)
+                    .unwrap_or(payload.len());
                 name = String::from_utf8_lossy(&payload[..end]).into_owned();
             }
             IFLA_MASTER => master = Some(u32_at(payload, 0)?),
@@ -219,7 +219,10 @@ mod tests {
         let up = one("newlink_carrier_up");
         assert!(up.state.carrier && up.state.admin_up);
         assert_eq!(up.state.oper_state, "up");
-        assert_eq!((up.state.carrier_up_count, up.state.carrier_down_count), (2, 2));
+        assert_eq!(
+            (up.state.carrier_up_count, up.state.carrier_down_count),
+            (2, 2)
+        );
     }
 
     #[test]
@@ -236,7 +239,10 @@ mod tests {
     fn coalesced_flap_shows_only_in_counters() {
         let m = one("newlink_coalesced_flap");
         assert!(m.state.carrier);
-        assert_eq!((m.state.carrier_up_count, m.state.carrier_down_count), (3, 3));
+        assert_eq!(
+            (m.state.carrier_up_count, m.state.carrier_down_count),
+            (3, 3)
+        );
         let mtu = one("newlink_mtu_change");
         assert_eq!(mtu.state, m.state);
     }
