@@ -121,6 +121,7 @@ fn loss_drops_are_counted_exactly() {
         drops,
         "every lost ping is one counted drop"
     );
+    eprintln!("10% loss: {sent} sent, {received} received, nft counted {drops} drops");
     // 10% of 300: a count outside 5..60 means the rule is not doing 10%.
     assert!((5..=60).contains(&drops), "dropped {drops} of 300");
     // Setting loss to zero replaces the rule: counter restarts, nothing lost.

@@ -176,7 +176,8 @@ fn run(watch: Watch, events: OwnedFd, media: OwnedFd) {
                 m.on_bytes(&buf[..n]);
             }
             m.polls += 1;
-            if m.polls % BRIDGE_REFRESH_POLLS == 0 {
+            if m.polls >= BRIDGE_REFRESH_POLLS {
+                m.polls = 0;
                 m.refresh_bridges();
             }
             m.poll(LinkEventSource::Poll);

@@ -189,6 +189,7 @@ mod tests {
         msgs.into_iter().next().unwrap()
     }
 
+    #[cfg(target_os = "linux")]
     #[test]
     fn attribute_numbers_match_libc() {
         assert_eq!(IFLA_CARRIER, libc::IFLA_CARRIER);
