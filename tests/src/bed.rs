@@ -8,7 +8,7 @@
 //! host end of node n's management veth is `bwh<pid>-<n>`. Inside a node,
 //! the link to node j is `tb<j>` and the management interface `mgmt0`.
 //!
-//! Addresses: link l (pairs in order (0,1), (0,2), .., (1,2), ..) is
+//! Addresses (IPv4 only; IPv6 is disabled in the nodes): link l (pairs in order (0,1), (0,2), .., (1,2), ..) is
 //! 10.77.l.0/24, the lower node .1 and the higher .2. Node n's management
 //! subnet is 10.78.x.0/24 with the host at .1 and the node at .2, x chosen
 //! free on the host at build time.
@@ -132,6 +132,19 @@ impl TestBed {
             c.args(["-n", &netns]).args(args);
             run(&mut c)
         };
+        // IPv4 only: IPv6 autoconfiguration chatter (router solicitations,
+        // MLD) would land in loss counters and interface statistics that
+        // tests compare exactly. Set before any link exists so `default`
+        // covers every veth made later.
+        run(self
+            .ip()
+            .args(["netns", "exec", &netns])
+            .arg(&self.tools.sysctl)
+            .args([
+                "-qw",
+                "net.ipv6.conf.all.disable_ipv6=1",
+                "net.ipv6.conf.default.disable_ipv6=1",
+            ]))?;
         ns(&["link", "set", "lo", "up"])?;
         ns(&["addr", "add", &format!("{mgmt_addr}/24"), "dev", MGMT_IF])?;
         ns(&["link", "set", MGMT_IF, "up"])?;

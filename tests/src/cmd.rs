@@ -1,7 +1,7 @@
-//! Running the Debian tools the bed is made of (`ip`, `nft`, `tc`), and the
-//! error type of the harness. A missing tool or missing root is an error
-//! with a message that says what to install or how to run: the harness
-//! fails, it never skips.
+//! Running the Debian tools the bed is made of (`ip`, `nft`, `tc`,
+//! `sysctl`), and the error type of the harness. A missing tool or missing
+//! root is an error with a message that says what to install or how to run:
+//! the harness fails, it never skips.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -95,6 +95,8 @@ pub struct Tools {
     pub tc: PathBuf,
     /// nftables `nft`.
     pub nft: PathBuf,
+    /// procps `sysctl`.
+    pub sysctl: PathBuf,
 }
 
 impl Tools {
@@ -105,6 +107,7 @@ impl Tools {
             ip: find_tool("ip", "iproute2")?,
             tc: find_tool("tc", "iproute2")?,
             nft: find_tool("nft", "nftables")?,
+            sysctl: find_tool("sysctl", "procps")?,
         })
     }
 }

@@ -1,6 +1,6 @@
 //! boltwatch end-to-end test support: a network-namespace test bed with
 //! real veths, nftables loss, tbf rate limits and link flaps, plus fixture
-//! sysfs trees. Nothing here is mocked: the bed drives `ip`, `tc` and `nft`
+//! sysfs trees. Nothing here is mocked: the bed drives `ip`, `tc`, `nft` and `sysctl`
 //! from Debian and needs root; without them it fails with a message saying
 //! what is missing, it never skips.
 //!
