@@ -220,6 +220,14 @@ impl PeerLedger {
         }
     }
 
+    /// Feeds a link watcher notification ([`crate::link::LinkChange`]).
+    /// Every notification is passed on, first sightings included, so an
+    /// agent starting while the carrier is down opens an outage at once;
+    /// repeats are harmless.
+    pub fn on_link_change(&mut self, change: &crate::link::LinkChange) -> Vec<Outage> {
+        self.on_carrier(&change.interface, change.carrier, change.at_unix_ns)
+    }
+
     /// A TCP check of `service` on this peer found it up or down at
     /// `at_unix_ns`.
     pub fn on_service(&mut self, service: &str, up: bool, at_unix_ns: u64) -> Vec<Outage> {
@@ -457,6 +465,31 @@ mod tests {
         assert_eq!(end[0].start_unix_ns, sent(2));
         assert_eq!(end[0].end_unix_ns, Some(sent(4)));
         assert!(!l.in_outage(), "service outages are not link outages");
+    }
+
+    #[test]
+    fn link_changes_drive_the_carrier_rules() {
+        use boltwatch_proto::v1::LinkEventSource;
+        let change = |carrier, at, changed| crate::link::LinkChange {
+            interface: "tb0".into(),
+            at_unix_ns: at,
+            carrier,
+            carrier_changed: changed,
+            missed_flaps: 0,
+            source: LinkEventSource::Netlink,
+        };
+        let mut l = ledger();
+        // Startup sighting with the carrier down: an outage from then.
+        let start = l.on_link_change(&change(false, sent(1), false));
+        assert_eq!(start.len(), 1);
+        assert!(l.on_link_change(&change(true, sent(2), true)).is_empty());
+        assert_eq!(
+            l.on_probe_reply(3, sent(3), sent(3) + 1)[0].start_unix_ns,
+            sent(1)
+        );
+        // A counters-only report with the carrier up changes nothing.
+        assert!(l.on_link_change(&change(true, sent(4), false)).is_empty());
+        assert!(!l.in_outage());
     }
 
     #[test]

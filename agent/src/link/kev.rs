@@ -28,6 +28,20 @@ const HEADER: usize = 24;
 const NET_EVENT_DATA: usize = 24;
 const IFNAMSIZ: usize = 16;
 
+/// BSD `_IOC` encoding: direction, length, group, number.
+const fn ioc(inout: u64, group: u8, num: u8, len: u64) -> u64 {
+    inout | ((len & 0x1fff) << 16) | ((group as u64) << 8) | num as u64
+}
+/// `sizeof(struct kev_request)`: three `u_int32_t`.
+pub const KEV_REQUEST_SIZE: u64 = 12;
+/// `sizeof(struct ifmediareq)` on LP64: a 16-byte name, five ints, padding
+/// and a pointer.
+pub const IFMEDIAREQ_SIZE: u64 = 48;
+/// `SIOCSKEVFILT = _IOW('e', 2, struct kev_request)`.
+pub const SIOCSKEVFILT: u64 = ioc(0x8000_0000, b'e', 2, KEV_REQUEST_SIZE);
+/// `SIOCGIFMEDIA = _IOWR('i', 56, struct ifmediareq)`.
+pub const SIOCGIFMEDIA: u64 = ioc(0xc000_0000, b'i', 56, IFMEDIAREQ_SIZE);
+
 /// `IFM_AVALID`: the status word is valid.
 pub const IFM_AVALID: i32 = 0x1;
 /// `IFM_ACTIVE`: the link is up.
@@ -229,6 +243,13 @@ mod tests {
         let mut short = b[..HEADER].to_vec();
         short[..4].copy_from_slice(&(HEADER as u32).to_ne_bytes());
         assert_eq!(parse(&short), Ok(vec![]));
+    }
+
+    #[test]
+    fn ioctl_numbers_match_xnu() {
+        // The values platform.md and xnu's headers give.
+        assert_eq!(SIOCSKEVFILT, 0x800C_6502);
+        assert_eq!(SIOCGIFMEDIA, 0xC030_6938);
     }
 
     #[test]

@@ -56,19 +56,12 @@ struct IfMediaReq {
     ifm_ulist: *mut libc::c_int,
 }
 
-/// BSD `_IOW`/`_IOWR` encoding.
-const fn ioc(inout: libc::c_ulong, group: u8, num: u8, len: usize) -> libc::c_ulong {
-    inout
-        | (((len & 0x1fff) as libc::c_ulong) << 16)
-        | ((group as libc::c_ulong) << 8)
-        | num as libc::c_ulong
-}
-const IOC_IN: libc::c_ulong = 0x8000_0000;
-const IOC_INOUT: libc::c_ulong = 0xc000_0000;
-/// `SIOCSKEVFILT = _IOW('e', 2, struct kev_request)` = 0x800C6502.
-const SIOCSKEVFILT: libc::c_ulong = ioc(IOC_IN, b'e', 2, std::mem::size_of::<KevRequest>());
-/// `SIOCGIFMEDIA = _IOWR('i', 56, struct ifmediareq)`.
-const SIOCGIFMEDIA: libc::c_ulong = ioc(IOC_INOUT, b'i', 56, std::mem::size_of::<IfMediaReq>());
+// The request numbers are computed in `kev` (tested on every OS) from the
+// struct sizes; these make sure the structs here have exactly those sizes.
+const _: () = assert!(std::mem::size_of::<KevRequest>() as u64 == kev::KEV_REQUEST_SIZE);
+const _: () = assert!(std::mem::size_of::<IfMediaReq>() as u64 == kev::IFMEDIAREQ_SIZE);
+const SIOCSKEVFILT: libc::c_ulong = kev::SIOCSKEVFILT as libc::c_ulong;
+const SIOCGIFMEDIA: libc::c_ulong = kev::SIOCGIFMEDIA as libc::c_ulong;
 
 pub(super) fn spawn(watch: Watch) -> io::Result<JoinHandle<()>> {
     let events = open_event_socket()?;
@@ -324,15 +317,4 @@ fn admin_flags() -> HashMap<String, InterfaceFlags> {
         Err(e) => tracing::warn!(error = %e, "getifaddrs failed"),
     }
     m
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ioctl_numbers_match_xnu() {
-        assert_eq!(SIOCSKEVFILT, 0x800C_6502);
-        assert_eq!(SIOCGIFMEDIA, 0xC030_6938);
-    }
 }
