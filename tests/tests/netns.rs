@@ -393,3 +393,49 @@ fn watcher_in_a_node_counts_every_flap() {
     eprintln!("full watcher sources: {sources:?}");
     eprintln!("netlink-only events: {}", events(&netlink_only).len());
 }
+
+#[test]
+fn watcher_follows_bridge_members() {
+    let bed = bed(2);
+    let (here, there) = (
+        bed.link_if(0, 1).unwrap().to_owned(),
+        bed.link_if(1, 0).unwrap().to_owned(),
+    );
+    // Node 1 bridges its link port, as a Mac's bridge0 does with en2/en3.
+    let ip = find_tool("ip", "iproute2").unwrap();
+    let ip = ip.to_str().unwrap();
+    bed.run(1, ip, &["link", "add", "br0", "type", "bridge"])
+        .unwrap();
+    bed.run(1, ip, &["link", "set", &there, "master", "br0"])
+        .unwrap();
+    bed.run(1, ip, &["link", "set", "br0", "up"]).unwrap();
+    // Asked for the bridge only, the watcher also reports its member.
+    let mut w = Watcher::start(&bed, 1, "br0", "/sys");
+    let member_startup = |s: &[Value]| {
+        events(s)
+            .iter()
+            .any(|v| v["interface"] == there.as_str() && v["bridge"] == "br0")
+    };
+    assert!(
+        w.collect_until(Duration::from_secs(10), member_startup),
+        "{:#?}",
+        w.seen
+    );
+    bed.flap(0, &here, Duration::from_millis(1300)).unwrap();
+    let member_down = |s: &[Value]| {
+        events(s)
+            .iter()
+            .any(|v| v["interface"] == there.as_str() && v["carrier"] == false)
+    };
+    assert!(
+        w.collect_until(Duration::from_secs(10), member_down),
+        "{:#?}",
+        w.seen
+    );
+    let lines = w.finish();
+    let down = events(&lines)
+        .into_iter()
+        .find(|v| v["interface"] == there.as_str() && v["carrier"] == false)
+        .unwrap();
+    assert_eq!(down["bridge"], "br0");
+}
