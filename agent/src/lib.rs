@@ -13,6 +13,7 @@
 //! - [`thermal`]: temperatures and throttling, one file per OS.
 //! - [`discovery`]: which interface reaches a peer, what kind of link it is.
 //! - [`link`]: event-driven link up/down, one file per OS.
+//! - [`outage`]: the per-peer outage ledger (carrier, probe loss, service); pure.
 //! - [`service`]: TCP connect checks of peer services (SSH).
 //! - [`bandwidth`]: iperf3-compatible bandwidth tests.
 //! - [`transport`]: sequence numbers, the bounded queue and the gRPC stream
@@ -25,6 +26,7 @@ pub mod counters;
 pub mod discovery;
 pub mod health;
 pub mod link;
+pub mod outage;
 pub mod service;
 pub mod sink;
 pub mod stamp;
