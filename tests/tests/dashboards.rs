@@ -159,7 +159,11 @@ fn read(path: &Path) -> String {
 /// Runs promtool and returns its combined output; panics (with the output)
 /// when it exits non-zero and, loudly, when promtool is not installed.
 fn promtool(args: &[&str], dir: &Path) -> String {
-    let out = match Command::new("promtool").args(args).current_dir(dir).output() {
+    let out = match Command::new("promtool")
+        .args(args)
+        .current_dir(dir)
+        .output()
+    {
         Ok(out) => out,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => panic!(
             "promtool is not installed: these tests need the real one \
@@ -297,13 +301,14 @@ fn metric_names(expr: &str) -> Result<Vec<String>, String> {
                     }
                 }
             }
-            _ if c.is_ascii_digit() || (c == '.' && chars.get(i + 1).is_some_and(char::is_ascii_digit)) => {
+            _ if c.is_ascii_digit()
+                || (c == '.' && chars.get(i + 1).is_some_and(char::is_ascii_digit)) =>
+            {
                 // Numbers and durations: 0.5, 50e9, 1e-9, 5m, 0x1F.
                 i += 1;
                 while i < chars.len() {
                     let d = chars[i];
-                    let exponent_sign =
-                        (d == '+' || d == '-') && matches!(chars[i - 1], 'e' | 'E');
+                    let exponent_sign = (d == '+' || d == '-') && matches!(chars[i - 1], 'e' | 'E');
                     if d.is_ascii_alphanumeric() || d == '.' || d == '_' || exponent_sign {
                         i += 1;
                     } else {
@@ -405,7 +410,10 @@ fn known_metrics() -> BTreeSet<String> {
 }
 
 fn recording_rules() -> BTreeMap<String, String> {
-    rule_blocks(&read(&dashboards().join("prometheus/recording.yml")), "record")
+    rule_blocks(
+        &read(&dashboards().join("prometheus/recording.yml")),
+        "record",
+    )
 }
 
 fn alerts() -> BTreeMap<String, String> {
@@ -461,7 +469,12 @@ fn dashboard_exprs(dash: &Value) -> Vec<(String, String)> {
             .and_then(|q| q.strip_suffix(')'))
             .and_then(|q| q.rsplit_once(','))
             .map(|(selector, _label)| selector.to_string())
-            .unwrap_or_else(|| panic!("variable {}: expected label_values(sel, label)", var["name"]));
+            .unwrap_or_else(|| {
+                panic!(
+                    "variable {}: expected label_values(sel, label)",
+                    var["name"]
+                )
+            });
         exprs.push((format!("variable {}", var["name"]), inner));
     }
     exprs
@@ -485,8 +498,14 @@ fn rule_files_pass_promtool_check() {
     let out = promtool(&["check", "rules", "recording.yml", "alerts.yml"], &dir);
     let rules = recording_rules().len();
     let alerts = alerts().len();
-    assert!(out.contains(&format!("SUCCESS: {rules} rules found")), "{out}");
-    assert!(out.contains(&format!("SUCCESS: {alerts} rules found")), "{out}");
+    assert!(
+        out.contains(&format!("SUCCESS: {rules} rules found")),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!("SUCCESS: {alerts} rules found")),
+        "{out}"
+    );
 }
 
 #[test]
@@ -494,7 +513,10 @@ fn rule_unit_tests_pass_promtool() {
     // Run from elsewhere: rule_files paths must resolve from the test file.
     let root = dashboards();
     for file in rule_test_files() {
-        let out = promtool(&["test", "rules", file.to_str().expect("utf-8 path")], &root);
+        let out = promtool(
+            &["test", "rules", file.to_str().expect("utf-8 path")],
+            &root,
+        );
         assert!(out.contains("SUCCESS"), "{}: {out}", file.display());
     }
 }
@@ -542,7 +564,11 @@ fn every_alert_is_complete_and_tested_both_ways() {
                 current = Some(name.trim().to_string());
             } else if let Some(rest) = body.strip_prefix("exp_alerts:") {
                 let name = current.take().expect("exp_alerts after alertname");
-                assert!(alerts.contains_key(&name), "{}: unknown alert {name}", file.display());
+                assert!(
+                    alerts.contains_key(&name),
+                    "{}: unknown alert {name}",
+                    file.display()
+                );
                 if rest.trim() == "[]" {
                     silent.insert(name);
                 } else {
@@ -552,8 +578,14 @@ fn every_alert_is_complete_and_tested_both_ways() {
         }
     }
     for name in alerts.keys() {
-        assert!(fires.contains(name), "{name}: no rule test expects it to fire");
-        assert!(silent.contains(name), "{name}: no rule test expects it silent");
+        assert!(
+            fires.contains(name),
+            "{name}: no rule test expects it to fire"
+        );
+        assert!(
+            silent.contains(name),
+            "{name}: no rule test expects it silent"
+        );
     }
 }
 
@@ -572,14 +604,20 @@ fn every_recording_rule_is_named_by_convention_and_tested() {
         assert_eq!(parts.len(), 3, "{name}: not level:metric:operations");
         assert!(parts.iter().all(|p| !p.is_empty()), "{name}: empty part");
         assert!(parts[1].starts_with("boltwatch_"), "{name}: metric part");
-        assert!(!parts[1].ends_with("_total"), "{name}: _total is dropped once rated");
+        assert!(
+            !parts[1].ends_with("_total"),
+            "{name}: _total is dropped once rated"
+        );
         for level_label in parts[0].split('_') {
             assert!(
                 ["node", "peer", "interface", "service"].contains(&level_label),
                 "{name}: level {level_label} is not a label of the contract"
             );
         }
-        assert!(tested.contains(name), "{name}: no promql_expr_test reads it");
+        assert!(
+            tested.contains(name),
+            "{name}: no promql_expr_test reads it"
+        );
     }
 }
 
@@ -593,10 +631,14 @@ fn metric_name_extraction_sees_what_promql_selects() {
         ["a_total", "b:c:d", "e_bucket"],
         "label lists, strings, ranges, numbers and variables are not metrics"
     );
-    assert!(metric_names("rte(a_total[5m])").is_err(), "unknown function");
+    assert!(
+        metric_names("rte(a_total[5m])").is_err(),
+        "unknown function"
+    );
     assert!(metric_names("sum(a{b=\"c\"").is_err(), "unbalanced braces");
     // The YAML reader finds block and one-line expressions alike.
-    let yaml = "rules:\n  - record: x\n    expr: |\n      a\n        + b\n  - alert: Y\n    expr: c > 1\n";
+    let yaml =
+        "rules:\n  - record: x\n    expr: |\n      a\n        + b\n  - alert: Y\n    expr: c > 1\n";
     assert_eq!(yaml_values(yaml, "expr"), ["a\n+ b", "c > 1"]);
 }
 
@@ -636,7 +678,11 @@ fn every_metric_referenced_is_in_the_contract_or_recorded() {
             used.insert(name);
         }
     }
-    assert!(unknown.is_empty(), "metrics outside the contract:\n{}", unknown.join("\n"));
+    assert!(
+        unknown.is_empty(),
+        "metrics outside the contract:\n{}",
+        unknown.join("\n")
+    );
 
     // And the other way round: every contract metric is shown or alerted on.
     let histogram_series = HISTOGRAMS.iter().map(|h| format!("{h}_bucket"));
@@ -646,7 +692,10 @@ fn every_metric_referenced_is_in_the_contract_or_recorded() {
         .chain(histogram_series)
         .filter(|m| !used.contains(m))
         .collect();
-    assert!(unused.is_empty(), "contract metrics nothing shows: {unused:?}");
+    assert!(
+        unused.is_empty(),
+        "contract metrics nothing shows: {unused:?}"
+    );
 }
 
 #[test]
@@ -654,10 +703,14 @@ fn grafana_dashboard_is_well_formed() {
     let dash = dashboard();
     let schema = dash["schemaVersion"].as_u64().expect("schemaVersion");
     assert!((36..=41).contains(&schema), "schemaVersion {schema}");
-    assert!(dash["uid"].as_str().is_some_and(|u| !u.is_empty() && u.len() <= 40));
+    assert!(dash["uid"]
+        .as_str()
+        .is_some_and(|u| !u.is_empty() && u.len() <= 40));
     assert!(dash["title"].as_str().is_some_and(|t| !t.is_empty()));
 
-    let vars = dash["templating"]["list"].as_array().expect("templating.list");
+    let vars = dash["templating"]["list"]
+        .as_array()
+        .expect("templating.list");
     let var = |name: &str| {
         vars.iter()
             .find(|v| v["name"] == name)
@@ -678,11 +731,16 @@ fn grafana_dashboard_is_well_formed() {
     for panel in &all {
         let title = panel["title"].as_str().unwrap_or_default();
         assert!(!title.is_empty(), "panel without a title: {panel}");
-        let id = panel["id"].as_u64().unwrap_or_else(|| panic!("{title}: id"));
+        let id = panel["id"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{title}: id"));
         assert!(ids.insert(id), "{title}: duplicate id {id}");
         let grid = &panel["gridPos"];
-        let [x, y, w, h] = ["x", "y", "w", "h"]
-            .map(|k| grid[k].as_u64().unwrap_or_else(|| panic!("{title}: gridPos.{k}")));
+        let [x, y, w, h] = ["x", "y", "w", "h"].map(|k| {
+            grid[k]
+                .as_u64()
+                .unwrap_or_else(|| panic!("{title}: gridPos.{k}"))
+        });
         assert!(w >= 1 && h >= 1 && x + w <= 24, "{title}: gridPos {grid}");
         for cx in x..x + w {
             for cy in y..y + h {
@@ -691,21 +749,39 @@ fn grafana_dashboard_is_well_formed() {
                 }
             }
         }
-        let kind = panel["type"].as_str().unwrap_or_else(|| panic!("{title}: type"));
+        let kind = panel["type"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{title}: type"));
         types.insert(kind.to_string());
         if kind == "row" {
             continue;
         }
-        assert_eq!(panel["datasource"]["uid"], "${DS_PROMETHEUS}", "{title}: datasource");
-        assert_eq!(panel["datasource"]["type"], "prometheus", "{title}: datasource");
-        let targets = panel["targets"].as_array().unwrap_or_else(|| panic!("{title}: targets"));
+        assert_eq!(
+            panel["datasource"]["uid"], "${DS_PROMETHEUS}",
+            "{title}: datasource"
+        );
+        assert_eq!(
+            panel["datasource"]["type"], "prometheus",
+            "{title}: datasource"
+        );
+        let targets = panel["targets"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{title}: targets"));
         assert!(!targets.is_empty(), "{title}: no queries");
         let mut refs = BTreeSet::new();
         for t in targets {
-            assert!(t["expr"].as_str().is_some_and(|e| !e.trim().is_empty()), "{title}: expr");
-            let r = t["refId"].as_str().unwrap_or_else(|| panic!("{title}: refId"));
+            assert!(
+                t["expr"].as_str().is_some_and(|e| !e.trim().is_empty()),
+                "{title}: expr"
+            );
+            let r = t["refId"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{title}: refId"));
             assert!(refs.insert(r), "{title}: duplicate refId {r}");
-            assert_eq!(t["datasource"]["uid"], "${DS_PROMETHEUS}", "{title}: target datasource");
+            assert_eq!(
+                t["datasource"]["uid"], "${DS_PROMETHEUS}",
+                "{title}: target datasource"
+            );
         }
         assert!(
             panel["fieldConfig"]["defaults"].is_object(),
@@ -753,7 +829,10 @@ fn grafana_dashboard_is_well_formed() {
     ] {
         assert!(verdict.contains(&title), "soak verdict lacks {title}");
     }
-    let heatmap = all.iter().find(|p| p["type"] == "heatmap").expect("heatmap");
+    let heatmap = all
+        .iter()
+        .find(|p| p["type"] == "heatmap")
+        .expect("heatmap");
     assert_eq!(heatmap["targets"][0]["format"], "heatmap");
     assert!(heatmap["targets"][0]["expr"]
         .as_str()
@@ -768,7 +847,10 @@ fn grafana_expressions_parse_in_promtool() {
     let exprs = dashboard_exprs(&dashboard());
     for (n, (origin, expr)) in exprs.iter().enumerate() {
         let expr = substitute_grafana_variables(expr);
-        assert!(!expr.contains('$'), "{origin}: unhandled Grafana variable in {expr}");
+        assert!(
+            !expr.contains('$'),
+            "{origin}: unhandled Grafana variable in {expr}"
+        );
         // JSON strings are valid YAML double-quoted scalars.
         let quoted = serde_json::to_string(&expr).expect("string serialises");
         file.push_str(&format!(
