@@ -78,67 +78,27 @@ const PROMETHEUS_SERIES: &[&str] = &["up"];
 
 /// PromQL functions the files may call; anything else followed by `(` is an
 /// error, so a misspelt function in a Grafana panel is caught too.
+#[rustfmt::skip]
 const FUNCTIONS: &[&str] = &[
-    "abs",
-    "absent",
-    "absent_over_time",
-    "avg_over_time",
-    "ceil",
-    "changes",
-    "clamp",
-    "clamp_max",
-    "clamp_min",
-    "count_over_time",
-    "delta",
-    "deriv",
-    "floor",
-    "histogram_quantile",
-    "idelta",
-    "increase",
-    "irate",
-    "label_replace",
-    "last_over_time",
-    "max_over_time",
-    "min_over_time",
-    "predict_linear",
-    "quantile_over_time",
-    "rate",
-    "resets",
-    "round",
-    "scalar",
-    "sort",
-    "sort_desc",
-    "stddev_over_time",
-    "sum_over_time",
-    "time",
-    "timestamp",
-    "vector",
+    "abs", "absent", "absent_over_time", "avg_over_time", "ceil", "changes", "clamp",
+    "clamp_max", "clamp_min", "count_over_time", "delta", "deriv", "floor",
+    "histogram_quantile", "idelta", "increase", "irate", "label_replace", "last_over_time",
+    "max_over_time", "min_over_time", "predict_linear", "quantile_over_time", "rate",
+    "resets", "round", "scalar", "sort", "sort_desc", "stddev_over_time", "sum_over_time",
+    "time", "timestamp", "vector",
 ];
 
 /// Aggregation operators: may be followed by `by (...)` before their `(`.
+#[rustfmt::skip]
 const AGGREGATIONS: &[&str] = &[
-    "sum",
-    "min",
-    "max",
-    "avg",
-    "group",
-    "stddev",
-    "stdvar",
-    "count",
-    "count_values",
-    "bottomk",
-    "topk",
-    "quantile",
+    "sum", "min", "max", "avg", "group", "stddev", "stdvar", "count", "count_values",
+    "bottomk", "topk", "quantile",
 ];
 
 /// Keywords followed by a parenthesised label list, which holds no metrics.
+#[rustfmt::skip]
 const LABEL_LIST_KEYWORDS: &[&str] = &[
-    "by",
-    "without",
-    "on",
-    "ignoring",
-    "group_left",
-    "group_right",
+    "by", "without", "on", "ignoring", "group_left", "group_right",
 ];
 
 /// Other PromQL keywords and literals.
