@@ -570,7 +570,15 @@ fn every_recording_rule_is_named_by_convention_and_tested() {
         );
         for level_label in parts[0].split('_') {
             assert!(
-                ["node", "peer", "interface", "service"].contains(&level_label),
+                [
+                    "node",
+                    "peer",
+                    "interface",
+                    "service",
+                    "direction",
+                    "protocol"
+                ]
+                .contains(&level_label),
                 "{name}: level {level_label} is not a label of the contract"
             );
         }
