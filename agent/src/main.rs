@@ -1,1 +1,146 @@
-fn main() {}
+//! `boltwatch-agent`: the command line. Parses flags, loads config, starts
+//! logging and the runtime, and hands over to the library. `anyhow` lives
+//! here only.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use boltwatch_agent::config::{self, Config, LogFormat, Overrides};
+use boltwatch_agent::run::{self, Listeners};
+use clap::{Parser, Subcommand};
+
+/// Link telemetry agent for Thunderbolt clusters.
+#[derive(Debug, Parser)]
+#[command(name = "boltwatch-agent", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the agent: probe peers, watch links, stream to the collector.
+    Run(RunArgs),
+}
+
+/// Flags of `run`; each overrides the same key of the config file.
+#[derive(Debug, clap::Args)]
+struct RunArgs {
+    /// TOML config file (see agent.example.toml).
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// This node's name (default: the host name).
+    #[arg(long)]
+    node: Option<String>,
+    /// Collector gRPC URL (default http://127.0.0.1:50071).
+    #[arg(long)]
+    collector: Option<String>,
+    /// STAMP reflector listen address (default 0.0.0.0:862).
+    #[arg(long)]
+    listen: Option<String>,
+    /// A peer to probe, NAME=IP:PORT; repeatable.
+    #[arg(long = "peer", value_name = "NAME=ADDR")]
+    peers: Vec<String>,
+    /// Time between probes to each peer (default 100ms).
+    #[arg(long)]
+    probe_interval: Option<String>,
+    /// A probe unanswered after this is lost (default 1s).
+    #[arg(long)]
+    probe_timeout: Option<String>,
+    /// Root of sysfs (default /sys; tests point it at a fixture tree).
+    #[arg(long)]
+    sysfs_root: Option<PathBuf>,
+    /// Probe through this interface instead of the discovered one.
+    #[arg(long)]
+    interface: Option<String>,
+    /// Log format: text or json.
+    #[arg(long)]
+    log_format: Option<String>,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Run(args) => run_cmd(args),
+    }
+}
+
+fn run_cmd(args: RunArgs) -> ExitCode {
+    let config = match load_config(&args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("boltwatch-agent: config error: {e}");
+            // EX_USAGE: bad configuration, nothing was started.
+            return ExitCode::from(64);
+        }
+    };
+    init_tracing(config.log_format);
+    match serve(config) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!(error = format!("{e:#}"), "agent failed");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn load_config(args: &RunArgs) -> Result<Config, config::ConfigError> {
+    let file = match &args.config {
+        Some(p) => Some(config::load_file(p)?),
+        None => None,
+    };
+    Config::build(
+        file,
+        Overrides {
+            node: args.node.clone(),
+            collector: args.collector.clone(),
+            listen: args.listen.clone(),
+            peers: args.peers.clone(),
+            probe_interval: args.probe_interval.clone(),
+            probe_timeout: args.probe_timeout.clone(),
+            sysfs_root: args.sysfs_root.clone(),
+            interface: args.interface.clone(),
+            log_format: args.log_format.clone(),
+        },
+    )
+}
+
+fn serve(config: Config) -> anyhow::Result<()> {
+    let listeners = Listeners::bind(&config)?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    rt.block_on(async move {
+        let stopped = run::run(config, listeners, shutdown_signal()).await?;
+        tracing::info!(boot_id = %stopped.boot_id, last_seq = stopped.last_seq, undelivered = stopped.undelivered, "agent stopped");
+        Ok(())
+    })
+}
+
+/// Resolves on SIGINT or SIGTERM (launchd and systemd stop with SIGTERM).
+async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = match signal(SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(_) => return std::future::pending().await,
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}
+
+fn init_tracing(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("BOLTWATCH_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Json => builder.json().init(),
+        LogFormat::Text => builder.init(),
+    }
+}

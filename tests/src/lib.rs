@@ -13,11 +13,14 @@
 //! - [`cmd`]: running the tools, [`BedError`], root and tool checks.
 //! - [`nft`]: the loss ruleset and the drop-counter parser; pure.
 //! - [`sysfs`]: [`SysfsFixture`], fixture `/sys` trees for agents.
+//! - [`procs`]: the real agent and collector binaries as child processes,
+//!   `/metrics` sampling and the promtool lint.
 #![deny(missing_docs)]
 
 pub mod bed;
 pub mod cmd;
 pub mod nft;
+pub mod procs;
 pub mod sysfs;
 
 pub use bed::{Link, Node, TestBed};

@@ -1,0 +1,299 @@
+//! Real processes for end-to-end tests: the built `boltwatch-agent` and
+//! `boltwatch-collector` binaries, started on loopback (or inside a test-bed
+//! namespace), killed when their handle drops, even when a test panics.
+
+use std::net::{SocketAddr, TcpListener, UdpSocket};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Path of a binary built by `cargo test --workspace` (which builds the
+/// agent's and collector's binaries before any test runs).
+pub fn bin(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("current_exe");
+    // target/<profile>/deps/e2e-<hash> -> target/<profile>/<name>
+    let dir = exe.parent().and_then(Path::parent).expect("target dir");
+    let p = dir.join(name);
+    assert!(
+        p.exists(),
+        "{} not built; run the whole suite with `cargo test --workspace` (see README)",
+        p.display()
+    );
+    p
+}
+
+/// A free TCP port on 127.0.0.1 (released before use; fine for tests).
+pub fn free_tcp_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A free UDP port on 127.0.0.1.
+pub fn free_udp_port() -> u16 {
+    UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A child process that is killed and reaped on drop; its stderr goes to a
+/// log file that is printed if the test fails.
+pub struct Proc {
+    /// Name for messages.
+    pub name: String,
+    child: Option<std::process::Child>,
+    /// Where stderr goes.
+    pub log: PathBuf,
+}
+
+impl Proc {
+    /// Spawns `cmd`, logging stderr to `log`.
+    pub fn spawn(name: &str, mut cmd: Command, log: PathBuf) -> Proc {
+        let file = std::fs::File::create(&log).expect("log file");
+        cmd.stdout(Stdio::null()).stderr(file);
+        let child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawning {name}: {e}"));
+        Proc {
+            name: name.into(),
+            child: Some(child),
+            log,
+        }
+    }
+
+    /// OS process id.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map(|c| c.id()).unwrap_or(0)
+    }
+
+    /// True while the process runs.
+    pub fn alive(&mut self) -> bool {
+        matches!(self.child.as_mut().map(|c| c.try_wait()), Some(Ok(None)))
+    }
+
+    /// Sends SIGTERM and waits (bounded) for a clean exit; returns the exit
+    /// code.
+    pub fn terminate(&mut self) -> Option<i32> {
+        let mut child = self.child.take()?;
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(child.id().to_string())
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Ok(Some(st)) = child.try_wait() {
+                return st.code();
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Sends SIGKILL and reaps.
+    pub fn kill9(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// The stderr log so far.
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        if std::thread::panicking() {
+            eprintln!(
+                "---- {} log ({}) ----\n{}",
+                self.name,
+                self.log.display(),
+                self.log_text()
+            );
+        }
+    }
+}
+
+/// A running collector.
+pub struct Collector {
+    /// The process.
+    pub proc: Proc,
+    /// gRPC address.
+    pub grpc: SocketAddr,
+    /// HTTP address.
+    pub http: SocketAddr,
+}
+
+impl Collector {
+    /// Starts `boltwatch-collector serve` on free loopback ports with
+    /// `data_dir`, and waits until `/healthz` answers.
+    pub fn start(dir: &Path, data_dir: &Path) -> Collector {
+        Self::start_on(dir, data_dir, free_tcp_port(), free_tcp_port())
+    }
+
+    /// As [`Collector::start`], on given ports (a restart reuses them).
+    pub fn start_on(dir: &Path, data_dir: &Path, grpc_port: u16, http_port: u16) -> Collector {
+        let grpc: SocketAddr = format!("127.0.0.1:{grpc_port}").parse().unwrap();
+        let http: SocketAddr = format!("127.0.0.1:{http_port}").parse().unwrap();
+        let mut cmd = Command::new(bin("boltwatch-collector"));
+        cmd.arg("serve")
+            .arg("--grpc-listen")
+            .arg(grpc.to_string())
+            .arg("--http-listen")
+            .arg(http.to_string())
+            .arg("--data-dir")
+            .arg(data_dir);
+        let proc = Proc::spawn(
+            "collector",
+            cmd,
+            dir.join(format!("collector-{grpc_port}.log")),
+        );
+        let c = Collector { proc, grpc, http };
+        wait_for("collector /healthz", Duration::from_secs(30), || {
+            http_get(&c.url("/healthz"))
+                .map(|(code, _)| code == 200)
+                .unwrap_or(false)
+        });
+        c
+    }
+
+    /// `http://<http addr><path>`.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{}", self.http, path)
+    }
+
+    /// The gRPC URL agents connect to.
+    pub fn grpc_url(&self) -> String {
+        format!("http://{}", self.grpc)
+    }
+
+    /// Body of `/metrics`.
+    pub fn metrics(&self) -> String {
+        http_get(&self.url("/metrics"))
+            .map(|(_, b)| b)
+            .unwrap_or_default()
+    }
+
+    /// `/api/v1/nodes` parsed.
+    pub fn nodes(&self) -> serde_json::Value {
+        let (_, body) = http_get(&self.url("/api/v1/nodes")).expect("GET /api/v1/nodes");
+        serde_json::from_str(&body).expect("nodes JSON")
+    }
+}
+
+/// Starts `boltwatch-agent run` with `args` appended.
+pub fn agent(dir: &Path, node: &str, args: &[String]) -> Proc {
+    let mut cmd = Command::new(bin("boltwatch-agent"));
+    cmd.arg("run").arg("--node").arg(node).args(args);
+    Proc::spawn(
+        &format!("agent {node}"),
+        cmd,
+        dir.join(format!("agent-{node}.log")),
+    )
+}
+
+/// Polls `cond` every 100 ms until it holds; panics after `limit`. The
+/// limit only bounds a broken test, it asserts nothing about speed.
+pub fn wait_for(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !cond() {
+        assert!(
+            Instant::now() < deadline,
+            "gave up waiting for {what} after {limit:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A minimal blocking HTTP/1.0 GET (status, body); no client library needed
+/// for loopback tests.
+pub fn http_get(url: &str) -> std::io::Result<(u16, String)> {
+    use std::io::{Read, Write};
+    let rest = url.strip_prefix("http://").expect("http URL");
+    let (host, path) = rest
+        .split_once('/')
+        .map(|(h, p)| (h, format!("/{p}")))
+        .unwrap_or((rest, "/".into()));
+    let mut s = std::net::TcpStream::connect(host)?;
+    s.set_read_timeout(Some(Duration::from_secs(10)))?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: {host}\r\n\r\n")?;
+    let mut buf = Vec::new();
+    s.read_to_end(&mut buf)?;
+    let text = String::from_utf8_lossy(&buf).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let code = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    Ok((code, body.to_string()))
+}
+
+/// The value of the first sample of metric `name` whose labels include all
+/// of `labels` (label order does not matter).
+pub fn sample(metrics: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    metrics
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .find_map(|line| {
+            let (series, value) = line.rsplit_once(' ')?;
+            let (n, rest) = match series.split_once('{') {
+                Some((n, r)) => (n, r.trim_end_matches('}')),
+                None => (series, ""),
+            };
+            if n != name {
+                return None;
+            }
+            let ok = labels
+                .iter()
+                .all(|(k, v)| rest.split(',').any(|kv| kv == format!("{k}=\"{v}\"")));
+            if ok {
+                value.parse().ok()
+            } else {
+                None
+            }
+        })
+}
+
+/// Runs the real `promtool check metrics` on a body; returns its output on
+/// failure. Panics if promtool is not installed (tests never skip).
+pub fn promtool_check(metrics: &str) -> Result<(), String> {
+    use std::io::Write;
+    let mut child = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool is required (apt-get install -y prometheus); the tests do not skip");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(metrics.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ))
+    }
+}
