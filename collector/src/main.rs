@@ -79,10 +79,15 @@ fn serve(config: Config) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("starting the tokio runtime")?;
-    rt.block_on(async {
+    let result = rt.block_on(async {
         let listeners = Listeners::bind(&config).await?;
         boltwatch_collector::run(config, listeners, shutdown_signal()).await
-    })?;
+    });
+    // `run` has drained and closed the store; don't let a straggling
+    // connection task hold the exit.
+    rt.shutdown_timeout(std::time::Duration::from_secs(1));
+    tracing::info!("collector stopped");
+    result?;
     Ok(())
 }
 

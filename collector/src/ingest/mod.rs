@@ -32,6 +32,9 @@ pub fn lock(m: &SharedMetrics) -> std::sync::MutexGuard<'_, MetricsState> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// How long a new stream may take to send its Hello.
+pub const HELLO_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Completes once `rx` reads true (or its sender is gone).
 pub async fn stopped(rx: &mut watch::Receiver<bool>) {
     // Map the guard away here: it is not Send and must not live in callers'
@@ -96,30 +99,59 @@ impl Ingest {
         self: Arc<Self>,
         request: tonic::Request<Streaming<RawAgentMessage>>,
     ) -> Result<tonic::Response<Responses>, Status> {
-        let mut inbound = request.into_inner();
-        let first = match inbound.message().await {
-            Ok(Some(m)) => m,
-            Ok(None) => {
-                return Err(self.fail(
+        // Answer the call at once and read the Hello in the task: an agent
+        // that awaits the response headers before sending its Hello must
+        // not deadlock against a collector that awaits the Hello first.
+        let inbound = request.into_inner();
+        let (tx, rx) = mpsc::channel(16);
+        tokio::spawn(async move {
+            let Some((node, open, inbound)) = self.open(inbound, &tx).await else {
+                return;
+            };
+            let _open = open;
+            self.serve_batches(&node, inbound, tx).await;
+        });
+        Ok(tonic::Response::new(ReceiverStream::new(rx)))
+    }
+
+    /// Reads and checks the Hello, records it and sends the Welcome. On
+    /// failure the error status has been sent and `None` is returned.
+    async fn open(
+        &self,
+        mut inbound: Streaming<RawAgentMessage>,
+        tx: &mpsc::Sender<Result<CollectorMessage, Status>>,
+    ) -> Option<(String, OpenStream, Streaming<RawAgentMessage>)> {
+        let refuse = |kind, status| async move {
+            let _ = tx.send(Err(self.fail(kind, status))).await;
+            None
+        };
+        let first = match tokio::time::timeout(HELLO_TIMEOUT, inbound.message()).await {
+            Ok(Ok(Some(m))) => m,
+            Ok(Ok(None)) => {
+                return refuse(
                     "no_hello",
                     Status::invalid_argument("stream ended before a Hello"),
-                ))
+                )
+                .await
             }
-            Err(s) => return Err(self.fail("transport", s)),
+            Ok(Err(s)) => return refuse("transport", s).await,
+            Err(_) => {
+                let s = Status::deadline_exceeded(format!("no Hello within {HELLO_TIMEOUT:?}"));
+                return refuse("no_hello", s).await;
+            }
         };
         let Some(RawMsg::Hello(hello)) = first.msg else {
-            return Err(self.fail(
-                "no_hello",
-                Status::invalid_argument("the first message of a stream must be a Hello"),
-            ));
+            let s = Status::invalid_argument("the first message of a stream must be a Hello");
+            return refuse("no_hello", s).await;
         };
-        let row = validate::hello(&hello)
-            .map_err(|e| self.fail(e.kind(), Status::invalid_argument(e.to_string())))?;
-        let watermarks = self
-            .store
-            .hello(row)
-            .await
-            .map_err(|e| self.fail("store", Status::unavailable(format!("store: {e}"))))?;
+        let row = match validate::hello(&hello) {
+            Ok(r) => r,
+            Err(e) => return refuse(e.kind(), Status::invalid_argument(e.to_string())).await,
+        };
+        let watermarks = match self.store.hello(row).await {
+            Ok(w) => w,
+            Err(e) => return refuse("store", Status::unavailable(format!("store: {e}"))).await,
+        };
         lock(&self.metrics).on_hello(&hello.node, &hello.agent_version, &hello.os, &hello.boot_id);
         let open = OpenStream {
             node: hello.node.clone(),
@@ -127,22 +159,14 @@ impl Ingest {
         };
         tracing::info!(node = %hello.node, boot_id = %hello.boot_id, version = %hello.agent_version,
             boots = watermarks.len(), "agent stream opened");
-
-        let (tx, rx) = mpsc::channel(16);
         let welcome = CollectorMessage {
             msg: Some(collector_message::Msg::Welcome(Welcome {
                 boots: to_proto(watermarks),
                 collector_version: env!("CARGO_PKG_VERSION").into(),
             })),
         };
-        // The channel is empty, so this cannot wait.
-        let _ = tx.send(Ok(welcome)).await;
-        let this = Arc::clone(&self);
-        tokio::spawn(async move {
-            let _open = open;
-            this.serve_batches(&hello.node, inbound, tx).await;
-        });
-        Ok(tonic::Response::new(ReceiverStream::new(rx)))
+        tx.send(Ok(welcome)).await.ok()?;
+        Some((hello.node, open, inbound))
     }
 
     async fn serve_batches(

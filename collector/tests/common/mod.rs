@@ -180,6 +180,28 @@ impl Agent {
         })
     }
 
+    /// Opens a stream, waits for the response headers, and only then sends
+    /// the Hello (as an agent awaiting `client.stream()` first would).
+    pub async fn open_hello_after_headers(addr: SocketAddr, hello: Hello) -> Agent {
+        let mut client = TelemetryClient::connect(format!("http://{addr}"))
+            .await
+            .unwrap();
+        let (tx, rx) = mpsc::channel(16);
+        let resp = tokio::time::timeout(WAIT, client.stream(ReceiverStream::new(rx)))
+            .await
+            .expect("response headers without a Hello")
+            .unwrap();
+        tx.send(AgentMessage {
+            msg: Some(agent_message::Msg::Hello(hello)),
+        })
+        .await
+        .unwrap();
+        Agent {
+            tx,
+            rx: resp.into_inner(),
+        }
+    }
+
     pub async fn open(addr: SocketAddr, hello: Hello) -> Result<Agent, tonic::Status> {
         Self::open_with(addr, agent_message::Msg::Hello(hello)).await
     }
