@@ -14,7 +14,7 @@ use serde::Deserialize;
 use crate::dto::{BootDto, NodeDto, NodesDto, PayloadDto, RecordDto, RecordsDto};
 use crate::http::AppState;
 use crate::ingest::lock;
-use crate::store::{RecordFilter, StoreError};
+use crate::store::{queries, RecordFilter, StoreError, StoredRecord};
 
 /// Records returned when `limit` is not given.
 pub const DEFAULT_LIMIT: u32 = 1_000;
@@ -76,6 +76,23 @@ async fn nodes(State(st): State<AppState>) -> Result<Json<NodesDto>, ApiError> {
     Ok(Json(NodesDto { nodes: out }))
 }
 
+fn to_dto(r: StoredRecord) -> RecordDto {
+    // Stored bytes passed validation, so they decode; a kind this build
+    // does not know decodes with no payload.
+    let payload = Record::decode(r.raw.as_slice())
+        .ok()
+        .and_then(|d| d.payload)
+        .map(|p| PayloadDto::from(&p));
+    RecordDto {
+        node: r.node,
+        boot_id: r.boot_id,
+        seq: r.seq,
+        unix_ns: r.unix_ns,
+        kind: r.kind,
+        payload,
+    }
+}
+
 /// Query of `GET /api/v1/records`.
 #[derive(Debug, Deserialize)]
 pub struct RecordsQuery {
@@ -101,33 +118,20 @@ async fn records(
         ));
     }
     let since = q.since.unwrap_or(0).min(i64::MAX as u64);
-    let rows = st
+    let filter = RecordFilter {
+        node: q.node.filter(|s| !s.is_empty()),
+        kind: q.kind.filter(|s| !s.is_empty()),
+        since_unix_ns: since,
+        limit,
+    };
+    // Decoding up to MAX_LIMIT records is real work: keep it on the
+    // blocking thread with the query.
+    let records = st
         .store
-        .records(RecordFilter {
-            node: q.node.filter(|s| !s.is_empty()),
-            kind: q.kind.filter(|s| !s.is_empty()),
-            since_unix_ns: since,
-            limit,
+        .read(move |c| {
+            let rows = queries::list_records(c, &filter)?;
+            Ok(rows.into_iter().map(to_dto).collect::<Vec<_>>())
         })
         .await?;
-    let records = rows
-        .into_iter()
-        .map(|r| {
-            // Stored bytes passed validation, so they decode; a kind this
-            // build does not know decodes with no payload.
-            let payload = Record::decode(r.raw.as_slice())
-                .ok()
-                .and_then(|d| d.payload)
-                .map(|p| PayloadDto::from(&p));
-            RecordDto {
-                node: r.node,
-                boot_id: r.boot_id,
-                seq: r.seq,
-                unix_ns: r.unix_ns,
-                kind: r.kind,
-                payload,
-            }
-        })
-        .collect();
     Ok(Json(RecordsDto { records }))
 }

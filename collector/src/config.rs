@@ -327,6 +327,12 @@ mod tests {
     }
 
     #[test]
+    fn example_file_states_the_defaults() {
+        let c = parse(include_str!("../collector.example.toml")).unwrap();
+        assert_eq!(c, Config::default());
+    }
+
+    #[test]
     fn empty_file_gives_defaults() {
         assert_eq!(parse("").unwrap(), Config::default());
     }

@@ -66,27 +66,21 @@ impl Listeners {
 }
 
 /// Creates every known node's series before it reconnects (agent_up 0,
-/// info of its latest boot) and the store size gauge.
+/// info of its latest boot that sent a Hello) and the store size gauge.
 fn seed_metrics(m: &mut MetricsState, boots: &[BootRow]) {
-    let mut latest: std::collections::BTreeMap<&str, &BootRow> = Default::default();
+    let mut latest: std::collections::BTreeMap<&str, Option<&BootRow>> = Default::default();
     for b in boots {
-        let key = |b: &BootRow| {
-            (
-                b.started_unix_ns.max(b.first_seen_unix_ns),
-                b.first_seen_unix_ns,
-            )
-        };
-        let e = latest.entry(&b.node).or_insert(b);
-        if !e.agent_version.is_empty() && b.agent_version.is_empty() {
-            continue;
+        let slot = latest.entry(&b.node).or_default();
+        if b.agent_version.is_empty() {
+            continue; // Known only from records (a replayed spool): no info.
         }
-        if key(b) >= key(e) || e.agent_version.is_empty() {
-            *e = b;
+        let key = |b: &BootRow| (b.started_unix_ns, b.first_seen_unix_ns);
+        if slot.is_none_or(|cur| key(b) >= key(cur)) {
+            *slot = Some(b);
         }
     }
     for (node, b) in latest {
-        let info = (!b.agent_version.is_empty())
-            .then(|| (b.agent_version.clone(), b.os.clone(), b.boot_id.clone()));
+        let info = b.map(|b| (b.agent_version.clone(), b.os.clone(), b.boot_id.clone()));
         m.on_known_node(node, info);
     }
     m.set_store_records(boots.iter().map(|b| b.records).sum());
