@@ -12,6 +12,14 @@
 //! - [`api`] and [`dto`]: the `/api/v1` JSON routes and their shapes.
 //! - [`http`]: the axum server for `/metrics`, `/healthz` and `/api/v1`.
 //!
+//! # Restarts
+//! Records, boots and watermarks live in the store and survive a restart
+//! (the `Welcome` after a restart carries them). Metric state does not:
+//! accumulated counters (probe counts, the RTT histogram, records received,
+//! duplicates, agent stats) restart at 0, which Prometheus handles as a
+//! counter reset. Known nodes get their `boltwatch_agent_up 0` and
+//! `boltwatch_agent_info` series back from the store at startup.
+//!
 //! [`run`] takes already-bound listeners and a shutdown future, so tests and
 //! the `lab` command bind port 0 and stop it at will.
 #![deny(missing_docs)]
