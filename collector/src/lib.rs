@@ -1,4 +1,197 @@
-//! boltwatch-collector (being assembled).
+//! boltwatch-collector: receives every agent's records over gRPC, stores
+//! them durably in SQLite, and serves Prometheus `/metrics` and a JSON API.
+//!
+//! # Layout
+//! - [`config`]: TOML file plus flags, checked once into a [`Config`].
+//! - [`error`]: the crate's [`Error`].
+//! - [`ingest`]: the `Telemetry` gRPC service, batch validation and the
+//!   HTTP/2-preface acceptor on the gRPC port.
+//! - [`store`]: SQLite (WAL, `synchronous=FULL`): one writer thread, pooled
+//!   read connections, migrations and the only SQL text.
+//! - [`export`]: metric state and the Prometheus text rendering; pure.
+//! - [`api`] and [`dto`]: the `/api/v1` JSON routes and their shapes.
+//! - [`http`]: the axum server for `/metrics`, `/healthz` and `/api/v1`.
+//! - [`report`]: report math over stored records (lab table, soak reports).
+//! - [`lab`]: `boltwatch-collector lab`, a collector and N agents on
+//!   loopback in one process.
+//!
+//! # Restarts
+//! Records, boots and watermarks live in the store and survive a restart
+//! (the `Welcome` after a restart carries them). Metric state does not:
+//! accumulated counters (probe counts, the RTT histogram, records received,
+//! duplicates, agent stats) restart at 0, which Prometheus handles as a
+//! counter reset. Known nodes get their `boltwatch_agent_up 0` and
+//! `boltwatch_agent_info` series back from the store at startup.
+//!
+//! [`run`] takes already-bound listeners and a shutdown future, so tests and
+//! the `lab` command bind port 0 and stop it at will.
 #![deny(missing_docs)]
 
+pub mod api;
+pub mod config;
+pub mod dto;
+pub mod error;
+pub mod export;
+pub mod http;
+pub mod ingest;
+pub mod lab;
 pub mod report;
+pub mod store;
+
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, watch};
+use tokio_stream::wrappers::ReceiverStream;
+
+pub use config::Config;
+pub use error::Error;
+
+use export::prometheus::MetricsState;
+use ingest::raw::TelemetryService;
+use ingest::{lock, Ingest, SharedMetrics};
+use store::{BootRow, Store};
+
+/// The sockets [`run`] serves on, bound by the caller.
+#[derive(Debug)]
+pub struct Listeners {
+    /// gRPC ingest (`Telemetry.Stream`).
+    pub grpc: TcpListener,
+    /// HTTP: `/metrics`, `/healthz`, `/api/v1`.
+    pub http: TcpListener,
+}
+
+impl Listeners {
+    /// Binds both addresses of `config`.
+    pub async fn bind(config: &Config) -> Result<Listeners, Error> {
+        let bind = |addr| async move {
+            TcpListener::bind(addr).await.map_err(|source| Error::Io {
+                what: format!("binding {addr}"),
+                source,
+            })
+        };
+        Ok(Listeners {
+            grpc: bind(config.grpc_listen).await?,
+            http: bind(config.http_listen).await?,
+        })
+    }
+}
+
+/// Creates every known node's series before it reconnects (agent_up 0,
+/// info of its latest boot that sent a Hello) and the store size gauge.
+fn seed_metrics(m: &mut MetricsState, boots: &[BootRow]) {
+    let mut latest: std::collections::BTreeMap<&str, Option<&BootRow>> = Default::default();
+    for b in boots {
+        let slot = latest.entry(&b.node).or_default();
+        if b.agent_version.is_empty() {
+            continue; // Known only from records (a replayed spool): no info.
+        }
+        let key = |b: &BootRow| (b.started_unix_ns, b.first_seen_unix_ns);
+        if slot.is_none_or(|cur| key(b) >= key(cur)) {
+            *slot = Some(b);
+        }
+    }
+    for (node, b) in latest {
+        let info = b.map(|b| (b.agent_version.clone(), b.os.clone(), b.boot_id.clone()));
+        m.on_known_node(node, info);
+    }
+    m.set_store_records(boots.iter().map(|b| b.records).sum());
+}
+
+/// Runs the collector until `shutdown` completes: opens the store under
+/// `config.data_dir`, serves gRPC ingest on `listeners.grpc` and HTTP on
+/// `listeners.http`, then drains (open agent streams end with
+/// `UNAVAILABLE`, in-flight requests get `config.shutdown_grace`) and closes
+/// the store.
+pub async fn run(
+    config: Config,
+    listeners: Listeners,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), Error> {
+    let store = Store::open(&config.data_dir)?;
+    let handle = store.handle();
+    let metrics: SharedMetrics = Arc::new(Mutex::new(MetricsState::new()));
+    match handle.boots().await {
+        Ok(boots) => seed_metrics(&mut lock(&metrics), &boots),
+        Err(e) => {
+            store.close().await;
+            return Err(e.into());
+        }
+    }
+    let grpc_addr = listeners.grpc.local_addr().ok();
+    let http_addr = listeners.http.local_addr().ok();
+    tracing::info!(?grpc_addr, ?http_addr, data_dir = %config.data_dir.display(), "collector serving");
+
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let stopped = |rx: watch::Receiver<bool>| async move {
+        let mut rx = rx;
+        let _ = rx.wait_for(|s| *s).await;
+    };
+
+    let (conn_tx, conn_rx) = mpsc::channel(64);
+    let acceptor = tokio::spawn(ingest::preface::accept_loop(
+        listeners.grpc,
+        config.preface_timeout,
+        metrics.clone(),
+        conn_tx,
+        stop_rx.clone(),
+    ));
+    let service = TelemetryService::new(
+        Ingest::new(handle.clone(), metrics.clone(), stop_rx.clone()),
+        config.max_message_bytes,
+    );
+    let mut grpc = tokio::spawn(
+        tonic::transport::Server::builder().serve_with_incoming_shutdown(
+            service,
+            ReceiverStream::new(conn_rx),
+            stopped(stop_rx.clone()),
+        ),
+    );
+    let state = http::AppState {
+        store: handle,
+        metrics,
+    };
+    let mut http = tokio::spawn(http::serve(listeners.http, state, stopped(stop_rx)));
+
+    // A server that ends before shutdown was asked for is an error.
+    let mut early: Option<Error> = None;
+    let (mut grpc_done, mut http_done) = (false, false);
+    tokio::select! {
+        _ = shutdown => {}
+        r = &mut grpc => {
+            grpc_done = true;
+            early = Some(match r {
+                Ok(Ok(())) => Error::Io { what: "gRPC server".into(), source: std::io::Error::other("stopped unexpectedly") },
+                Ok(Err(e)) => e.into(),
+                Err(e) => Error::Task("gRPC server", e),
+            });
+        }
+        r = &mut http => {
+            http_done = true;
+            early = Some(match r {
+                Ok(Ok(())) => Error::Io { what: "HTTP server".into(), source: std::io::Error::other("stopped unexpectedly") },
+                Ok(Err(source)) => Error::Io { what: "HTTP server".into(), source },
+                Err(e) => Error::Task("HTTP server", e),
+            });
+        }
+    }
+    tracing::info!("collector shutting down");
+    let _ = stop_tx.send(true);
+    let grace = config.shutdown_grace;
+    if !grpc_done && tokio::time::timeout(grace, &mut grpc).await.is_err() {
+        tracing::warn!("gRPC server did not drain in time");
+        grpc.abort();
+    }
+    if !http_done && tokio::time::timeout(grace, &mut http).await.is_err() {
+        tracing::warn!("HTTP server did not drain in time");
+        http.abort();
+    }
+    acceptor.abort();
+    let _ = acceptor.await;
+    store.close().await;
+    match early {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}

@@ -1,0 +1,137 @@
+//! The JSON API under `/api/v1`: nodes with their boots and gaps, and stored
+//! records decoded into DTOs ([`crate::dto`]). Handlers only translate: the
+//! store answers the queries, the metric state says who is connected.
+
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use boltwatch_proto::v1::Record;
+use prost::Message;
+use serde::Deserialize;
+
+use crate::dto::{BootDto, NodeDto, NodesDto, PayloadDto, RecordDto, RecordsDto};
+use crate::http::AppState;
+use crate::ingest::lock;
+use crate::store::{queries, RecordFilter, StoreError, StoredRecord};
+
+/// Records returned when `limit` is not given.
+pub const DEFAULT_LIMIT: u32 = 1_000;
+/// Most records one request may return.
+pub const MAX_LIMIT: u32 = 100_000;
+
+/// The `/api/v1` routes.
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/nodes", get(nodes))
+        .route("/api/v1/records", get(records))
+}
+
+/// A failed API request, answered as `{"error": ...}`.
+#[derive(Debug)]
+pub struct ApiError(StatusCode, String);
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        tracing::warn!(error = %e, "API store read failed");
+        ApiError(StatusCode::SERVICE_UNAVAILABLE, e.to_string())
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.0, Json(serde_json::json!({ "error": self.1 }))).into_response()
+    }
+}
+
+async fn nodes(State(st): State<AppState>) -> Result<Json<NodesDto>, ApiError> {
+    let boots = st.store.boots().await?;
+    let mut out: Vec<NodeDto> = Vec::new();
+    {
+        let m = lock(&st.metrics);
+        for b in boots {
+            if out.last().is_none_or(|n| n.node != b.node) {
+                out.push(NodeDto {
+                    connected: m.connected(&b.node),
+                    node: b.node.clone(),
+                    last_seen_unix_ns: 0,
+                    boots: Vec::new(),
+                });
+            }
+            let n = out.last_mut().expect("pushed above");
+            n.last_seen_unix_ns = n.last_seen_unix_ns.max(b.last_seen_unix_ns);
+            n.boots.push(BootDto {
+                gaps: b.gaps(),
+                boot_id: b.boot_id,
+                records: b.records,
+                highest_seq: b.highest_seq,
+                agent_version: b.agent_version,
+                os: b.os,
+                first_seen_unix_ns: b.first_seen_unix_ns,
+                last_seen_unix_ns: b.last_seen_unix_ns,
+            });
+        }
+    }
+    Ok(Json(NodesDto { nodes: out }))
+}
+
+fn to_dto(r: StoredRecord) -> RecordDto {
+    // Stored bytes passed validation, so they decode; a kind this build
+    // does not know decodes with no payload.
+    let payload = Record::decode(r.raw.as_slice())
+        .ok()
+        .and_then(|d| d.payload)
+        .map(|p| PayloadDto::from(&p));
+    RecordDto {
+        node: r.node,
+        boot_id: r.boot_id,
+        seq: r.seq,
+        unix_ns: r.unix_ns,
+        kind: r.kind,
+        payload,
+    }
+}
+
+/// Query of `GET /api/v1/records`.
+#[derive(Debug, Deserialize)]
+pub struct RecordsQuery {
+    /// Only this node.
+    pub node: Option<String>,
+    /// Only this payload kind.
+    pub kind: Option<String>,
+    /// Only records at or after this agent time, unix ns.
+    pub since: Option<u64>,
+    /// At most this many ([`DEFAULT_LIMIT`] if absent).
+    pub limit: Option<u32>,
+}
+
+async fn records(
+    State(st): State<AppState>,
+    Query(q): Query<RecordsQuery>,
+) -> Result<Json<RecordsDto>, ApiError> {
+    let limit = q.limit.unwrap_or(DEFAULT_LIMIT);
+    if limit == 0 || limit > MAX_LIMIT {
+        return Err(ApiError(
+            StatusCode::BAD_REQUEST,
+            format!("limit {limit} is outside 1..={MAX_LIMIT}"),
+        ));
+    }
+    let since = q.since.unwrap_or(0).min(i64::MAX as u64);
+    let filter = RecordFilter {
+        node: q.node.filter(|s| !s.is_empty()),
+        kind: q.kind.filter(|s| !s.is_empty()),
+        since_unix_ns: since,
+        limit,
+    };
+    // Decoding up to MAX_LIMIT records is real work: keep it on the
+    // blocking thread with the query.
+    let records = st
+        .store
+        .read(move |c| {
+            let rows = queries::list_records(c, &filter)?;
+            Ok(rows.into_iter().map(to_dto).collect::<Vec<_>>())
+        })
+        .await?;
+    Ok(Json(RecordsDto { records }))
+}

@@ -1,0 +1,375 @@
+//! JSON shapes of the HTTP API, separate from the generated protobuf types
+//! and from store rows so either can change without breaking API clients.
+//! Enums are rendered by their protobuf names (`TIMESTAMP_SOURCE_KERNEL`),
+//! unknown values as their number.
+
+use boltwatch_proto::v1 as pb;
+use pb::record::Payload;
+use serde::Serialize;
+
+/// `GET /api/v1/nodes`.
+#[derive(Debug, Serialize)]
+pub struct NodesDto {
+    /// Every node the store knows, by name.
+    pub nodes: Vec<NodeDto>,
+}
+
+/// One node.
+#[derive(Debug, Serialize)]
+pub struct NodeDto {
+    /// Node name.
+    pub node: String,
+    /// Whether an agent stream is open now.
+    pub connected: bool,
+    /// When the collector last heard from any of its boots.
+    pub last_seen_unix_ns: u64,
+    /// Its boots, oldest first.
+    pub boots: Vec<BootDto>,
+}
+
+/// One agent boot of a node.
+#[derive(Debug, Serialize)]
+pub struct BootDto {
+    /// Boot id.
+    pub boot_id: String,
+    /// Records stored.
+    pub records: u64,
+    /// Highest stored seq.
+    pub highest_seq: u64,
+    /// Sequence numbers below `highest_seq` never received.
+    pub gaps: u64,
+    /// Agent version from its Hello (empty if unknown).
+    pub agent_version: String,
+    /// OS from its Hello.
+    pub os: String,
+    /// First sight by the collector.
+    pub first_seen_unix_ns: u64,
+    /// Last sight by the collector.
+    pub last_seen_unix_ns: u64,
+}
+
+/// `GET /api/v1/records`.
+#[derive(Debug, Serialize)]
+pub struct RecordsDto {
+    /// Matching records, oldest first.
+    pub records: Vec<RecordDto>,
+}
+
+/// One stored record.
+#[derive(Debug, Serialize)]
+pub struct RecordDto {
+    /// Producing node.
+    pub node: String,
+    /// Producing boot.
+    pub boot_id: String,
+    /// Sequence number.
+    pub seq: u64,
+    /// Agent timestamp.
+    pub unix_ns: u64,
+    /// Payload kind as stored.
+    pub kind: String,
+    /// The decoded payload; absent for kinds this collector does not know.
+    pub payload: Option<PayloadDto>,
+}
+
+fn enum_name<E: TryFrom<i32>>(v: i32, name: fn(&E) -> &'static str) -> String {
+    E::try_from(v).map_or_else(|_| v.to_string(), |e| name(&e).to_string())
+}
+
+/// A decoded payload, tagged by `kind`.
+#[derive(Debug, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+#[allow(missing_docs)] // Field names and meanings are the .proto's.
+pub enum PayloadDto {
+    /// `RttSummary`; durations in nanoseconds.
+    Rtt {
+        peer: String,
+        peer_address: String,
+        interface: String,
+        window_start_unix_ns: u64,
+        window_ns: u64,
+        sent: u64,
+        received: u64,
+        lost: u64,
+        duplicates: u64,
+        discarded: u64,
+        min_ns: u64,
+        mean_ns: u64,
+        max_ns: u64,
+        p50_ns: u64,
+        p99_ns: u64,
+        sum_ns: u64,
+        /// `[index, count]` pairs in the schema-3 layout.
+        buckets: Vec<(i32, u64)>,
+        timestamp_source: String,
+        under_load: bool,
+    },
+    /// `LinkEvent`.
+    LinkEvent {
+        interface: String,
+        carrier: bool,
+        admin_up: bool,
+        oper_state: String,
+        carrier_up_count: u64,
+        carrier_down_count: u64,
+        source: String,
+        bridge: String,
+    },
+    /// `InterfaceCounters`.
+    Counters {
+        interface: String,
+        receive_bytes: u64,
+        transmit_bytes: u64,
+        receive_packets: u64,
+        transmit_packets: u64,
+        receive_errors: u64,
+        transmit_errors: u64,
+        receive_drops: u64,
+        transmit_drops: u64,
+        carrier: Option<bool>,
+        carrier_up_count: u64,
+        carrier_down_count: u64,
+        speed_bits_per_second: u64,
+        mtu: u32,
+    },
+    /// `ThermalReading`.
+    Thermal {
+        sensors: Vec<SensorDto>,
+        throttled: Option<bool>,
+        pressure_level: Option<u32>,
+        cpu_frequency_ratio: Option<f64>,
+        throttle_events: Option<u64>,
+    },
+    /// `BandwidthResult`.
+    Bandwidth {
+        peer: String,
+        peer_address: String,
+        interface: String,
+        direction: String,
+        protocol: String,
+        streams: u32,
+        start_unix_ns: u64,
+        duration_ns: u64,
+        bytes: u64,
+        bits_per_second: f64,
+        retransmits: u64,
+        intervals: Vec<IntervalDto>,
+        cpu_percent: f64,
+        error: String,
+        udp_lost: u64,
+        udp_packets: u64,
+        udp_jitter_seconds: f64,
+    },
+    /// `ServiceCheck`.
+    Service {
+        peer: String,
+        service: String,
+        address: String,
+        up: bool,
+        connect_ns: u64,
+        error: String,
+    },
+    /// `Outage`.
+    Outage {
+        peer: String,
+        interface: String,
+        cause: String,
+        start_unix_ns: u64,
+        end_unix_ns: Option<u64>,
+        service: String,
+        outage_id: u64,
+    },
+    /// `AgentStats`.
+    AgentStats {
+        malformed_packets: u64,
+        dropped_records: u64,
+        reconnects: u64,
+        resident_bytes: u64,
+        cpu_seconds: f64,
+        reflected_packets: u64,
+        queued_records: u64,
+    },
+}
+
+/// One temperature sensor.
+#[derive(Debug, Serialize)]
+pub struct SensorDto {
+    /// Sensor name.
+    pub name: String,
+    /// Reading.
+    pub celsius: f64,
+    /// Where it was read.
+    pub source: String,
+    /// Critical threshold, 0 if unknown.
+    pub critical_celsius: f64,
+}
+
+/// One bandwidth-test interval.
+#[derive(Debug, Serialize)]
+pub struct IntervalDto {
+    /// Offset from the test start, ns.
+    pub offset_ns: u64,
+    /// Length, ns.
+    pub duration_ns: u64,
+    /// Bytes in the interval.
+    pub bytes: u64,
+    /// Rate in the interval.
+    pub bits_per_second: f64,
+    /// TCP retransmits in the interval.
+    pub retransmits: u64,
+}
+
+impl From<&Payload> for PayloadDto {
+    fn from(p: &Payload) -> Self {
+        match p {
+            Payload::Rtt(s) => PayloadDto::Rtt {
+                peer: s.peer.clone(),
+                peer_address: s.peer_address.clone(),
+                interface: s.interface.clone(),
+                window_start_unix_ns: s.window_start_unix_ns,
+                window_ns: s.window_ns,
+                sent: s.sent,
+                received: s.received,
+                lost: s.lost,
+                duplicates: s.duplicates,
+                discarded: s.discarded,
+                min_ns: s.min_ns,
+                mean_ns: s.mean_ns,
+                max_ns: s.max_ns,
+                p50_ns: s.p50_ns,
+                p99_ns: s.p99_ns,
+                sum_ns: s.sum_ns,
+                buckets: s.buckets.iter().map(|b| (b.index, b.count)).collect(),
+                timestamp_source: enum_name(s.timestamp_source, pb::TimestampSource::as_str_name),
+                under_load: s.under_load,
+            },
+            Payload::LinkEvent(e) => PayloadDto::LinkEvent {
+                interface: e.interface.clone(),
+                carrier: e.carrier,
+                admin_up: e.admin_up,
+                oper_state: e.oper_state.clone(),
+                carrier_up_count: e.carrier_up_count,
+                carrier_down_count: e.carrier_down_count,
+                source: enum_name(e.source, pb::LinkEventSource::as_str_name),
+                bridge: e.bridge.clone(),
+            },
+            Payload::Counters(c) => PayloadDto::Counters {
+                interface: c.interface.clone(),
+                receive_bytes: c.receive_bytes,
+                transmit_bytes: c.transmit_bytes,
+                receive_packets: c.receive_packets,
+                transmit_packets: c.transmit_packets,
+                receive_errors: c.receive_errors,
+                transmit_errors: c.transmit_errors,
+                receive_drops: c.receive_drops,
+                transmit_drops: c.transmit_drops,
+                carrier: c.carrier_known.then_some(c.carrier),
+                carrier_up_count: c.carrier_up_count,
+                carrier_down_count: c.carrier_down_count,
+                speed_bits_per_second: c.speed_bits_per_second,
+                mtu: c.mtu,
+            },
+            Payload::Thermal(t) => PayloadDto::Thermal {
+                sensors: t
+                    .sensors
+                    .iter()
+                    .map(|s| SensorDto {
+                        name: s.name.clone(),
+                        celsius: s.celsius,
+                        source: s.source.clone(),
+                        critical_celsius: s.critical_celsius,
+                    })
+                    .collect(),
+                throttled: t.throttle.as_ref().map(|t| t.throttled),
+                pressure_level: t.throttle.as_ref().map(|t| t.pressure_level),
+                cpu_frequency_ratio: t.throttle.as_ref().map(|t| t.cpu_frequency_ratio),
+                throttle_events: t.throttle.as_ref().map(|t| t.throttle_events),
+            },
+            Payload::Bandwidth(b) => PayloadDto::Bandwidth {
+                peer: b.peer.clone(),
+                peer_address: b.peer_address.clone(),
+                interface: b.interface.clone(),
+                direction: enum_name(b.direction, pb::Direction::as_str_name),
+                protocol: enum_name(b.protocol, pb::Protocol::as_str_name),
+                streams: b.streams,
+                start_unix_ns: b.start_unix_ns,
+                duration_ns: b.duration_ns,
+                bytes: b.bytes,
+                bits_per_second: b.bits_per_second,
+                retransmits: b.retransmits,
+                intervals: b
+                    .intervals
+                    .iter()
+                    .map(|i| IntervalDto {
+                        offset_ns: i.offset_ns,
+                        duration_ns: i.duration_ns,
+                        bytes: i.bytes,
+                        bits_per_second: i.bits_per_second,
+                        retransmits: i.retransmits,
+                    })
+                    .collect(),
+                cpu_percent: b.cpu_percent,
+                error: b.error.clone(),
+                udp_lost: b.udp_lost,
+                udp_packets: b.udp_packets,
+                udp_jitter_seconds: b.udp_jitter_seconds,
+            },
+            Payload::Service(s) => PayloadDto::Service {
+                peer: s.peer.clone(),
+                service: s.service.clone(),
+                address: s.address.clone(),
+                up: s.up,
+                connect_ns: s.connect_ns,
+                error: s.error.clone(),
+            },
+            Payload::Outage(o) => PayloadDto::Outage {
+                peer: o.peer.clone(),
+                interface: o.interface.clone(),
+                cause: enum_name(o.cause, pb::OutageCause::as_str_name),
+                start_unix_ns: o.start_unix_ns,
+                end_unix_ns: o.end_unix_ns,
+                service: o.service.clone(),
+                outage_id: o.outage_id,
+            },
+            Payload::AgentStats(s) => PayloadDto::AgentStats {
+                malformed_packets: s.malformed_packets,
+                dropped_records: s.dropped_records,
+                reconnects: s.reconnects,
+                resident_bytes: s.resident_bytes,
+                cpu_seconds: s.cpu_seconds,
+                reflected_packets: s.reflected_packets,
+                queued_records: s.queued_records,
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn payload_json_is_tagged_and_names_enums() {
+        let p = Payload::Rtt(pb::RttSummary {
+            peer: "b".into(),
+            timestamp_source: pb::TimestampSource::Kernel as i32,
+            buckets: vec![pb::HistogramBucket {
+                index: -108,
+                count: 3,
+            }],
+            ..Default::default()
+        });
+        let v = serde_json::to_value(PayloadDto::from(&p)).unwrap();
+        assert_eq!(v["kind"], "rtt");
+        assert_eq!(v["peer"], "b");
+        assert_eq!(v["timestamp_source"], "TIMESTAMP_SOURCE_KERNEL");
+        assert_eq!(v["buckets"][0][0], -108);
+        let o = Payload::Outage(pb::Outage {
+            cause: 42,
+            ..Default::default()
+        });
+        let v = serde_json::to_value(PayloadDto::from(&o)).unwrap();
+        assert_eq!(v["cause"], "42");
+        assert!(v["end_unix_ns"].is_null());
+    }
+}

@@ -1,0 +1,59 @@
+//! The HTTP server: `/metrics` (Prometheus text format), `/healthz` and the
+//! JSON API ([`crate::api`]), on a listener the caller bound.
+
+use std::future::Future;
+
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::IntoResponse;
+use axum::routing::get;
+use axum::Router;
+use tokio::net::TcpListener;
+
+use crate::export::prometheus::CONTENT_TYPE;
+use crate::ingest::{lock, SharedMetrics};
+use crate::store::StoreHandle;
+
+/// What the handlers share.
+#[derive(Clone)]
+pub struct AppState {
+    /// The store (reads, and the health write check).
+    pub store: StoreHandle,
+    /// The metric state.
+    pub metrics: SharedMetrics,
+}
+
+/// All HTTP routes.
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/metrics", get(metrics))
+        .route("/healthz", get(healthz))
+        .merge(crate::api::routes())
+        .with_state(state)
+}
+
+async fn metrics(State(st): State<AppState>) -> impl IntoResponse {
+    let body = lock(&st.metrics).render();
+    ([(header::CONTENT_TYPE, CONTENT_TYPE)], body)
+}
+
+async fn healthz(State(st): State<AppState>) -> impl IntoResponse {
+    match st.store.ping().await {
+        Ok(()) => (StatusCode::OK, "ok".to_string()),
+        Err(e) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("store not writable: {e}"),
+        ),
+    }
+}
+
+/// Serves until `shutdown` completes, then lets in-flight requests finish.
+pub async fn serve(
+    listener: TcpListener,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, router(state))
+        .with_graceful_shutdown(shutdown)
+        .await
+}

@@ -1,0 +1,148 @@
+//! The `Telemetry` gRPC service, hand-wired so batches arrive as raw bytes.
+//!
+//! The generated server would decode every `Record` into the generated type,
+//! and prost drops fields it does not know, so a payload kind added by a
+//! newer agent would be lost before it reached the store. These message
+//! types are wire-compatible with `AgentMessage` and `RecordBatch` but keep
+//! each record as its encoded bytes; [`super::validate`] decodes a copy for
+//! checks and metrics.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use boltwatch_proto::v1::{CollectorMessage, Hello};
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::codegen::{http, Body, BoxFuture, StdError};
+use tonic::server::{Grpc, NamedService, StreamingService};
+
+use super::Ingest;
+
+/// `AgentMessage` with the batch kept raw.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct RawAgentMessage {
+    /// The message.
+    #[prost(oneof = "RawMsg", tags = "1, 2")]
+    pub msg: Option<RawMsg>,
+}
+
+/// `AgentMessage.msg`.
+#[derive(Clone, PartialEq, prost::Oneof)]
+pub enum RawMsg {
+    /// The stream's first message.
+    #[prost(message, tag = "1")]
+    Hello(Hello),
+    /// Records.
+    #[prost(message, tag = "2")]
+    Batch(RawRecordBatch),
+}
+
+/// `RecordBatch` whose records are the encoded `Record` messages.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct RawRecordBatch {
+    /// Each encoded `Record`, exactly as sent.
+    #[prost(bytes = "vec", repeated, tag = "1")]
+    pub records: Vec<Vec<u8>>,
+}
+
+/// The stream of answers sent back to one agent.
+pub type Responses = ReceiverStream<Result<CollectorMessage, tonic::Status>>;
+
+/// The tower service serving `/boltwatch.v1.Telemetry/Stream`.
+#[derive(Clone)]
+pub struct TelemetryService {
+    ingest: Arc<Ingest>,
+    max_message_bytes: usize,
+}
+
+impl TelemetryService {
+    /// Serves `ingest`, refusing messages larger than `max_message_bytes`.
+    pub fn new(ingest: Ingest, max_message_bytes: usize) -> Self {
+        TelemetryService {
+            ingest: Arc::new(ingest),
+            max_message_bytes,
+        }
+    }
+}
+
+impl NamedService for TelemetryService {
+    const NAME: &'static str = "boltwatch.v1.Telemetry";
+}
+
+struct StreamSvc(Arc<Ingest>);
+
+impl StreamingService<RawAgentMessage> for StreamSvc {
+    type Response = CollectorMessage;
+    type ResponseStream = Responses;
+    type Future = BoxFuture<tonic::Response<Responses>, tonic::Status>;
+
+    fn call(&mut self, request: tonic::Request<tonic::Streaming<RawAgentMessage>>) -> Self::Future {
+        let ingest = Arc::clone(&self.0);
+        Box::pin(async move { ingest.stream(request).await })
+    }
+}
+
+impl<B> tonic::codegen::Service<http::Request<B>> for TelemetryService
+where
+    B: Body + Send + 'static,
+    B::Error: Into<StdError> + Send + 'static,
+{
+    type Response = http::Response<tonic::body::Body>;
+    type Error = Infallible;
+    type Future = BoxFuture<Self::Response, Self::Error>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: http::Request<B>) -> Self::Future {
+        if req.uri().path() != "/boltwatch.v1.Telemetry/Stream" {
+            return Box::pin(async {
+                Ok(tonic::Status::unimplemented("unknown method").into_http())
+            });
+        }
+        let ingest = Arc::clone(&self.ingest);
+        let max = self.max_message_bytes;
+        Box::pin(async move {
+            let codec = tonic_prost::ProstCodec::<CollectorMessage, RawAgentMessage>::default();
+            let mut grpc = Grpc::new(codec).apply_max_message_size_config(Some(max), None);
+            Ok(grpc.streaming(StreamSvc(ingest), req).await)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use boltwatch_proto::v1::{agent_message, AgentMessage, Record, RecordBatch};
+    use prost::Message;
+
+    #[test]
+    fn raw_messages_are_wire_compatible() {
+        let rec = Record {
+            node: "a".into(),
+            boot_id: "b".into(),
+            seq: 3,
+            unix_ns: 4,
+            payload: None,
+        };
+        let msg = AgentMessage {
+            msg: Some(agent_message::Msg::Batch(RecordBatch {
+                records: vec![rec.clone(), rec.clone()],
+            })),
+        };
+        let raw = RawAgentMessage::decode(msg.encode_to_vec().as_slice()).unwrap();
+        let Some(RawMsg::Batch(b)) = raw.msg else {
+            panic!("not a batch")
+        };
+        assert_eq!(b.records, vec![rec.encode_to_vec(); 2]);
+        let hello = AgentMessage {
+            msg: Some(agent_message::Msg::Hello(Hello {
+                node: "a".into(),
+                ..Default::default()
+            })),
+        };
+        let raw = RawAgentMessage::decode(hello.encode_to_vec().as_slice()).unwrap();
+        assert!(matches!(raw.msg, Some(RawMsg::Hello(h)) if h.node == "a"));
+    }
+}

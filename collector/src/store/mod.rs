@@ -1,0 +1,477 @@
+//! The durable store: SQLite in WAL mode with `synchronous = FULL`, so a
+//! committed batch survives a power cut before it is acknowledged.
+//!
+//! One writer thread owns the only writing connection and takes commands
+//! from a bounded channel; each `RecordBatch` is one transaction. Reads
+//! (`/api/v1`) use a small pool of read-only connections on blocking threads,
+//! which WAL lets run beside the writer. SQL text lives in [`queries`], the
+//! schema in [`schema`].
+
+pub mod queries;
+pub mod schema;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use rusqlite::{Connection, OpenFlags};
+use tokio::sync::{mpsc, oneshot};
+
+/// Why a store operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// SQLite reported an error.
+    #[error("sqlite: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    /// The data directory could not be created.
+    #[error("creating {path}: {source}")]
+    CreateDir {
+        /// The directory.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The database was written by a newer collector.
+    #[error("database schema version {found} is newer than this collector's {supported}")]
+    TooNew {
+        /// Version found in the file.
+        found: i64,
+        /// Newest version this build knows.
+        supported: i64,
+    },
+    /// The writer thread has stopped.
+    #[error("store writer is closed")]
+    Closed,
+    /// A blocking read task failed.
+    #[error("read task failed: {0}")]
+    Join(String),
+}
+
+/// A record ready to store: the envelope fields it is keyed and filtered by,
+/// plus its encoded bytes exactly as received.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewRecord {
+    /// Producing node.
+    pub node: String,
+    /// Producing agent boot.
+    pub boot_id: String,
+    /// Sequence number in the boot (1..=i64::MAX).
+    pub seq: u64,
+    /// Agent timestamp (<= i64::MAX).
+    pub unix_ns: u64,
+    /// `Payload::kind()`, or `"unknown"` for a kind this build cannot name.
+    pub kind: &'static str,
+    /// The encoded `Record`.
+    pub raw: Vec<u8>,
+}
+
+/// A stored record as read back.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredRecord {
+    /// Producing node.
+    pub node: String,
+    /// Producing agent boot.
+    pub boot_id: String,
+    /// Sequence number.
+    pub seq: u64,
+    /// Agent timestamp.
+    pub unix_ns: u64,
+    /// Payload kind as stored.
+    pub kind: String,
+    /// The encoded `Record`.
+    pub raw: Vec<u8>,
+}
+
+/// The highest stored sequence number of one boot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Watermark {
+    /// Agent boot id.
+    pub boot_id: String,
+    /// Highest stored seq.
+    pub highest_seq: u64,
+}
+
+/// What a `Hello` tells the store about a boot.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HelloRow {
+    /// Node name.
+    pub node: String,
+    /// Agent boot id.
+    pub boot_id: String,
+    /// Agent version.
+    pub agent_version: String,
+    /// Operating system.
+    pub os: String,
+    /// Host name.
+    pub hostname: String,
+    /// Agent start, unix ns.
+    pub started_unix_ns: u64,
+    /// The encoded `Hello` (interfaces and peers included).
+    pub hello: Vec<u8>,
+}
+
+/// One boot as listed by the API.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BootRow {
+    /// Node name.
+    pub node: String,
+    /// Agent boot id.
+    pub boot_id: String,
+    /// When the collector first saw the boot, unix ns.
+    pub first_seen_unix_ns: u64,
+    /// When the collector last heard from it, unix ns.
+    pub last_seen_unix_ns: u64,
+    /// Records stored for it.
+    pub records: u64,
+    /// Highest stored seq.
+    pub highest_seq: u64,
+    /// Agent version from its `Hello` (empty if only records were seen).
+    pub agent_version: String,
+    /// OS from its `Hello`.
+    pub os: String,
+    /// Agent start from its `Hello`, 0 if unknown.
+    pub started_unix_ns: u64,
+}
+
+impl BootRow {
+    /// Sequence numbers missing below the highest one. Records are unique
+    /// per seq, so this is exact.
+    pub fn gaps(&self) -> u64 {
+        self.highest_seq.saturating_sub(self.records)
+    }
+}
+
+/// Which records to read.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RecordFilter {
+    /// Only this node.
+    pub node: Option<String>,
+    /// Only this kind.
+    pub kind: Option<String>,
+    /// Only records at or after this agent time.
+    pub since_unix_ns: u64,
+    /// At most this many.
+    pub limit: u32,
+}
+
+/// The result of storing one batch.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BatchOutcome {
+    /// Whether each input record was newly stored (same order as the input).
+    pub inserted: Vec<bool>,
+    /// Records that were already stored.
+    pub duplicates: u64,
+    /// Per boot id in the batch (first-appearance order): the highest
+    /// stored seq after the commit.
+    pub watermarks: Vec<Watermark>,
+    /// Time spent in the transaction, commit included.
+    pub commit_seconds: f64,
+    /// Records in the whole store after the commit.
+    pub total_records: u64,
+}
+
+type Reply<T> = oneshot::Sender<Result<T, StoreError>>;
+
+enum Command {
+    Hello(HelloRow, Reply<Vec<Watermark>>),
+    Batch(Vec<NewRecord>, Reply<BatchOutcome>),
+    Ping(Reply<()>),
+    Shutdown,
+}
+
+/// Welcome lists at most this many boots (the schema says 64).
+pub const WELCOME_BOOTS: u32 = 64;
+
+/// A cheap, cloneable handle to the store.
+#[derive(Clone)]
+pub struct StoreHandle {
+    tx: mpsc::Sender<Command>,
+    readers: Arc<ReadPool>,
+}
+
+/// The store: the handle plus the writer thread, joined by [`Store::close`].
+pub struct Store {
+    handle: StoreHandle,
+    writer: Option<std::thread::JoinHandle<()>>,
+}
+
+fn now_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+}
+
+fn open_writer(path: &Path) -> Result<Connection, StoreError> {
+    let mut conn = Connection::open(path)?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    // FULL: an Ack promises the batch is durable, NORMAL could lose the last
+    // transactions on power loss in WAL mode.
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    conn.busy_timeout(std::time::Duration::from_secs(5))?;
+    schema::migrate(&mut conn)?;
+    Ok(conn)
+}
+
+impl Store {
+    /// Opens (creating if needed) `dir/boltwatch.db`, applies migrations and
+    /// starts the writer thread.
+    pub fn open(dir: &Path) -> Result<Store, StoreError> {
+        std::fs::create_dir_all(dir).map_err(|source| StoreError::CreateDir {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+        let path = dir.join("boltwatch.db");
+        let conn = open_writer(&path)?;
+        let total = queries::total_records(&conn)?;
+        let (tx, rx) = mpsc::channel(64);
+        let writer = std::thread::Builder::new()
+            .name("store-writer".into())
+            .spawn(move || Writer { conn, total }.run(rx))
+            .map_err(|source| StoreError::CreateDir {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+        Ok(Store {
+            handle: StoreHandle {
+                tx,
+                readers: Arc::new(ReadPool {
+                    path,
+                    idle: Mutex::new(Vec::new()),
+                }),
+            },
+            writer: Some(writer),
+        })
+    }
+
+    /// A handle for the servers.
+    pub fn handle(&self) -> StoreHandle {
+        self.handle.clone()
+    }
+
+    /// Stops the writer after the commands already queued and waits for it.
+    pub async fn close(mut self) {
+        let _ = self.handle.tx.send(Command::Shutdown).await;
+        if let Some(w) = self.writer.take() {
+            let _ = tokio::task::spawn_blocking(move || w.join()).await;
+        }
+    }
+}
+
+impl StoreHandle {
+    async fn call<T>(&self, make: impl FnOnce(Reply<T>) -> Command) -> Result<T, StoreError> {
+        let (tx, rx) = oneshot::channel();
+        self.tx
+            .send(make(tx))
+            .await
+            .map_err(|_| StoreError::Closed)?;
+        rx.await.map_err(|_| StoreError::Closed)?
+    }
+
+    /// Records a `Hello` and returns the node's watermarks for the `Welcome`.
+    pub async fn hello(&self, row: HelloRow) -> Result<Vec<Watermark>, StoreError> {
+        self.call(|r| Command::Hello(row, r)).await
+    }
+
+    /// Stores a batch in one transaction; returns after the commit.
+    pub async fn write_batch(&self, records: Vec<NewRecord>) -> Result<BatchOutcome, StoreError> {
+        self.call(|r| Command::Batch(records, r)).await
+    }
+
+    /// Proves the store is writable by taking and releasing the write lock.
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        self.call(Command::Ping).await
+    }
+
+    /// Runs `f` on a pooled read-only connection on a blocking thread.
+    pub async fn read<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+    {
+        let pool = self.readers.clone();
+        tokio::task::spawn_blocking(move || pool.with(f))
+            .await
+            .map_err(|e| StoreError::Join(e.to_string()))?
+    }
+
+    /// Every boot of every node.
+    pub async fn boots(&self) -> Result<Vec<BootRow>, StoreError> {
+        self.read(queries::list_boots).await
+    }
+
+    /// Records matching a filter, oldest first.
+    pub async fn records(&self, f: RecordFilter) -> Result<Vec<StoredRecord>, StoreError> {
+        self.read(move |c| queries::list_records(c, &f)).await
+    }
+}
+
+/// Idle read-only connections; opened on demand, a few kept.
+struct ReadPool {
+    path: PathBuf,
+    idle: Mutex<Vec<Connection>>,
+}
+
+const IDLE_READERS: usize = 4;
+
+impl ReadPool {
+    fn with<T>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> Result<T, StoreError> {
+        let pooled = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        let conn = match pooled {
+            Some(c) => c,
+            None => {
+                let c = Connection::open_with_flags(
+                    &self.path,
+                    OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+                )?;
+                c.busy_timeout(std::time::Duration::from_secs(5))?;
+                c
+            }
+        };
+        let out = f(&conn);
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        if idle.len() < IDLE_READERS {
+            idle.push(conn);
+        }
+        Ok(out?)
+    }
+}
+
+struct Writer {
+    conn: Connection,
+    total: u64,
+}
+
+impl Writer {
+    fn run(mut self, mut rx: mpsc::Receiver<Command>) {
+        while let Some(cmd) = rx.blocking_recv() {
+            match cmd {
+                Command::Hello(row, reply) => {
+                    let _ = reply.send(self.hello(&row));
+                }
+                Command::Batch(records, reply) => {
+                    let _ = reply.send(self.batch(&records));
+                }
+                Command::Ping(reply) => {
+                    let _ = reply.send(self.ping());
+                }
+                Command::Shutdown => break,
+            }
+        }
+        tracing::debug!("store writer stopped");
+    }
+
+    fn hello(&mut self, row: &HelloRow) -> Result<Vec<Watermark>, StoreError> {
+        let tx = self.conn.transaction()?;
+        queries::upsert_hello(&tx, row, now_ns())?;
+        let w = queries::watermarks(&tx, &row.node, WELCOME_BOOTS)?;
+        tx.commit()?;
+        Ok(w)
+    }
+
+    fn ping(&mut self) -> Result<(), StoreError> {
+        self.conn.execute_batch("BEGIN IMMEDIATE; COMMIT;")?;
+        Ok(())
+    }
+
+    fn batch(&mut self, records: &[NewRecord]) -> Result<BatchOutcome, StoreError> {
+        let start = Instant::now();
+        let now = now_ns();
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let mut inserted = Vec::with_capacity(records.len());
+        // (node, boot) -> (added, max seq), in first-appearance order.
+        let mut boots: Vec<((&str, &str), u64, u64)> = Vec::new();
+        for r in records {
+            let new = queries::insert_record(&tx, r)?;
+            inserted.push(new);
+            let key = (r.node.as_str(), r.boot_id.as_str());
+            let entry = match boots.iter_mut().find(|(k, _, _)| *k == key) {
+                Some(e) => e,
+                None => {
+                    boots.push((key, 0, 0));
+                    boots.last_mut().expect("just pushed")
+                }
+            };
+            if new {
+                entry.1 += 1;
+                entry.2 = entry.2.max(r.seq);
+            }
+        }
+        let mut watermarks = Vec::with_capacity(boots.len());
+        for ((node, boot), added, max_seq) in &boots {
+            queries::add_boot_records(&tx, node, boot, now, *added, *max_seq)?;
+            watermarks.push(Watermark {
+                boot_id: boot.to_string(),
+                highest_seq: queries::boot_highest_seq(&tx, node, boot)?,
+            });
+        }
+        tx.commit()?;
+        let added: u64 = boots.iter().map(|b| b.1).sum();
+        self.total += added;
+        Ok(BatchOutcome {
+            duplicates: records.len() as u64 - added,
+            inserted,
+            watermarks,
+            commit_seconds: start.elapsed().as_secs_f64(),
+            total_records: self.total,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(seq: u64) -> NewRecord {
+        NewRecord {
+            node: "a".into(),
+            boot_id: "b1".into(),
+            seq,
+            unix_ns: seq,
+            kind: "rtt",
+            raw: vec![1, 2, 3],
+        }
+    }
+
+    #[tokio::test]
+    async fn batch_commits_dedups_and_reopens() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let h = store.handle();
+        let out = h.write_batch(vec![rec(1), rec(2), rec(2)]).await.unwrap();
+        assert_eq!(out.inserted, [true, true, false]);
+        assert_eq!(out.duplicates, 1);
+        assert_eq!(out.total_records, 2);
+        assert_eq!(
+            out.watermarks,
+            [Watermark {
+                boot_id: "b1".into(),
+                highest_seq: 2
+            }]
+        );
+        h.ping().await.unwrap();
+        let boots = h.boots().await.unwrap();
+        assert_eq!((boots[0].records, boots[0].gaps()), (2, 0));
+        store.close().await;
+        assert!(matches!(h.ping().await, Err(StoreError::Closed)));
+
+        let store = Store::open(dir.path()).unwrap();
+        let h = store.handle();
+        let out = h.write_batch(vec![rec(5)]).await.unwrap();
+        assert_eq!(out.total_records, 3);
+        assert_eq!(out.watermarks[0].highest_seq, 5);
+        assert_eq!(h.boots().await.unwrap()[0].gaps(), 2);
+        let recs = h
+            .records(RecordFilter {
+                limit: 10,
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        assert_eq!(recs.len(), 3);
+        assert_eq!(recs[0].raw, vec![1, 2, 3]);
+        store.close().await;
+    }
+}

@@ -1,0 +1,272 @@
+//! Typed query functions: the only SQL text outside the migrations. Each
+//! takes a connection (or transaction) and plain values, so the writer thread
+//! and the read pool share them and tests can run them on an in-memory
+//! database.
+//!
+//! Integers cross into SQLite as `i64`; ingest validation keeps sequence
+//! numbers and timestamps at or below `i64::MAX`, so the casts are lossless.
+
+use rusqlite::{params, Connection, OptionalExtension};
+
+use super::{BootRow, HelloRow, NewRecord, RecordFilter, StoredRecord, Watermark};
+
+/// Inserts one record unless (node, boot_id, seq) is already stored.
+/// Returns whether it was new.
+pub fn insert_record(conn: &Connection, r: &NewRecord) -> rusqlite::Result<bool> {
+    let mut stmt = conn.prepare_cached(
+        "INSERT OR IGNORE INTO records (node, boot_id, seq, unix_ns, kind, record)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?;
+    let n = stmt.execute(params![
+        r.node,
+        r.boot_id,
+        r.seq as i64,
+        r.unix_ns as i64,
+        r.kind,
+        r.raw
+    ])?;
+    Ok(n == 1)
+}
+
+/// Adds `added` new records with highest sequence `max_seq` to a boot's
+/// counters, creating the boot row if this is the first sight of it.
+pub fn add_boot_records(
+    conn: &Connection,
+    node: &str,
+    boot_id: &str,
+    now_ns: u64,
+    added: u64,
+    max_seq: u64,
+) -> rusqlite::Result<()> {
+    let mut stmt = conn.prepare_cached(
+        "INSERT INTO boots (node, boot_id, first_seen_unix_ns, last_seen_unix_ns, records, highest_seq)
+         VALUES (?1, ?2, ?3, ?3, ?4, ?5)
+         ON CONFLICT (node, boot_id) DO UPDATE SET
+             last_seen_unix_ns = excluded.last_seen_unix_ns,
+             records = records + excluded.records,
+             highest_seq = max(highest_seq, excluded.highest_seq)",
+    )?;
+    stmt.execute(params![
+        node,
+        boot_id,
+        now_ns as i64,
+        added as i64,
+        max_seq as i64
+    ])?;
+    Ok(())
+}
+
+/// The highest stored sequence number of a boot (0 when none).
+pub fn boot_highest_seq(conn: &Connection, node: &str, boot_id: &str) -> rusqlite::Result<u64> {
+    let mut stmt =
+        conn.prepare_cached("SELECT highest_seq FROM boots WHERE node = ?1 AND boot_id = ?2")?;
+    let v: Option<i64> = stmt
+        .query_row(params![node, boot_id], |r| r.get(0))
+        .optional()?;
+    Ok(v.unwrap_or(0) as u64)
+}
+
+/// Records a `Hello`: creates or refreshes the boot row with the agent's
+/// description.
+pub fn upsert_hello(conn: &Connection, h: &HelloRow, now_ns: u64) -> rusqlite::Result<()> {
+    conn.execute(
+        "INSERT INTO boots (node, boot_id, first_seen_unix_ns, last_seen_unix_ns,
+                            agent_version, os, hostname, started_unix_ns, hello)
+         VALUES (?1, ?2, ?3, ?3, ?4, ?5, ?6, ?7, ?8)
+         ON CONFLICT (node, boot_id) DO UPDATE SET
+             last_seen_unix_ns = excluded.last_seen_unix_ns,
+             agent_version = excluded.agent_version,
+             os = excluded.os,
+             hostname = excluded.hostname,
+             started_unix_ns = excluded.started_unix_ns,
+             hello = excluded.hello",
+        params![
+            h.node,
+            h.boot_id,
+            now_ns as i64,
+            h.agent_version,
+            h.os,
+            h.hostname,
+            h.started_unix_ns as i64,
+            h.hello
+        ],
+    )?;
+    Ok(())
+}
+
+/// Watermarks of a node's boots that hold records, most recent boot first
+/// (by the agent's start time, else first sight), at most `limit`.
+pub fn watermarks(conn: &Connection, node: &str, limit: u32) -> rusqlite::Result<Vec<Watermark>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT boot_id, highest_seq FROM boots
+         WHERE node = ?1 AND records > 0
+         ORDER BY coalesce(nullif(started_unix_ns, 0), first_seen_unix_ns) DESC, rowid DESC
+         LIMIT ?2",
+    )?;
+    let rows = stmt.query_map(params![node, limit], |r| {
+        Ok(Watermark {
+            boot_id: r.get(0)?,
+            highest_seq: r.get::<_, i64>(1)? as u64,
+        })
+    })?;
+    rows.collect()
+}
+
+/// Number of records in the store (from the boot counters, not a scan).
+pub fn total_records(conn: &Connection) -> rusqlite::Result<u64> {
+    let v: i64 = conn.query_row("SELECT coalesce(sum(records), 0) FROM boots", [], |r| {
+        r.get(0)
+    })?;
+    Ok(v as u64)
+}
+
+/// Every boot of every node, ordered by node then first sight.
+pub fn list_boots(conn: &Connection) -> rusqlite::Result<Vec<BootRow>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT node, boot_id, first_seen_unix_ns, last_seen_unix_ns, records, highest_seq,
+                coalesce(agent_version, ''), coalesce(os, ''), coalesce(started_unix_ns, 0)
+         FROM boots ORDER BY node, first_seen_unix_ns, rowid",
+    )?;
+    let rows = stmt.query_map([], |r| {
+        Ok(BootRow {
+            node: r.get(0)?,
+            boot_id: r.get(1)?,
+            first_seen_unix_ns: r.get::<_, i64>(2)? as u64,
+            last_seen_unix_ns: r.get::<_, i64>(3)? as u64,
+            records: r.get::<_, i64>(4)? as u64,
+            highest_seq: r.get::<_, i64>(5)? as u64,
+            agent_version: r.get(6)?,
+            os: r.get(7)?,
+            started_unix_ns: r.get::<_, i64>(8)? as u64,
+        })
+    })?;
+    rows.collect()
+}
+
+/// Records matching `f`, oldest first.
+pub fn list_records(conn: &Connection, f: &RecordFilter) -> rusqlite::Result<Vec<StoredRecord>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT node, boot_id, seq, unix_ns, kind, record FROM records
+         WHERE (?1 IS NULL OR node = ?1)
+           AND (?2 IS NULL OR kind = ?2)
+           AND unix_ns >= ?3
+         ORDER BY unix_ns, node, boot_id, seq
+         LIMIT ?4",
+    )?;
+    let rows = stmt.query_map(
+        params![f.node, f.kind, f.since_unix_ns as i64, f.limit as i64],
+        |r| {
+            Ok(StoredRecord {
+                node: r.get(0)?,
+                boot_id: r.get(1)?,
+                seq: r.get::<_, i64>(2)? as u64,
+                unix_ns: r.get::<_, i64>(3)? as u64,
+                kind: r.get(4)?,
+                raw: r.get(5)?,
+            })
+        },
+    )?;
+    rows.collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn db() -> Connection {
+        let mut c = Connection::open_in_memory().unwrap();
+        super::super::schema::migrate(&mut c).unwrap();
+        c
+    }
+
+    fn rec(boot: &str, seq: u64) -> NewRecord {
+        NewRecord {
+            node: "a".into(),
+            boot_id: boot.into(),
+            seq,
+            unix_ns: 1_000 + seq,
+            kind: "rtt",
+            raw: vec![seq as u8],
+        }
+    }
+
+    #[test]
+    fn insert_is_idempotent() {
+        let c = db();
+        assert!(insert_record(&c, &rec("b1", 1)).unwrap());
+        assert!(!insert_record(&c, &rec("b1", 1)).unwrap());
+        assert!(insert_record(&c, &rec("b2", 1)).unwrap());
+    }
+
+    #[test]
+    fn boot_counters_accumulate_and_keep_the_highest_seq() {
+        let c = db();
+        add_boot_records(&c, "a", "b1", 10, 2, 2).unwrap();
+        add_boot_records(&c, "a", "b1", 20, 1, 5).unwrap();
+        add_boot_records(&c, "a", "b1", 30, 0, 3).unwrap();
+        assert_eq!(boot_highest_seq(&c, "a", "b1").unwrap(), 5);
+        assert_eq!(boot_highest_seq(&c, "a", "nope").unwrap(), 0);
+        let boots = list_boots(&c).unwrap();
+        assert_eq!(boots.len(), 1);
+        assert_eq!(boots[0].records, 3);
+        assert_eq!(boots[0].first_seen_unix_ns, 10);
+        assert_eq!(boots[0].last_seen_unix_ns, 30);
+        assert_eq!(total_records(&c).unwrap(), 3);
+    }
+
+    #[test]
+    fn watermarks_newest_boot_first_and_only_with_records() {
+        let c = db();
+        let hello = |boot: &str, started| HelloRow {
+            node: "a".into(),
+            boot_id: boot.into(),
+            agent_version: "0.1.0".into(),
+            os: "linux".into(),
+            hostname: "h".into(),
+            started_unix_ns: started,
+            hello: vec![],
+        };
+        upsert_hello(&c, &hello("old", 100), 1).unwrap();
+        upsert_hello(&c, &hello("new", 200), 2).unwrap();
+        upsert_hello(&c, &hello("empty", 300), 3).unwrap();
+        add_boot_records(&c, "a", "old", 4, 1, 7).unwrap();
+        add_boot_records(&c, "a", "new", 5, 1, 3).unwrap();
+        let w = watermarks(&c, "a", 64).unwrap();
+        let ids: Vec<_> = w.iter().map(|w| w.boot_id.as_str()).collect();
+        assert_eq!(ids, ["new", "old"]);
+        assert_eq!(w[1].highest_seq, 7);
+        assert_eq!(watermarks(&c, "a", 1).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn record_filter_by_node_kind_since_and_limit() {
+        let c = db();
+        for s in 1..=5 {
+            insert_record(&c, &rec("b1", s)).unwrap();
+        }
+        let mut other = rec("b1", 9);
+        other.node = "z".into();
+        other.kind = "counters";
+        insert_record(&c, &other).unwrap();
+        let f = |node: Option<&str>, kind: Option<&str>, since, limit| RecordFilter {
+            node: node.map(Into::into),
+            kind: kind.map(Into::into),
+            since_unix_ns: since,
+            limit,
+        };
+        assert_eq!(list_records(&c, &f(None, None, 0, 100)).unwrap().len(), 6);
+        assert_eq!(
+            list_records(&c, &f(Some("a"), None, 0, 100)).unwrap().len(),
+            5
+        );
+        assert_eq!(
+            list_records(&c, &f(None, Some("counters"), 0, 100))
+                .unwrap()
+                .len(),
+            1
+        );
+        let since = list_records(&c, &f(Some("a"), None, 1_004, 100)).unwrap();
+        assert_eq!(since.iter().map(|r| r.seq).collect::<Vec<_>>(), [4, 5]);
+        assert_eq!(list_records(&c, &f(None, None, 0, 2)).unwrap().len(), 2);
+    }
+}

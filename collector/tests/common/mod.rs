@@ -1,0 +1,330 @@
+//! Shared harness for the collector's integration tests: a real collector
+//! (`run` on port-0 loopback listeners and a temp data dir), a real tonic
+//! agent client, reqwest for HTTP, and record builders.
+#![allow(dead_code)] // Each test file uses a different subset.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+
+use boltwatch_collector::{Config, Listeners};
+use boltwatch_proto::histogram::bucket_index;
+use boltwatch_proto::v1::record::Payload;
+use boltwatch_proto::v1::telemetry_client::TelemetryClient;
+use boltwatch_proto::v1::{
+    agent_message, collector_message, AgentMessage, AgentStats, BootWatermark, CollectorMessage,
+    Hello, HistogramBucket, InterfaceCounters, LinkEvent, Record, RecordBatch, RttSummary,
+    TemperatureSensor, ThermalReading,
+};
+use tokio::sync::{mpsc, oneshot};
+use tokio_stream::wrappers::ReceiverStream;
+
+/// Upper bound on any single wait in these tests; reaching it is a failure,
+/// not a measurement.
+pub const WAIT: Duration = Duration::from_secs(20);
+
+/// A collector running in this process.
+pub struct Collector {
+    pub grpc: SocketAddr,
+    pub http: SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<Result<(), boltwatch_collector::Error>>,
+}
+
+impl Collector {
+    /// Starts a collector on `127.0.0.1:0` storing into `dir`.
+    pub async fn start(dir: &Path) -> Collector {
+        let grpc = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let http = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let (grpc_addr, http_addr) = (grpc.local_addr().unwrap(), http.local_addr().unwrap());
+        let config = Config {
+            data_dir: dir.to_path_buf(),
+            grpc_listen: grpc_addr,
+            http_listen: http_addr,
+            preface_timeout: Duration::from_secs(2),
+            shutdown_grace: Duration::from_secs(5),
+            ..Config::default()
+        };
+        let (tx, rx) = oneshot::channel::<()>();
+        let task = tokio::spawn(boltwatch_collector::run(
+            config,
+            Listeners { grpc, http },
+            async move {
+                let _ = rx.await;
+            },
+        ));
+        Collector {
+            grpc: grpc_addr,
+            http: http_addr,
+            stop: Some(tx),
+            task,
+        }
+    }
+
+    /// Stops it and checks it ended cleanly.
+    pub async fn stop(mut self) {
+        let _ = self.stop.take().unwrap().send(());
+        tokio::time::timeout(WAIT, &mut self.task)
+            .await
+            .expect("collector stopped in time")
+            .expect("collector task did not panic")
+            .expect("collector run returned Ok");
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{}", self.http, path)
+    }
+
+    pub async fn get(&self, path: &str) -> reqwest::Response {
+        tokio::time::timeout(WAIT, reqwest::get(self.url(path)))
+            .await
+            .expect("HTTP answered in time")
+            .expect("HTTP request")
+    }
+
+    pub async fn json(&self, path: &str) -> serde_json::Value {
+        let r = self.get(path).await;
+        assert_eq!(r.status(), 200, "{path}");
+        r.json().await.unwrap()
+    }
+
+    pub async fn metrics(&self) -> String {
+        let r = self.get("/metrics").await;
+        assert_eq!(r.status(), 200);
+        assert_eq!(
+            r.headers()["content-type"],
+            "text/plain; version=0.0.4; charset=utf-8"
+        );
+        r.text().await.unwrap()
+    }
+
+    /// Polls `/metrics` until `series` has `value` (bounded by [`WAIT`]).
+    pub async fn wait_metric(&self, series: &str, value: f64) -> String {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            let body = self.metrics().await;
+            if metric(&body, series) == Some(value) {
+                return body;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{series} never became {value}; last:\n{body}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Opens an agent stream and returns it with the Welcome's watermarks.
+    pub async fn agent(&self, node: &str, boot: &str) -> (Agent, Vec<BootWatermark>) {
+        let mut agent = Agent::open(self.grpc, hello(node, boot))
+            .await
+            .expect("stream opens");
+        let msg = agent.next().await.expect("a Welcome");
+        let Some(collector_message::Msg::Welcome(w)) = msg.msg else {
+            panic!("expected Welcome, got {msg:?}");
+        };
+        (agent, w.boots)
+    }
+}
+
+/// The value of the sample whose name-and-labels is exactly `series`.
+pub fn metric(body: &str, series: &str) -> Option<f64> {
+    body.lines().find_map(|l| {
+        let rest = l.strip_prefix(series)?.strip_prefix(' ')?;
+        Some(if rest == "NaN" {
+            f64::NAN
+        } else {
+            rest.parse().unwrap()
+        })
+    })
+}
+
+pub fn hello(node: &str, boot: &str) -> Hello {
+    Hello {
+        schema_revision: boltwatch_proto::SCHEMA_REVISION,
+        node: node.into(),
+        agent_version: "0.1.0".into(),
+        os: "linux 6.1.0".into(),
+        boot_id: boot.into(),
+        hostname: format!("{node}.local"),
+        started_unix_ns: 1_700_000_000_000_000_000,
+        ..Default::default()
+    }
+}
+
+/// A real tonic client stream.
+pub struct Agent {
+    pub tx: mpsc::Sender<AgentMessage>,
+    pub rx: tonic::Streaming<CollectorMessage>,
+}
+
+impl Agent {
+    /// Opens a stream whose first message is `first`.
+    pub async fn open_with(
+        addr: SocketAddr,
+        first: agent_message::Msg,
+    ) -> Result<Agent, tonic::Status> {
+        let mut client =
+            tokio::time::timeout(WAIT, TelemetryClient::connect(format!("http://{addr}")))
+                .await
+                .expect("connected in time")
+                .expect("gRPC connect");
+        let (tx, rx) = mpsc::channel(16);
+        tx.send(AgentMessage { msg: Some(first) }).await.unwrap();
+        let resp = tokio::time::timeout(WAIT, client.stream(ReceiverStream::new(rx)))
+            .await
+            .expect("stream answered in time")?;
+        Ok(Agent {
+            tx,
+            rx: resp.into_inner(),
+        })
+    }
+
+    /// Opens a stream, waits for the response headers, and only then sends
+    /// the Hello (as an agent awaiting `client.stream()` first would).
+    pub async fn open_hello_after_headers(addr: SocketAddr, hello: Hello) -> Agent {
+        let mut client = TelemetryClient::connect(format!("http://{addr}"))
+            .await
+            .unwrap();
+        let (tx, rx) = mpsc::channel(16);
+        let resp = tokio::time::timeout(WAIT, client.stream(ReceiverStream::new(rx)))
+            .await
+            .expect("response headers without a Hello")
+            .unwrap();
+        tx.send(AgentMessage {
+            msg: Some(agent_message::Msg::Hello(hello)),
+        })
+        .await
+        .unwrap();
+        Agent {
+            tx,
+            rx: resp.into_inner(),
+        }
+    }
+
+    pub async fn open(addr: SocketAddr, hello: Hello) -> Result<Agent, tonic::Status> {
+        Self::open_with(addr, agent_message::Msg::Hello(hello)).await
+    }
+
+    /// The next answer; panics if the stream ended or failed.
+    pub async fn next(&mut self) -> Result<CollectorMessage, tonic::Status> {
+        let m = tokio::time::timeout(WAIT, self.rx.message())
+            .await
+            .expect("answer in time")?;
+        Ok(m.expect("stream still open"))
+    }
+
+    /// Sends a batch and waits for its Ack.
+    pub async fn send(
+        &mut self,
+        records: Vec<Record>,
+    ) -> Result<Vec<BootWatermark>, tonic::Status> {
+        self.tx
+            .send(AgentMessage {
+                msg: Some(agent_message::Msg::Batch(RecordBatch { records })),
+            })
+            .await
+            .expect("request stream open");
+        let m = self.next().await?;
+        match m.msg {
+            Some(collector_message::Msg::Ack(a)) => Ok(a.boots),
+            other => panic!("expected Ack, got {other:?}"),
+        }
+    }
+}
+
+pub fn wm(boot: &str, highest_seq: u64) -> BootWatermark {
+    BootWatermark {
+        boot_id: boot.into(),
+        highest_seq,
+    }
+}
+
+pub fn record(node: &str, boot: &str, seq: u64, payload: Payload) -> Record {
+    Record {
+        node: node.into(),
+        boot_id: boot.into(),
+        seq,
+        unix_ns: 1_700_000_000_000_000_000 + seq * 1_000_000_000,
+        payload: Some(payload),
+    }
+}
+
+pub fn agent_stats(malformed: u64, dropped: u64) -> Payload {
+    Payload::AgentStats(AgentStats {
+        malformed_packets: malformed,
+        dropped_records: dropped,
+        ..Default::default()
+    })
+}
+
+/// An RTT window with the given replies (ns) and losses.
+pub fn rtt(peer: &str, window_start: u64, rtts_ns: &[u64], lost: u64) -> Payload {
+    let mut buckets = std::collections::BTreeMap::<i32, u64>::new();
+    for r in rtts_ns {
+        *buckets.entry(bucket_index(*r)).or_default() += 1;
+    }
+    let mut sorted = rtts_ns.to_vec();
+    sorted.sort();
+    Payload::Rtt(RttSummary {
+        peer: peer.into(),
+        peer_address: "127.0.0.1:862".into(),
+        interface: "lo".into(),
+        window_start_unix_ns: window_start,
+        window_ns: 1_000_000_000,
+        sent: rtts_ns.len() as u64 + lost,
+        received: rtts_ns.len() as u64,
+        lost,
+        min_ns: sorted[0],
+        max_ns: *sorted.last().unwrap(),
+        p50_ns: sorted[sorted.len() / 2],
+        p99_ns: *sorted.last().unwrap(),
+        mean_ns: sorted.iter().sum::<u64>() / sorted.len() as u64,
+        sum_ns: sorted.iter().sum(),
+        buckets: buckets
+            .into_iter()
+            .map(|(index, count)| HistogramBucket { index, count })
+            .collect(),
+        ..Default::default()
+    })
+}
+
+pub fn counters(interface: &str, rx_bytes: u64, carrier: bool) -> Payload {
+    Payload::Counters(InterfaceCounters {
+        interface: interface.into(),
+        receive_bytes: rx_bytes,
+        transmit_bytes: rx_bytes * 2,
+        receive_packets: 10,
+        transmit_packets: 20,
+        receive_errors: 1,
+        transmit_errors: 2,
+        receive_drops: 3,
+        transmit_drops: 4,
+        carrier,
+        carrier_known: true,
+        mtu: 9000,
+        ..Default::default()
+    })
+}
+
+pub fn thermal(sensor: &str, celsius: f64) -> Payload {
+    Payload::Thermal(ThermalReading {
+        sensors: vec![TemperatureSensor {
+            name: sensor.into(),
+            celsius,
+            source: "fixture".into(),
+            critical_celsius: 100.0,
+        }],
+        throttle: None,
+    })
+}
+
+pub fn link_event(interface: &str, carrier: bool) -> Payload {
+    Payload::LinkEvent(LinkEvent {
+        interface: interface.into(),
+        carrier,
+        admin_up: true,
+        oper_state: if carrier { "up" } else { "lowerlayerdown" }.into(),
+        ..Default::default()
+    })
+}
