@@ -342,11 +342,13 @@ mod tests {
 
     #[test]
     fn ntp_era_one_after_2036() {
-        // 2040-01-01T00:00:00Z = unix 2208988800: NTP seconds wrap to 0.
-        let t = NtpTimestamp::from_unix_ns(2_208_988_800 * NS_PER_S);
+        // 2036-02-07T06:28:16Z = unix 2085978496: NTP seconds wrap to 0.
+        let t = NtpTimestamp::from_unix_ns(2_085_978_496 * NS_PER_S);
         assert_eq!(t.seconds(), 0);
-        assert_eq!(t.to_unix_ns(), 2_208_988_800 * NS_PER_S);
-        let before = NtpTimestamp::from_unix_ns(2_208_988_799 * NS_PER_S);
+        assert_eq!(t.to_unix_ns(), 2_085_978_496 * NS_PER_S);
+        let before = NtpTimestamp::from_unix_ns(2_085_978_495 * NS_PER_S);
+        assert_eq!(before.seconds(), u32::MAX);
+        assert_eq!(before.to_unix_ns(), 2_085_978_495 * NS_PER_S);
         assert_eq!(t.ns_since(before), 1_000_000_000);
     }
 

@@ -202,17 +202,18 @@ mod tests {
         let mut l = ledger();
         l.sent(T0 + S - 1);
         l.sent(T0 + S);
+        l.sent(T0 + S + 5);
         // The first probe's answer comes in the second window.
         l.received(T0 + S, Some(10), true);
         l.received(T0 + S - 1, Some(20), false);
         assert!(l.duplicate(T0 + S));
-        l.received(T0 + S, None, true);
+        l.received(T0 + S + 5, None, true);
         let out = l.drain_complete(T0 + 3 * S);
         assert_eq!(out.len(), 2);
         let (a, b) = (&out[0].1, &out[1].1);
         assert_eq!((a.sent, a.received, a.min_ns), (1, 1, 20));
         assert_eq!(a.timestamp_source, TimestampSource::Userspace as i32);
-        assert_eq!((b.sent, b.received, b.duplicates), (1, 2, 1));
+        assert_eq!((b.sent, b.received, b.duplicates), (2, 2, 1));
         assert_eq!(b.discarded, 1);
         assert_eq!(b.buckets.iter().map(|x| x.count).sum::<u64>(), 1);
     }
