@@ -49,7 +49,6 @@ stamp_pid=$!
 ping -n -i 0.1 -c "$N" 127.0.0.1 >"$work/ping.txt" &
 ping_pid=$!
 wait "$stamp_pid" "$ping_pid"
-ping -n -q -i 0.002 -c "$FLOOR_N" 127.0.0.1 >/dev/null 2>&1 || true   # warm-up of the floor run
 ping -n -i 0.002 -c "$FLOOR_N" 127.0.0.1 >"$work/floor.txt"
 
 # Per-reply values in ms, one per line.

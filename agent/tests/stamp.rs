@@ -12,6 +12,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use boltwatch_agent::health::Health;
 use boltwatch_agent::sink::{Emitted, Sink};
 use boltwatch_agent::stamp::packet::{NtpTimestamp, ReflectorPacket, SenderPacket};
+use boltwatch_agent::stamp::ping::{ping, PingOptions};
 use boltwatch_agent::stamp::{spawn_reflector, spawn_sender, ProbeEvent, SenderOptions, Target};
 use boltwatch_proto::v1::record::Payload;
 use boltwatch_proto::v1::{RttSummary, TimestampSource};
@@ -70,6 +71,19 @@ impl Drop for Reflector {
     }
 }
 
+/// Reads `counter` until it reaches `want` (the reflector counts a reply
+/// after `sendto` returns, which may be after the client already has it),
+/// for at most 5 s; returns the last value.
+fn settled(counter: &std::sync::atomic::AtomicU64, want: u64) -> u64 {
+    for _ in 0..500 {
+        if Health::get(counter) >= want {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    Health::get(counter)
+}
+
 fn client() -> UdpSocket {
     let s = UdpSocket::bind("127.0.0.1:0").unwrap();
     s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
@@ -121,7 +135,7 @@ fn reflector_answers_hand_built_packet_field_by_field() {
             "{before} {t2} {t3} {after}"
         );
     }
-    assert_eq!(Health::get(&r.health.reflected_packets), 2);
+    assert_eq!(settled(&r.health.reflected_packets, 2), 2);
     assert_eq!(Health::get(&r.health.malformed_packets), 0);
 }
 
@@ -145,11 +159,12 @@ fn malformed_datagrams_are_counted_and_reflector_keeps_answering() {
     assert_eq!(rep.sender_seq, 5);
     // Datagrams are handled in order, so the four came before the answer.
     assert_eq!(Health::get(&r.health.malformed_packets), 4);
-    assert_eq!(Health::get(&r.health.reflected_packets), 1);
+    assert_eq!(settled(&r.health.reflected_packets, 1), 1);
     // And it still answers after them.
     c.send_to(&req, r.addr).unwrap();
     c.recv_from(&mut buf).unwrap();
-    assert_eq!(Health::get(&r.health.reflected_packets), 2);
+    assert_eq!(settled(&r.health.reflected_packets, 2), 2);
+    assert_eq!(Health::get(&r.health.malformed_packets), 4);
 }
 
 struct Run {
@@ -267,7 +282,7 @@ fn sender_and_reflector_on_loopback() {
     sorted.dedup();
     assert_eq!(sorted.len(), replies.len(), "one Reply per probe");
     // The reflector answered at least what the sender received.
-    assert!(Health::get(&r.health.reflected_packets) >= received);
+    assert!(settled(&r.health.reflected_packets, received) >= received);
 }
 
 fn assert_all_lost(run: &Run, addr: SocketAddr) {
@@ -377,4 +392,60 @@ fn sender_survives_malformed_foreign_and_duplicate_replies() {
     assert!(dups <= received, "{dups} > {received}");
     assert!(dups + recs.len() as u64 >= received, "{dups} vs {received}");
     assert!(Health::get(&run.health.malformed_packets) >= received);
+}
+
+fn ping_opts(target: SocketAddr, count: u64, timeout_ms: u64) -> PingOptions {
+    PingOptions {
+        target,
+        count,
+        interval: Duration::from_millis(10),
+        timeout: Duration::from_millis(timeout_ms),
+        bind_device: None,
+    }
+}
+
+#[test]
+fn ping_against_the_reflector() {
+    let r = Reflector::start();
+    let mut out = Vec::new();
+    let report = ping(
+        &ping_opts(r.addr, 8, 1000),
+        &AtomicBool::new(false),
+        &mut out,
+    )
+    .unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert_eq!(report.sent, 8);
+    assert_eq!(report.sent, report.received + report.lost);
+    assert!(report.received > 0, "{text}");
+    assert_eq!(report.rtt.count, report.received - report.discarded);
+    let replies = text.lines().filter(|l| l.contains(" rtt=")).count() as u64;
+    assert_eq!(replies, report.received - report.discarded, "{text}");
+    let last = text.lines().last().unwrap();
+    assert!(last.starts_with("8 sent, "), "{last}");
+    if report.rtt.count > 0 {
+        assert!(last.contains("rtt min/p50/avg/p99/max = "), "{last}");
+    }
+    if cfg!(target_os = "linux") {
+        // Both t1 and t4 from the kernel (SO_TIMESTAMPING TX, SO_TIMESTAMPNS).
+        assert!(report.kernel_rx && report.kernel_tx, "{text}");
+        assert!(text.contains("(kernel timestamps)"), "{text}");
+    }
+}
+
+#[test]
+fn ping_against_a_black_hole() {
+    let hole = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let mut out = Vec::new();
+    let opts = ping_opts(hole.local_addr().unwrap(), 4, 50);
+    let report = ping(&opts, &AtomicBool::new(false), &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert_eq!((report.sent, report.received, report.lost), (4, 0, 4));
+    assert_eq!(
+        text.lines().filter(|l| l.contains(" lost ")).count(),
+        4,
+        "{text}"
+    );
+    assert!(text.ends_with("4 sent, 0 received, 100% loss\n"), "{text}");
+    drop(hole);
 }

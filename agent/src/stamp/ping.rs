@@ -45,8 +45,10 @@ pub struct PingReport {
     pub duplicates: u64,
     /// Answers whose RTT came out negative and were left out of `rtt`.
     pub discarded: u64,
-    /// Every RTT sample used a kernel RX timestamp.
+    /// Every answer had a kernel RX timestamp (t4).
     pub kernel_rx: bool,
+    /// Every answer's probe had a kernel TX timestamp (t1).
+    pub kernel_tx: bool,
     /// RTT statistics over the kept samples.
     pub rtt: Summary,
 }
@@ -117,6 +119,7 @@ pub fn ping(opts: &PingOptions, stop: &AtomicBool, out: &mut dyn Write) -> io::R
     )?;
     let mut report = PingReport {
         kernel_rx: imp::KERNEL_RX_TIMESTAMPS,
+        kernel_tx: true,
         ..Default::default()
     };
     let mut acc = Accumulator::new();
@@ -131,11 +134,18 @@ pub fn ping(opts: &PingOptions, stop: &AtomicBool, out: &mut dyn Write) -> io::R
                 seq,
                 rtt_ns,
                 kernel_rx,
+                kernel_tx,
                 ..
             } => {
                 report.received += 1;
                 report.kernel_rx &= kernel_rx;
-                let how = if kernel_rx { "kernel" } else { "userspace" };
+                report.kernel_tx &= kernel_tx;
+                let how = match (kernel_tx, kernel_rx) {
+                    (true, true) => "kernel",
+                    (false, true) => "kernel RX, userspace TX",
+                    (true, false) => "kernel TX, userspace RX",
+                    (false, false) => "userspace",
+                };
                 Some(match rtt_ns {
                     Some(r) => {
                         acc.add(r);

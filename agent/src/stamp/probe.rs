@@ -25,6 +25,8 @@ pub enum Verdict {
         /// `(t4 - t1) - (t3 - t2)`, or `None` when it came out negative
         /// (clock step, broken reflector) and is discarded as a sample.
         rtt_ns: Option<u64>,
+        /// t1 was the kernel's TX timestamp rather than a userspace read.
+        kernel_tx: bool,
     },
     /// A further answer to a probe already answered.
     Duplicate {
@@ -65,6 +67,7 @@ pub enum Expiry {
 #[derive(Debug, Clone, Copy)]
 struct InFlight {
     sent_unix_ns: u64,
+    kernel_t1: Option<u64>,
     t1: NtpTimestamp,
     sent_at: Instant,
     overdue_fired: bool,
@@ -109,11 +112,24 @@ impl ProbeTable {
             seq,
             InFlight {
                 sent_unix_ns,
+                kernel_t1: None,
                 t1,
                 sent_at,
                 overdue_fired: false,
             },
         );
+    }
+
+    /// Records the kernel's TX timestamp of probe `seq`, used as t1 in
+    /// place of the userspace read. Ignored unless it is at or after the
+    /// userspace read and within the timeout of it (else a clock step).
+    pub fn kernel_sent(&mut self, seq: u32, tx_unix_ns: u64) {
+        if let Some(p) = self.in_flight.get_mut(&seq) {
+            let d = tx_unix_ns as i128 - p.sent_unix_ns as i128;
+            if d >= 0 && d < self.timeout.as_nanos() as i128 {
+                p.kernel_t1 = Some(tx_unix_ns);
+            }
+        }
     }
 
     /// Classifies a reply that arrived at `t4_unix_ns`.
@@ -130,7 +146,8 @@ impl ProbeTable {
                 return Verdict::Late { seq };
             }
             let turnaround = pkt.turnaround_ns() as i128;
-            let rtt = out_and_back - turnaround;
+            let t1 = p.kernel_t1.unwrap_or(p.sent_unix_ns);
+            let rtt = t4_unix_ns as i128 - t1 as i128 - turnaround;
             let rtt_ns = if turnaround >= 0 && rtt >= 0 {
                 Some(rtt as u64)
             } else {
@@ -142,6 +159,7 @@ impl ProbeTable {
                 seq,
                 sent_unix_ns: p.sent_unix_ns,
                 rtt_ns,
+                kernel_tx: p.kernel_t1.is_some(),
             };
         }
         match self.settled.get(&seq) {
@@ -266,10 +284,40 @@ mod tests {
             Verdict::Reply {
                 seq: 0,
                 sent_unix_ns: T0,
-                rtt_ns: Some(50_000)
+                rtt_ns: Some(50_000),
+                kernel_tx: false,
             }
         );
         assert_eq!(t.in_flight(), 0);
+    }
+
+    #[test]
+    fn kernel_tx_timestamp_replaces_userspace_t1() {
+        let now = Instant::now();
+        let mut t = table_with(&[(0, T0), (1, T0)], now);
+        // The kernel stamped the send 4 us after the userspace read.
+        t.kernel_sent(0, T0 + 4_000);
+        // A stamp before the userspace read is a clock step: ignored.
+        t.kernel_sent(1, T0 - 1);
+        let v = t.reply(&reply(0, T0, T0 + 30_000, T0 + 55_000), T0 + 75_000);
+        assert_eq!(
+            v,
+            Verdict::Reply {
+                seq: 0,
+                sent_unix_ns: T0,
+                rtt_ns: Some(46_000),
+                kernel_tx: true,
+            }
+        );
+        let v = t.reply(&reply(1, T0, T0, T0), T0 + 75_000);
+        assert!(matches!(
+            v,
+            Verdict::Reply {
+                rtt_ns: Some(75_000),
+                kernel_tx: false,
+                ..
+            }
+        ));
     }
 
     #[test]
@@ -374,7 +422,8 @@ mod tests {
             Verdict::Reply {
                 seq: 0,
                 sent_unix_ns: T0,
-                rtt_ns: None
+                rtt_ns: None,
+                kernel_tx: false,
             }
         );
         let mut t = table_with(&[(0, T0)], now);

@@ -12,13 +12,16 @@
 //! delays reading a reply a little but not its RTT: t4 is the kernel's RX
 //! timestamp.
 //!
-//! t1 is a userspace realtime read right before `sendto`, the same choice
-//! `ping(8)` makes. Kernel TX timestamps (`SO_TIMESTAMPING` with
-//! `TX_SOFTWARE`) would remove the `sendto` entry cost, but need an
-//! error-queue read per probe, do not exist on macOS, and thunderbolt-net
-//! may not call `skb_tx_timestamp`; `bench/rtt.sh` measures what the
-//! userspace t1 costs against `ping`.
+//! t1: on Linux the kernel's software TX timestamp (`SO_TIMESTAMPING`
+//! `TX_SOFTWARE | OPT_ID`, read back from the error queue and matched to the
+//! probe by the per-socket counter), which leaves the `sendto` syscall and
+//! the stack's send path out of the RTT. Where no TX stamp arrives (macOS,
+//! or a driver that never calls `skb_tx_timestamp`) t1 is the userspace
+//! realtime read taken right before `sendto`, the choice `ping(8)` makes.
+//! The t1 carried in the packet is always the userspace read (the kernel
+//! stamp only exists after the send).
 
+use std::collections::VecDeque;
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -123,6 +126,7 @@ pub(crate) enum Outcome {
         sent_unix_ns: u64,
         rtt_ns: Option<u64>,
         kernel_rx: bool,
+        kernel_tx: bool,
     },
     /// Another answer to an answered probe.
     Duplicate { seq: u32, sent_unix_ns: u64 },
@@ -146,7 +150,17 @@ pub(crate) struct Session {
     tx: [u8; PACKET_LEN],
     expired: Vec<Expiry>,
     read_timeout: Option<Duration>,
+    /// Kernel TX timestamps are on.
+    tx_stamps: bool,
+    /// `(TX counter, seq)` of sends whose TX stamp has not been read yet.
+    tx_pending: VecDeque<(u32, u32)>,
+    next_tx_id: u32,
+    tx_read: Vec<(u32, u64)>,
 }
+
+/// Sends awaiting a TX stamp, at most: this many in a row without a stamp
+/// means the driver never stamps.
+const MAX_TX_PENDING: usize = 1024;
 
 impl Session {
     /// Binds an ephemeral local port of the peer's family, optionally to a
@@ -176,6 +190,7 @@ impl Session {
             }
         }
         imp::enable_rx_metadata(&socket)?;
+        let tx_stamps = imp::enable_tx_timestamps(&socket);
         Ok(Session {
             socket,
             peer: target.addr,
@@ -187,6 +202,10 @@ impl Session {
             tx: [0u8; PACKET_LEN],
             expired: Vec::new(),
             read_timeout: None,
+            tx_stamps,
+            tx_pending: VecDeque::new(),
+            next_tx_id: 0,
+            tx_read: Vec::new(),
         })
     }
 
@@ -253,12 +272,25 @@ impl Session {
             ssid: 0,
         }
         .encode_into(&mut self.tx);
-        if let Err(e) = self.socket.send_to(&self.tx, self.peer) {
+        match self.socket.send_to(&self.tx, self.peer) {
+            Ok(_) if self.tx_stamps => {
+                if self.tx_pending.len() >= MAX_TX_PENDING {
+                    // The driver never stamps (no skb_tx_timestamp): stop
+                    // asking and fall back to the userspace t1.
+                    info!(peer = %self.peer, "no kernel TX timestamps arrive; t1 is a userspace read");
+                    self.tx_stamps = false;
+                    self.tx_pending.clear();
+                }
+                self.tx_pending.push_back((self.next_tx_id, seq));
+                self.next_tx_id = self.next_tx_id.wrapping_add(1);
+            }
+            Ok(_) => {}
             // A probe that cannot leave (link down, no route) is a probe the
             // peer did not answer: it times out and counts as lost.
-            debug!(peer = %self.peer, seq, error = %e, "STAMP probe send failed");
+            Err(e) => debug!(peer = %self.peer, seq, error = %e, "STAMP probe send failed"),
         }
         self.table.sent(seq, ts, t1, now);
+        self.collect_tx_stamps();
         on(Outcome::Sent { sent_unix_ns: t1 });
     }
 
@@ -304,7 +336,29 @@ impl Session {
         }
     }
 
+    /// Moves queued kernel TX timestamps into the probe table.
+    fn collect_tx_stamps(&mut self) {
+        if self.tx_pending.is_empty() {
+            return;
+        }
+        imp::read_tx_timestamps(&self.socket, &mut self.tx_read);
+        for (id, ns) in self.tx_read.drain(..) {
+            // Stamps come in send order; older pending sends never got one.
+            while let Some(&(pid, seq)) = self.tx_pending.front() {
+                if pid.wrapping_sub(id) as i32 > 0 {
+                    break;
+                }
+                self.tx_pending.pop_front();
+                if pid == id {
+                    self.table.kernel_sent(seq, ns);
+                    break;
+                }
+            }
+        }
+    }
+
     fn handle(&mut self, rx: super::Received, on: &mut dyn FnMut(Outcome)) {
+        self.collect_tx_stamps();
         let len = rx.len.min(self.rx.len());
         let pkt = match ReflectorPacket::decode(&self.rx[..len]) {
             Ok(p) => p,
@@ -328,11 +382,13 @@ impl Session {
                 seq,
                 sent_unix_ns,
                 rtt_ns,
+                kernel_tx,
             } => on(Outcome::Reply {
                 seq,
                 sent_unix_ns,
                 rtt_ns,
                 kernel_rx,
+                kernel_tx,
             }),
             Verdict::Duplicate { seq, sent_unix_ns } => {
                 on(Outcome::Duplicate { seq, sent_unix_ns })
@@ -410,6 +466,7 @@ fn record(
             sent_unix_ns,
             rtt_ns,
             kernel_rx,
+            ..
         } => {
             ledger.received(sent_unix_ns, rtt_ns, kernel_rx);
             Some(ProbeEvent::Reply {

@@ -29,6 +29,14 @@ pub(crate) fn enable_rx_metadata(sock: &UdpSocket) -> io::Result<()> {
     setsockopt(sock, sockopt::ReceiveTimestamp, &true).map_err(io::Error::from)
 }
 
+/// macOS has no SO_TIMESTAMPING: t1 stays a userspace read.
+pub(crate) fn enable_tx_timestamps(_sock: &UdpSocket) -> bool {
+    false
+}
+
+/// Never called when [`enable_tx_timestamps`] returned false.
+pub(crate) fn read_tx_timestamps(_sock: &UdpSocket, _out: &mut Vec<(u32, u64)>) {}
+
 /// Receives one datagram with its metadata. `nonblocking` returns
 /// `WouldBlock` at once when nothing is queued.
 pub(crate) fn recv(sock: &UdpSocket, buf: &mut [u8], nonblocking: bool) -> io::Result<Received> {

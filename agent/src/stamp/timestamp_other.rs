@@ -17,6 +17,14 @@ pub(crate) fn enable_rx_metadata(_sock: &UdpSocket) -> io::Result<()> {
     Ok(())
 }
 
+/// Not available on this target: t1 stays a userspace read.
+pub(crate) fn enable_tx_timestamps(_sock: &UdpSocket) -> bool {
+    false
+}
+
+/// Never called when [`enable_tx_timestamps`] returned false.
+pub(crate) fn read_tx_timestamps(_sock: &UdpSocket, _out: &mut Vec<(u32, u64)>) {}
+
 /// Receives one datagram; no kernel timestamp, no TTL.
 pub(crate) fn recv(sock: &UdpSocket, buf: &mut [u8], nonblocking: bool) -> io::Result<Received> {
     sock.set_nonblocking(nonblocking)?;
