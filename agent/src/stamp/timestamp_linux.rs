@@ -65,10 +65,8 @@ pub(crate) fn recv(sock: &UdpSocket, buf: &mut [u8], nonblocking: bool) -> io::R
                 ControlMessageOwned::ScmTimestampns(ts) => {
                     out.kernel_rx_unix_ns = timespec_ns(&ts);
                 }
-                ControlMessageOwned::ScmTimestampsns(ts) => {
-                    if out.kernel_rx_unix_ns.is_none() {
-                        out.kernel_rx_unix_ns = timespec_ns(&ts.system);
-                    }
+                ControlMessageOwned::ScmTimestampsns(ts) if out.kernel_rx_unix_ns.is_none() => {
+                    out.kernel_rx_unix_ns = timespec_ns(&ts.system);
                 }
                 ControlMessageOwned::Ipv4Ttl(t) | ControlMessageOwned::Ipv6HopLimit(t) => {
                     out.ttl = u8::try_from(t).ok();
