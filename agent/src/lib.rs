@@ -16,6 +16,9 @@
 //! - [`outage`]: the per-peer outage ledger (carrier, probe loss, service); pure.
 //! - [`service`]: TCP connect checks of peer services (SSH).
 //! - [`bandwidth`]: iperf3-compatible bandwidth tests.
+//! - [`run`]: assembles a running agent from the parts; `run(config,
+//!   listeners, shutdown)` is shared by `main`, the lab and the tests.
+//! - [`error`]: the library's error type.
 //! - [`transport`]: sequence numbers, the bounded queue and the gRPC stream
 //!   to the collector, with reconnect and backoff.
 #![deny(missing_docs)]
@@ -24,9 +27,11 @@ pub mod bandwidth;
 pub mod config;
 pub mod counters;
 pub mod discovery;
+pub mod error;
 pub mod health;
 pub mod link;
 pub mod outage;
+pub mod run;
 pub mod service;
 pub mod sink;
 pub mod stamp;

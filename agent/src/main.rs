@@ -2,12 +2,19 @@
 //! logging and the runtime, and hands over to the library. `anyhow` lives
 //! here only.
 
+use std::net::{SocketAddr, UdpSocket};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context;
 use boltwatch_agent::config::{self, Config, LogFormat, Overrides};
+use boltwatch_agent::health::Health;
 use boltwatch_agent::run::{self, Listeners};
+use boltwatch_agent::stamp::ping::{self, PingOptions};
+use boltwatch_agent::stamp::spawn_reflector;
 use clap::{Parser, Subcommand};
 
 /// Link telemetry agent for Thunderbolt clusters.
@@ -22,6 +29,10 @@ struct Cli {
 enum Command {
     /// Run the agent: probe peers, watch links, stream to the collector.
     Run(RunArgs),
+    /// Send STAMP probes to a reflector and print the round trips.
+    Ping(PingArgs),
+    /// Run a standalone STAMP reflector until killed.
+    Reflect(ReflectArgs),
 }
 
 /// Flags of `run`; each overrides the same key of the config file.
@@ -57,12 +68,61 @@ struct RunArgs {
     /// Log format: text or json.
     #[arg(long)]
     log_format: Option<String>,
+    /// A TCP service to check on every peer, NAME=PORT; repeatable
+    /// (default ssh=22).
+    #[arg(long = "service", value_name = "NAME=PORT")]
+    services: Vec<String>,
+    /// Check no services.
+    #[arg(long, conflicts_with = "services")]
+    no_services: bool,
+}
+
+/// `boltwatch-agent ping ADDR[:PORT] [-c N] [-i INTERVAL] [-W TIMEOUT]`.
+#[derive(clap::Args, Debug)]
+struct PingArgs {
+    /// Reflector, `ADDR[:PORT]` (port 862 by default).
+    target: String,
+    /// Probes to send.
+    #[arg(short = 'c', long, default_value_t = 10)]
+    count: u64,
+    /// Time between probes: seconds (`0.2`) or a duration (`200ms`).
+    #[arg(short = 'i', long, default_value = "1", value_parser = ping::parse_duration)]
+    interval: Duration,
+    /// A probe unanswered after this long is lost.
+    #[arg(short = 'W', long, default_value = "1", value_parser = ping::parse_duration)]
+    timeout: Duration,
+    /// Send through this device (SO_BINDTODEVICE / IP_BOUND_IF).
+    #[arg(short = 'I', long)]
+    interface: Option<String>,
+}
+
+/// `boltwatch-agent reflect --listen ADDR`.
+#[derive(clap::Args, Debug)]
+struct ReflectArgs {
+    /// Address to answer on.
+    #[arg(long, default_value = "0.0.0.0:862")]
+    listen: SocketAddr,
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match cli.command {
-        Command::Run(args) => run_cmd(args),
+    let result = match cli.command {
+        Command::Run(args) => return run_cmd(args),
+        Command::Ping(args) => {
+            init_tracing_with(LogFormat::Text, "warn");
+            ping_cmd(args)
+        }
+        Command::Reflect(args) => {
+            init_tracing_with(LogFormat::Text, "info");
+            reflect_cmd(args)
+        }
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("boltwatch-agent: {e:#}");
+            ExitCode::FAILURE
+        }
     }
 }
 
@@ -102,6 +162,8 @@ fn load_config(args: &RunArgs) -> Result<Config, config::ConfigError> {
             sysfs_root: args.sysfs_root.clone(),
             interface: args.interface.clone(),
             log_format: args.log_format.clone(),
+            services: args.services.clone(),
+            no_services: args.no_services,
         },
     )
 }
@@ -134,8 +196,13 @@ async fn shutdown_signal() {
 }
 
 fn init_tracing(format: LogFormat) {
+    init_tracing_with(format, "info");
+}
+
+/// Logs to stderr; `BOLTWATCH_LOG` (an `EnvFilter`) overrides `default`.
+fn init_tracing_with(format: LogFormat, default: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("BOLTWATCH_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
@@ -143,4 +210,41 @@ fn init_tracing(format: LogFormat) {
         LogFormat::Json => builder.json().init(),
         LogFormat::Text => builder.init(),
     }
+}
+
+fn ping_cmd(args: PingArgs) -> anyhow::Result<ExitCode> {
+    if args.interval.is_zero() || args.timeout.is_zero() {
+        anyhow::bail!("interval and timeout must be positive");
+    }
+    let target = ping::parse_target(&args.target)?;
+    let opts = PingOptions {
+        target,
+        count: args.count,
+        interval: args.interval,
+        timeout: args.timeout,
+        bind_device: args.interface,
+    };
+    let stop = AtomicBool::new(false);
+    let report = ping::ping(&opts, &stop, &mut std::io::stdout().lock())
+        .with_context(|| format!("pinging {target}"))?;
+    // Like ping(1): no answer at all is a failure exit.
+    Ok(if report.received == 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn reflect_cmd(args: ReflectArgs) -> anyhow::Result<ExitCode> {
+    let socket =
+        UdpSocket::bind(args.listen).with_context(|| format!("binding {}", args.listen))?;
+    let local = socket.local_addr()?;
+    let health = Arc::new(Health::default());
+    let stop = Arc::new(AtomicBool::new(false));
+    let handle = spawn_reflector(socket, health, stop).context("starting the reflector")?;
+    eprintln!("STAMP reflector listening on {local}");
+    handle
+        .join()
+        .map_err(|_| anyhow::anyhow!("reflector thread panicked"))?;
+    Ok(ExitCode::SUCCESS)
 }

@@ -19,10 +19,10 @@ use tracing::{info, warn};
 use crate::config::Config;
 use crate::error::Error;
 use crate::health::Health;
-use crate::sink::{now_unix_ns, Sink};
 use crate::link::LinkChange;
 use crate::outage::{OutageIds, PeerLedger};
 use crate::service::{self, ServiceTarget};
+use crate::sink::{now_unix_ns, Sink};
 use crate::stamp::ProbeEvent;
 use crate::{counters, discovery, link, stamp, thermal, transport};
 
@@ -30,7 +30,12 @@ use crate::{counters, discovery, link, stamp, thermal, transport};
 enum LedgerInput {
     Probe(usize, ProbeEvent),
     Link(LinkChange),
-    Service { peer: usize, service: String, up: bool, at: u64 },
+    Service {
+        peer: usize,
+        service: String,
+        up: bool,
+        at: u64,
+    },
 }
 
 /// Sockets the agent listens on, bound by the caller.
@@ -74,7 +79,11 @@ pub fn new_boot_id() -> String {
 }
 
 /// Runs the agent until `shutdown` resolves.
-pub async fn run(config: Config, listeners: Listeners, shutdown: impl Future<Output = ()>) -> Result<Stopped, Error> {
+pub async fn run(
+    config: Config,
+    listeners: Listeners,
+    shutdown: impl Future<Output = ()>,
+) -> Result<Stopped, Error> {
     let health = Arc::new(Health::default());
     let stop = Arc::new(AtomicBool::new(false));
     let (sink, rx) = Sink::new();
@@ -82,10 +91,12 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: impl Future<Out
     let mut threads: Vec<(String, JoinHandle<()>)> = Vec::new();
 
     let reflector_addr = listeners.stamp.local_addr().ok();
-    let h = stamp::spawn_reflector(listeners.stamp, health.clone(), stop.clone()).map_err(|source| Error::Spawn {
-        what: "STAMP reflector".into(),
-        source,
-    })?;
+    let h = stamp::spawn_reflector(listeners.stamp, health.clone(), stop.clone()).map_err(
+        |source| Error::Spawn {
+            what: "STAMP reflector".into(),
+            source,
+        },
+    )?;
     threads.push(("reflector".into(), h));
 
     // Which interface each peer is reached through (discovery, unless the
@@ -105,10 +116,17 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: impl Future<Out
             interface: iface,
         });
     }
-    let mut iface_names: Vec<String> = peers.iter().map(|p| p.interface.clone()).filter(|i| i != "unknown").collect();
+    let mut iface_names: Vec<String> = peers
+        .iter()
+        .map(|p| p.interface.clone())
+        .filter(|i| i != "unknown")
+        .collect();
     iface_names.sort();
     iface_names.dedup();
-    let interfaces: Vec<Interface> = iface_names.iter().map(|n| discovery::describe(n, &config.sysfs_root)).collect();
+    let interfaces: Vec<Interface> = iface_names
+        .iter()
+        .map(|n| discovery::describe(n, &config.sysfs_root))
+        .collect();
 
     // The outage ledger: one thread owns every peer's ledger; probes, link
     // events and service checks feed it through one channel.
@@ -116,7 +134,14 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: impl Future<Out
     let ids = OutageIds::new();
     let ledgers: Vec<PeerLedger> = peers
         .iter()
-        .map(|p| PeerLedger::new(&p.name, &p.interface, config.outage_after_missing, ids.clone()))
+        .map(|p| {
+            PeerLedger::new(
+                &p.name,
+                &p.interface,
+                config.outage_after_missing,
+                ids.clone(),
+            )
+        })
         .collect();
     let h = spawn_ledger(ledgers, ledger_rx, sink.clone()).map_err(|source| Error::Spawn {
         what: "outage ledger".into(),
@@ -136,7 +161,10 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: impl Future<Out
                     }
                 }
             })
-            .map_err(|source| Error::Spawn { what: "ledger forwarder".into(), source })?;
+            .map_err(|source| Error::Spawn {
+                what: "ledger forwarder".into(),
+                source,
+            })?;
         threads.push((format!("ledger forwarder {i}"), h));
         let target = stamp::Target {
             peer: p.name.clone(),
@@ -148,11 +176,17 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: impl Future<Out
             interval: config.probe_interval,
             timeout: config.probe_timeout,
         };
-        let h = stamp::spawn_sender(target, opts, sink.clone(), health.clone(), Some(probe_tx), stop.clone()).map_err(|source| {
-            Error::Spawn {
-                what: format!("STAMP sender to {}", p.name),
-                source,
-            }
+        let h = stamp::spawn_sender(
+            target,
+            opts,
+            sink.clone(),
+            health.clone(),
+            Some(probe_tx),
+            stop.clone(),
+        )
+        .map_err(|source| Error::Spawn {
+            what: format!("STAMP sender to {}", p.name),
+            source,
         })?;
         threads.push((format!("sender {}", p.name), h));
     }
@@ -160,7 +194,12 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: impl Future<Out
     // Link events: emitted as records at once by the watcher, and fed to
     // the ledger.
     let (link_tx, link_rx) = std::sync::mpsc::channel::<LinkChange>();
-    let watcher = match link::spawn_watcher(iface_names.clone(), config.sysfs_root.clone(), sink.clone(), Some(link_tx)) {
+    let watcher = match link::spawn_watcher(
+        iface_names.clone(),
+        config.sysfs_root.clone(),
+        sink.clone(),
+        Some(link_tx),
+    ) {
         Ok(w) => Some(w),
         Err(e) => {
             warn!(error = %e, "link events unavailable; carrier is still sampled with the counters");
@@ -178,14 +217,19 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: impl Future<Out
                     }
                 }
             })
-            .map_err(|source| Error::Spawn { what: "ledger link forwarder".into(), source })?;
+            .map_err(|source| Error::Spawn {
+                what: "ledger link forwarder".into(),
+                source,
+            })?;
         threads.push(("ledger link forwarder".into(), h));
     }
 
-    let h = spawn_sampler(&config, iface_names.clone(), sink.clone(), stop.clone()).map_err(|source| Error::Spawn {
-        what: "sampler".into(),
-        source,
-    })?;
+    let h = spawn_sampler(&config, iface_names.clone(), sink.clone(), stop.clone()).map_err(
+        |source| Error::Spawn {
+            what: "sampler".into(),
+            source,
+        },
+    )?;
     threads.push(("sampler".into(), h));
 
     let hello = Hello {
@@ -195,7 +239,7 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: impl Future<Out
         os: os_description(),
         boot_id: boot_id.clone(),
         interfaces,
-        peers,
+        peers: peers.clone(),
         hostname: sysinfo::System::host_name().unwrap_or_default(),
         started_unix_ns: now_unix_ns(),
     };
@@ -223,14 +267,29 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: impl Future<Out
                 addr: service::service_addr(p.addr.ip(), svc.port),
             };
             let ltx = ledger_tx.clone();
-            tasks.push(tokio::spawn(service::watch(target, config.service_interval, sink.clone(), move |r, at| {
-                let _ = ltx.send(LedgerInput::Service { peer: i, service: r.service.clone(), up: r.up, at });
-            })));
+            tasks.push(tokio::spawn(service::watch(
+                target,
+                config.service_interval,
+                sink.clone(),
+                move |r, at| {
+                    let _ = ltx.send(LedgerInput::Service {
+                        peer: i,
+                        service: r.service.clone(),
+                        up: r.up,
+                        at,
+                    });
+                },
+            )));
         }
     }
     drop(ledger_tx);
     for (p, cfg) in peers.iter().zip(&config.peers) {
-        tasks.push(tokio::spawn(watch_path(p.name.clone(), cfg.addr, p.interface.clone(), sink.clone())));
+        tasks.push(tokio::spawn(watch_path(
+            p.name.clone(),
+            cfg.addr,
+            p.interface.clone(),
+            sink.clone(),
+        )));
     }
 
     shutdown.await;
@@ -256,7 +315,9 @@ pub async fn run(config: Config, listeners: Listeners, shutdown: impl Future<Out
     emit_health(&health, &sink, &mut HealthProbe::new());
     drop(sink);
     let _ = stop_tx.send(true);
-    let queue = transport.await.unwrap_or_else(|_| transport::queue::Queue::new("", &boot_id, 1));
+    let queue = transport
+        .await
+        .unwrap_or_else(|_| transport::queue::Queue::new("", &boot_id, 1));
     Ok(Stopped {
         boot_id,
         undelivered: queue.len(),
@@ -269,24 +330,37 @@ fn spawn_ledger(
     rx: std::sync::mpsc::Receiver<LedgerInput>,
     sink: Sink,
 ) -> std::io::Result<JoinHandle<()>> {
-    std::thread::Builder::new().name("ledger".into()).spawn(move || {
-        // Ends when every producer (senders, watcher, service checks) is gone.
-        for input in rx {
-            let out = match input {
-                LedgerInput::Probe(i, ProbeEvent::Reply { seq, sent_unix_ns, .. }) => {
-                    ledgers[i].on_probe_reply(u64::from(seq), sent_unix_ns, now_unix_ns())
+    std::thread::Builder::new()
+        .name("ledger".into())
+        .spawn(move || {
+            // Ends when every producer (senders, watcher, service checks) is gone.
+            for input in rx {
+                let out = match input {
+                    LedgerInput::Probe(
+                        i,
+                        ProbeEvent::Reply {
+                            seq, sent_unix_ns, ..
+                        },
+                    ) => ledgers[i].on_probe_reply(u64::from(seq), sent_unix_ns, now_unix_ns()),
+                    LedgerInput::Probe(i, ProbeEvent::Overdue { seq, sent_unix_ns }) => {
+                        ledgers[i].on_probe_missing(u64::from(seq), sent_unix_ns, now_unix_ns())
+                    }
+                    LedgerInput::Link(c) => ledgers
+                        .iter_mut()
+                        .flat_map(|l| l.on_link_change(&c))
+                        .collect(),
+                    LedgerInput::Service {
+                        peer,
+                        service,
+                        up,
+                        at,
+                    } => ledgers[peer].on_service(&service, up, at),
+                };
+                for o in out {
+                    sink.emit(Payload::Outage(o));
                 }
-                LedgerInput::Probe(i, ProbeEvent::Overdue { seq, sent_unix_ns }) => {
-                    ledgers[i].on_probe_missing(u64::from(seq), sent_unix_ns, now_unix_ns())
-                }
-                LedgerInput::Link(c) => ledgers.iter_mut().flat_map(|l| l.on_link_change(&c)).collect(),
-                LedgerInput::Service { peer, service, up, at } => ledgers[peer].on_service(&service, up, at),
-            };
-            for o in out {
-                sink.emit(Payload::Outage(o));
             }
-        }
-    })
+        })
 }
 
 /// Re-checks every 5 s which interface the route to a peer leaves through;
@@ -323,15 +397,22 @@ async fn watch_path(peer: String, addr: SocketAddr, expected: String, sink: Sink
 
 fn os_description() -> String {
     let version = sysinfo::System::os_version()
-        .or_else(sysinfo::System::kernel_version)
+        .or_else(|_| sysinfo::System::kernel_version())
         .unwrap_or_default();
-    format!("{} {}", std::env::consts::OS, version).trim().to_string()
+    format!("{} {}", std::env::consts::OS, version)
+        .trim()
+        .to_string()
 }
 
 /// Reads interface counters every `counters_interval` and thermals every
 /// `thermal_interval` on one thread: both are blocking file or sysctl reads
 /// that must stay off the async runtime and off the probe threads.
-fn spawn_sampler(config: &Config, interfaces: Vec<String>, sink: Sink, stop: Arc<AtomicBool>) -> std::io::Result<JoinHandle<()>> {
+fn spawn_sampler(
+    config: &Config,
+    interfaces: Vec<String>,
+    sink: Sink,
+    stop: Arc<AtomicBool>,
+) -> std::io::Result<JoinHandle<()>> {
     let root: PathBuf = config.sysfs_root.clone();
     let counters_every = config.counters_interval;
     let thermal_every = config.thermal_interval;
@@ -377,26 +458,29 @@ fn spawn_sampler(config: &Config, interfaces: Vec<String>, sink: Sink, stop: Arc
 
 /// Process figures for the health record.
 struct HealthProbe {
-    sys: sysinfo::System,
+    sys: Option<sysinfo::System>,
     pid: sysinfo::Pid,
 }
 
 impl HealthProbe {
     fn new() -> HealthProbe {
         HealthProbe {
-            sys: sysinfo::System::new(),
+            sys: sysinfo::System::new().ok(),
             pid: sysinfo::Pid::from_u32(std::process::id()),
         }
     }
 
     fn sample(&mut self) -> (u64, f64) {
         use sysinfo::{ProcessRefreshKind, ProcessesToUpdate};
-        self.sys.refresh_processes_specifics(
+        let Some(sys) = self.sys.as_mut() else {
+            return (0, 0.0);
+        };
+        sys.refresh_processes_specifics(
             ProcessesToUpdate::Some(&[self.pid]),
             true,
             ProcessRefreshKind::nothing().with_memory().with_cpu(),
         );
-        match self.sys.process(self.pid) {
+        match sys.process(self.pid) {
             Some(p) => (p.memory(), p.accumulated_cpu_time() as f64 / 1000.0),
             None => (0, 0.0),
         }

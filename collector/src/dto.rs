@@ -179,6 +179,17 @@ pub enum PayloadDto {
         service: String,
         outage_id: u64,
     },
+    /// `PathCheck`.
+    Path {
+        /// Peer node.
+        peer: String,
+        /// Interface the probes are meant to use.
+        expected_interface: String,
+        /// Interface the route leaves through now.
+        route_interface: String,
+        /// They agree.
+        ok: bool,
+    },
     /// `AgentStats`.
     AgentStats {
         malformed_packets: u64,
@@ -339,6 +350,12 @@ impl From<&Payload> for PayloadDto {
                 cpu_seconds: s.cpu_seconds,
                 reflected_packets: s.reflected_packets,
                 queued_records: s.queued_records,
+            },
+            Payload::Path(p) => PayloadDto::Path {
+                peer: p.peer.clone(),
+                expected_interface: p.expected_interface.clone(),
+                route_interface: p.route_interface.clone(),
+                ok: p.ok,
             },
         }
     }

@@ -12,6 +12,7 @@ use std::time::Duration;
 use boltwatch_agent::config::{Config as AgentConfig, PeerConfig};
 use boltwatch_agent::run::Listeners as AgentListeners;
 use boltwatch_proto::v1::record::Payload;
+use prost::Message;
 use tokio::sync::watch;
 
 use crate::report::summary;
@@ -64,26 +65,41 @@ fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> LabError {
 /// Runs the lab, printing progress and the final table to `out`.
 pub async fn run(opts: LabOptions, out: &mut (impl Write + Send)) -> Result<(), LabError> {
     if !(2..=16).contains(&opts.nodes) {
-        return Err(LabError::Options(format!("--nodes {} is outside 2..16", opts.nodes)));
+        return Err(LabError::Options(format!(
+            "--nodes {} is outside 2..16",
+            opts.nodes
+        )));
     }
     let temp;
     let data_dir = match &opts.data_dir {
         Some(d) => d.clone(),
         None => {
-            temp = tempfile::Builder::new().prefix("boltwatch-lab-").tempdir().map_err(io("creating a temporary data dir"))?;
+            temp = tempfile::Builder::new()
+                .prefix("boltwatch-lab-")
+                .tempdir()
+                .map_err(io("creating a temporary data dir"))?;
             temp.path().to_path_buf()
         }
     };
 
-    let grpc = tokio::net::TcpListener::bind("127.0.0.1:0").await.map_err(io("binding the gRPC listener"))?;
+    let grpc = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .map_err(io("binding the gRPC listener"))?;
     let http = tokio::net::TcpListener::bind(opts.http_listen)
         .await
-        .map_err(io(format!("binding {} for /metrics (pass --http-listen 127.0.0.1:0 for any free port)", opts.http_listen)))?;
+        .map_err(io(format!(
+            "binding {} for /metrics (pass --http-listen 127.0.0.1:0 for any free port)",
+            opts.http_listen
+        )))?;
     let grpc_addr = grpc.local_addr().map_err(io("gRPC address"))?;
     let http_addr = http.local_addr().map_err(io("HTTP address"))?;
 
-    let mut config = crate::config::Config::default();
-    config.data_dir = data_dir.clone();
+    let config = crate::config::Config {
+        data_dir: data_dir.clone(),
+        grpc_listen: grpc_addr,
+        http_listen: http_addr,
+        ..crate::config::Config::default()
+    };
     let (collector_stop, collector_rx) = watch::channel(false);
     let collector = tokio::spawn(crate::run(
         config,
@@ -94,7 +110,8 @@ pub async fn run(opts: LabOptions, out: &mut (impl Write + Send)) -> Result<(), 
     // Bind every reflector first so each agent knows its peers' addresses.
     let mut listeners = Vec::new();
     for _ in 0..opts.nodes {
-        let sock = std::net::UdpSocket::bind("127.0.0.1:0").map_err(io("binding a STAMP reflector"))?;
+        let sock =
+            std::net::UdpSocket::bind("127.0.0.1:0").map_err(io("binding a STAMP reflector"))?;
         let addr = sock.local_addr().map_err(io("reflector address"))?;
         listeners.push((AgentListeners { stamp: sock }, addr));
     }
@@ -109,12 +126,21 @@ pub async fn run(opts: LabOptions, out: &mut (impl Write + Send)) -> Result<(), 
             listen: addrs[i],
             peers: (0..opts.nodes)
                 .filter(|&j| j != i)
-                .map(|j| PeerConfig { name: names[j].clone(), addr: addrs[j] })
+                .map(|j| PeerConfig {
+                    name: names[j].clone(),
+                    addr: addrs[j],
+                })
                 .collect(),
             probe_interval: opts.probe_interval,
+            // Nothing listens for SSH on loopback peers here.
+            services: Vec::new(),
             ..AgentConfig::default()
         };
-        agents.push(tokio::spawn(boltwatch_agent::run::run(config, l, wait_true(agents_rx.clone()))));
+        agents.push(tokio::spawn(boltwatch_agent::run::run(
+            config,
+            l,
+            wait_true(agents_rx.clone()),
+        )));
     }
 
     let _ = writeln!(
@@ -141,12 +167,33 @@ pub async fn run(opts: LabOptions, out: &mut (impl Write + Send)) -> Result<(), 
             Err(e) => return Err(LabError::Results(format!("agent task: {e}"))),
         }
     }
-    let records = crate::store::read_all(&data_dir, &["rtt", "thermal"]).map_err(|e| LabError::Results(e.to_string()))?;
     let _ = collector_stop.send(true);
     match collector.await {
         Ok(r) => r?,
         Err(e) => return Err(LabError::Results(format!("collector task: {e}"))),
     }
+    // Read the results back from the store the collector wrote, the way a
+    // report would.
+    let store =
+        crate::store::Store::open(&data_dir).map_err(|e| LabError::Results(e.to_string()))?;
+    let mut records = Vec::new();
+    for kind in ["rtt", "thermal"] {
+        let rows = store
+            .handle()
+            .records(crate::store::RecordFilter {
+                kind: Some(kind.into()),
+                limit: u32::MAX,
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| LabError::Results(e.to_string()))?;
+        for row in rows {
+            let r = boltwatch_proto::v1::Record::decode(row.raw.as_slice())
+                .map_err(|e| LabError::Results(format!("stored record: {e}")))?;
+            records.push(r);
+        }
+    }
+    store.close().await;
 
     let rtt: Vec<(&str, &boltwatch_proto::v1::RttSummary)> = records
         .iter()
@@ -166,7 +213,10 @@ pub async fn run(opts: LabOptions, out: &mut (impl Write + Send)) -> Result<(), 
     let sensors = summary::sensor_stats(thermal);
     let _ = writeln!(out, "\n{}", summary::render_table(&links, &sensors));
     if undelivered > 0 {
-        let _ = writeln!(out, "warning: {undelivered} records were not delivered before shutdown");
+        let _ = writeln!(
+            out,
+            "warning: {undelivered} records were not delivered before shutdown"
+        );
     }
     Ok(())
 }

@@ -1,1 +1,59 @@
-//! See the crate docs.
+//! STAMP (RFC 8762) for boltwatch: the packet codec, a stateless reflector,
+//! the per-peer session-sender that emits `RttSummary` records, and the
+//! one-shot `ping`.
+//!
+//! # Layout
+//! - [`packet`]: wire format and NTP timestamps; pure.
+//! - [`probe`]: the in-flight probe table: matching replies, duplicates,
+//!   late and foreign answers, overdue and lost probes; pure.
+//! - [`window`]: per-second accounting of probes into `RttSummary`; pure.
+//! - [`reflector`]: the reflector thread.
+//! - [`sender`]: the session-sender loop and thread (shared by `ping`).
+//! - [`ping`]: one-shot probes printed like `ping`.
+//! - `timestamp_{linux,macos,other}`: kernel RX timestamps, TTL and device
+//!   binding, one file per OS behind the same functions.
+//!
+//! Probes run on dedicated `std::thread`s with blocking sockets, not on
+//! tokio: at 40-80 us round trips a runtime's wake-up hop is as large as
+//! the signal. t2 and t4 are kernel RX timestamps (CLOCK_REALTIME); t1 and
+//! t3 are userspace realtime reads taken right before `sendto`, as
+//! `ping(8)` does for its own send time.
+
+use std::net::SocketAddr;
+
+pub mod packet;
+pub mod ping;
+pub mod probe;
+pub mod reflector;
+pub mod sender;
+pub mod window;
+
+#[cfg(target_os = "linux")]
+#[path = "timestamp_linux.rs"]
+mod imp;
+#[cfg(target_os = "macos")]
+#[path = "timestamp_macos.rs"]
+mod imp;
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
+#[path = "timestamp_other.rs"]
+mod imp;
+
+pub use packet::{DecodeError, DEFAULT_PORT, PACKET_LEN};
+pub use reflector::spawn_reflector;
+pub use sender::{spawn_sender, ProbeEvent, SenderOptions, Target};
+
+/// One datagram as the OS delivered it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Received {
+    /// Octets received.
+    pub len: usize,
+    /// Who sent it.
+    pub from: Option<SocketAddr>,
+    /// Kernel RX timestamp, unix ns, if the OS gave one.
+    pub kernel_rx_unix_ns: Option<u64>,
+    /// TTL / hop limit of the arriving packet, if reported.
+    pub ttl: Option<u8>,
+}
+
+/// Largest datagram either end reads; any UDP payload fits.
+pub(crate) const MAX_DATAGRAM: usize = 65_536;

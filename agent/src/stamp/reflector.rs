@@ -1,0 +1,146 @@
+//! The stateless STAMP Session-Reflector (RFC 8762 section 4.3): answers
+//! every datagram of at least 44 octets with a reflector packet of the same
+//! length, on its own thread with a blocking socket.
+//!
+//! t2 is the kernel's RX timestamp (userspace time if the OS gave none);
+//! t3 is read right before `sendto`, after the reply is built, so the
+//! sender subtracts as much of the reflector's own delay as userspace can
+//! see. Shorter datagrams are counted in `health.malformed_packets` and
+//! dropped. The caller binds the socket, so tests bind port 0.
+
+use std::io;
+use std::net::UdpSocket;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use tracing::{debug, info, warn};
+
+use super::imp;
+use super::packet::{build_reply, NtpTimestamp, ReflectorPacket, SenderPacket};
+use super::MAX_DATAGRAM;
+use crate::health::Health;
+use crate::sink::now_unix_ns;
+
+/// How often the thread looks at the stop flag when no packet arrives.
+const STOP_POLL: Duration = Duration::from_millis(100);
+
+/// TTL reported when the OS does not say (RFC 8762 section 4.3.1 asks for
+/// the received TTL; 255 is what a one-hop sender would have set).
+const UNKNOWN_TTL: u8 = 255;
+
+/// Starts the reflector on `socket` (already bound). It answers until
+/// `stop` is set, then returns within about 100 ms. Fails only if the
+/// socket cannot be configured or the thread cannot start.
+pub fn spawn_reflector(
+    socket: UdpSocket,
+    health: Arc<Health>,
+    stop: Arc<AtomicBool>,
+) -> io::Result<JoinHandle<()>> {
+    socket.set_nonblocking(false)?;
+    socket.set_read_timeout(Some(STOP_POLL))?;
+    imp::enable_rx_metadata(&socket)?;
+    let local = socket.local_addr()?;
+    std::thread::Builder::new()
+        .name("stamp-reflector".into())
+        .spawn(move || {
+            info!(%local, "STAMP reflector started");
+            run(&socket, &health, &stop);
+            info!(%local, "STAMP reflector stopped");
+        })
+}
+
+fn run(socket: &UdpSocket, health: &Health, stop: &AtomicBool) {
+    let mut buf = vec![0u8; MAX_DATAGRAM];
+    let mut out = vec![0u8; MAX_DATAGRAM];
+    while !stop.load(Ordering::Relaxed) {
+        let rx = match imp::recv(socket, &mut buf, false) {
+            Ok(rx) => rx,
+            Err(e) if is_timeout(&e) => continue,
+            Err(e) => {
+                // Nothing a reflector can fix; do not spin on it.
+                warn!(error = %e, "STAMP reflector receive failed");
+                std::thread::sleep(Duration::from_millis(10));
+                continue;
+            }
+        };
+        let Some(from) = rx.from else { continue };
+        let request = &buf[..rx.len.min(buf.len())];
+        let t2 = rx.kernel_rx_unix_ns.unwrap_or_else(now_unix_ns);
+        let Some(len) = reply_into(request, t2, rx.ttl.unwrap_or(UNKNOWN_TTL), &mut out) else {
+            Health::incr(&health.malformed_packets);
+            debug!(%from, len = rx.len, "STAMP reflector dropped a malformed datagram");
+            continue;
+        };
+        stamp_t3(&mut out, now_unix_ns());
+        match socket.send_to(&out[..len], from) {
+            Ok(_) => Health::incr(&health.reflected_packets),
+            Err(e) => debug!(%from, error = %e, "STAMP reflector send failed"),
+        }
+    }
+}
+
+/// Builds the reflection of `request` into `out` with t3 still zero;
+/// `None` when `request` is not a STAMP packet.
+pub(crate) fn reply_into(
+    request: &[u8],
+    t2_unix_ns: u64,
+    ttl: u8,
+    out: &mut [u8],
+) -> Option<usize> {
+    let sender = SenderPacket::decode(request).ok()?;
+    let reply = ReflectorPacket::reflect(
+        &sender,
+        NtpTimestamp::from_unix_ns(t2_unix_ns),
+        NtpTimestamp(0),
+        ttl,
+    );
+    Some(build_reply(request, &reply, out))
+}
+
+/// Writes t3 into a built reply (octets 4-11).
+pub(crate) fn stamp_t3(out: &mut [u8], t3_unix_ns: u64) {
+    out[4..12].copy_from_slice(&NtpTimestamp::from_unix_ns(t3_unix_ns).0.to_be_bytes());
+}
+
+fn is_timeout(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stamp::packet::{ErrorEstimate, PACKET_LEN};
+
+    #[test]
+    fn short_requests_get_no_reply() {
+        let mut out = vec![0u8; 64];
+        for len in [0usize, 1, 43] {
+            assert_eq!(reply_into(&vec![1u8; len], 1, 64, &mut out), None);
+        }
+    }
+
+    #[test]
+    fn reply_carries_t2_t3_and_sender_fields() {
+        let req = SenderPacket {
+            seq: 9,
+            timestamp: NtpTimestamp::from_unix_ns(1_000),
+            error_estimate: ErrorEstimate::AGENT,
+            ssid: 3,
+        }
+        .encode();
+        let mut out = vec![0u8; 64];
+        let n = reply_into(&req, 5_000, 63, &mut out).unwrap();
+        stamp_t3(&mut out, 7_000);
+        assert_eq!(n, PACKET_LEN);
+        let r = ReflectorPacket::decode(&out[..n]).unwrap();
+        assert_eq!(r.receive_timestamp.to_unix_ns(), 5_000);
+        assert_eq!(r.timestamp.to_unix_ns(), 7_000);
+        assert_eq!(r.turnaround_ns(), 2_000);
+        assert_eq!((r.seq, r.sender_seq, r.ssid, r.sender_ttl), (9, 9, 3, 63));
+    }
+}

@@ -1,0 +1,46 @@
+//! Fallback receive path for targets without kernel RX timestamps: plain
+//! `recv_from`; the sender then stamps t4 in userspace and reports
+//! `TIMESTAMP_SOURCE_USERSPACE`.
+//!
+//! Same functions, same signatures as `timestamp_linux.rs`.
+
+use std::io;
+use std::net::UdpSocket;
+
+use super::Received;
+
+/// Kernel RX timestamps are not available on this target.
+pub(crate) const KERNEL_RX_TIMESTAMPS: bool = false;
+
+/// Nothing to enable.
+pub(crate) fn enable_rx_metadata(_sock: &UdpSocket) -> io::Result<()> {
+    Ok(())
+}
+
+/// Not available on this target: t1 stays a userspace read.
+pub(crate) fn enable_tx_timestamps(_sock: &UdpSocket) -> bool {
+    false
+}
+
+/// Never called when [`enable_tx_timestamps`] returned false.
+pub(crate) fn read_tx_timestamps(_sock: &UdpSocket, _out: &mut Vec<(u32, u64)>) {}
+
+/// Receives one datagram; no kernel timestamp, no TTL.
+pub(crate) fn recv(sock: &UdpSocket, buf: &mut [u8], nonblocking: bool) -> io::Result<Received> {
+    sock.set_nonblocking(nonblocking)?;
+    let (len, from) = sock.recv_from(buf)?;
+    Ok(Received {
+        len,
+        from: Some(from),
+        kernel_rx_unix_ns: None,
+        ttl: None,
+    })
+}
+
+/// Not supported on this target.
+pub(crate) fn bind_device(_sock: &UdpSocket, _device: &str, _v6: bool) -> io::Result<()> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "binding to a device is not supported on this OS",
+    ))
+}
