@@ -147,7 +147,7 @@ fn agents_stream_to_collector_store_and_metrics() {
         assert_eq!(boots.len(), 1, "{n}");
         let b = &boots[0];
         assert_eq!(b["gaps"], 0, "{n}");
-        assert!(b["highest_seq"].as_u64().unwrap() > 10, "{n}");
+        assert!(b["highest_seq"].as_u64().unwrap() >= 2, "{n}");
         assert_eq!(b["records"], b["highest_seq"], "{n}");
     }
     // The series of a gone node stay, at their last values.
@@ -266,7 +266,7 @@ fn lab_runs_and_prints_a_table_per_link() {
     );
     assert!(stdout.contains("/metrics"), "{stdout}");
     // A full mesh of 3 has 6 directed links, each a row with probes > 0.
-    let rows: Vec<&str> = stdout.lines().filter(|l| l.contains(" -> ")).collect();
+    let rows: Vec<&str> = stdout.lines().filter(|l| l.starts_with("lab-") && l.contains(" -> ")).collect();
     assert_eq!(rows.len(), 6, "{stdout}");
     for r in rows {
         let probes: u64 = r
