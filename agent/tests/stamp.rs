@@ -449,3 +449,22 @@ fn ping_against_a_black_hole() {
     assert!(text.ends_with("4 sent, 0 received, 100% loss\n"), "{text}");
     drop(hole);
 }
+
+#[test]
+fn ping_over_ipv6_loopback() {
+    let socket = UdpSocket::bind("[::1]:0").expect("IPv6 loopback must be available");
+    let addr = socket.local_addr().unwrap();
+    let health = Arc::new(Health::default());
+    let stop = Arc::new(AtomicBool::new(false));
+    let h = spawn_reflector(socket, health.clone(), stop.clone()).unwrap();
+    let mut out = Vec::new();
+    let report = ping(&ping_opts(addr, 5, 1000), &AtomicBool::new(false), &mut out).unwrap();
+    stop.store(true, Ordering::Relaxed);
+    h.join().unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert_eq!(report.sent, report.received + report.lost);
+    assert!(report.received > 0, "{text}");
+    if cfg!(target_os = "linux") {
+        assert!(report.kernel_rx && report.kernel_tx, "{text}");
+    }
+}
