@@ -401,6 +401,7 @@ fn ping_opts(target: SocketAddr, count: u64, timeout_ms: u64) -> PingOptions {
         interval: Duration::from_millis(10),
         timeout: Duration::from_millis(timeout_ms),
         bind_device: None,
+        kernel_tx: true,
     }
 }
 
@@ -431,6 +432,16 @@ fn ping_against_the_reflector() {
         assert!(report.kernel_rx && report.kernel_tx, "{text}");
         assert!(text.contains("(kernel timestamps)"), "{text}");
     }
+    // And with t1 forced to userspace.
+    let mut out = Vec::new();
+    let opts = PingOptions {
+        kernel_tx: false,
+        ..ping_opts(r.addr, 3, 1000)
+    };
+    let report = ping(&opts, &AtomicBool::new(false), &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert!(report.received > 0 && !report.kernel_tx, "{text}");
+    assert!(!text.contains("(kernel timestamps)"), "{text}");
 }
 
 #[test]
