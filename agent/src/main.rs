@@ -94,6 +94,9 @@ struct PingArgs {
     /// Send through this device (SO_BINDTODEVICE / IP_BOUND_IF).
     #[arg(short = 'I', long)]
     interface: Option<String>,
+    /// Take t1 in userspace even where kernel TX timestamps exist.
+    #[arg(long)]
+    userspace_tx: bool,
 }
 
 /// `boltwatch-agent reflect --listen ADDR`.
@@ -223,6 +226,7 @@ fn ping_cmd(args: PingArgs) -> anyhow::Result<ExitCode> {
         interval: args.interval,
         timeout: args.timeout,
         bind_device: args.interface,
+        kernel_tx: !args.userspace_tx,
     };
     let stop = AtomicBool::new(false);
     let report = ping::ping(&opts, &stop, &mut std::io::stdout().lock())

@@ -401,6 +401,7 @@ fn ping_opts(target: SocketAddr, count: u64, timeout_ms: u64) -> PingOptions {
         interval: Duration::from_millis(10),
         timeout: Duration::from_millis(timeout_ms),
         bind_device: None,
+        kernel_tx: true,
     }
 }
 
@@ -431,6 +432,16 @@ fn ping_against_the_reflector() {
         assert!(report.kernel_rx && report.kernel_tx, "{text}");
         assert!(text.contains("(kernel timestamps)"), "{text}");
     }
+    // And with t1 forced to userspace.
+    let mut out = Vec::new();
+    let opts = PingOptions {
+        kernel_tx: false,
+        ..ping_opts(r.addr, 3, 1000)
+    };
+    let report = ping(&opts, &AtomicBool::new(false), &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert!(report.received > 0 && !report.kernel_tx, "{text}");
+    assert!(!text.contains("(kernel timestamps)"), "{text}");
 }
 
 #[test]
@@ -448,4 +459,23 @@ fn ping_against_a_black_hole() {
     );
     assert!(text.ends_with("4 sent, 0 received, 100% loss\n"), "{text}");
     drop(hole);
+}
+
+#[test]
+fn ping_over_ipv6_loopback() {
+    let socket = UdpSocket::bind("[::1]:0").expect("IPv6 loopback must be available");
+    let addr = socket.local_addr().unwrap();
+    let health = Arc::new(Health::default());
+    let stop = Arc::new(AtomicBool::new(false));
+    let h = spawn_reflector(socket, health.clone(), stop.clone()).unwrap();
+    let mut out = Vec::new();
+    let report = ping(&ping_opts(addr, 5, 1000), &AtomicBool::new(false), &mut out).unwrap();
+    stop.store(true, Ordering::Relaxed);
+    h.join().unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert_eq!(report.sent, report.received + report.lost);
+    assert!(report.received > 0, "{text}");
+    if cfg!(target_os = "linux") {
+        assert!(report.kernel_rx && report.kernel_tx, "{text}");
+    }
 }

@@ -15,9 +15,11 @@
 //!
 //! Probes run on dedicated `std::thread`s with blocking sockets, not on
 //! tokio: at 40-80 us round trips a runtime's wake-up hop is as large as
-//! the signal. t2 and t4 are kernel RX timestamps (CLOCK_REALTIME); t1 and
-//! t3 are userspace realtime reads taken right before `sendto`, as
-//! `ping(8)` does for its own send time.
+//! the signal. t2 and t4 are kernel RX timestamps (CLOCK_REALTIME); t1 is
+//! the kernel's software TX timestamp on Linux (`SO_TIMESTAMPING`), else a
+//! userspace realtime read right before `sendto` as `ping(8)` does; t3 is
+//! always a userspace read right before `sendto`, since it must be written
+//! into the reply before it is sent.
 
 use std::net::SocketAddr;
 

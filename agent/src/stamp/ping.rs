@@ -30,6 +30,9 @@ pub struct PingOptions {
     pub timeout: Duration,
     /// Pin the probes to this device (best effort).
     pub bind_device: Option<String>,
+    /// Use the kernel's TX timestamp as t1 where the OS has one; false
+    /// forces the userspace read (to measure what the choice is worth).
+    pub kernel_tx: bool,
 }
 
 /// The outcome of a ping run.
@@ -111,7 +114,7 @@ pub fn ping(opts: &PingOptions, stop: &AtomicBool, out: &mut dyn Write) -> io::R
         interval: opts.interval,
         timeout: opts.timeout,
     };
-    let mut session = Session::open(&target, sopts, Arc::new(Health::default()))?;
+    let mut session = Session::open(&target, sopts, Arc::new(Health::default()), opts.kernel_tx)?;
     writeln!(
         out,
         "STAMP PING {}: {} probes of 44 octets every {:?}, timeout {:?}",
@@ -119,7 +122,7 @@ pub fn ping(opts: &PingOptions, stop: &AtomicBool, out: &mut dyn Write) -> io::R
     )?;
     let mut report = PingReport {
         kernel_rx: imp::KERNEL_RX_TIMESTAMPS,
-        kernel_tx: true,
+        kernel_tx: opts.kernel_tx,
         ..Default::default()
     };
     let mut acc = Accumulator::new();

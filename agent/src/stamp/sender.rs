@@ -164,11 +164,13 @@ const MAX_TX_PENDING: usize = 1024;
 
 impl Session {
     /// Binds an ephemeral local port of the peer's family, optionally to a
-    /// device, with kernel RX timestamps on.
+    /// device, with kernel RX timestamps on, and kernel TX timestamps if
+    /// `kernel_tx` and the OS has them.
     pub(crate) fn open(
         target: &Target,
         opts: SenderOptions,
         health: Arc<Health>,
+        kernel_tx: bool,
     ) -> io::Result<Session> {
         if opts.interval.is_zero() || opts.timeout.is_zero() {
             return Err(io::Error::new(
@@ -190,7 +192,7 @@ impl Session {
             }
         }
         imp::enable_rx_metadata(&socket)?;
-        let tx_stamps = imp::enable_tx_timestamps(&socket);
+        let tx_stamps = kernel_tx && imp::enable_tx_timestamps(&socket);
         Ok(Session {
             socket,
             peer: target.addr,
@@ -420,7 +422,7 @@ pub fn spawn_sender(
     observer: Option<mpsc::Sender<ProbeEvent>>,
     stop: Arc<AtomicBool>,
 ) -> io::Result<JoinHandle<()>> {
-    let mut session = Session::open(&target, opts, health)?;
+    let mut session = Session::open(&target, opts, health, true)?;
     let splay_ns = rand::rng().random_range(0..opts.interval.as_nanos().max(1) as u64);
     let first = Instant::now() + Duration::from_nanos(splay_ns);
     std::thread::Builder::new()

@@ -19,6 +19,9 @@ use nix::sys::socket::{
 
 use super::Received;
 
+/// Control-message buffer size; generous, since truncation loses them all.
+const CMSG_ROOM: usize = 512;
+
 /// Kernel RX timestamps are available on this OS.
 pub(crate) const KERNEL_RX_TIMESTAMPS: bool = true;
 
@@ -37,15 +40,10 @@ pub(crate) fn enable_rx_metadata(sock: &UdpSocket) -> io::Result<()> {
 /// `WouldBlock` at once when nothing is queued.
 pub(crate) fn recv(sock: &UdpSocket, buf: &mut [u8], nonblocking: bool) -> io::Result<Received> {
     let mut iov = [IoSliceMut::new(buf)];
-    // Room for SCM_TIMESTAMPNS, SCM_TIMESTAMPING (three timespecs, present
-    // once TX stamping is on) and a TTL: a truncated control buffer would
-    // lose the RX stamp.
-    let mut cmsg = nix::cmsg_space!(
-        libc::timespec,
-        [libc::timespec; 3],
-        libc::c_int,
-        libc::c_int
-    );
+    // SCM_TIMESTAMPNS, SCM_TIMESTAMPING (three timespecs, present once TX
+    // stamping is on), TTL or hop limit, with headers: about 150 octets. A
+    // truncated control buffer would lose the RX stamp, so leave room.
+    let mut cmsg = vec![0u8; CMSG_ROOM];
     let flags = if nonblocking {
         MsgFlags::MSG_DONTWAIT
     } else {
@@ -98,11 +96,9 @@ pub(crate) fn read_tx_timestamps(sock: &UdpSocket, out: &mut Vec<(u32, u64)>) {
     for _ in 0..64 {
         let mut data = [0u8; 64];
         let mut iov = [IoSliceMut::new(&mut data)];
-        let mut cmsg = nix::cmsg_space!(
-            [libc::timespec; 3],
-            libc::sock_extended_err,
-            libc::sockaddr_in6
-        );
+        // IPv6 adds more control messages (the offender address, and the
+        // socket's IPV6_RECV* options); a truncated buffer loses them all.
+        let mut cmsg = vec![0u8; CMSG_ROOM];
         let flags = MsgFlags::MSG_ERRQUEUE | MsgFlags::MSG_DONTWAIT;
         let Ok(msg) =
             recvmsg::<SockaddrStorage>(sock.as_raw_fd(), &mut iov, Some(&mut cmsg), flags)
