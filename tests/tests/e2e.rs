@@ -164,6 +164,10 @@ fn agents_stream_to_collector_store_and_metrics() {
 #[test]
 fn malformed_packets_and_connections_are_counted_and_dropped() {
     let mut pair = start_pair("50ms");
+    // Wait until both agents run (their reflectors are bound and answering).
+    wait_for("RTT of both directions", Duration::from_secs(60), || {
+        both_directions_probed(&pair.collector.metrics())
+    });
     // Garbage at the reflector: short, empty-ish, random.
     let s = UdpSocket::bind("127.0.0.1:0").unwrap();
     for junk in [&b"x"[..], &[0u8; 10][..], &[0xffu8; 43][..]] {
@@ -266,7 +270,10 @@ fn lab_runs_and_prints_a_table_per_link() {
     );
     assert!(stdout.contains("/metrics"), "{stdout}");
     // A full mesh of 3 has 6 directed links, each a row with probes > 0.
-    let rows: Vec<&str> = stdout.lines().filter(|l| l.starts_with("lab-") && l.contains(" -> ")).collect();
+    let rows: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("lab-") && l.contains(" -> "))
+        .collect();
     assert_eq!(rows.len(), 6, "{stdout}");
     for r in rows {
         let probes: u64 = r
