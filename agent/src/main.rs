@@ -173,8 +173,10 @@ fn load_config(args: &RunArgs) -> Result<Config, config::ConfigError> {
 
 fn serve(config: Config) -> anyhow::Result<()> {
     let listeners = Listeners::bind(&config)?;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+    // The probe path runs on its own threads with kernel timestamps; the
+    // runtime only ships records and runs checks, so one thread is plenty
+    // and keeps the footprint small.
+    let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("starting the async runtime")?;
