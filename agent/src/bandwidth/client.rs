@@ -149,6 +149,9 @@ pub fn run_client_with(
     let mut specs: Vec<StreamSpec> = Vec::new();
     let mut run: Option<(Finished, Vec<BandwidthInterval>, Vec<BandwidthInterval>)> = None;
     let mut peer_results: Option<Results> = None;
+    // Lives until the function returns, keeping the data sockets open
+    // through the results exchange.
+    let mut _engine: Option<Engine> = None;
     loop {
         let state = match read_state(&mut ctrl) {
             Err(BandwidthError::PeerClosed) if peer_results.is_some() => break,
@@ -161,8 +164,8 @@ pub fn run_client_with(
             }
             State::TestStart => {}
             State::TestRunning => {
-                let eng = Engine::start(std::mem::take(&mut specs), &cfg)?;
-                let (up, down) = run_intervals(&mut ctrl, &eng, &opts, on_interval)?;
+                let eng = _engine.insert(Engine::start(std::mem::take(&mut specs), &cfg)?);
+                let (up, down) = run_intervals(&mut ctrl, eng, &opts, on_interval)?;
                 let fin = eng.stop();
                 ctrl.set_read_timeout(Some(RESULTS_TIMEOUT))?;
                 write_state(&mut ctrl, State::TestEnd)?;

@@ -71,6 +71,10 @@ struct Running {
     udp: bool,
     shared: Arc<Shared>,
     tcp: Option<TcpStream>,
+    /// A second handle on the socket, so it stays open after the thread
+    /// ends: closing a socket with unread data sends a RST, which would
+    /// kill the peer's test before results are exchanged.
+    _keep: DataSocket,
     handle: Option<JoinHandle<()>>,
 }
 
@@ -187,9 +191,9 @@ impl Engine {
         let mut streams = Vec::with_capacity(specs.len());
         for spec in specs {
             let shared = Arc::new(Shared::default());
-            let (tcp, udp) = match &spec.socket {
-                DataSocket::Tcp(t) => (Some(t.try_clone()?), false),
-                DataSocket::Udp(_) => (None, true),
+            let (tcp, udp, keep) = match &spec.socket {
+                DataSocket::Tcp(t) => (Some(t.try_clone()?), false, DataSocket::Tcp(t.try_clone()?)),
+                DataSocket::Udp(u) => (None, true, DataSocket::Udp(u.try_clone()?)),
             };
             let th_shared = shared.clone();
             let th_stop = stop.clone();
@@ -219,6 +223,7 @@ impl Engine {
                 udp,
                 shared,
                 tcp,
+                _keep: keep,
                 handle: Some(handle),
             });
         }
@@ -269,8 +274,10 @@ impl Engine {
         })
     }
 
-    /// Stops counting, joins every thread and returns the totals.
-    pub fn stop(mut self) -> Finished {
+    /// Stops counting, joins every thread and returns the totals. The
+    /// sockets stay open until the engine is dropped, which callers do
+    /// after the results exchange.
+    pub fn stop(&mut self) -> Finished {
         self.stop.store(true, Ordering::Relaxed);
         let elapsed = self.started.elapsed();
         // Retransmits are read before the threads let go of their sockets.
@@ -502,7 +509,7 @@ mod tests {
             rate_bps: 200_000_000,
             udp_64bit: false,
         };
-        let tx = Engine::start(
+        let mut tx = Engine::start(
             vec![StreamSpec {
                 id: 1,
                 sender: true,
@@ -511,7 +518,7 @@ mod tests {
             &cfg,
         )
         .unwrap();
-        let rx = Engine::start(
+        let mut rx = Engine::start(
             vec![StreamSpec {
                 id: 1,
                 sender: false,
@@ -551,7 +558,7 @@ mod tests {
             rate_bps: 20_000_000,
             udp_64bit: false,
         };
-        let rx = Engine::start(
+        let mut rx = Engine::start(
             vec![StreamSpec {
                 id: 1,
                 sender: false,
@@ -560,7 +567,7 @@ mod tests {
             &cfg,
         )
         .unwrap();
-        let tx = Engine::start(
+        let mut tx = Engine::start(
             vec![StreamSpec {
                 id: 1,
                 sender: true,

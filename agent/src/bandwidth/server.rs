@@ -112,9 +112,12 @@ fn accept_loop(listener: TcpListener, local: SocketAddr, stop: Arc<AtomicBool>, 
                         .name("bw-session".into())
                         .spawn(move || {
                             let _guard = guard;
-                            match session(s, local, &slot_of(&_guard), &stop, &opts) {
+                            let mut phase = "cookie";
+                            match session(s, local, &slot_of(&_guard), &stop, &opts, &mut phase) {
                                 Ok(()) => tracing::info!(%peer, "bandwidth test done"),
-                                Err(e) => tracing::warn!(%peer, error = %e, "bandwidth test aborted"),
+                                Err(e) => {
+                                    tracing::warn!(%peer, phase, error = %e, "bandwidth test aborted")
+                                }
                             }
                         });
                     match spawned {
@@ -166,12 +169,14 @@ fn session(
     slot: &Arc<Mutex<Slot>>,
     stop: &AtomicBool,
     opts: &ServerOptions,
+    phase: &mut &'static str,
 ) -> Result<(), BandwidthError> {
     ctrl.set_nodelay(true)?;
     ctrl.set_read_timeout(Some(opts.setup_timeout))?;
     ctrl.set_write_timeout(Some(opts.setup_timeout))?;
     let mut cookie = [0u8; iperf3::COOKIE_SIZE];
     ctrl.read_exact(&mut cookie)?;
+    *phase = "parameters";
     write_state(&mut ctrl, State::ParamExchange)?;
     let params = Params::from_json(&read_frame(&mut ctrl, iperf3::MAX_PARAMS_JSON)?)?;
     let udp = params.is_udp();
@@ -204,6 +209,7 @@ fn session(
     let window = params.window.map(|w| w as usize);
     let deadline = Instant::now() + opts.setup_timeout;
 
+    *phase = "streams";
     let mut specs = Vec::with_capacity(total);
     // iperf3 accepts the receiving streams first (the client opens its
     // sending streams first).
@@ -249,6 +255,7 @@ fn session(
         }
         slot.lock().unwrap_or_else(|p| p.into_inner()).streams_tx = None;
     }
+    *phase = "running";
     write_state(&mut ctrl, State::TestStart)?;
     write_state(&mut ctrl, State::TestRunning)?;
     let cfg = EngineConfig {
@@ -256,7 +263,7 @@ fn session(
         rate_bps: params.bandwidth.unwrap_or(0),
         udp_64bit: params.udp_counters_64bit.unwrap_or(0) != 0,
     };
-    let eng = Engine::start(specs, &cfg)?;
+    let mut eng = Engine::start(specs, &cfg)?;
     let started = Instant::now();
     let end_by = started + test_time + Duration::from_secs(params.omit) + opts.grace;
     let mut sampler = IntervalSampler::new(eng.snapshot());
@@ -293,6 +300,7 @@ fn session(
     }
     let last = sampler.next(&eng.snapshot()).1;
     intervals.extend(last.filter(|iv| iv.duration_ns > 1_000_000));
+    *phase = "results";
     let fin = eng.stop();
     ctrl.set_read_timeout(Some(opts.setup_timeout))?;
     write_state(&mut ctrl, State::ExchangeResults)?;
