@@ -20,10 +20,11 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// How often a blocked stream thread wakes to look at the stop flag.
 const POLL: Duration = Duration::from_millis(100);
-/// Receive buffer for TCP; larger reads mean fewer syscalls per byte.
-const TCP_READ_BUF: usize = 1024 * 1024;
-/// Socket buffer sized for 80 Gb/s × 0.1 ms RTT (1 MB) with headroom; the
-/// kernel caps it at `net.core.{w,r}mem_max` / `kern.ipc.maxsockbuf`.
+/// Receive buffer for TCP reads.
+const TCP_READ_BUF: usize = 256 * 1024;
+/// UDP socket buffer (UDP has no autotuning): 80 Gb/s × 0.1 ms RTT is
+/// 1 MB; 4 MiB leaves room for bursts. The kernel caps it at
+/// `net.core.{w,r}mem_max` / `kern.ipc.maxsockbuf`.
 pub const DEFAULT_SOCKET_BUFFER: usize = 4 * 1024 * 1024;
 
 /// A connected data socket.
@@ -158,13 +159,22 @@ pub struct Finished {
     pub cpu_system_percent: f64,
 }
 
-/// Applies buffer sizes and timeouts to a TCP data socket.
+/// Applies timeouts, and buffer sizes only when asked (`-w`), to a TCP data
+/// socket.
+///
+/// Left alone, Linux and macOS autotune TCP buffers up to `tcp_wmem` /
+/// `tcp_rmem` (4 MiB / 32 MiB here) or `kern.ipc.maxsockbuf`, past the
+/// ~1 MB that 80 Gb/s × 0.1 ms needs. A fixed SO_SNDBUF/SO_RCVBUF turns
+/// autotuning off, and measured here it halved loopback and veth
+/// throughput: big fixed buffers push the in-flight data out of the CPU
+/// caches.
 pub fn tune_tcp(sock: &TcpStream, window: Option<usize>) -> io::Result<()> {
     let s = socket2::SockRef::from(sock);
-    let size = window.unwrap_or(DEFAULT_SOCKET_BUFFER);
-    // Best effort: the kernel clamps; an error here must not fail a test.
-    let _ = s.set_send_buffer_size(size);
-    let _ = s.set_recv_buffer_size(size);
+    if let Some(size) = window {
+        // Best effort: the kernel clamps; an error here must not fail a test.
+        let _ = s.set_send_buffer_size(size);
+        let _ = s.set_recv_buffer_size(size);
+    }
     sock.set_read_timeout(Some(POLL))?;
     sock.set_write_timeout(Some(POLL))?;
     Ok(())
