@@ -63,6 +63,13 @@ run_ns() {
   if [ "$ns" = "-" ]; then "$@"; else ip netns exec "$ns" "$@"; fi
 }
 
+# spawn_ns NS CMD...: like run_ns, for use with `&`: the background job
+# execs the command, so $! is the server's own pid and `kill $!` stops it.
+spawn_ns() {
+  local ns="$1"; shift
+  if [ "$ns" = "-" ]; then exec "$@"; else exec ip netns exec "$ns" "$@"; fi
+}
+
 wait_listen() { # ns port
   for _ in $(seq 1 100); do
     if run_ns "$1" ss -ltnH "sport = :$2" | grep -q .; then return 0; fi
@@ -74,7 +81,7 @@ wait_listen() { # ns port
 # One iperf3 run: prints receiver Gb/s.
 run_iperf3() { # client_ns server_ns addr streams
   PORT=$((PORT + 1))
-  run_ns "$2" iperf3 -s -1 -B "$3" -p "$PORT" >/dev/null 2>&1 &
+  spawn_ns "$2" iperf3 -s -1 -B "$3" -p "$PORT" >/dev/null 2>&1 &
   PIDS+=($!)
   wait_listen "$2" "$PORT"
   run_ns "$1" iperf3 -c "$3" -p "$PORT" -t "$SECS" -P "$4" -J \
@@ -85,7 +92,7 @@ run_iperf3() { # client_ns server_ns addr streams
 # One boltwatch run: prints receiver Gb/s.
 run_bolt() { # client_ns server_ns addr streams
   PORT=$((PORT + 1))
-  run_ns "$2" "$BIN" bandwidth-server --listen "$3:$PORT" >/dev/null 2>&1 &
+  spawn_ns "$2" "$BIN" bandwidth-server --listen "$3:$PORT" >/dev/null 2>&1 &
   local spid=$!
   PIDS+=($spid)
   wait_listen "$2" "$PORT"
