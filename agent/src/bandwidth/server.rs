@@ -302,6 +302,10 @@ fn session(
     intervals.extend(last.filter(|iv| iv.duration_ns > 1_000_000));
     *phase = "results";
     let fin = eng.stop();
+    // Close the data sockets now, as iperf3's server does on TEST_END: a
+    // stock client in -R mode keeps draining with blocking full-block
+    // reads, and only EOF releases it to send its results.
+    drop(eng);
     ctrl.set_read_timeout(Some(opts.setup_timeout))?;
     write_state(&mut ctrl, State::ExchangeResults)?;
     let _client = Results::from_json(&read_frame(&mut ctrl, iperf3::MAX_RESULTS_JSON)?)?;
