@@ -95,7 +95,12 @@ impl StockServer {
             std::thread::sleep(Duration::from_millis(20));
         }
         let mut out = String::new();
-        child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+        child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut out)
+            .unwrap();
         serde_json::from_str(&out).unwrap_or_else(|e| panic!("iperf3 JSON: {e}: {out}"))
     }
 }
@@ -195,7 +200,11 @@ fn client_tcp_one_stream_against_stock_server() {
     assert_eq!(r[0].peer, "test-peer");
     let rep = srv.report();
     let got = stock_end_bytes(&rep, "sum_received");
-    assert!(close(got, r[0].bytes as f64, 0.01), "{got} vs {}", r[0].bytes);
+    assert!(
+        close(got, r[0].bytes as f64, 0.01),
+        "{got} vs {}",
+        r[0].bytes
+    );
 }
 
 #[test]
@@ -206,7 +215,11 @@ fn client_tcp_four_streams_against_stock_server() {
     let rep = srv.report();
     assert_eq!(rep["end"]["streams"].as_array().unwrap().len(), 4);
     let got = stock_end_bytes(&rep, "sum_received");
-    assert!(close(got, r[0].bytes as f64, 0.01), "{got} vs {}", r[0].bytes);
+    assert!(
+        close(got, r[0].bytes as f64, 0.01),
+        "{got} vs {}",
+        r[0].bytes
+    );
 }
 
 #[test]
@@ -217,7 +230,11 @@ fn client_reverse_against_stock_server() {
     check_basic(&r[0], Direction::Download, Protocol::Tcp, 2);
     let rep = srv.report();
     let sent = stock_end_bytes(&rep, "sum_sent");
-    assert!(close(sent, r[0].bytes as f64, 0.10), "{sent} vs {}", r[0].bytes);
+    assert!(
+        close(sent, r[0].bytes as f64, 0.10),
+        "{sent} vs {}",
+        r[0].bytes
+    );
 }
 
 #[test]
@@ -245,7 +262,11 @@ fn client_udp_against_stock_server() {
     assert_eq!(r[0].udp_lost as f64, lost);
     assert_eq!((r[0].udp_packets + r[0].udp_lost) as f64, packets);
     // Paced at 100 Mb/s for 2 s: about 25 MB, certainly not 10× off.
-    assert!(r[0].bytes > 5_000_000 && r[0].bytes < 50_000_000, "{}", r[0].bytes);
+    assert!(
+        r[0].bytes > 5_000_000 && r[0].bytes < 50_000_000,
+        "{}",
+        r[0].bytes
+    );
 }
 
 #[test]
@@ -344,7 +365,7 @@ fn our_client_against_our_server_reports_receiver_intervals() {
 fn second_client_gets_busy_while_a_test_runs() {
     let srv = OurServer::start();
     let port = srv.addr.port().to_string();
-    let mut first = Command::new(iperf3())
+    let first = Command::new(iperf3())
         .args(["-c", "127.0.0.1", "-p", &port, "-t", "3", "-J"])
         .stdout(Stdio::piped())
         .spawn()
@@ -372,7 +393,15 @@ fn second_client_gets_busy_while_a_test_runs() {
 fn test_succeeds_soon(addr: SocketAddr) {
     for _ in 0..20 {
         let out = Command::new(iperf3())
-            .args(["-c", "127.0.0.1", "-p", &addr.port().to_string(), "-t", "1", "-J"])
+            .args([
+                "-c",
+                "127.0.0.1",
+                "-p",
+                &addr.port().to_string(),
+                "-t",
+                "1",
+                "-J",
+            ])
             .output()
             .unwrap();
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();

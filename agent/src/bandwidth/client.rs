@@ -96,9 +96,7 @@ pub fn run_client_with(
         return Err(BandwidthError::Options("streams must be 1..=128".into()));
     }
     if opts.duration < Duration::from_secs(1) || opts.duration > Duration::from_secs(3600) {
-        return Err(BandwidthError::Options(
-            "duration must be 1 s..=1 h".into(),
-        ));
+        return Err(BandwidthError::Options("duration must be 1 s..=1 h".into()));
     }
     if opts.interval < Duration::from_millis(100) {
         return Err(BandwidthError::Options("interval must be >= 100 ms".into()));
@@ -197,7 +195,9 @@ pub fn run_client_with(
         }
     }
     let (Some((fin, up, down)), Some(peer)) = (run, peer_results) else {
-        return Err(BandwidthError::Protocol("test ended without results".into()));
+        return Err(BandwidthError::Protocol(
+            "test ended without results".into(),
+        ));
     };
     Ok(build_results(
         &opts,
@@ -327,7 +327,7 @@ fn run_intervals(
             if let Some(iv) = iv {
                 on_interval(&IntervalReport {
                     direction: dir,
-                    interval: iv.clone(),
+                    interval: iv,
                 });
                 list.push(iv);
             }
@@ -349,7 +349,10 @@ impl IntervalSampler {
         IntervalSampler { last: first }
     }
 
-    pub(crate) fn next(&mut self, snap: &Snapshot) -> (Option<BandwidthInterval>, Option<BandwidthInterval>) {
+    pub(crate) fn next(
+        &mut self,
+        snap: &Snapshot,
+    ) -> (Option<BandwidthInterval>, Option<BandwidthInterval>) {
         let dur = snap.elapsed.saturating_sub(self.last.elapsed);
         let mk = |sender: bool, last: &Snapshot| {
             if !snap.streams.iter().any(|s| s.sender == sender) {
@@ -389,13 +392,14 @@ pub fn bps(bytes: u64, dur: Duration) -> f64 {
 pub(crate) fn our_results(fin: &Finished) -> Results {
     let has_tcp_sender = fin.streams.iter().any(|s| s.count.sender && !s.udp);
     let any_sender = fin.streams.iter().any(|s| s.count.sender);
-    let sender_has_retransmits = if has_tcp_sender && cfg!(any(target_os = "linux", target_os = "macos")) {
-        1
-    } else if any_sender {
-        0
-    } else {
-        -1
-    };
+    let sender_has_retransmits =
+        if has_tcp_sender && cfg!(any(target_os = "linux", target_os = "macos")) {
+            1
+        } else if any_sender {
+            0
+        } else {
+            -1
+        };
     Results {
         cpu_util_total: fin.cpu_percent,
         cpu_util_user: fin.cpu_user_percent,
@@ -413,7 +417,11 @@ pub(crate) fn our_results(fin: &Finished) -> Results {
                 } else {
                     -1
                 },
-                jitter: if s.count.sender { 0.0 } else { s.udp_stats.jitter },
+                jitter: if s.count.sender {
+                    0.0
+                } else {
+                    s.udp_stats.jitter
+                },
                 errors: if s.count.sender {
                     0
                 } else {
@@ -436,7 +444,11 @@ pub(crate) fn our_results(fin: &Finished) -> Results {
 /// Receiver-side intervals from our own server's `server_output_json`
 /// (`intervals[].sum` with `sender: false`); None from a stock server.
 pub(crate) fn receiver_intervals(peer: &Results) -> Option<Vec<BandwidthInterval>> {
-    let list = peer.server_output_json.as_ref()?.get("intervals")?.as_array()?;
+    let list = peer
+        .server_output_json
+        .as_ref()?
+        .get("intervals")?
+        .as_array()?;
     let mut out = Vec::with_capacity(list.len());
     for iv in list {
         let sum = iv.get("sum")?;
@@ -472,7 +484,11 @@ fn build_results(
     let peer_by_id = |id: i64| peer.streams.iter().find(|s| s.id == id);
     let mut out = Vec::new();
     for sender in [true, false] {
-        let ours: Vec<_> = fin.streams.iter().filter(|s| s.count.sender == sender).collect();
+        let ours: Vec<_> = fin
+            .streams
+            .iter()
+            .filter(|s| s.count.sender == sender)
+            .collect();
         if ours.is_empty() {
             continue;
         }

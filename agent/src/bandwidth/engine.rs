@@ -202,7 +202,9 @@ impl Engine {
         for spec in specs {
             let shared = Arc::new(Shared::default());
             let (tcp, udp, keep) = match &spec.socket {
-                DataSocket::Tcp(t) => (Some(t.try_clone()?), false, DataSocket::Tcp(t.try_clone()?)),
+                DataSocket::Tcp(t) => {
+                    (Some(t.try_clone()?), false, DataSocket::Tcp(t.try_clone()?))
+                }
                 DataSocket::Udp(u) => (None, true, DataSocket::Udp(u.try_clone()?)),
             };
             let th_shared = shared.clone();
@@ -430,10 +432,9 @@ fn udp_send(
     shared: &Shared,
     stop: &AtomicBool,
 ) -> io::Result<()> {
-    let len = cfg.block_size.clamp(
-        super::iperf3::udp_header_len(cfg.udp_64bit),
-        65_507,
-    );
+    let len = cfg
+        .block_size
+        .clamp(super::iperf3::udp_header_len(cfg.udp_64bit), 65_507);
     let mut buf = vec![0x5au8; len];
     let mut pcount: u64 = 0;
     let mut sent: u64 = 0;
@@ -470,7 +471,12 @@ fn udp_send(
     Ok(())
 }
 
-fn udp_recv(s: UdpSocket, cfg: &EngineConfig, shared: &Shared, stop: &AtomicBool) -> io::Result<()> {
+fn udp_recv(
+    s: UdpSocket,
+    cfg: &EngineConfig,
+    shared: &Shared,
+    stop: &AtomicBool,
+) -> io::Result<()> {
     let mut buf = vec![0u8; 65_536];
     let mut stats = UdpReceiverStats::default();
     let mut since_publish = 0u32;
@@ -597,6 +603,9 @@ mod tests {
         assert_eq!(s.received * 1200, got.streams[0].count.bytes);
         assert!(s.highest <= sent.streams[0].packets_sent);
         assert_eq!(s.highest, s.received + s.lost);
-        assert_eq!(sent.streams[0].count.bytes, sent.streams[0].packets_sent * 1200);
+        assert_eq!(
+            sent.streams[0].count.bytes,
+            sent.streams[0].packets_sent * 1200
+        );
     }
 }

@@ -95,7 +95,10 @@ pub fn resolve(target: &str, default_port: u16) -> Result<std::net::SocketAddr, 
         } else {
             format!("{t}:{default_port}")
         }
-    } else if t.rsplit_once(':').is_some_and(|(_, p)| p.parse::<u16>().is_ok()) {
+    } else if t
+        .rsplit_once(':')
+        .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
+    {
         t.to_string()
     } else {
         format!("{t}:{default_port}")
@@ -122,7 +125,10 @@ mod tests {
             "127.0.0.1:9".parse().unwrap()
         );
         assert_eq!(resolve("::1", 5202).unwrap(), "[::1]:5202".parse().unwrap());
-        assert_eq!(resolve("[::1]:7", 5202).unwrap(), "[::1]:7".parse().unwrap());
+        assert_eq!(
+            resolve("[::1]:7", 5202).unwrap(),
+            "[::1]:7".parse().unwrap()
+        );
         assert_eq!(resolve("localhost:8", 1).unwrap().port(), 8);
         assert!(resolve("no.such.host.invalid", 1).is_err());
     }

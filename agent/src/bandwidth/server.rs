@@ -89,7 +89,12 @@ pub fn spawn_server_with(
         .spawn(move || accept_loop(listener, local, stop, opts))
 }
 
-fn accept_loop(listener: TcpListener, local: SocketAddr, stop: Arc<AtomicBool>, opts: ServerOptions) {
+fn accept_loop(
+    listener: TcpListener,
+    local: SocketAddr,
+    stop: Arc<AtomicBool>,
+    opts: ServerOptions,
+) {
     let slot = Arc::new(Mutex::new(Slot::default()));
     let mut sessions: Vec<JoinHandle<()>> = Vec::new();
     tracing::info!(%local, "bandwidth server listening");
@@ -276,7 +281,9 @@ fn session(
         }
         let now = Instant::now();
         if now >= end_by {
-            return Err(BandwidthError::Protocol("client silent past the test time".into()));
+            return Err(BandwidthError::Protocol(
+                "client silent past the test time".into(),
+            ));
         }
         if now >= next_tick {
             let (_, rx_iv) = sampler.next(&eng.snapshot());
@@ -364,7 +371,9 @@ fn udp_accept(
     let peer = loop {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Err(BandwidthError::Protocol("UDP streams did not arrive".into()));
+            return Err(BandwidthError::Protocol(
+                "UDP streams did not arrive".into(),
+            ));
         }
         listener.set_read_timeout(Some(left))?;
         match listener.recv_from(&mut b) {
