@@ -451,3 +451,39 @@ fn silent_client_times_out_and_frees_the_server() {
     test_succeeds_soon(srv.addr);
     drop(c);
 }
+
+/// Speaks the protocol by hand up to TEST_RUNNING, then goes silent with
+/// every connection left open: the server must give up after the test time
+/// plus its grace period.
+#[test]
+fn client_silent_mid_test_times_out_and_frees_the_server() {
+    let srv = OurServer::start_with(Some(ServerOptions {
+        setup_timeout: Duration::from_secs(5),
+        grace: Duration::from_millis(500),
+        ..Default::default()
+    }));
+    let cookie = [b'b'; 36];
+    let mut c = TcpStream::connect(srv.addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    c.write_all(&cookie).unwrap();
+    c.write_all(&[0]).unwrap();
+    let mut b = [0u8; 1];
+    c.read_exact(&mut b).unwrap();
+    assert_eq!(b[0], 9, "PARAM_EXCHANGE");
+    let params = br#"{"tcp":true,"time":1,"parallel":1,"len":65536}"#;
+    c.write_all(&(params.len() as u32).to_be_bytes()).unwrap();
+    c.write_all(params).unwrap();
+    c.read_exact(&mut b).unwrap();
+    assert_eq!(b[0], 10, "CREATE_STREAMS");
+    let mut d = TcpStream::connect(srv.addr).unwrap();
+    d.write_all(&cookie).unwrap();
+    d.write_all(&[0]).unwrap();
+    c.read_exact(&mut b).unwrap();
+    assert_eq!(b[0], 1, "TEST_START");
+    c.read_exact(&mut b).unwrap();
+    assert_eq!(b[0], 2, "TEST_RUNNING");
+    // Silent from here on; a new test must get through once the server
+    // gives up on this one (1 s test + 0.5 s grace).
+    test_succeeds_soon(srv.addr);
+    drop((c, d));
+}

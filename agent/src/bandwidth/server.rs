@@ -110,6 +110,7 @@ fn accept_loop(
                     g.busy = true;
                     g.streams_tx = None;
                     drop(g);
+                    let session_slot = slot.clone();
                     let guard = SlotGuard(slot.clone());
                     let stop = stop.clone();
                     let opts = opts.clone();
@@ -118,7 +119,8 @@ fn accept_loop(
                         .spawn(move || {
                             let _guard = guard;
                             let mut phase = "cookie";
-                            match session(s, local, &slot_of(&_guard), &stop, &opts, &mut phase) {
+                            let r = session(s, local, &session_slot, &stop, &opts, &mut phase);
+                            match r {
                                 Ok(()) => tracing::info!(%peer, "bandwidth test done"),
                                 Err(e) => {
                                     tracing::warn!(%peer, phase, error = %e, "bandwidth test aborted")
@@ -150,10 +152,6 @@ fn accept_loop(
     for h in sessions {
         let _ = h.join();
     }
-}
-
-fn slot_of(g: &SlotGuard) -> Arc<Mutex<Slot>> {
-    g.0.clone()
 }
 
 /// Writes `ACCESS_DENIED` without reading anything (reading could block on
