@@ -110,6 +110,43 @@ pub fn resolve(target: &str, default_port: u16) -> Result<std::net::SocketAddr, 
         .ok_or_else(|| BandwidthError::Resolve(target.to_string()))
 }
 
+/// A result record for a test that produced no figures (the error says
+/// why), so failures reach the collector like successes do.
+pub fn failed_result(
+    opts: &ClientOptions,
+    start_unix_ns: u64,
+    err: &BandwidthError,
+) -> boltwatch_proto::v1::BandwidthResult {
+    use boltwatch_proto::v1::{BandwidthResult, Direction, Protocol};
+    BandwidthResult {
+        peer: opts.peer.clone(),
+        peer_address: opts.server.clone(),
+        interface: opts.interface.clone(),
+        direction: match opts.mode {
+            iperf3::Mode::Download => Direction::Download,
+            _ => Direction::Upload,
+        } as i32,
+        protocol: if opts.udp_rate_bps.is_some() {
+            Protocol::Udp
+        } else {
+            Protocol::Tcp
+        } as i32,
+        streams: opts.streams,
+        start_unix_ns,
+        error: err.to_string(),
+        ..Default::default()
+    }
+}
+
+/// Emits each result into `sink` as a `Payload::Bandwidth` record stamped
+/// with the test's start time.
+pub fn emit_results(sink: &crate::sink::Sink, results: Vec<boltwatch_proto::v1::BandwidthResult>) {
+    for r in results {
+        let at = r.start_unix_ns;
+        sink.emit_at(at, boltwatch_proto::v1::record::Payload::Bandwidth(r));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -131,5 +168,28 @@ mod tests {
         );
         assert_eq!(resolve("localhost:8", 1).unwrap().port(), 8);
         assert!(resolve("no.such.host.invalid", 1).is_err());
+    }
+
+    #[test]
+    fn failed_results_carry_the_error_and_reach_the_sink() {
+        let opts = ClientOptions {
+            server: "10.0.0.2:5202".into(),
+            peer: "mini-2".into(),
+            streams: 2,
+            mode: iperf3::Mode::Download,
+            ..Default::default()
+        };
+        let r = failed_result(&opts, 42, &BandwidthError::Busy);
+        assert_eq!(r.error, "server busy: another test is running");
+        assert_eq!(r.peer, "mini-2");
+        assert_eq!(r.bytes, 0);
+        let (sink, mut rx) = crate::sink::Sink::new();
+        emit_results(&sink, vec![r.clone()]);
+        let got = rx.try_recv().unwrap();
+        assert_eq!(got.unix_ns, 42);
+        assert_eq!(
+            got.payload,
+            boltwatch_proto::v1::record::Payload::Bandwidth(r)
+        );
     }
 }

@@ -23,7 +23,6 @@ use macos as imp;
 mod imp {
     //! Fallback for targets without a port: nothing is measurable.
     use std::io;
-    use std::time::Duration;
 
     /// Unsupported here.
     pub struct Sys;
@@ -33,7 +32,6 @@ mod imp {
             Err(io::Error::from(io::ErrorKind::Unsupported))
         }
         fn process_cpu(&self) -> io::Result<super::CpuTimes> {
-            let _ = Duration::ZERO;
             Err(io::Error::from(io::ErrorKind::Unsupported))
         }
     }
