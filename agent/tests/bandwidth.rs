@@ -487,3 +487,14 @@ fn client_silent_mid_test_times_out_and_frees_the_server() {
     test_succeeds_soon(srv.addr);
     drop((c, d));
 }
+
+/// With `-O 1` the stock client omits the first second from its sender
+/// total; our server must omit it from the receiver total too.
+#[test]
+fn stock_client_omit_is_honoured_by_our_server() {
+    let srv = OurServer::start();
+    let v = stock_client(srv.addr, &["-t", "2", "-O", "1"]);
+    let sent = stock_end_bytes(&v, "sum_sent");
+    let recv = stock_end_bytes(&v, "sum_received");
+    assert!(close(sent, recv, 0.10), "sent {sent} received {recv}");
+}

@@ -77,6 +77,8 @@ struct Running {
     /// kill the peer's test before results are exchanged.
     _keep: DataSocket,
     handle: Option<JoinHandle<()>>,
+    /// Counters at the last [`Engine::rebase`]: (bytes, packets, retransmits).
+    base: (u64, u64, u64),
 }
 
 /// Running streams of one test.
@@ -198,7 +200,14 @@ impl Engine {
         let stop = Arc::new(AtomicBool::new(false));
         let cpu_start = sys().process_cpu().ok();
         let started = Instant::now();
-        let mut streams = Vec::with_capacity(specs.len());
+        // Built first so an error part-way drops it, and its Drop stops and
+        // joins the threads already started.
+        let mut eng = Engine {
+            streams: Vec::with_capacity(specs.len()),
+            stop: stop.clone(),
+            started,
+            cpu_start,
+        };
         for spec in specs {
             let shared = Arc::new(Shared::default());
             let (tcp, udp, keep) = match &spec.socket {
@@ -229,7 +238,7 @@ impl Engine {
                     }
                 }
             })?;
-            streams.push(Running {
+            eng.streams.push(Running {
                 id: spec.id,
                 sender,
                 udp,
@@ -237,14 +246,10 @@ impl Engine {
                 tcp,
                 _keep: keep,
                 handle: Some(handle),
+                base: (0, 0, 0),
             });
         }
-        Ok(Engine {
-            streams,
-            stop,
-            started,
-            cpu_start,
-        })
+        Ok(eng)
     }
 
     /// Reads every stream's counters without stopping anything.
@@ -258,14 +263,40 @@ impl Engine {
                 .map(|r| StreamCount {
                     id: r.id,
                     sender: r.sender,
-                    bytes: r.shared.bytes.load(Ordering::Relaxed),
+                    bytes: r
+                        .shared
+                        .bytes
+                        .load(Ordering::Relaxed)
+                        .saturating_sub(r.base.0),
                     retransmits: match (&r.tcp, r.sender) {
-                        (Some(t), true) => s.tcp_retransmits(t).unwrap_or(0),
+                        (Some(t), true) => {
+                            s.tcp_retransmits(t).unwrap_or(0).saturating_sub(r.base.2)
+                        }
                         _ => 0,
                     },
                 })
                 .collect(),
         }
+    }
+
+    /// Restarts the counters and the clock from now, for iperf3's `-O`
+    /// (omit the first seconds, e.g. TCP slow start). UDP loss and jitter
+    /// keep their history.
+    pub fn rebase(&mut self) {
+        let s = sys();
+        for r in &mut self.streams {
+            let retr = match (&r.tcp, r.sender) {
+                (Some(t), true) => s.tcp_retransmits(t).unwrap_or(0),
+                _ => 0,
+            };
+            r.base = (
+                r.shared.bytes.load(Ordering::Relaxed),
+                r.shared.packets.load(Ordering::Relaxed),
+                retr,
+            );
+        }
+        self.started = Instant::now();
+        self.cpu_start = sys().process_cpu().ok();
     }
 
     /// True once every stream thread has ended on its own (peer gone).
@@ -316,11 +347,19 @@ impl Engine {
             .zip(snap.streams)
             .map(|(r, mut count)| {
                 // Receivers stop counting at the flag; take the settled value.
-                count.bytes = r.shared.bytes.load(Ordering::Relaxed);
+                count.bytes = r
+                    .shared
+                    .bytes
+                    .load(Ordering::Relaxed)
+                    .saturating_sub(r.base.0);
                 StreamFinal {
                     count,
                     udp: r.udp,
-                    packets_sent: r.shared.packets.load(Ordering::Relaxed),
+                    packets_sent: r
+                        .shared
+                        .packets
+                        .load(Ordering::Relaxed)
+                        .saturating_sub(r.base.1),
                     udp_stats: r
                         .shared
                         .udp

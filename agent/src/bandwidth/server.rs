@@ -268,11 +268,21 @@ fn session(
     };
     let mut eng = Engine::start(specs, &cfg)?;
     let started = Instant::now();
-    let end_by = started + test_time + Duration::from_secs(params.omit) + opts.grace;
+    let omit = Duration::from_secs(params.omit);
+    let mut omit_at = (!omit.is_zero()).then_some(started + omit);
+    let end_by = started + test_time + omit + opts.grace;
     let mut sampler = IntervalSampler::new(eng.snapshot());
     let mut intervals = Vec::new();
     let mut next_tick = started + opts.interval;
     loop {
+        if omit_at.is_some_and(|at| Instant::now() >= at) {
+            // iperf3 -O: the omitted seconds count nowhere.
+            omit_at = None;
+            eng.rebase();
+            sampler = IntervalSampler::new(eng.snapshot());
+            intervals.clear();
+            next_tick = Instant::now() + opts.interval;
+        }
         if stop.load(Ordering::Relaxed) {
             let _ = write_state(&mut ctrl, State::ServerTerminate);
             return Err(BandwidthError::Protocol("server stopping".into()));
@@ -289,8 +299,8 @@ fn session(
             next_tick += opts.interval;
             continue;
         }
-        // Short waits so `stop` is seen promptly.
-        let wait = (next_tick.min(end_by) - now).min(Duration::from_millis(250));
+        // Short waits so `stop` and the omit boundary are seen promptly.
+        let wait = (next_tick.min(end_by) - now).min(Duration::from_millis(50));
         ctrl.set_read_timeout(Some(wait.max(Duration::from_millis(1))))?;
         match read_state(&mut ctrl) {
             Ok(State::TestEnd) => break,
