@@ -69,6 +69,12 @@ impl Drop for SlotGuard {
 }
 
 /// Serves tests on `listener` until `stop` is set, with default options.
+///
+/// The caller owns the socket (tests bind `127.0.0.1:0`; the agent binds
+/// `0.0.0.0:5202`). UDP tests bind UDP sockets on the listener's address.
+/// After `stop` the accept loop ends within ~20 ms; a running test is told
+/// `SERVER_TERMINATE` within 50 ms, a test still in setup ends by its setup
+/// timeout; the returned thread joins its sessions before it exits.
 pub fn spawn_server(
     listener: TcpListener,
     stop: Arc<AtomicBool>,
