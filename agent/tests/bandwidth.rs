@@ -498,3 +498,31 @@ fn stock_client_omit_is_honoured_by_our_server() {
     let recv = stock_end_bytes(&v, "sum_received");
     assert!(close(sent, recv, 0.10), "sent {sent} received {recv}");
 }
+
+/// Setting `stop` ends the server thread, also mid-test, and the client
+/// hears about it instead of hanging.
+#[test]
+fn stop_ends_the_server_even_mid_test() {
+    let mut srv = OurServer::start();
+    let addr = srv.addr;
+    let client = std::thread::spawn(move || {
+        let mut o = opts(addr.to_string(), 1, Mode::Upload);
+        o.duration = Duration::from_secs(30);
+        run_client(o)
+    });
+    std::thread::sleep(Duration::from_millis(1000));
+    srv.stop.store(true, Ordering::Relaxed);
+    let h = srv.handle.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = h.join();
+        let _ = tx.send(());
+    });
+    rx.recv_timeout(Duration::from_secs(15))
+        .expect("server thread did not end after stop");
+    let r = client.join().unwrap();
+    assert!(
+        matches!(r, Err(BandwidthError::ServerTerminated)),
+        "client saw {r:?}"
+    );
+}
