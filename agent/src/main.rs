@@ -17,6 +17,9 @@ use boltwatch_agent::stamp::ping::{self, PingOptions};
 use boltwatch_agent::stamp::spawn_reflector;
 use clap::{Parser, Subcommand};
 
+mod cli_bandwidth;
+use cli_bandwidth::{BandwidthArgs, BandwidthServerArgs};
+
 /// Link telemetry agent for Thunderbolt clusters.
 #[derive(Debug, Parser)]
 #[command(name = "boltwatch-agent", version, about)]
@@ -33,6 +36,10 @@ enum Command {
     Ping(PingArgs),
     /// Run a standalone STAMP reflector until killed.
     Reflect(ReflectArgs),
+    /// Run one bandwidth test against an iperf3-compatible server.
+    Bandwidth(BandwidthArgs),
+    /// Serve bandwidth tests to iperf3 clients and other agents.
+    BandwidthServer(BandwidthServerArgs),
 }
 
 /// Flags of `run`; each overrides the same key of the config file.
@@ -118,6 +125,14 @@ fn main() -> ExitCode {
         Command::Reflect(args) => {
             init_tracing_with(LogFormat::Text, "info");
             reflect_cmd(args)
+        }
+        Command::Bandwidth(args) => {
+            init_tracing_with(LogFormat::Text, "warn");
+            cli_bandwidth::bandwidth_cmd(args).map(|()| ExitCode::SUCCESS)
+        }
+        Command::BandwidthServer(args) => {
+            init_tracing_with(LogFormat::Text, "info");
+            cli_bandwidth::bandwidth_server_cmd(args).map(|()| ExitCode::SUCCESS)
         }
     };
     match result {

@@ -1,0 +1,558 @@
+//! The client side of the iperf3 protocol: connect, send parameters, open
+//! the data streams, run the engine for the test time, exchange results and
+//! turn them into `BandwidthResult`s (one per direction).
+//!
+//! Blocking on purpose: the agent scheduler calls [`run_client`] from
+//! `spawn_blocking`, the CLI calls it directly. Every wait on the peer has a
+//! timeout, so a vanished server costs at most the setup timeout.
+
+use super::control::{read_frame, read_server_error, read_state, write_frame, write_state};
+use super::engine::{self, DataSocket, Engine, EngineConfig, Finished, Snapshot, StreamSpec};
+use super::iperf3::{self, Mode, Params, Results, State, StreamResult};
+use super::{resolve, BandwidthError, DEFAULT_PORT};
+use boltwatch_proto::v1::{BandwidthInterval, BandwidthResult, Direction, Protocol};
+use std::io::{ErrorKind, Write};
+use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::time::{Duration, Instant};
+
+/// How long any setup step may wait for the server.
+const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long the results exchange may take after the test.
+const RESULTS_TIMEOUT: Duration = Duration::from_secs(15);
+/// Default TCP write size. Measured here on loopback (2 s runs, P=1 and
+/// P=4): 64-128 KiB beat 256 KiB and 1 MiB, which evict the data from the
+/// cache before the receiver copies it.
+pub const DEFAULT_TCP_BLOCK: usize = 128 * 1024;
+/// Default UDP datagram size (fits a 1500-byte MTU).
+pub const DEFAULT_UDP_BLOCK: usize = 1448;
+
+/// What to test.
+#[derive(Debug, Clone)]
+pub struct ClientOptions {
+    /// Server, "host", "host:port" or "[v6]:port".
+    pub server: String,
+    /// Port used when `server` has none.
+    pub default_port: u16,
+    /// Parallel streams per direction.
+    pub streams: u32,
+    /// Test length.
+    pub duration: Duration,
+    /// Direction(s).
+    pub mode: Mode,
+    /// `Some(rate)` runs UDP at `rate` bits/s per stream (iperf3's `-b`
+    /// semantics); `None` runs TCP as fast as possible.
+    pub udp_rate_bps: Option<u64>,
+    /// Write (TCP) or datagram (UDP) size; defaults per protocol.
+    pub block_size: Option<usize>,
+    /// Socket buffer size (`-w`); default: kernel autotuning for TCP,
+    /// [`engine::DEFAULT_SOCKET_BUFFER`] for UDP.
+    pub window: Option<usize>,
+    /// Reporting interval.
+    pub interval: Duration,
+    /// Peer node name for the result record.
+    pub peer: String,
+    /// Local interface name for the result record.
+    pub interface: String,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        ClientOptions {
+            server: String::new(),
+            default_port: DEFAULT_PORT,
+            streams: 4,
+            duration: Duration::from_secs(10),
+            mode: Mode::Upload,
+            udp_rate_bps: None,
+            block_size: None,
+            window: None,
+            interval: Duration::from_secs(1),
+            peer: String::new(),
+            interface: String::new(),
+        }
+    }
+}
+
+/// One interval as it completes, for live printing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IntervalReport {
+    /// Direction of the data, seen from this client.
+    pub direction: Direction,
+    /// The interval (bytes as counted on this side).
+    pub interval: BandwidthInterval,
+}
+
+/// Runs one test and returns one result per direction (two for bidir).
+pub fn run_client(opts: ClientOptions) -> Result<Vec<BandwidthResult>, BandwidthError> {
+    run_client_with(opts, &mut |_| {})
+}
+
+/// [`run_client`], calling `on_interval` as each interval completes.
+pub fn run_client_with(
+    opts: ClientOptions,
+    on_interval: &mut dyn FnMut(&IntervalReport),
+) -> Result<Vec<BandwidthResult>, BandwidthError> {
+    if opts.streams == 0 || opts.streams > 128 {
+        return Err(BandwidthError::Options("streams must be 1..=128".into()));
+    }
+    if opts.duration < Duration::from_secs(1) || opts.duration > Duration::from_secs(3600) {
+        return Err(BandwidthError::Options("duration must be 1 s..=1 h".into()));
+    }
+    if opts.interval < Duration::from_millis(100) {
+        return Err(BandwidthError::Options("interval must be >= 100 ms".into()));
+    }
+    let addr = resolve(&opts.server, opts.default_port)?;
+    let udp = opts.udp_rate_bps.is_some();
+    let block = opts.block_size.unwrap_or(if udp {
+        DEFAULT_UDP_BLOCK
+    } else {
+        DEFAULT_TCP_BLOCK
+    });
+    let params = Params {
+        tcp: (!udp).then_some(true),
+        udp: udp.then_some(true),
+        omit: 0,
+        time: opts.duration.as_secs(),
+        num: 0,
+        blockcount: 0,
+        parallel: opts.streams as u64,
+        reverse: (opts.mode == Mode::Download).then_some(true),
+        bidirectional: (opts.mode == Mode::Bidir).then_some(true),
+        window: opts.window.map(|w| w as u64),
+        len: block as u64,
+        bandwidth: opts.udp_rate_bps,
+        pacing_timer: Some(1000),
+        // Our server answers with its receiver-side intervals; a stock one
+        // with text we ignore.
+        get_server_output: Some(1),
+        udp_counters_64bit: None,
+        client_version: Some(format!("boltwatch-{}", env!("CARGO_PKG_VERSION"))),
+    };
+    let start_unix_ns = crate::sink::now_unix_ns();
+    let mut ctrl = TcpStream::connect_timeout(&addr, SETUP_TIMEOUT).map_err(|source| {
+        BandwidthError::Connect {
+            addr: addr.to_string(),
+            source,
+        }
+    })?;
+    ctrl.set_nodelay(true)?;
+    ctrl.set_read_timeout(Some(SETUP_TIMEOUT))?;
+    ctrl.set_write_timeout(Some(SETUP_TIMEOUT))?;
+    let cookie = iperf3::make_cookie(&mut rand::rng());
+    ctrl.write_all(&cookie)?;
+
+    let cfg = EngineConfig {
+        block_size: block,
+        rate_bps: opts.udp_rate_bps.unwrap_or(0),
+        udp_64bit: false,
+    };
+    let mut specs: Vec<StreamSpec> = Vec::new();
+    let mut run: Option<(Finished, Vec<BandwidthInterval>, Vec<BandwidthInterval>)> = None;
+    let mut peer_results: Option<Results> = None;
+    // Lives until the function returns, keeping the data sockets open
+    // through the results exchange.
+    let mut _engine: Option<Engine> = None;
+    loop {
+        let state = match read_state(&mut ctrl) {
+            Err(BandwidthError::PeerClosed) if peer_results.is_some() => break,
+            other => other?,
+        };
+        match state {
+            State::ParamExchange => write_frame(&mut ctrl, &params.to_json())?,
+            State::CreateStreams => {
+                specs = create_streams(addr, &cookie, &opts, udp)?;
+            }
+            State::TestStart => {}
+            State::TestRunning => {
+                let eng = _engine.insert(Engine::start(std::mem::take(&mut specs), &cfg)?);
+                let (up, down) = run_intervals(&mut ctrl, eng, &opts, on_interval)?;
+                let fin = eng.stop();
+                ctrl.set_read_timeout(Some(RESULTS_TIMEOUT))?;
+                write_state(&mut ctrl, State::TestEnd)?;
+                run = Some((fin, up, down));
+            }
+            State::ExchangeResults => {
+                let Some((fin, _, _)) = &run else {
+                    return Err(BandwidthError::Protocol("results before the test".into()));
+                };
+                write_frame(&mut ctrl, &our_results(fin).to_json())?;
+                let doc = read_frame(&mut ctrl, iperf3::MAX_RESULTS_JSON)?;
+                peer_results = Some(Results::from_json(&doc)?);
+            }
+            State::DisplayResults => {
+                // Best effort: the server may already be gone.
+                let _ = write_state(&mut ctrl, State::IperfDone);
+                break;
+            }
+            State::AccessDenied => return Err(BandwidthError::Busy),
+            State::ServerError => return Err(read_server_error(&mut ctrl)),
+            State::ServerTerminate => return Err(BandwidthError::ServerTerminated),
+            other => {
+                return Err(BandwidthError::Protocol(format!(
+                    "unexpected state {other:?}"
+                )))
+            }
+        }
+    }
+    let (Some((fin, up, down)), Some(peer)) = (run, peer_results) else {
+        return Err(BandwidthError::Protocol(
+            "test ended without results".into(),
+        ));
+    };
+    Ok(build_results(
+        &opts,
+        addr,
+        start_unix_ns,
+        udp,
+        &fin,
+        &peer,
+        up,
+        down,
+    ))
+}
+
+fn create_streams(
+    addr: SocketAddr,
+    cookie: &[u8; iperf3::COOKIE_SIZE],
+    opts: &ClientOptions,
+    udp: bool,
+) -> Result<Vec<StreamSpec>, BandwidthError> {
+    let p = opts.streams as usize;
+    let total = if opts.mode == Mode::Bidir { 2 * p } else { p };
+    let mut out = Vec::with_capacity(total);
+    for i in 0..total {
+        // iperf3 opens the client's sending streams first in bidir mode.
+        let sender = match opts.mode {
+            Mode::Upload => true,
+            Mode::Download => false,
+            Mode::Bidir => i < p,
+        };
+        let socket = if udp {
+            DataSocket::Udp(udp_connect(addr, opts.window)?)
+        } else {
+            let mut s = TcpStream::connect_timeout(&addr, SETUP_TIMEOUT).map_err(|source| {
+                BandwidthError::Connect {
+                    addr: addr.to_string(),
+                    source,
+                }
+            })?;
+            s.set_write_timeout(Some(SETUP_TIMEOUT))?;
+            s.write_all(cookie)?;
+            engine::tune_tcp(&s, opts.window)?;
+            DataSocket::Tcp(s)
+        };
+        out.push(StreamSpec {
+            id: iperf3::stream_id(i),
+            sender,
+            socket,
+        });
+    }
+    Ok(out)
+}
+
+fn udp_connect(addr: SocketAddr, window: Option<usize>) -> Result<UdpSocket, BandwidthError> {
+    let local: SocketAddr = if addr.is_ipv4() {
+        "0.0.0.0:0".parse().expect("literal")
+    } else {
+        "[::]:0".parse().expect("literal")
+    };
+    let s = UdpSocket::bind(local)?;
+    s.connect(addr)?;
+    engine::tune_udp(&s, window)?;
+    // The datagram may be lost; retry a few times within the setup budget.
+    s.set_read_timeout(Some(Duration::from_secs(2)))?;
+    for _ in 0..5 {
+        s.send(&iperf3::UDP_CONNECT_MSG.to_ne_bytes())?;
+        let mut b = [0u8; 4];
+        match s.recv(&mut b) {
+            Ok(4) => {
+                let v = u32::from_ne_bytes(b);
+                if v == iperf3::UDP_CONNECT_REPLY || v == iperf3::LEGACY_UDP_CONNECT_REPLY {
+                    engine::tune_udp(&s, window)?;
+                    return Ok(s);
+                }
+                return Err(BandwidthError::Protocol(format!(
+                    "bad UDP connect reply {v:#x}"
+                )));
+            }
+            Ok(_) => return Err(BandwidthError::Protocol("short UDP connect reply".into())),
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(BandwidthError::Protocol("no UDP connect reply".into()))
+}
+
+/// Samples the engine every interval until the test time is up, watching
+/// the control socket for a server that gives up.
+fn run_intervals(
+    ctrl: &mut TcpStream,
+    eng: &Engine,
+    opts: &ClientOptions,
+    on_interval: &mut dyn FnMut(&IntervalReport),
+) -> Result<(Vec<BandwidthInterval>, Vec<BandwidthInterval>), BandwidthError> {
+    let start = Instant::now();
+    let deadline = start + opts.duration;
+    let mut sampler = IntervalSampler::new(eng.snapshot());
+    let mut up = Vec::new();
+    let mut down = Vec::new();
+    let mut next_tick = start + opts.interval;
+    loop {
+        let now = Instant::now();
+        let until = next_tick.min(deadline);
+        if now < until {
+            ctrl.set_read_timeout(Some(until - now))?;
+            let mut b = [0u8; 1];
+            match ctrl.peek(&mut b) {
+                Ok(0) => return Err(BandwidthError::PeerClosed),
+                Ok(_) => {
+                    return Err(match read_state(ctrl)? {
+                        State::ServerError => read_server_error(ctrl),
+                        State::AccessDenied => BandwidthError::Busy,
+                        State::ServerTerminate => BandwidthError::ServerTerminated,
+                        s => BandwidthError::Protocol(format!("unexpected {s:?} mid-test")),
+                    })
+                }
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+                Err(e) => return Err(e.into()),
+            }
+            continue;
+        }
+        let snap = eng.snapshot();
+        let (u, d) = sampler.next(&snap);
+        for (iv, list, dir) in [
+            (u, &mut up, Direction::Upload),
+            (d, &mut down, Direction::Download),
+        ] {
+            if let Some(iv) = iv {
+                on_interval(&IntervalReport {
+                    direction: dir,
+                    interval: iv,
+                });
+                list.push(iv);
+            }
+        }
+        if now >= deadline {
+            return Ok((up, down));
+        }
+        next_tick += opts.interval;
+    }
+}
+
+/// Turns successive snapshots into per-direction intervals.
+pub(crate) struct IntervalSampler {
+    last: Snapshot,
+}
+
+impl IntervalSampler {
+    pub(crate) fn new(first: Snapshot) -> Self {
+        IntervalSampler { last: first }
+    }
+
+    pub(crate) fn next(
+        &mut self,
+        snap: &Snapshot,
+    ) -> (Option<BandwidthInterval>, Option<BandwidthInterval>) {
+        let dur = snap.elapsed.saturating_sub(self.last.elapsed);
+        let mk = |sender: bool, last: &Snapshot| {
+            if !snap.streams.iter().any(|s| s.sender == sender) {
+                return None;
+            }
+            let bytes = snap.bytes(sender).saturating_sub(last.bytes(sender));
+            let retransmits = if sender {
+                snap.retransmits().saturating_sub(last.retransmits())
+            } else {
+                0
+            };
+            Some(BandwidthInterval {
+                offset_ns: last.elapsed.as_nanos() as u64,
+                duration_ns: dur.as_nanos() as u64,
+                bytes,
+                bits_per_second: bps(bytes, dur),
+                retransmits,
+            })
+        };
+        let out = (mk(true, &self.last), mk(false, &self.last));
+        self.last = snap.clone();
+        out
+    }
+}
+
+/// Bits per second over `dur`.
+pub fn bps(bytes: u64, dur: Duration) -> f64 {
+    let s = dur.as_secs_f64();
+    if s > 0.0 {
+        bytes as f64 * 8.0 / s
+    } else {
+        0.0
+    }
+}
+
+/// Our side's results document, shaped as iperf3 shapes it.
+pub(crate) fn our_results(fin: &Finished) -> Results {
+    let has_tcp_sender = fin.streams.iter().any(|s| s.count.sender && !s.udp);
+    let any_sender = fin.streams.iter().any(|s| s.count.sender);
+    let sender_has_retransmits =
+        if has_tcp_sender && cfg!(any(target_os = "linux", target_os = "macos")) {
+            1
+        } else if any_sender {
+            0
+        } else {
+            -1
+        };
+    Results {
+        cpu_util_total: fin.cpu_percent,
+        cpu_util_user: fin.cpu_user_percent,
+        cpu_util_system: fin.cpu_system_percent,
+        sender_has_retransmits,
+        congestion_used: None,
+        streams: fin
+            .streams
+            .iter()
+            .map(|s| StreamResult {
+                id: s.count.id,
+                bytes: s.count.bytes,
+                retransmits: if s.count.sender && !s.udp {
+                    s.count.retransmits as i64
+                } else {
+                    -1
+                },
+                jitter: if s.count.sender {
+                    0.0
+                } else {
+                    s.udp_stats.jitter
+                },
+                errors: if s.count.sender {
+                    0
+                } else {
+                    s.udp_stats.lost as i64
+                },
+                packets: if s.count.sender {
+                    s.packets_sent as i64
+                } else {
+                    s.udp_stats.highest as i64
+                },
+                start_time: 0.0,
+                end_time: fin.elapsed.as_secs_f64(),
+            })
+            .collect(),
+        server_output_json: None,
+        server_output_text: None,
+    }
+}
+
+/// Receiver-side intervals from our own server's `server_output_json`
+/// (`intervals[].sum` with `sender: false`); None from a stock server.
+pub(crate) fn receiver_intervals(peer: &Results) -> Option<Vec<BandwidthInterval>> {
+    let list = peer
+        .server_output_json
+        .as_ref()?
+        .get("intervals")?
+        .as_array()?;
+    let mut out = Vec::with_capacity(list.len());
+    for iv in list {
+        let sum = iv.get("sum")?;
+        if sum.get("sender").and_then(|v| v.as_bool()) != Some(false) {
+            return None;
+        }
+        let start = sum.get("start")?.as_f64()?;
+        let secs = sum.get("seconds")?.as_f64()?;
+        let bytes = sum.get("bytes")?.as_u64()?;
+        let dur = Duration::from_secs_f64(secs.max(0.0));
+        out.push(BandwidthInterval {
+            offset_ns: (start.max(0.0) * 1e9) as u64,
+            duration_ns: dur.as_nanos() as u64,
+            bytes,
+            bits_per_second: bps(bytes, dur),
+            retransmits: 0,
+        });
+    }
+    Some(out)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn build_results(
+    opts: &ClientOptions,
+    addr: SocketAddr,
+    start_unix_ns: u64,
+    udp: bool,
+    fin: &Finished,
+    peer: &Results,
+    up: Vec<BandwidthInterval>,
+    down: Vec<BandwidthInterval>,
+) -> Vec<BandwidthResult> {
+    let peer_by_id = |id: i64| peer.streams.iter().find(|s| s.id == id);
+    let mut out = Vec::new();
+    for sender in [true, false] {
+        let ours: Vec<_> = fin
+            .streams
+            .iter()
+            .filter(|s| s.count.sender == sender)
+            .collect();
+        if ours.is_empty() {
+            continue;
+        }
+        let mut r = BandwidthResult {
+            peer: opts.peer.clone(),
+            peer_address: addr.to_string(),
+            interface: opts.interface.clone(),
+            direction: if sender {
+                Direction::Upload
+            } else {
+                Direction::Download
+            } as i32,
+            protocol: if udp { Protocol::Udp } else { Protocol::Tcp } as i32,
+            streams: opts.streams,
+            start_unix_ns,
+            duration_ns: fin.elapsed.as_nanos() as u64,
+            cpu_percent: fin.cpu_percent,
+            ..Default::default()
+        };
+        let mut missing = Vec::new();
+        let mut jitter_sum = 0.0;
+        for s in &ours {
+            let p = peer_by_id(s.count.id);
+            if p.is_none() {
+                missing.push(s.count.id);
+            }
+            if sender {
+                // The peer received: its count is the truth.
+                let p = p.cloned().unwrap_or_default();
+                r.bytes += p.bytes;
+                r.retransmits += s.count.retransmits;
+                if udp {
+                    let lost = p.errors.max(0) as u64;
+                    r.udp_lost += lost;
+                    r.udp_packets += (p.packets.max(0) as u64).saturating_sub(lost);
+                    jitter_sum += p.jitter;
+                }
+            } else {
+                r.bytes += s.count.bytes;
+                if let Some(p) = p {
+                    r.retransmits += p.retransmits.max(0) as u64;
+                }
+                if udp {
+                    r.udp_lost += s.udp_stats.lost;
+                    r.udp_packets += s.udp_stats.received;
+                    jitter_sum += s.udp_stats.jitter;
+                }
+            }
+        }
+        if udp {
+            r.udp_jitter_seconds = jitter_sum / ours.len() as f64;
+        }
+        r.bits_per_second = bps(r.bytes, fin.elapsed);
+        r.intervals = if sender {
+            receiver_intervals(peer).unwrap_or(up.clone())
+        } else {
+            down.clone()
+        };
+        if !missing.is_empty() {
+            r.error = format!("peer results lack stream ids {missing:?}");
+        } else if let Some(e) = ours.iter().find_map(|s| s.error.clone()) {
+            r.error = format!("stream ended early: {e}");
+        }
+        out.push(r);
+    }
+    out
+}

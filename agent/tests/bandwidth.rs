@@ -1,0 +1,528 @@
+//! Bandwidth tests against the real thing: Debian's `iperf3` as server and
+//! as client, on loopback ports picked at run time. Tests are short (1-3 s)
+//! and bounded; throughput is only checked for > 0 and for agreement
+//! between the two sides, never against a wall-clock figure.
+//!
+//! A missing `iperf3` fails these tests; it never skips them.
+
+use boltwatch_agent::bandwidth::iperf3::Mode;
+use boltwatch_agent::bandwidth::{
+    run_client, spawn_server, spawn_server_with, BandwidthError, ClientOptions, ServerOptions,
+};
+use boltwatch_proto::v1::{BandwidthResult, Direction, Protocol};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+fn iperf3() -> &'static str {
+    let ok = Command::new("iperf3")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    assert!(
+        ok,
+        "iperf3 is required for these tests (apt-get install -y iperf3); not skipping"
+    );
+    "iperf3"
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// True once something listens on 127.0.0.1:`port` (read from
+/// /proc/net/tcp: connecting would use up a one-off iperf3 server).
+fn listening(port: u16) -> bool {
+    let want = format!("0100007F:{port:04X}");
+    std::fs::read_to_string("/proc/net/tcp")
+        .unwrap_or_default()
+        .lines()
+        .any(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            f.len() > 3 && f[1] == want && f[3] == "0A"
+        })
+}
+
+/// A one-off stock `iperf3 -s` with JSON output, killed on drop.
+struct StockServer {
+    child: Option<Child>,
+    port: u16,
+}
+
+impl StockServer {
+    fn start() -> StockServer {
+        let port = free_port();
+        let child = Command::new(iperf3())
+            .args(["-s", "-1", "-J", "-B", "127.0.0.1", "-p", &port.to_string()])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn iperf3 -s");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !listening(port) {
+            assert!(Instant::now() < deadline, "iperf3 -s did not listen");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        StockServer {
+            child: Some(child),
+            port,
+        }
+    }
+
+    /// Waits (bounded) for the one-off server to exit and parses its JSON.
+    fn report(mut self) -> serde_json::Value {
+        let mut child = self.child.take().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            if child.try_wait().unwrap().is_some() {
+                break;
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("iperf3 -s did not exit after the test");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let mut out = String::new();
+        child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut out)
+            .unwrap();
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("iperf3 JSON: {e}: {out}"))
+    }
+}
+
+impl Drop for StockServer {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Our server on an ephemeral loopback port, stopped and joined on drop.
+struct OurServer {
+    addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    handle: Option<JoinHandle<()>>,
+}
+
+impl OurServer {
+    fn start() -> OurServer {
+        Self::start_with(None)
+    }
+
+    fn start_with(opts: Option<ServerOptions>) -> OurServer {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let handle = match opts {
+            Some(o) => spawn_server_with(l, stop.clone(), o),
+            None => spawn_server(l, stop.clone()),
+        }
+        .unwrap();
+        OurServer {
+            addr,
+            stop,
+            handle: Some(handle),
+        }
+    }
+}
+
+impl Drop for OurServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+fn opts(server: String, streams: u32, mode: Mode) -> ClientOptions {
+    ClientOptions {
+        server,
+        streams,
+        duration: Duration::from_secs(2),
+        mode,
+        peer: "test-peer".into(),
+        ..Default::default()
+    }
+}
+
+fn close(a: f64, b: f64, tol: f64) -> bool {
+    let m = a.max(b);
+    m > 0.0 && (a - b).abs() / m <= tol
+}
+
+fn check_basic(r: &BandwidthResult, dir: Direction, proto: Protocol, streams: u32) {
+    assert_eq!(r.direction(), dir);
+    assert_eq!(r.protocol(), proto);
+    assert_eq!(r.streams, streams);
+    assert!(r.error.is_empty(), "error: {}", r.error);
+    assert!(r.bytes > 0 && r.bits_per_second > 0.0);
+    assert!(r.duration_ns > 0 && r.start_unix_ns > 0);
+    assert!(!r.intervals.is_empty());
+    assert!(r.intervals.iter().all(|iv| iv.duration_ns > 0));
+    let sum: u64 = r.intervals.iter().map(|iv| iv.bytes).sum();
+    assert!(
+        close(sum as f64, r.bytes as f64, 0.10),
+        "intervals {sum} vs total {}",
+        r.bytes
+    );
+}
+
+fn stock_end_bytes(v: &serde_json::Value, key: &str) -> f64 {
+    v["end"][key]["bytes"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no end.{key}.bytes in {v}"))
+}
+
+#[test]
+fn client_tcp_one_stream_against_stock_server() {
+    let srv = StockServer::start();
+    let r = run_client(opts(format!("127.0.0.1:{}", srv.port), 1, Mode::Upload)).unwrap();
+    assert_eq!(r.len(), 1);
+    check_basic(&r[0], Direction::Upload, Protocol::Tcp, 1);
+    assert_eq!(r[0].peer, "test-peer");
+    let rep = srv.report();
+    let got = stock_end_bytes(&rep, "sum_received");
+    assert!(
+        close(got, r[0].bytes as f64, 0.01),
+        "{got} vs {}",
+        r[0].bytes
+    );
+}
+
+#[test]
+fn client_tcp_four_streams_against_stock_server() {
+    let srv = StockServer::start();
+    let r = run_client(opts(format!("127.0.0.1:{}", srv.port), 4, Mode::Upload)).unwrap();
+    check_basic(&r[0], Direction::Upload, Protocol::Tcp, 4);
+    let rep = srv.report();
+    assert_eq!(rep["end"]["streams"].as_array().unwrap().len(), 4);
+    let got = stock_end_bytes(&rep, "sum_received");
+    assert!(
+        close(got, r[0].bytes as f64, 0.01),
+        "{got} vs {}",
+        r[0].bytes
+    );
+}
+
+#[test]
+fn client_reverse_against_stock_server() {
+    let srv = StockServer::start();
+    let r = run_client(opts(format!("127.0.0.1:{}", srv.port), 2, Mode::Download)).unwrap();
+    assert_eq!(r.len(), 1);
+    check_basic(&r[0], Direction::Download, Protocol::Tcp, 2);
+    let rep = srv.report();
+    let sent = stock_end_bytes(&rep, "sum_sent");
+    assert!(
+        close(sent, r[0].bytes as f64, 0.10),
+        "{sent} vs {}",
+        r[0].bytes
+    );
+}
+
+#[test]
+fn client_bidir_against_stock_server() {
+    let srv = StockServer::start();
+    let r = run_client(opts(format!("127.0.0.1:{}", srv.port), 1, Mode::Bidir)).unwrap();
+    assert_eq!(r.len(), 2);
+    check_basic(&r[0], Direction::Upload, Protocol::Tcp, 1);
+    check_basic(&r[1], Direction::Download, Protocol::Tcp, 1);
+    drop(srv.report());
+}
+
+#[test]
+fn client_udp_against_stock_server() {
+    let srv = StockServer::start();
+    let mut o = opts(format!("127.0.0.1:{}", srv.port), 1, Mode::Upload);
+    o.udp_rate_bps = Some(100_000_000);
+    let r = run_client(o).unwrap();
+    check_basic(&r[0], Direction::Upload, Protocol::Udp, 1);
+    assert!(r[0].udp_packets > 0);
+    let rep = srv.report();
+    let s = &rep["end"]["sum"];
+    let packets = s["packets"].as_f64().unwrap();
+    let lost = s["lost_packets"].as_f64().unwrap();
+    assert_eq!(r[0].udp_lost as f64, lost);
+    assert_eq!((r[0].udp_packets + r[0].udp_lost) as f64, packets);
+    // Paced at 100 Mb/s for 2 s: about 25 MB, certainly not 10× off.
+    assert!(
+        r[0].bytes > 5_000_000 && r[0].bytes < 50_000_000,
+        "{}",
+        r[0].bytes
+    );
+}
+
+#[test]
+fn cli_json_against_stock_server() {
+    let srv = StockServer::start();
+    let out = Command::new(env!("CARGO_BIN_EXE_boltwatch-agent"))
+        .args([
+            "bandwidth",
+            "--iperf3",
+            &format!("127.0.0.1:{}", srv.port),
+            "-P",
+            "2",
+            "-t",
+            "1",
+            "-R",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v[0]["direction"], "recv");
+    assert_eq!(v[0]["streams"], 2);
+    assert!(v[0]["bytes"].as_u64().unwrap() > 0);
+    drop(srv.report());
+}
+
+fn stock_client(addr: SocketAddr, args: &[&str]) -> serde_json::Value {
+    let out = Command::new(iperf3())
+        .args(["-c", "127.0.0.1", "-p", &addr.port().to_string(), "-J"])
+        .args(args)
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    assert!(
+        out.status.success() && v.get("error").is_none(),
+        "iperf3 -c failed: {v}"
+    );
+    v
+}
+
+#[test]
+fn stock_client_tcp_four_streams_against_our_server() {
+    let srv = OurServer::start();
+    let v = stock_client(srv.addr, &["-t", "2", "-P", "4"]);
+    let sent = stock_end_bytes(&v, "sum_sent");
+    let recv = stock_end_bytes(&v, "sum_received");
+    assert!(recv > 0.0);
+    assert!(close(sent, recv, 0.10), "sent {sent} received {recv}");
+    assert_eq!(v["end"]["streams"].as_array().unwrap().len(), 4);
+}
+
+#[test]
+fn stock_client_reverse_against_our_server() {
+    let srv = OurServer::start();
+    let v = stock_client(srv.addr, &["-t", "2", "-P", "2", "-R"]);
+    let sent = stock_end_bytes(&v, "sum_sent");
+    let recv = stock_end_bytes(&v, "sum_received");
+    assert!(recv > 0.0);
+    assert!(close(sent, recv, 0.10), "sent {sent} received {recv}");
+}
+
+#[test]
+fn stock_client_udp_against_our_server() {
+    let srv = OurServer::start();
+    let v = stock_client(srv.addr, &["-t", "2", "-u", "-b", "50M", "-P", "2"]);
+    let s = &v["end"]["sum"];
+    assert!(s["bytes"].as_f64().unwrap() > 0.0);
+    let packets = s["packets"].as_f64().unwrap();
+    assert!(packets > 100.0, "{s}");
+    // Loopback at 100 Mb/s total loses next to nothing.
+    assert!(s["lost_packets"].as_f64().unwrap() <= packets * 0.10, "{s}");
+}
+
+#[test]
+fn our_client_against_our_server_reports_receiver_intervals() {
+    let srv = OurServer::start();
+    let r = run_client(opts(srv.addr.to_string(), 2, Mode::Upload)).unwrap();
+    check_basic(&r[0], Direction::Upload, Protocol::Tcp, 2);
+    let r = run_client(opts(srv.addr.to_string(), 2, Mode::Bidir)).unwrap();
+    check_basic(&r[0], Direction::Upload, Protocol::Tcp, 2);
+    check_basic(&r[1], Direction::Download, Protocol::Tcp, 2);
+    let mut o = opts(srv.addr.to_string(), 1, Mode::Download);
+    o.udp_rate_bps = Some(50_000_000);
+    let r = run_client(o).unwrap();
+    check_basic(&r[0], Direction::Download, Protocol::Udp, 1);
+    assert!(r[0].udp_packets > 100);
+}
+
+#[test]
+fn second_client_gets_busy_while_a_test_runs() {
+    let srv = OurServer::start();
+    let port = srv.addr.port().to_string();
+    let first = Command::new(iperf3())
+        .args(["-c", "127.0.0.1", "-p", &port, "-t", "3", "-J"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1000));
+    let second = run_client(opts(srv.addr.to_string(), 1, Mode::Upload));
+    assert!(
+        matches!(second, Err(BandwidthError::Busy)),
+        "second client: {second:?}"
+    );
+    // A raw connection gets exactly the ACCESS_DENIED byte, then EOF.
+    let mut raw = TcpStream::connect(srv.addr).unwrap();
+    raw.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut b = Vec::new();
+    raw.read_to_end(&mut b).unwrap();
+    assert_eq!(b, vec![0xff]);
+    let out = first.wait_with_output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(out.status.success() && v.get("error").is_none(), "{v}");
+    assert!(stock_end_bytes(&v, "sum_received") > 0.0);
+}
+
+/// Runs a short stock test, retrying (bounded) while the server is still
+/// tearing down the previous session.
+fn test_succeeds_soon(addr: SocketAddr) {
+    for _ in 0..20 {
+        let out = Command::new(iperf3())
+            .args([
+                "-c",
+                "127.0.0.1",
+                "-p",
+                &addr.port().to_string(),
+                "-t",
+                "1",
+                "-J",
+            ])
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        // iperf3 -J exits 0 even on errors; the "error" key tells.
+        if out.status.success() && v.get("error").is_none() {
+            assert!(stock_end_bytes(&v, "sum_received") > 0.0);
+            return;
+        }
+        let err = v["error"].as_str().unwrap_or_default().to_string();
+        assert!(err.contains("busy"), "unexpected failure: {err}");
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    panic!("server stayed busy");
+}
+
+#[test]
+fn killed_client_does_not_leave_the_server_busy() {
+    let srv = OurServer::start();
+    for args in [&["-t", "10", "-P", "2"][..], &["-t", "10", "-R"][..]] {
+        let mut c = Command::new(iperf3())
+            .args(["-c", "127.0.0.1", "-p", &srv.addr.port().to_string()])
+            .args(args)
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(1000));
+        c.kill().unwrap();
+        c.wait().unwrap();
+        test_succeeds_soon(srv.addr);
+    }
+}
+
+#[test]
+fn silent_client_times_out_and_frees_the_server() {
+    let srv = OurServer::start_with(Some(ServerOptions {
+        setup_timeout: Duration::from_millis(500),
+        grace: Duration::from_millis(500),
+        ..Default::default()
+    }));
+    // Sends a cookie, takes the slot, then says nothing.
+    let mut c = TcpStream::connect(srv.addr).unwrap();
+    c.write_all(&[b'a'; 36]).unwrap();
+    c.write_all(&[0]).unwrap();
+    let mut b = [0u8; 1];
+    c.read_exact(&mut b).unwrap();
+    assert_eq!(b[0], 9, "PARAM_EXCHANGE");
+    test_succeeds_soon(srv.addr);
+    drop(c);
+}
+
+/// Speaks the protocol by hand up to TEST_RUNNING, then goes silent with
+/// every connection left open: the server must give up after the test time
+/// plus its grace period.
+#[test]
+fn client_silent_mid_test_times_out_and_frees_the_server() {
+    let srv = OurServer::start_with(Some(ServerOptions {
+        setup_timeout: Duration::from_secs(5),
+        grace: Duration::from_millis(500),
+        ..Default::default()
+    }));
+    let cookie = [b'b'; 36];
+    let mut c = TcpStream::connect(srv.addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    c.write_all(&cookie).unwrap();
+    c.write_all(&[0]).unwrap();
+    let mut b = [0u8; 1];
+    c.read_exact(&mut b).unwrap();
+    assert_eq!(b[0], 9, "PARAM_EXCHANGE");
+    let params = br#"{"tcp":true,"time":1,"parallel":1,"len":65536}"#;
+    c.write_all(&(params.len() as u32).to_be_bytes()).unwrap();
+    c.write_all(params).unwrap();
+    c.read_exact(&mut b).unwrap();
+    assert_eq!(b[0], 10, "CREATE_STREAMS");
+    let mut d = TcpStream::connect(srv.addr).unwrap();
+    d.write_all(&cookie).unwrap();
+    d.write_all(&[0]).unwrap();
+    c.read_exact(&mut b).unwrap();
+    assert_eq!(b[0], 1, "TEST_START");
+    c.read_exact(&mut b).unwrap();
+    assert_eq!(b[0], 2, "TEST_RUNNING");
+    // Silent from here on; a new test must get through once the server
+    // gives up on this one (1 s test + 0.5 s grace).
+    test_succeeds_soon(srv.addr);
+    drop((c, d));
+}
+
+/// With `-O 1` the stock client omits the first second from its sender
+/// total; our server must omit it from the receiver total too.
+#[test]
+fn stock_client_omit_is_honoured_by_our_server() {
+    let srv = OurServer::start();
+    let v = stock_client(srv.addr, &["-t", "2", "-O", "1"]);
+    let sent = stock_end_bytes(&v, "sum_sent");
+    let recv = stock_end_bytes(&v, "sum_received");
+    assert!(close(sent, recv, 0.10), "sent {sent} received {recv}");
+}
+
+/// Setting `stop` ends the server thread, also mid-test, and the client
+/// hears about it instead of hanging.
+#[test]
+fn stop_ends_the_server_even_mid_test() {
+    let mut srv = OurServer::start();
+    let addr = srv.addr;
+    let client = std::thread::spawn(move || {
+        let mut o = opts(addr.to_string(), 1, Mode::Upload);
+        o.duration = Duration::from_secs(30);
+        run_client(o)
+    });
+    std::thread::sleep(Duration::from_millis(1000));
+    srv.stop.store(true, Ordering::Relaxed);
+    let h = srv.handle.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = h.join();
+        let _ = tx.send(());
+    });
+    rx.recv_timeout(Duration::from_secs(15))
+        .expect("server thread did not end after stop");
+    let r = client.join().unwrap();
+    assert!(
+        matches!(r, Err(BandwidthError::ServerTerminated)),
+        "client saw {r:?}"
+    );
+}
