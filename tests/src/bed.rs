@@ -328,6 +328,53 @@ impl TestBed {
         Ok(())
     }
 
+    /// Drops every UDP datagram to `port` arriving on `iface` in `node`
+    /// (nftables ingress rule with a counter); the carrier stays up.
+    pub fn block_udp(&self, node: usize, iface: &str, port: u16) -> Result<(), BedError> {
+        self.nft_load(node, &nft::block_udp_script(iface, port))
+    }
+
+    /// Removes the rule of [`TestBed::block_udp`].
+    pub fn unblock_udp(&self, node: usize, iface: &str) -> Result<(), BedError> {
+        let table = nft::block_table_name(iface);
+        run(self
+            .ip()
+            .args(["netns", "exec", self.netns(node)?])
+            .arg(&self.tools.nft)
+            .args(["delete", "table", "netdev", &table]))?;
+        Ok(())
+    }
+
+    fn nft_load(&self, node: usize, script: &str) -> Result<(), BedError> {
+        let mut load = self.ip();
+        load.args(["netns", "exec", self.netns(node)?])
+            .arg(&self.tools.nft)
+            .args(["-f", "-"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let command = crate::cmd::describe(&load);
+        let spawn_err = |source| BedError::Spawn {
+            command: command.clone(),
+            source,
+        };
+        let mut child = load.spawn().map_err(spawn_err)?;
+        {
+            use std::io::Write;
+            let mut stdin = child.stdin.take().expect("piped stdin");
+            stdin.write_all(script.as_bytes()).map_err(spawn_err)?;
+        }
+        let out = child.wait_with_output().map_err(spawn_err)?;
+        if !out.status.success() {
+            return Err(BedError::Command {
+                command,
+                status: out.status.to_string(),
+                stderr: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+            });
+        }
+        Ok(())
+    }
+
     /// Packets the loss rule on `iface` in `node` has dropped so far (the
     /// nftables counter, exact).
     pub fn loss_drops(&self, node: usize, iface: &str) -> Result<u64, BedError> {
