@@ -133,6 +133,19 @@ fn twenty_flaps_are_twenty_events_and_outages_on_each_side() {
             .iter()
             .filter(|o| o["cause"] != "carrier" && o["cause"] != "both")
             .collect();
+        for o in &others {
+            let start = u(&o["start_unix_ns"]);
+            let near = flaps
+                .iter()
+                .map(|f| {
+                    (
+                        (start as f64 - f.down_after as f64) / 1e6,
+                        (start as f64 - f.up_after as f64) / 1e6,
+                    )
+                })
+                .min_by(|a, b| a.1.abs().total_cmp(&b.1.abs()));
+            eprintln!("node {n}: unexplained outage {o}; ms after nearest (down, up): {near:?}");
+        }
         assert!(
             others.is_empty(),
             "node {n}: outages not explained by a flap: {others:#?}"
