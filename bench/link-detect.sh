@@ -6,9 +6,12 @@
 #
 # Needs root, iproute2 and nftables (the test bed); builds the agent, the
 # collector and the bench binary (debug profile, like the tests).
-# Usage: bench/link-detect.sh [FLAPS]
+# Usage: bench/link-detect.sh [--urgent] [FLAPS]
+# (--urgent: veth ends with distinct ifindexes, so the kernel reports
+# carrier changes at once; by default they are batched by linkwatch, as
+# for thunderbolt-net.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ "$(id -u)" = 0 ] || { echo "link-detect: needs root (network namespaces)" >&2; exit 1; }
 cargo build -q -p boltwatch-agent -p boltwatch-collector -p boltwatch-tests --bins
-exec target/debug/bw-link-detect "${1:-20}"
+exec target/debug/bw-link-detect "$@"

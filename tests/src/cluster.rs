@@ -12,7 +12,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde_json::Value;
 
 use crate::procs::{bin, sample, wait_for, Collector, Proc};
-use crate::TestBed;
+use crate::{BedOptions, TestBed};
 
 /// UDP port of every agent's STAMP reflector inside its namespace.
 pub const REFLECTOR_PORT: u16 = 8620;
@@ -41,6 +41,8 @@ pub struct AgentOptions {
     pub extra: Vec<Vec<String>>,
     /// Config file lines for every agent (intervals without CLI flags).
     pub config: String,
+    /// How the bed is built.
+    pub bed: BedOptions,
 }
 
 impl Default for AgentOptions {
@@ -49,6 +51,7 @@ impl Default for AgentOptions {
             probe_interval: "20ms".into(),
             extra: Vec::new(),
             config: String::new(),
+            bed: BedOptions::default(),
         }
     }
 }
@@ -71,7 +74,8 @@ impl Cluster {
     /// node (every other node as a peer, no service checks unless `extra`
     /// asks), and waits until every agent's probes are answered.
     pub fn start(nodes: usize, opts: &AgentOptions) -> Cluster {
-        let bed = TestBed::new(nodes).unwrap_or_else(|e| panic!("cannot build the test bed: {e}"));
+        let bed = TestBed::with_options(nodes, opts.bed)
+            .unwrap_or_else(|e| panic!("cannot build the test bed: {e}"));
         let dir = tempfile::tempdir().expect("temp dir");
         let collector = Collector::start_for_bed(dir.path(), &dir.path().join("data"));
         let config = dir.path().join("agent.toml");

@@ -27,6 +27,6 @@ pub mod nft;
 pub mod procs;
 pub mod sysfs;
 
-pub use bed::{Link, Node, TestBed};
+pub use bed::{BedOptions, Link, Node, TestBed};
 pub use cmd::BedError;
 pub use sysfs::{NetIf, SysfsFixture};

@@ -3,7 +3,8 @@
 //! over N flaps on a two-node test bed, next to the usual BFD setting of
 //! 3 x 50 ms. Run by `bench/link-detect.sh` as root.
 //!
-//! Usage: `bw-link-detect [FLAPS]` (default 20). Prints one line per flap
+//! Usage: `bw-link-detect [--urgent] [FLAPS]` (default 20 flaps; `--urgent`
+//! builds the bed with urgent link events, see `BedOptions`). Prints one line per flap
 //! and a summary; exits non-zero if a drop was never seen.
 //!
 //! "Stored" is measured by polling the collector's API every 2 ms, so it
@@ -14,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use boltwatch_tests::cluster::{node_name, now_unix_ns, AgentOptions, Cluster};
+use boltwatch_tests::BedOptions;
 
 /// BFD's common 50 ms interval with detect multiplier 3.
 const BFD_MS: f64 = 150.0;
@@ -50,11 +52,32 @@ fn stats(v: &mut [f64]) -> (f64, f64) {
 }
 
 fn main() -> anyhow::Result<()> {
-    let flaps: usize = match std::env::args().nth(1) {
-        Some(a) => a.parse().context("FLAPS must be a number")?,
-        None => 20,
+    let mut flaps = 20usize;
+    let mut urgent = false;
+    for a in std::env::args().skip(1) {
+        if a == "--urgent" {
+            urgent = true;
+        } else {
+            flaps = a
+                .parse()
+                .context("usage: bw-link-detect [--urgent] [FLAPS]")?;
+        }
+    }
+    let opts = AgentOptions {
+        bed: BedOptions {
+            urgent_link_events: urgent,
+        },
+        ..Default::default()
     };
-    let c = Cluster::start(2, &AgentOptions::default());
+    println!(
+        "link events: {}",
+        if urgent {
+            "urgent (veth ends with distinct ifindexes)"
+        } else {
+            "batched by linkwatch, as for thunderbolt-net (veth ends share an ifindex)"
+        }
+    );
+    let c = Cluster::start(2, &opts);
     let ifaces = [
         c.bed.link_if(0, 1)?.to_owned(),
         c.bed.link_if(1, 0)?.to_owned(),
