@@ -317,40 +317,7 @@ impl TestBed {
         // Absent on first use; any real problem shows in the load below.
         let _ = del.output();
         let script = nft::loss_script(iface, per_mille.min(1000));
-        let mut load = self.ip();
-        load.args(["netns", "exec", ns])
-            .arg(&self.tools.nft)
-            .args(["-f", "-"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let command = crate::cmd::describe(&load);
-        let mut child = load.spawn().map_err(|source| BedError::Spawn {
-            command: command.clone(),
-            source,
-        })?;
-        {
-            use std::io::Write;
-            let mut stdin = child.stdin.take().expect("piped stdin");
-            stdin
-                .write_all(script.as_bytes())
-                .map_err(|source| BedError::Spawn {
-                    command: command.clone(),
-                    source,
-                })?;
-        }
-        let out = child.wait_with_output().map_err(|source| BedError::Spawn {
-            command: command.clone(),
-            source,
-        })?;
-        if !out.status.success() {
-            return Err(BedError::Command {
-                command,
-                status: out.status.to_string(),
-                stderr: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
-            });
-        }
-        Ok(())
+        self.nft_load(node, &script)
     }
 
     /// Drops every UDP datagram to `port` arriving on `iface` in `node`
