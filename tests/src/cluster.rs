@@ -6,7 +6,7 @@
 //! Dropping a [`Cluster`] kills the agents and the collector, then tears the
 //! bed down (namespaces, veths, nft tables), also when a test panics.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
@@ -186,7 +186,7 @@ fn start_agent(
     dir: &Path,
     collector: &Collector,
     i: usize,
-    config: &PathBuf,
+    config: &Path,
     interval: &str,
     extra: &[String],
 ) -> Proc {
