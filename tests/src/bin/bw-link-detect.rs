@@ -83,6 +83,9 @@ fn main() -> anyhow::Result<()> {
         c.bed.link_if(1, 0)?.to_owned(),
     ];
     // [node] -> (stored ms, agent ms) per flap.
+    let begin = now_unix_ns();
+    // Per flap: (down command start, up command end).
+    let mut injected: Vec<(u64, u64)> = Vec::new();
     let mut stored: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
     let mut agent: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
     for k in 0..flaps {
@@ -123,8 +126,11 @@ fn main() -> anyhow::Result<()> {
             1250u64.saturating_sub((now_unix_ns() - t0) / 1_000_000),
         ));
         c.bed.set_link(0, &ifaces[0], true)?;
+        injected.push((t0, now_unix_ns()));
         std::thread::sleep(Duration::from_millis(1250));
     }
+    // Let the last outages end and reach the collector.
+    std::thread::sleep(Duration::from_secs(3));
     println!();
     println!("detection latency over {flaps} flaps, `ip link set down` -> event:");
     for n in 0..2 {
@@ -145,6 +151,53 @@ fn main() -> anyhow::Result<()> {
             BFD_MS / sm,
             BFD_MS / sx
         );
+    }
+    println!();
+    println!("outages recorded (ledger), compared with the injected drops:");
+    for n in 0..2 {
+        let outages = c.outages(n, begin);
+        let mut causes: std::collections::BTreeMap<String, usize> = Default::default();
+        for o in &outages {
+            *causes
+                .entry(o["cause"].as_str().unwrap_or("?").to_owned())
+                .or_default() += 1;
+        }
+        let mut excess_ms: Vec<f64> = Vec::new();
+        for (down, up) in &injected {
+            let hit = outages.iter().find(|o| {
+                let s = o["start_unix_ns"].as_u64().unwrap_or(0);
+                s + 5_000_000 >= *down && s <= *up && o["cause"] != "probe_loss"
+            });
+            if let Some(e) =
+                hit.and_then(|o| Some(o["end_unix_ns"].as_u64()? - o["start_unix_ns"].as_u64()?))
+            {
+                excess_ms.push((e as f64 - (up - down) as f64) / 1e6);
+            }
+        }
+        let (med, max) = if excess_ms.is_empty() {
+            (f64::NAN, f64::NAN)
+        } else {
+            stats(&mut excess_ms.clone())
+        };
+        println!(
+            "  {}: {} outages {causes:?}; {} matched a drop; recorded minus injected \
+             duration median {med:.1} ms, max {max:.1} ms",
+            node_name(n),
+            outages.len(),
+            excess_ms.len()
+        );
+        for o in outages.iter().filter(|o| o["cause"] == "probe_loss") {
+            let s = o["start_unix_ns"].as_u64().unwrap_or(0);
+            let after_up = injected
+                .iter()
+                .map(|(_, up)| (s as f64 - *up as f64) / 1e6)
+                .min_by(|a, b| a.abs().total_cmp(&b.abs()))
+                .unwrap_or(f64::NAN);
+            println!(
+                "    probe-loss outage of {:.1} ms starting {after_up:.1} ms after the nearest up",
+                o["duration_ns"].as_u64().unwrap_or(0) as f64 / 1e6
+            );
+        }
     }
     Ok(())
 }
