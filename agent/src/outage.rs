@@ -14,14 +14,17 @@
 //!
 //! Rules:
 //! - A carrier outage starts at the carrier-down time and ends at the first
-//!   good reply received while the carrier is up again.
+//!   good reply to a probe sent after the carrier went down. That reply
+//!   proves the path works, so it also counts as the carrier's return when
+//!   the kernel's carrier-up notification lags behind the traffic.
 //! - A probe-loss outage starts when `k` consecutive probes, sent while the
 //!   carrier was up, went unanswered; its start is the send time of the
 //!   first of them. It ends at the first good reply to a probe sent after the
 //!   outage started.
 //! - Probes sent while the carrier was down neither count towards nor break
 //!   a run of missing probes: their loss is already explained.
-//! - A reply received while the carrier is down is stale and ends nothing.
+//! - A reply to a probe sent before the carrier went down is stale and ends
+//!   nothing, whenever it arrives.
 //! - Service outages (`SERVICE`) are separate, one per service name: they
 //!   start at the first failed check and end at the first successful one.
 
@@ -127,9 +130,18 @@ impl PeerLedger {
 
     /// Probe `seq`, sent at `sent_unix_ns`, was answered at `now`.
     pub fn on_probe_reply(&mut self, _seq: u64, sent_unix_ns: u64, now: u64) -> Vec<Outage> {
-        if self.carrier_down_at.is_some() {
-            // Stale: whatever got through, the carrier is down now.
-            return Vec::new();
+        if let Some(down) = self.carrier_down_at {
+            if sent_unix_ns <= down {
+                // Stale: sent before the drop, it proves nothing about now.
+                return Vec::new();
+            }
+            // Sent after the drop and answered: the path works again even
+            // though the carrier-up notification has not arrived (Linux
+            // linkwatch may hold it back up to a second). Treat the reply
+            // as the carrier's return; the late up event then finds the
+            // carrier already up and changes nothing.
+            self.carrier_down_at = None;
+            self.last_down = Some((down, sent_unix_ns));
         }
         if self.run.is_some_and(|r| sent_unix_ns > r.last_sent) {
             self.run = None;
@@ -361,15 +373,49 @@ mod tests {
         let mut l = ledger();
         let down_at = sent(2);
         assert_eq!(l.on_carrier("tb0", false, down_at).len(), 1);
-        // A reply (to a probe sent before or during the down) arrives while
-        // the carrier is down.
+        // Replies to probes sent before (or at) the drop arrive while the
+        // carrier is down, and after it is back: they end nothing.
         assert!(l.on_probe_reply(1, sent(1), sent(2) + MS).is_empty());
-        assert!(l.on_probe_reply(3, sent(3), sent(3) + MS).is_empty());
+        assert!(l.on_probe_reply(2, sent(2), sent(3)).is_empty());
         assert!(l.in_outage());
         assert!(l.on_carrier("tb0", true, sent(5)).is_empty());
+        assert!(l.on_probe_reply(1, sent(1), sent(5) + MS).is_empty());
+        assert!(l.in_outage());
         let end = l.on_probe_reply(6, sent(6), sent(6) + MS);
         assert_eq!(end.len(), 1);
         assert_eq!(end[0].end_unix_ns, Some(sent(6) + MS));
+    }
+
+    #[test]
+    fn reply_to_probe_sent_after_drop_ends_it_before_the_late_up_event() {
+        let mut l = ledger();
+        let down_at = sent(2) + MS;
+        let start = l.on_carrier("tb0", false, down_at);
+        assert_eq!(start.len(), 1);
+        // Probes 3..5 go out during the down period and are lost.
+        for seq in 3..6 {
+            assert!(l.on_probe_missing(seq, sent(seq), sent(seq + 1)).is_empty());
+        }
+        // The link is back; probe 6 is answered before the kernel's
+        // carrier-up notification arrives.
+        let reply_at = sent(6) + 50_000;
+        let end = l.on_probe_reply(6, sent(6), reply_at);
+        assert_eq!(end.len(), 1);
+        assert_eq!(end[0].outage_id, start[0].outage_id);
+        assert_eq!(end[0].start_unix_ns, down_at);
+        assert_eq!(end[0].end_unix_ns, Some(reply_at));
+        assert_eq!(cause(&end[0]), OutageCause::Carrier);
+        assert!(!l.in_outage());
+        // Late overdue reports of probes sent while down start nothing.
+        for seq in 3..6 {
+            assert!(l.on_probe_missing(seq, sent(seq), sent(9)).is_empty());
+        }
+        // The late up event changes nothing, and no outage reopens.
+        assert!(l.on_carrier("tb0", true, sent(8)).is_empty());
+        assert!(!l.in_outage());
+        assert!(l.on_probe_reply(9, sent(9), sent(9) + 1).is_empty());
+        // The next drop is a new outage.
+        assert_eq!(l.on_carrier("tb0", false, sent(10)).len(), 1);
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! The JSON API under `/api/v1`: nodes with their boots and gaps, and stored
-//! records decoded into DTOs ([`crate::dto`]). Handlers only translate: the
+//! The JSON API under `/api/v1`: nodes with their boots and gaps, stored
+//! records decoded into DTOs ([`crate::dto`]), and outages with their start
+//! and end records joined. Handlers only translate: the
 //! store answers the queries, the metric state says who is connected.
 
 use axum::extract::{Query, State};
@@ -11,7 +12,9 @@ use boltwatch_proto::v1::Record;
 use prost::Message;
 use serde::Deserialize;
 
-use crate::dto::{BootDto, NodeDto, NodesDto, PayloadDto, RecordDto, RecordsDto};
+use crate::dto::{
+    join_outages, BootDto, NodeDto, NodesDto, OutagesDto, PayloadDto, RecordDto, RecordsDto,
+};
 use crate::http::AppState;
 use crate::ingest::lock;
 use crate::store::{queries, RecordFilter, StoreError, StoredRecord};
@@ -26,6 +29,7 @@ pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/api/v1/nodes", get(nodes))
         .route("/api/v1/records", get(records))
+        .route("/api/v1/outages", get(outages))
 }
 
 /// A failed API request, answered as `{"error": ...}`.
@@ -134,4 +138,36 @@ async fn records(
         })
         .await?;
     Ok(Json(RecordsDto { records }))
+}
+
+/// Query of `GET /api/v1/outages`.
+#[derive(Debug, Deserialize)]
+pub struct OutagesQuery {
+    /// Only this node's outages (as recorded by its agent).
+    pub node: Option<String>,
+    /// Only outages that started at or after this time (unix ns), plus
+    /// those still open.
+    pub since: Option<u64>,
+}
+
+async fn outages(
+    State(st): State<AppState>,
+    Query(q): Query<OutagesQuery>,
+) -> Result<Json<OutagesDto>, ApiError> {
+    let node = q.node.filter(|s| !s.is_empty());
+    let since = q.since.unwrap_or(0);
+    let outages = st
+        .store
+        .read(move |c| {
+            let rows = queries::records_of_kind(c, node.as_deref(), "outage")?;
+            let decoded = rows.into_iter().filter_map(|r| {
+                match Record::decode(r.raw.as_slice()).ok()?.payload? {
+                    boltwatch_proto::v1::record::Payload::Outage(o) => Some((r.node, r.boot_id, o)),
+                    _ => None,
+                }
+            });
+            Ok(join_outages(decoded, since))
+        })
+        .await?;
+    Ok(Json(OutagesDto { outages }))
 }

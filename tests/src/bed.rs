@@ -37,6 +37,26 @@ static NEXT_NODE: AtomicU32 = AtomicU32::new(0);
 /// Serialises the choice of management subnets within the process.
 static MGMT_ALLOC: Mutex<()> = Mutex::new(());
 
+/// First interface index of link veths with [`BedOptions::urgent_link_events`].
+const LINK_IFINDEX_BASE: usize = 1000;
+
+/// How a bed is built.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BedOptions {
+    /// Give the two ends of every link distinct interface indexes.
+    ///
+    /// The kernel's linkwatch handles a carrier change at once ("urgent")
+    /// only for devices whose ifindex differs from their iflink. The two
+    /// ends of a veth pair in fresh namespaces get the same index, so by
+    /// default their carrier changes are batched like those of
+    /// thunderbolt-net (which has no iflink): notifications lag up to 1 s,
+    /// and the qdisc of the side that lost carrier stays deactivated until
+    /// linkwatch runs, so that side cannot send for as long. With this
+    /// option set, the path returns with the carrier, and an injected drop
+    /// lasts exactly as long as the `ip link set` commands say.
+    pub urgent_link_events: bool,
+}
+
 /// One node: a network namespace.
 #[derive(Debug, Clone)]
 pub struct Node {
@@ -77,18 +97,25 @@ pub struct TestBed {
     tools: Tools,
     nodes: Vec<Node>,
     links: Vec<Link>,
+    options: BedOptions,
 }
 
 impl TestBed {
     /// Builds `nodes` namespaces, fully meshed. Fails (never skips) without
     /// root or without `ip`, `tc`, `nft`.
     pub fn new(nodes: usize) -> Result<TestBed, BedError> {
+        TestBed::with_options(nodes, BedOptions::default())
+    }
+
+    /// As [`TestBed::new`], with options.
+    pub fn with_options(nodes: usize, options: BedOptions) -> Result<TestBed, BedError> {
         let tools = Tools::find()?;
         sweep_stale(&tools);
         let mut bed = TestBed {
             tools,
             nodes: Vec::new(),
             links: Vec::new(),
+            options,
         };
         // On any error `bed` drops here and removes what was built so far.
         for index in 0..nodes {
@@ -165,24 +192,22 @@ impl TestBed {
             b_addr: Ipv4Addr::new(10, 77, octet, 2),
         };
         let (na, nb) = (self.nodes[a].netns.clone(), self.nodes[b].netns.clone());
-        run(self.ip().args([
-            "-n",
-            &na,
-            "link",
-            "add",
-            &link.a_if,
-            "mtu",
-            &LINK_MTU.to_string(),
-            "type",
-            "veth",
-            "peer",
-            "name",
-            &link.b_if,
-            "mtu",
-            &LINK_MTU.to_string(),
-            "netns",
-            &nb,
-        ]))?;
+        let mtu = LINK_MTU.to_string();
+        let (ia, ib) = (
+            (LINK_IFINDEX_BASE + 2 * index).to_string(),
+            (LINK_IFINDEX_BASE + 2 * index + 1).to_string(),
+        );
+        let mut add = self.ip();
+        add.args(["-n", &na, "link", "add", &link.a_if, "mtu", &mtu]);
+        if self.options.urgent_link_events {
+            add.args(["index", &ia]);
+        }
+        add.args(["type", "veth", "peer", "name", &link.b_if, "mtu", &mtu]);
+        if self.options.urgent_link_events {
+            add.args(["index", &ib]);
+        }
+        add.args(["netns", &nb]);
+        run(&mut add)?;
         for (ns, ifname, addr) in [
             (&na, &link.a_if, link.a_addr),
             (&nb, &link.b_if, link.b_addr),
@@ -292,32 +317,46 @@ impl TestBed {
         // Absent on first use; any real problem shows in the load below.
         let _ = del.output();
         let script = nft::loss_script(iface, per_mille.min(1000));
+        self.nft_load(node, &script)
+    }
+
+    /// Drops every UDP datagram to `port` arriving on `iface` in `node`
+    /// (nftables ingress rule with a counter); the carrier stays up.
+    pub fn block_udp(&self, node: usize, iface: &str, port: u16) -> Result<(), BedError> {
+        self.nft_load(node, &nft::block_udp_script(iface, port))
+    }
+
+    /// Removes the rule of [`TestBed::block_udp`].
+    pub fn unblock_udp(&self, node: usize, iface: &str) -> Result<(), BedError> {
+        let table = nft::block_table_name(iface);
+        run(self
+            .ip()
+            .args(["netns", "exec", self.netns(node)?])
+            .arg(&self.tools.nft)
+            .args(["delete", "table", "netdev", &table]))?;
+        Ok(())
+    }
+
+    fn nft_load(&self, node: usize, script: &str) -> Result<(), BedError> {
         let mut load = self.ip();
-        load.args(["netns", "exec", ns])
+        load.args(["netns", "exec", self.netns(node)?])
             .arg(&self.tools.nft)
             .args(["-f", "-"])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         let command = crate::cmd::describe(&load);
-        let mut child = load.spawn().map_err(|source| BedError::Spawn {
+        let spawn_err = |source| BedError::Spawn {
             command: command.clone(),
             source,
-        })?;
+        };
+        let mut child = load.spawn().map_err(spawn_err)?;
         {
             use std::io::Write;
             let mut stdin = child.stdin.take().expect("piped stdin");
-            stdin
-                .write_all(script.as_bytes())
-                .map_err(|source| BedError::Spawn {
-                    command: command.clone(),
-                    source,
-                })?;
+            stdin.write_all(script.as_bytes()).map_err(spawn_err)?;
         }
-        let out = child.wait_with_output().map_err(|source| BedError::Spawn {
-            command: command.clone(),
-            source,
-        })?;
+        let out = child.wait_with_output().map_err(spawn_err)?;
         if !out.status.success() {
             return Err(BedError::Command {
                 command,

@@ -4,25 +4,29 @@
 //! and `sysctl` from Debian and needs root; without them it fails with a
 //! message saying what is missing, it never skips.
 //!
-//! Also here: the `bw-linkwatch` binary (`src/bin/`), which runs the
-//! agent's link watcher and prints its records as JSON lines; tests start it
-//! inside a node with [`TestBed::exec`].
+//! Also here, in `src/bin/`: `bw-linkwatch`, which runs the agent's link
+//! watcher and prints its records as JSON lines (tests start it inside a
+//! node with [`TestBed::exec`]); `bw-listen`, a TCP listener standing in for
+//! a peer's service; and `bw-link-detect`, the detection-latency bench.
 //!
 //! # Layout
 //! - [`bed`]: [`TestBed`], the namespaces, links and fault injection.
 //! - [`cmd`]: running the tools, [`BedError`], root and tool checks.
 //! - [`nft`]: the loss ruleset and the drop-counter parser; pure.
 //! - [`sysfs`]: [`SysfsFixture`], fixture `/sys` trees for agents.
+//! - [`cluster`]: [`cluster::Cluster`], a collector plus one agent per bed
+//!   node, with API helpers.
 //! - [`procs`]: the real agent and collector binaries as child processes,
 //!   `/metrics` sampling and the promtool lint.
 #![deny(missing_docs)]
 
 pub mod bed;
+pub mod cluster;
 pub mod cmd;
 pub mod nft;
 pub mod procs;
 pub mod sysfs;
 
-pub use bed::{Link, Node, TestBed};
+pub use bed::{BedOptions, Link, Node, TestBed};
 pub use cmd::BedError;
 pub use sysfs::{NetIf, SysfsFixture};

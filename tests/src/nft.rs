@@ -27,6 +27,20 @@ pub fn loss_script(iface: &str, per_mille: u16) -> String {
     )
 }
 
+/// The table that holds the UDP block rule of `iface`.
+pub fn block_table_name(iface: &str) -> String {
+    format!("bwblock_{}", &table_name(iface)["bwloss_".len()..])
+}
+
+/// The `nft -f` script that drops every UDP datagram to `port` arriving on
+/// `iface` (a dead reflector behind a live carrier), with a counter.
+pub fn block_udp_script(iface: &str, port: u16) -> String {
+    format!(
+        "table netdev {table} {{\n  chain ingress {{\n    type filter hook ingress device \"{iface}\" priority 0; policy accept;\n    meta protocol ip udp dport {port} counter drop\n  }}\n}}\n",
+        table = block_table_name(iface),
+    )
+}
+
 /// The packets counted by the drop rule in `nft -j list table` output.
 pub fn parse_drop_counter(json: &str) -> Result<u64, String> {
     let v: Value = serde_json::from_str(json).map_err(|e| e.to_string())?;
@@ -73,5 +87,13 @@ mod tests {
         assert!(s.contains("table netdev bwloss_tb_1"));
         assert!(s.contains("device \"tb-1\""));
         assert!(s.contains("mod 1000 < 100 counter drop"));
+    }
+
+    #[test]
+    fn block_script_drops_one_udp_port() {
+        let s = block_udp_script("tb0", 8620);
+        assert!(s.contains("table netdev bwblock_tb0"));
+        assert!(s.contains("device \"tb0\""));
+        assert!(s.contains("udp dport 8620 counter drop"));
     }
 }

@@ -11,8 +11,12 @@ use std::time::{Duration, Instant};
 /// agent's and collector's binaries before any test runs).
 pub fn bin(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("current_exe");
-    // target/<profile>/deps/e2e-<hash> -> target/<profile>/<name>
-    let dir = exe.parent().and_then(Path::parent).expect("target dir");
+    // target/<profile>/deps/e2e-<hash> -> target/<profile>/<name>; a
+    // helper binary already sits in target/<profile>.
+    let mut dir = exe.parent().expect("target dir");
+    if dir.file_name().is_some_and(|n| n == "deps") {
+        dir = dir.parent().expect("target dir");
+    }
     let p = dir.join(name);
     assert!(
         p.exists(),
@@ -169,6 +173,42 @@ impl Collector {
                 .unwrap_or(false)
         });
         c
+    }
+
+    /// As [`Collector::start`], but with gRPC on all addresses, so agents
+    /// inside test-bed namespaces reach it at their node's `host_addr`
+    /// (HTTP stays on loopback, for the test).
+    pub fn start_for_bed(dir: &Path, data_dir: &Path) -> Collector {
+        let grpc_port = free_tcp_port();
+        let http: SocketAddr = format!("127.0.0.1:{}", free_tcp_port()).parse().unwrap();
+        let mut cmd = Command::new(bin("boltwatch-collector"));
+        cmd.arg("serve")
+            .arg("--grpc-listen")
+            .arg(format!("0.0.0.0:{grpc_port}"))
+            .arg("--http-listen")
+            .arg(http.to_string())
+            .arg("--data-dir")
+            .arg(data_dir);
+        let proc = Proc::spawn(
+            "collector",
+            cmd,
+            dir.join(format!("collector-{grpc_port}.log")),
+        );
+        let grpc = format!("127.0.0.1:{grpc_port}").parse().unwrap();
+        let c = Collector { proc, grpc, http };
+        wait_for("collector /healthz", Duration::from_secs(30), || {
+            http_get(&c.url("/healthz"))
+                .map(|(code, _)| code == 200)
+                .unwrap_or(false)
+        });
+        c
+    }
+
+    /// GET `path` on the HTTP API, parsed as JSON; panics on a non-200.
+    pub fn json(&self, path: &str) -> serde_json::Value {
+        let (code, body) = http_get(&self.url(path)).unwrap_or_else(|e| panic!("GET {path}: {e}"));
+        assert_eq!(code, 200, "GET {path}: {body}");
+        serde_json::from_str(&body).unwrap_or_else(|e| panic!("GET {path}: {e}: {body}"))
     }
 
     /// `http://<http addr><path>`.

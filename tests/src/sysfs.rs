@@ -114,6 +114,22 @@ impl SysfsFixture {
             &(s.carrier_up_count + s.carrier_down_count).to_string(),
         )?;
         self.write(&format!("{d}/mtu"), &s.mtu.to_string())?;
+        // The counters the agent samples; present on every real interface.
+        for stat in [
+            "rx_bytes",
+            "tx_bytes",
+            "rx_packets",
+            "tx_packets",
+            "rx_errors",
+            "tx_errors",
+            "rx_dropped",
+            "tx_dropped",
+        ] {
+            let p = format!("{d}/statistics/{stat}");
+            if !self.path(&p).exists() {
+                self.write(&p, "0")?;
+            }
+        }
         match s.speed_mbps {
             Some(v) => self.write(&format!("{d}/speed"), &v.to_string())?,
             None => {

@@ -61,6 +61,9 @@ const CONTRACT: &[&str] = &[
     "boltwatch_thermal_pressure_level",
     "boltwatch_cpu_frequency_ratio",
     "boltwatch_service_up",
+    "boltwatch_service_connect_seconds",
+    "boltwatch_service_outages_total",
+    "boltwatch_service_outage_seconds_total",
     // Bandwidth.
     "boltwatch_bandwidth_bits_per_second",
     "boltwatch_bandwidth_tests_total",

@@ -20,7 +20,9 @@ use std::fmt::Write as _;
 
 use boltwatch_proto::histogram::{indexes_spanning, upper_bound_seconds};
 use boltwatch_proto::v1::record::Payload;
-use boltwatch_proto::v1::{InterfaceCounters, Record, RttSummary};
+use boltwatch_proto::v1::{Interface, InterfaceCounters, Record, RttSummary};
+
+mod truth;
 
 /// The content type of [`MetricsState::render`]'s output.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -167,6 +169,7 @@ pub struct MetricsState {
     ingest_errors: BTreeMap<&'static str, u64>,
     commit: FixedHistogram,
     store_records: u64,
+    truth: truth::TruthState,
 }
 
 impl MetricsState {
@@ -193,6 +196,13 @@ impl MetricsState {
         let a = self.agents.entry(node.to_string()).or_default();
         a.open_streams += 1;
         a.info = Some((version.into(), os.into(), boot_id.into()));
+    }
+
+    /// The interfaces a node's `Hello` described (discovery: kind, speed,
+    /// Thunderbolt generation): their link series exist from now on. Ingest
+    /// calls it with `hello.interfaces` right after [`MetricsState::on_hello`].
+    pub fn on_hello_interfaces(&mut self, node: &str, interfaces: &[Interface]) {
+        self.truth.on_hello_interfaces(node, interfaces);
     }
 
     /// An agent stream that had sent a valid `Hello` closed.
@@ -252,6 +262,7 @@ impl MetricsState {
             .records_received
             .entry((r.node.clone(), kind.to_string()))
             .or_default() += 1;
+        self.truth.apply(r);
         match &r.payload {
             Some(Payload::Rtt(s)) => self.apply_rtt(&r.node, s),
             Some(Payload::Counters(c)) => self.apply_counters(&r.node, r.unix_ns, c),
@@ -353,6 +364,7 @@ impl MetricsState {
         self.render_agents(&mut o);
         self.render_rtt(&mut o);
         self.render_interfaces(&mut o);
+        self.truth.render(&mut o);
         header(
             &mut o,
             "boltwatch_temperature_celsius",

@@ -169,6 +169,32 @@ pub fn list_records(conn: &Connection, f: &RecordFilter) -> rusqlite::Result<Vec
     rows.collect()
 }
 
+/// Every record of payload `kind` (of `node`, if given), oldest first; for
+/// views that must see all of a kind, such as outages whose start and end
+/// records are joined.
+pub fn records_of_kind(
+    conn: &Connection,
+    node: Option<&str>,
+    kind: &str,
+) -> rusqlite::Result<Vec<StoredRecord>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT node, boot_id, seq, unix_ns, kind, record FROM records
+         WHERE (?1 IS NULL OR node = ?1) AND kind = ?2
+         ORDER BY unix_ns, node, boot_id, seq",
+    )?;
+    let rows = stmt.query_map(params![node, kind], |r| {
+        Ok(StoredRecord {
+            node: r.get(0)?,
+            boot_id: r.get(1)?,
+            seq: r.get::<_, i64>(2)? as u64,
+            unix_ns: r.get::<_, i64>(3)? as u64,
+            kind: r.get(4)?,
+            raw: r.get(5)?,
+        })
+    })?;
+    rows.collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -268,5 +294,24 @@ mod tests {
         let since = list_records(&c, &f(Some("a"), None, 1_004, 100)).unwrap();
         assert_eq!(since.iter().map(|r| r.seq).collect::<Vec<_>>(), [4, 5]);
         assert_eq!(list_records(&c, &f(None, None, 0, 2)).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn records_of_kind_ignore_time_and_limit() {
+        let c = db();
+        for s in 1..=3 {
+            let mut r = rec("b1", s);
+            r.kind = "outage";
+            insert_record(&c, &r).unwrap();
+        }
+        insert_record(&c, &rec("b1", 7)).unwrap();
+        let mut z = rec("b1", 8);
+        z.node = "z".into();
+        z.kind = "outage";
+        insert_record(&c, &z).unwrap();
+        assert_eq!(records_of_kind(&c, None, "outage").unwrap().len(), 4);
+        let a = records_of_kind(&c, Some("a"), "outage").unwrap();
+        assert_eq!(a.iter().map(|r| r.seq).collect::<Vec<_>>(), [1, 2, 3]);
+        assert!(records_of_kind(&c, Some("a"), "path").unwrap().is_empty());
     }
 }

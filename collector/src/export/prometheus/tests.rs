@@ -303,7 +303,7 @@ fn every_family_has_help_and_type_once() {
             );
         }
     }
-    assert_eq!(helps.len(), 28, "every family is always declared");
+    assert_eq!(helps.len(), 42, "every family is always declared");
     assert_eq!(
         value(
             &text,
