@@ -152,7 +152,11 @@ impl Ingest {
             Ok(w) => w,
             Err(e) => return refuse("store", Status::unavailable(format!("store: {e}"))).await,
         };
-        lock(&self.metrics).on_hello(&hello.node, &hello.agent_version, &hello.os, &hello.boot_id);
+        {
+            let mut m = lock(&self.metrics);
+            m.on_hello(&hello.node, &hello.agent_version, &hello.os, &hello.boot_id);
+            m.on_hello_interfaces(&hello.node, &hello.interfaces);
+        }
         let open = OpenStream {
             node: hello.node.clone(),
             metrics: self.metrics.clone(),
