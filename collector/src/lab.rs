@@ -134,6 +134,8 @@ pub async fn run(opts: LabOptions, out: &mut (impl Write + Send)) -> Result<(), 
             probe_interval: opts.probe_interval,
             // Nothing listens for SSH on loopback peers here.
             services: Vec::new(),
+            spool_dir: data_dir.join("spool").join(&names[i]),
+            token: Some(tokens[i].clone()),
             ..AgentConfig::default()
         };
         agents.push(tokio::spawn(boltwatch_agent::run::run(
