@@ -355,7 +355,11 @@ impl Spool {
                 break;
             };
             self.dropped += lost;
-            warn!(segment = id, records = lost, "spool over its cap; dropped the oldest segment");
+            warn!(
+                segment = id,
+                records = lost,
+                "spool over its cap; dropped the oldest segment"
+            );
             self.remove_segment(id);
         }
     }
@@ -401,7 +405,11 @@ impl Spool {
     /// skipped as they are read).
     pub fn rewind(&mut self) {
         self.cursor = Cursor {
-            seg: self.ledger.segments().next().map_or(self.active_id, |s| s.id),
+            seg: self
+                .ledger
+                .segments()
+                .next()
+                .map_or(self.active_id, |s| s.id),
             offset: 0,
             reader: None,
         };

@@ -52,7 +52,10 @@ fn append_send_ack_and_rewind() {
     assert_eq!(s.unacked(), 3);
     s.rewind();
     let again = s.next_batch(10).unwrap();
-    assert_eq!(again.iter().map(|r| r.seq).collect::<Vec<_>>(), vec![3, 4, 5]);
+    assert_eq!(
+        again.iter().map(|r| r.seq).collect::<Vec<_>>(),
+        vec![3, 4, 5]
+    );
     // Records appended later show up on the same cursor.
     s.append([em(6)]).unwrap();
     assert!(s.has_unsent());
@@ -86,7 +89,11 @@ fn a_new_boot_replays_the_old_boots_unacked_records() {
     );
     s.ack("old", 4);
     s.ack("new", 1);
-    assert_eq!(seg_files(d.path()).len(), 1, "only the active segment stays");
+    assert_eq!(
+        seg_files(d.path()).len(),
+        1,
+        "only the active segment stays"
+    );
 }
 
 #[test]

@@ -302,8 +302,7 @@ async fn connect(
         .http2_keep_alive_interval(Duration::from_secs(10))
         .keep_alive_timeout(Duration::from_secs(10));
     let channel = endpoint.connect().await?;
-    let mut client = TelemetryClient::new(channel)
-        .max_decoding_message_size(16 * 1024 * 1024);
+    let mut client = TelemetryClient::new(channel).max_decoding_message_size(16 * 1024 * 1024);
     let (out_tx, out_rx) = mpsc::channel(IN_FLIGHT_BATCHES);
     out_tx
         .send(AgentMessage {
