@@ -97,7 +97,8 @@ pub struct Config {
     pub counters_interval: Duration,
     /// Time between thermal reads.
     pub thermal_interval: Duration,
-    /// Directory of the durable spool; one agent per directory.
+    /// Directory of the durable spool; one agent per directory (default
+    /// `/var/lib/boltwatch/spool/<node>`).
     pub spool_dir: PathBuf,
     /// Cap on the spool's bytes; beyond it the oldest records are dropped
     /// (and counted).
@@ -494,6 +495,7 @@ impl Config {
         if let Some(v) = flags.sysfs_root {
             c.sysfs_root = v;
         }
+        let spool_dir_set = raw.spool_dir.is_some() || flags.spool_dir.is_some();
         if let Some(v) = raw.spool_dir {
             if v.get_ref().trim().is_empty() {
                 return Err(cx.invalid("spool_dir", v.span(), "must not be empty"));
@@ -502,6 +504,11 @@ impl Config {
         }
         if let Some(v) = flags.spool_dir {
             c.spool_dir = v;
+        }
+        if !spool_dir_set {
+            // One directory per node name, so two agents on one host (a
+            // bench, a lab) do not fight over the lock.
+            c.spool_dir = PathBuf::from(DEFAULT_SPOOL_DIR).join(&c.node);
         }
         if let Some(v) = raw.spool_max_bytes {
             let n = *v.get_ref();
@@ -589,9 +596,19 @@ impl Config {
 }
 
 fn flag_or_file(cx: &Ctx<'_>, key: &str, message: String) -> ConfigError {
+    // The key's line in the file, when the file set it (0 for flags).
+    let line = cx
+        .text
+        .lines()
+        .position(|l| {
+            l.trim_start()
+                .strip_prefix(key)
+                .is_some_and(|r| r.trim_start().starts_with('='))
+        })
+        .map_or(0, |i| i + 1);
     ConfigError::Invalid {
         file: cx.file.to_string(),
-        line: 0,
+        line,
         key: key.to_string(),
         message,
     }
@@ -695,6 +712,33 @@ mod tests {
         assert_eq!(c.node, "z");
         assert_eq!(c.probe_interval, Duration::from_millis(10));
         assert_eq!(c.peers[0].name, "p");
+    }
+
+    #[test]
+    fn spool_and_token_keys() {
+        let c = parse("node = \"m\"\n").unwrap();
+        assert_eq!(c.spool_dir, PathBuf::from("/var/lib/boltwatch/spool/m"));
+        assert_eq!(c.spool_max_bytes, 1 << 30);
+        let c = parse(
+            "node = \"m\"\nspool_dir = \"/s\"\nspool_max_bytes = 2097152\ntoken_file = \"/t\"\n",
+        )
+        .unwrap();
+        assert_eq!(c.spool_dir, PathBuf::from("/s"));
+        assert_eq!(c.spool_max_bytes, 2 << 20);
+        assert_eq!(c.token_file, Some(PathBuf::from("/t")));
+        let e = parse("node = \"m\"\n\nspool_max_bytes = 10\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("agent.toml:3: key `spool_max_bytes`"), "{e}");
+    }
+
+    #[test]
+    fn token_files_are_checked() {
+        assert_eq!(parse_token("t", "\n  abc123  \n").unwrap(), "abc123");
+        let e = parse_token("t", "\n\n").unwrap_err().to_string();
+        assert!(e.starts_with("t:1: key `token`"), "{e}");
+        let e = parse_token("t", "\nab cd\n").unwrap_err().to_string();
+        assert!(e.starts_with("t:2: key `token`"), "{e}");
     }
 
     #[test]
