@@ -337,6 +337,11 @@ fn spool_cap_while_collector_is_down_counts_drops_and_rss_stays_flat() {
         "agent RSS grew from {warm} KiB to {replay_peak} KiB replaying"
     );
     let (stored, highest, gaps) = boot_row(&c, "a", "prefill").unwrap();
+    eprintln!(
+        "spool cap: prefilled {prefilled}, stored {stored}, dropped {}; RSS warm {warm} KiB, \
+         peak down {peak} KiB, peak replaying {replay_peak} KiB",
+        prefilled - stored
+    );
     assert_eq!(highest, prefilled);
     assert!(stored < prefilled, "the cap must have dropped some");
     // The oldest went: one gap run at the start, none elsewhere.

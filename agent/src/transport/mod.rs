@@ -34,7 +34,9 @@ pub const SYNC_EVERY: Duration = Duration::from_millis(200);
 /// Records per batch; keeps a batch far under the 4 MiB message limit.
 const BATCH_MAX: usize = 512;
 /// Batches in flight on the HTTP/2 stream before we wait for it to drain.
-const IN_FLIGHT_BATCHES: usize = 8;
+/// Small on purpose: a replay of a large spool holds at most this many
+/// decoded batches in memory, so RSS does not scale with the backlog.
+const IN_FLIGHT_BATCHES: usize = 2;
 
 /// Transport settings.
 #[derive(Debug, Clone)]
