@@ -21,13 +21,13 @@ printf 'a %s\nb %s\n' "$(head -c16 /dev/urandom | xxd -p)" "$(head -c16 /dev/ura
 awk '$1=="a"{print $2}' "$tmp/tokens" >"$tmp/a.token"
 awk '$1=="b"{print $2}' "$tmp/tokens" >"$tmp/b.token"
 "$bin/boltwatch-collector" serve --grpc-listen $grpc --http-listen $http --data-dir "$tmp/data" \
-    --auth-tokens "$tmp/tokens" 2>"$tmp/collector.log" &
+    --auth-tokens "$tmp/tokens" >"$tmp/collector.log" 2>&1 &
 coll=$!; pids+=($coll)
 for n in a b; do
     if [ $n = a ]; then me=18681; peer=18682; other=b; else me=18682; peer=18681; other=a; fi
     "$bin/boltwatch-agent" run --node $n --listen 127.0.0.1:$me --peer $other=127.0.0.1:$peer \
         --probe-interval "$interval" --no-services --collector http://$grpc \
-        --spool-dir "$tmp/spool-$n" --token-file "$tmp/$n.token" 2>"$tmp/agent-$n.log" &
+        --spool-dir "$tmp/spool-$n" --token-file "$tmp/$n.token" >"$tmp/agent-$n.log" 2>&1 &
     pids+=($!)
 done
 agent_a=${pids[1]}; agent_b=${pids[2]}
