@@ -97,9 +97,17 @@ pub struct Config {
     pub counters_interval: Duration,
     /// Time between thermal reads.
     pub thermal_interval: Duration,
-    /// Records held in memory while the collector is away; the oldest are
-    /// dropped (and counted) beyond this.
-    pub queue_capacity: usize,
+    /// Directory of the durable spool; one agent per directory (default
+    /// `/var/lib/boltwatch/spool/<node>`).
+    pub spool_dir: PathBuf,
+    /// Cap on the spool's bytes; beyond it the oldest records are dropped
+    /// (and counted).
+    pub spool_max_bytes: u64,
+    /// File holding the bearer token presented to the collector.
+    pub token_file: Option<PathBuf>,
+    /// The token itself, if already known (the lab sets it; `main` reads
+    /// `token_file` into it).
+    pub token: Option<String>,
     /// Interface to probe through, overriding discovery.
     pub interface: Option<String>,
     /// Log format.
@@ -124,7 +132,10 @@ impl Default for Config {
             sysfs_root: PathBuf::from("/sys"),
             counters_interval: Duration::from_secs(1),
             thermal_interval: Duration::from_secs(5),
-            queue_capacity: 100_000,
+            spool_dir: PathBuf::from(DEFAULT_SPOOL_DIR),
+            spool_max_bytes: 1 << 30,
+            token_file: None,
+            token: None,
             interface: None,
             log_format: LogFormat::Text,
             services: vec![ServiceConfig {
@@ -151,7 +162,9 @@ pub struct RawConfig {
     sysfs_root: Option<Spanned<String>>,
     counters_interval: Option<Spanned<String>>,
     thermal_interval: Option<Spanned<String>>,
-    queue_capacity: Option<Spanned<i64>>,
+    spool_dir: Option<Spanned<String>>,
+    spool_max_bytes: Option<Spanned<i64>>,
+    token_file: Option<Spanned<String>>,
     interface: Option<Spanned<String>>,
     log_format: Option<Spanned<String>>,
     /// `services = ["ssh=22", "http=80"]`; `[]` disables service checks.
@@ -192,9 +205,22 @@ pub struct Overrides {
     pub services: Vec<String>,
     /// `--no-services`: check no services.
     pub no_services: bool,
+    /// `--spool-dir`.
+    pub spool_dir: Option<PathBuf>,
+    /// `--spool-max-bytes`.
+    pub spool_max_bytes: Option<u64>,
+    /// `--token-file`.
+    pub token_file: Option<PathBuf>,
 }
 
 const FLAGS: &str = "<flags>";
+
+/// Where the spool lives unless configured.
+pub const DEFAULT_SPOOL_DIR: &str = "/var/lib/boltwatch/spool";
+/// Smallest accepted `spool_max_bytes` (1 MiB).
+const SPOOL_MIN_BYTES: i64 = 1 << 20;
+/// Largest accepted `spool_max_bytes` (1 TiB).
+const SPOOL_MAX_BYTES: i64 = 1 << 40;
 
 struct Ctx<'a> {
     file: &'a str,
@@ -246,6 +272,36 @@ pub fn load_file(path: &Path) -> Result<(String, String, RawConfig), ConfigError
     let file = path.display().to_string();
     let raw = RawConfig::from_toml(&file, &text)?;
     Ok((file, text, raw))
+}
+
+/// Reads a bearer token file: the first non-empty line, trimmed. An empty
+/// file or a token with characters not allowed in a header is an error.
+pub fn read_token(path: &Path) -> Result<String, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    parse_token(&path.display().to_string(), &text)
+}
+
+/// The token in a token file's text (see [`read_token`]).
+pub fn parse_token(file: &str, text: &str) -> Result<String, ConfigError> {
+    let invalid = |line: usize, message: &str| ConfigError::Invalid {
+        file: file.to_string(),
+        line,
+        key: "token".into(),
+        message: message.into(),
+    };
+    let (i, token) = text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| (i + 1, l.trim()))
+        .find(|(_, l)| !l.is_empty())
+        .ok_or_else(|| invalid(1, "the token file is empty"))?;
+    if !token.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(invalid(i, "token must be printable ASCII without spaces"));
+    }
+    Ok(token.to_string())
 }
 
 /// Parses a duration such as `100ms`, `1s`, `5m`.
@@ -439,16 +495,46 @@ impl Config {
         if let Some(v) = flags.sysfs_root {
             c.sysfs_root = v;
         }
-        if let Some(v) = raw.queue_capacity {
+        let spool_dir_set = raw.spool_dir.is_some() || flags.spool_dir.is_some();
+        if let Some(v) = raw.spool_dir {
+            if v.get_ref().trim().is_empty() {
+                return Err(cx.invalid("spool_dir", v.span(), "must not be empty"));
+            }
+            c.spool_dir = PathBuf::from(v.get_ref());
+        }
+        if let Some(v) = flags.spool_dir {
+            c.spool_dir = v;
+        }
+        if !spool_dir_set {
+            // One directory per node name, so two agents on one host (a
+            // bench, a lab) do not fight over the lock.
+            c.spool_dir = PathBuf::from(DEFAULT_SPOOL_DIR).join(&c.node);
+        }
+        if let Some(v) = raw.spool_max_bytes {
             let n = *v.get_ref();
-            if !(1..=100_000_000).contains(&n) {
+            if !(SPOOL_MIN_BYTES..=SPOOL_MAX_BYTES).contains(&n) {
                 return Err(cx.invalid(
-                    "queue_capacity",
+                    "spool_max_bytes",
                     v.span(),
-                    format!("{n} is outside 1..100000000"),
+                    format!("{n} is outside {SPOOL_MIN_BYTES}..{SPOOL_MAX_BYTES}"),
                 ));
             }
-            c.queue_capacity = n as usize;
+            c.spool_max_bytes = n as u64;
+        }
+        if let Some(v) = flags.spool_max_bytes {
+            if !(SPOOL_MIN_BYTES as u64..=SPOOL_MAX_BYTES as u64).contains(&v) {
+                return Err(flag_err(
+                    "--spool-max-bytes",
+                    format!("{v} is outside {SPOOL_MIN_BYTES}..{SPOOL_MAX_BYTES}"),
+                ));
+            }
+            c.spool_max_bytes = v;
+        }
+        if let Some(v) = raw.token_file {
+            c.token_file = Some(PathBuf::from(v.get_ref()));
+        }
+        if let Some(v) = flags.token_file {
+            c.token_file = Some(v);
         }
         if let Some(v) = raw.interface {
             c.interface = Some(v.into_inner());
@@ -510,9 +596,19 @@ impl Config {
 }
 
 fn flag_or_file(cx: &Ctx<'_>, key: &str, message: String) -> ConfigError {
+    // The key's line in the file, when the file set it (0 for flags).
+    let line = cx
+        .text
+        .lines()
+        .position(|l| {
+            l.trim_start()
+                .strip_prefix(key)
+                .is_some_and(|r| r.trim_start().starts_with('='))
+        })
+        .map_or(0, |i| i + 1);
     ConfigError::Invalid {
         file: cx.file.to_string(),
-        line: 0,
+        line,
         key: key.to_string(),
         message,
     }
@@ -585,7 +681,7 @@ mod tests {
 
     #[test]
     fn wrong_type_names_key_and_line() {
-        let e = parse("node = \"a\"\nqueue_capacity = \"many\"\n")
+        let e = parse("node = \"a\"\nspool_max_bytes = \"many\"\n")
             .unwrap_err()
             .to_string();
         assert!(e.starts_with("agent.toml:2:"), "{e}");
@@ -616,6 +712,33 @@ mod tests {
         assert_eq!(c.node, "z");
         assert_eq!(c.probe_interval, Duration::from_millis(10));
         assert_eq!(c.peers[0].name, "p");
+    }
+
+    #[test]
+    fn spool_and_token_keys() {
+        let c = parse("node = \"m\"\n").unwrap();
+        assert_eq!(c.spool_dir, PathBuf::from("/var/lib/boltwatch/spool/m"));
+        assert_eq!(c.spool_max_bytes, 1 << 30);
+        let c = parse(
+            "node = \"m\"\nspool_dir = \"/s\"\nspool_max_bytes = 2097152\ntoken_file = \"/t\"\n",
+        )
+        .unwrap();
+        assert_eq!(c.spool_dir, PathBuf::from("/s"));
+        assert_eq!(c.spool_max_bytes, 2 << 20);
+        assert_eq!(c.token_file, Some(PathBuf::from("/t")));
+        let e = parse("node = \"m\"\n\nspool_max_bytes = 10\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("agent.toml:3: key `spool_max_bytes`"), "{e}");
+    }
+
+    #[test]
+    fn token_files_are_checked() {
+        assert_eq!(parse_token("t", "\n  abc123  \n").unwrap(), "abc123");
+        let e = parse_token("t", "\n\n").unwrap_err().to_string();
+        assert!(e.starts_with("t:1: key `token`"), "{e}");
+        let e = parse_token("t", "\nab cd\n").unwrap_err().to_string();
+        assert!(e.starts_with("t:2: key `token`"), "{e}");
     }
 
     #[test]

@@ -13,12 +13,14 @@ pub struct Health {
     pub malformed_packets: AtomicU64,
     /// STAMP packets the reflector answered.
     pub reflected_packets: AtomicU64,
-    /// Records dropped because the queue was full.
+    /// Records dropped: spool over its cap, or a failed spool write.
     pub dropped_records: AtomicU64,
     /// Connections made to the collector after the first.
     pub reconnects: AtomicU64,
-    /// Records waiting for the collector's ack.
+    /// Records waiting for the collector's ack (in the spool).
     pub queued_records: AtomicU64,
+    /// Bytes of the on-disk spool.
+    pub spool_bytes: AtomicU64,
 }
 
 impl Health {

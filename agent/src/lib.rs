@@ -19,8 +19,10 @@
 //! - [`run`]: assembles a running agent from the parts; `run(config,
 //!   listeners, shutdown)` is shared by `main`, the lab and the tests.
 //! - [`error`]: the library's error type.
-//! - [`transport`]: sequence numbers, the bounded queue and the gRPC stream
-//!   to the collector, with reconnect and backoff.
+//! - [`spool`]: the durable on-disk log of records awaiting the collector's
+//!   ack; replayed per boot after a crash.
+//! - [`transport`]: the gRPC stream to the collector, fed from the spool,
+//!   with reconnect and backoff.
 #![deny(missing_docs)]
 
 pub mod bandwidth;
@@ -34,6 +36,7 @@ pub mod outage;
 pub mod run;
 pub mod service;
 pub mod sink;
+pub mod spool;
 pub mod stamp;
 pub mod stats;
 pub mod thermal;

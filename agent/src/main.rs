@@ -31,7 +31,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run the agent: probe peers, watch links, stream to the collector.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Send STAMP probes to a reflector and print the round trips.
     Ping(PingArgs),
     /// Run a standalone STAMP reflector until killed.
@@ -82,6 +82,15 @@ struct RunArgs {
     /// Check no services.
     #[arg(long, conflicts_with = "services")]
     no_services: bool,
+    /// Durable spool directory (default /var/lib/boltwatch/spool).
+    #[arg(long)]
+    spool_dir: Option<PathBuf>,
+    /// Spool cap in bytes (default 1 GiB).
+    #[arg(long)]
+    spool_max_bytes: Option<u64>,
+    /// File with the bearer token for the collector.
+    #[arg(long)]
+    token_file: Option<PathBuf>,
 }
 
 /// `boltwatch-agent ping ADDR[:PORT] [-c N] [-i INTERVAL] [-W TIMEOUT]`.
@@ -117,7 +126,7 @@ struct ReflectArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Run(args) => return run_cmd(args),
+        Command::Run(args) => return run_cmd(*args),
         Command::Ping(args) => {
             init_tracing_with(LogFormat::Text, "warn");
             ping_cmd(args)
@@ -182,8 +191,17 @@ fn load_config(args: &RunArgs) -> Result<Config, config::ConfigError> {
             log_format: args.log_format.clone(),
             services: args.services.clone(),
             no_services: args.no_services,
+            spool_dir: args.spool_dir.clone(),
+            spool_max_bytes: args.spool_max_bytes,
+            token_file: args.token_file.clone(),
         },
     )
+    .and_then(|mut c| {
+        if let Some(p) = &c.token_file {
+            c.token = Some(config::read_token(p)?);
+        }
+        Ok(c)
+    })
 }
 
 fn serve(config: Config) -> anyhow::Result<()> {

@@ -88,6 +88,19 @@ pub async fn run(
     let stop = Arc::new(AtomicBool::new(false));
     let (sink, rx) = Sink::new();
     let boot_id = new_boot_id();
+    // Before any worker starts, so a locked or unwritable spool fails fast.
+    let spool = crate::spool::Spool::open(
+        crate::spool::SpoolOptions {
+            dir: config.spool_dir.clone(),
+            max_bytes: config.spool_max_bytes,
+        },
+        &config.node,
+        &boot_id,
+    )
+    .map_err(|e| Error::Spawn {
+        what: "the spool".into(),
+        source: std::io::Error::other(e),
+    })?;
     let mut threads: Vec<(String, JoinHandle<()>)> = Vec::new();
 
     let reflector_addr = listeners.stamp.local_addr().ok();
@@ -250,9 +263,10 @@ pub async fn run(
         transport::TransportOptions {
             collector: config.collector.clone(),
             hello,
-            queue_capacity: config.queue_capacity,
+            token: config.token.clone(),
             flush_timeout: Duration::from_secs(3),
         },
+        spool,
         rx,
         health.clone(),
         stop_rx,
@@ -315,13 +329,14 @@ pub async fn run(
     emit_health(&health, &sink, &mut HealthProbe::new());
     drop(sink);
     let _ = stop_tx.send(true);
-    let queue = transport
-        .await
-        .unwrap_or_else(|_| transport::queue::Queue::new("", &boot_id, 1));
+    let (undelivered, last_seq) = match transport.await {
+        Ok(spool) => (spool.unacked() as usize, spool.next_seq() - 1),
+        Err(_) => (0, 0),
+    };
     Ok(Stopped {
         boot_id,
-        undelivered: queue.len(),
-        last_seq: queue.next_seq().saturating_sub(1),
+        undelivered,
+        last_seq,
     })
 }
 

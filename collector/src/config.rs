@@ -77,6 +77,16 @@ pub struct Config {
     pub max_message_bytes: usize,
     /// How long shutdown waits for open streams and requests to finish.
     pub shutdown_grace: Duration,
+    /// `NODE TOKEN` file; without it every agent is accepted for any node.
+    pub auth_tokens: Option<PathBuf>,
+    /// The parsed token table (`main` loads `auth_tokens` into it; the lab
+    /// sets it directly).
+    pub auth: Option<crate::ingest::auth::AuthTokens>,
+    /// Most records accepted in one batch.
+    pub max_batch_records: usize,
+    /// Records per second accepted per node (sustained; bursts up to 5 s
+    /// worth).
+    pub max_records_per_second: u32,
 }
 
 impl Default for Config {
@@ -89,6 +99,10 @@ impl Default for Config {
             preface_timeout: Duration::from_secs(5),
             max_message_bytes: 8 * 1024 * 1024,
             shutdown_grace: Duration::from_secs(5),
+            auth_tokens: None,
+            auth: None,
+            max_batch_records: 4096,
+            max_records_per_second: 20_000,
         }
     }
 }
@@ -104,6 +118,9 @@ pub struct RawConfig {
     preface_timeout: Option<Spanned<String>>,
     max_message_bytes: Option<Spanned<i64>>,
     shutdown_grace: Option<Spanned<String>>,
+    auth_tokens: Option<Spanned<String>>,
+    max_batch_records: Option<Spanned<i64>>,
+    max_records_per_second: Option<Spanned<i64>>,
 }
 
 /// Command-line values that override the file (all optional).
@@ -117,6 +134,8 @@ pub struct Overrides {
     pub data_dir: Option<PathBuf>,
     /// `--log-format`.
     pub log_format: Option<String>,
+    /// `--auth-tokens`.
+    pub auth_tokens: Option<PathBuf>,
 }
 
 const FLAGS: &str = "<flags>";
@@ -282,13 +301,69 @@ impl Config {
             }
             c.max_message_bytes = n as usize;
         }
+        if let Some(v) = &raw.auth_tokens {
+            if v.get_ref().trim().is_empty() {
+                return Err(cx.invalid("auth_tokens", v, "must not be empty".into()));
+            }
+            c.auth_tokens = Some(PathBuf::from(v.get_ref()));
+        }
+        if let Some(v) = flags.auth_tokens {
+            c.auth_tokens = Some(v);
+        }
+        if let Some(v) = &raw.max_batch_records {
+            let n = *v.get_ref();
+            if !(1..=1_000_000).contains(&n) {
+                return Err(cx.invalid(
+                    "max_batch_records",
+                    v,
+                    format!("{n} is outside 1..1000000"),
+                ));
+            }
+            c.max_batch_records = n as usize;
+        }
+        if let Some(v) = &raw.max_records_per_second {
+            let n = *v.get_ref();
+            if !(1..=10_000_000).contains(&n) {
+                return Err(cx.invalid(
+                    "max_records_per_second",
+                    v,
+                    format!("{n} is outside 1..10000000"),
+                ));
+            }
+            c.max_records_per_second = n as u32;
+        }
         Ok(c)
+    }
+
+    /// The ingest policy these settings describe.
+    pub fn ingest_policy(&self) -> crate::ingest::Policy {
+        crate::ingest::Policy {
+            auth: self.auth.clone(),
+            max_batch_records: self.max_batch_records,
+            records_per_second: self.max_records_per_second,
+            records_burst: self.max_records_per_second.saturating_mul(5),
+        }
     }
 
     /// The SQLite file inside the data directory.
     pub fn db_path(&self) -> PathBuf {
         self.data_dir.join("boltwatch.db")
     }
+}
+
+/// Reads and parses an `--auth-tokens` file; errors name file and line.
+pub fn load_auth_tokens(path: &Path) -> Result<crate::ingest::auth::AuthTokens, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let file = path.display().to_string();
+    crate::ingest::auth::AuthTokens::parse(&file, &text).map_err(|e| ConfigError::Invalid {
+        file: e.file,
+        line: e.line,
+        key: "auth_tokens".into(),
+        message: e.message,
+    })
 }
 
 #[cfg(test)]

@@ -62,6 +62,11 @@ fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> LabError {
     move |source| LabError::Io { what, source }
 }
 
+/// A random 128-bit bearer token, hex.
+pub fn new_token() -> String {
+    format!("{:032x}", rand::random::<u128>())
+}
+
 /// Runs the lab, printing progress and the final table to `out`.
 pub async fn run(opts: LabOptions, out: &mut (impl Write + Send)) -> Result<(), LabError> {
     if !(2..=16).contains(&opts.nodes) {
@@ -94,7 +99,14 @@ pub async fn run(opts: LabOptions, out: &mut (impl Write + Send)) -> Result<(), 
     let grpc_addr = grpc.local_addr().map_err(io("gRPC address"))?;
     let http_addr = http.local_addr().map_err(io("HTTP address"))?;
 
+    // Every lab agent authenticates with a fresh token of its own.
+    let names: Vec<String> = (1..=opts.nodes).map(|i| format!("lab-{i}")).collect();
+    let tokens: Vec<String> = names.iter().map(|_| new_token()).collect();
+    let auth = crate::ingest::auth::AuthTokens::from_pairs(
+        names.iter().cloned().zip(tokens.iter().cloned()),
+    );
     let config = crate::config::Config {
+        auth: Some(auth),
         data_dir: data_dir.clone(),
         grpc_listen: grpc_addr,
         http_listen: http_addr,
@@ -115,7 +127,6 @@ pub async fn run(opts: LabOptions, out: &mut (impl Write + Send)) -> Result<(), 
         let addr = sock.local_addr().map_err(io("reflector address"))?;
         listeners.push((AgentListeners { stamp: sock }, addr));
     }
-    let names: Vec<String> = (1..=opts.nodes).map(|i| format!("lab-{i}")).collect();
     let addrs: Vec<SocketAddr> = listeners.iter().map(|(_, a)| *a).collect();
     let (agents_stop, agents_rx) = watch::channel(false);
     let mut agents = Vec::new();
@@ -134,6 +145,8 @@ pub async fn run(opts: LabOptions, out: &mut (impl Write + Send)) -> Result<(), 
             probe_interval: opts.probe_interval,
             // Nothing listens for SSH on loopback peers here.
             services: Vec::new(),
+            spool_dir: data_dir.join("spool").join(&names[i]),
+            token: Some(tokens[i].clone()),
             ..AgentConfig::default()
         };
         agents.push(tokio::spawn(boltwatch_agent::run::run(

@@ -138,7 +138,12 @@ pub async fn run(
         stop_rx.clone(),
     ));
     let service = TelemetryService::new(
-        Ingest::new(handle.clone(), metrics.clone(), stop_rx.clone()),
+        Ingest::new(
+            handle.clone(),
+            metrics.clone(),
+            stop_rx.clone(),
+            config.ingest_policy(),
+        ),
         config.max_message_bytes,
     );
     let mut grpc = tokio::spawn(

@@ -36,6 +36,10 @@ enum Command {
         /// Log format: text or json [default: text].
         #[arg(long)]
         log_format: Option<String>,
+        /// `NODE TOKEN` lines: agents must present a token allowed for
+        /// their node. Without it every agent is accepted.
+        #[arg(long)]
+        auth_tokens: Option<PathBuf>,
     },
     /// A real local soak: this collector and N agents on loopback, probing
     /// in a full mesh; prints a table per link at the end.
@@ -150,30 +154,39 @@ fn serve(config: Config) -> anyhow::Result<()> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let (grpc_listen, http_listen, data_dir, config_path, log_format) = match cli.command {
-        Command::Serve {
-            grpc_listen,
-            http_listen,
-            data_dir,
-            config,
-            log_format,
-        } => (grpc_listen, http_listen, data_dir, config, log_format),
-        Command::Lab {
-            duration,
-            nodes,
-            probe_interval,
-            http_listen,
-            data_dir,
-        } => {
-            return lab(boltwatch_collector::lab::LabOptions {
+    let (grpc_listen, http_listen, data_dir, config_path, log_format, auth_tokens) =
+        match cli.command {
+            Command::Serve {
+                grpc_listen,
+                http_listen,
+                data_dir,
+                config,
+                log_format,
+                auth_tokens,
+            } => (
+                grpc_listen,
+                http_listen,
+                data_dir,
+                config,
+                log_format,
+                auth_tokens,
+            ),
+            Command::Lab {
                 duration,
                 nodes,
                 probe_interval,
                 http_listen,
                 data_dir,
-            })
-        }
-    };
+            } => {
+                return lab(boltwatch_collector::lab::LabOptions {
+                    duration,
+                    nodes,
+                    probe_interval,
+                    http_listen,
+                    data_dir,
+                })
+            }
+        };
     let built = config_path
         .as_deref()
         .map(config::load_file)
@@ -186,8 +199,15 @@ fn main() -> ExitCode {
                     http_listen,
                     data_dir,
                     log_format,
+                    auth_tokens,
                 },
             )
+        })
+        .and_then(|mut c| {
+            if let Some(p) = &c.auth_tokens {
+                c.auth = Some(config::load_auth_tokens(p)?);
+            }
+            Ok(c)
         });
     let config = match built {
         Ok(c) => c,

@@ -151,6 +151,17 @@ impl Collector {
 
     /// As [`Collector::start`], on given ports (a restart reuses them).
     pub fn start_on(dir: &Path, data_dir: &Path, grpc_port: u16, http_port: u16) -> Collector {
+        Self::start_with(dir, data_dir, grpc_port, http_port, &[])
+    }
+
+    /// As [`Collector::start_on`], with `extra` flags for `serve`.
+    pub fn start_with(
+        dir: &Path,
+        data_dir: &Path,
+        grpc_port: u16,
+        http_port: u16,
+        extra: &[String],
+    ) -> Collector {
         let grpc: SocketAddr = format!("127.0.0.1:{grpc_port}").parse().unwrap();
         let http: SocketAddr = format!("127.0.0.1:{http_port}").parse().unwrap();
         let mut cmd = Command::new(bin("boltwatch-collector"));
@@ -160,7 +171,8 @@ impl Collector {
             .arg("--http-listen")
             .arg(http.to_string())
             .arg("--data-dir")
-            .arg(data_dir);
+            .arg(data_dir)
+            .args(extra);
         let proc = Proc::spawn(
             "collector",
             cmd,
@@ -235,10 +247,16 @@ impl Collector {
     }
 }
 
-/// Starts `boltwatch-agent run` with `args` appended.
+/// Starts `boltwatch-agent run` with `args` appended. Unless `args` name
+/// one, the spool goes to `dir/spool-<node>` (never the system default, so
+/// a test cannot replay another run's records).
 pub fn agent(dir: &Path, node: &str, args: &[String]) -> Proc {
     let mut cmd = Command::new(bin("boltwatch-agent"));
     cmd.arg("run").arg("--node").arg(node).args(args);
+    if !args.iter().any(|a| a == "--spool-dir") {
+        cmd.arg("--spool-dir")
+            .arg(dir.join(format!("spool-{node}")));
+    }
     Proc::spawn(
         &format!("agent {node}"),
         cmd,

@@ -2,15 +2,14 @@
 //! reconnecting with jittered backoff, resending whatever was not
 //! acknowledged.
 //!
-//! The queue ([`queue::Queue`]) is the ledger; this module is only the I/O
-//! around it. Probes keep running while the collector is away: records pile
-//! up in the bounded queue (oldest dropped and counted when full) and go out
-//! on the next stream. A durable on-disk spool replaces the in-memory queue
-//! in a later step; the protocol (Welcome watermarks, per-boot acks) is
-//! already shaped for it.
+//! Every record is appended to the [`Spool`] (numbered, written, fsynced
+//! every [`SYNC_EVERY`]) before it is sent; sending reads the spool back
+//! from disk. Probes keep running while the collector is away or refuses
+//! (store full, rate limit, bad token): records pile up on disk (the oldest
+//! dropped and counted beyond the cap) and go out on the next stream, from
+//! the collector's per-boot watermarks in its `Welcome`.
 
 pub mod backoff;
-pub mod queue;
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -26,13 +25,18 @@ use tracing::{debug, info, warn};
 
 use crate::health::Health;
 use crate::sink::Emitted;
+use crate::spool::Spool;
 use backoff::Backoff;
-use queue::Queue;
+
+/// How often appended records are fsynced.
+pub const SYNC_EVERY: Duration = Duration::from_millis(200);
 
 /// Records per batch; keeps a batch far under the 4 MiB message limit.
 const BATCH_MAX: usize = 512;
 /// Batches in flight on the HTTP/2 stream before we wait for it to drain.
-const IN_FLIGHT_BATCHES: usize = 8;
+/// Small on purpose: a replay of a large spool holds at most this many
+/// decoded batches in memory, so RSS does not scale with the backlog.
+const IN_FLIGHT_BATCHES: usize = 2;
 
 /// Transport settings.
 #[derive(Debug, Clone)]
@@ -41,8 +45,8 @@ pub struct TransportOptions {
     pub collector: String,
     /// Sent first on every stream.
     pub hello: Hello,
-    /// In-memory queue capacity in records.
-    pub queue_capacity: usize,
+    /// Bearer token sent as `authorization` metadata, if any.
+    pub token: Option<String>,
     /// How long to keep trying to deliver queued records at shutdown.
     pub flush_timeout: Duration,
 }
@@ -67,19 +71,22 @@ enum End {
 }
 
 /// Runs until `shutdown` becomes true, then flushes for at most
-/// `flush_timeout`. Returns the queue so callers (and tests) can see what was
-/// left undelivered.
+/// `flush_timeout`. Returns the spool (synced) so callers (and tests) can
+/// see what was left undelivered.
 pub async fn run(
     opts: TransportOptions,
+    mut queue: Spool,
     mut rx: mpsc::UnboundedReceiver<Emitted>,
     health: Arc<Health>,
     mut shutdown: watch::Receiver<bool>,
-) -> Queue {
-    let mut queue = Queue::new(&opts.hello.node, &opts.hello.boot_id, opts.queue_capacity);
+) -> Spool {
+    let mut sync = tokio::time::interval(SYNC_EVERY);
+    sync.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    publish(&queue, &health);
     let mut backoff = Backoff::new(Duration::from_millis(200), Duration::from_secs(15));
     let mut connected_before = false;
     loop {
-        match session(
+        let end = session(
             &opts,
             &mut queue,
             &mut rx,
@@ -87,48 +94,86 @@ pub async fn run(
             &mut shutdown,
             &mut connected_before,
             &mut backoff,
+            &mut sync,
         )
-        .await
-        {
-            End::Shutdown => return queue,
+        .await;
+        match end {
+            End::Shutdown => break,
             End::Failed(e) => {
                 let delay = backoff.next_delay(rand::random::<f64>());
-                warn!(error = %e, retry_in = ?delay, queued = queue.len(), "collector unavailable");
+                warn!(error = %e, retry_in = ?delay, unacked = queue.unacked(), "collector unavailable");
                 let sleep = tokio::time::sleep(delay);
                 tokio::pin!(sleep);
-                loop {
+                let stop = loop {
                     tokio::select! {
-                        _ = &mut sleep => break,
+                        _ = &mut sleep => break false,
                         e = rx.recv() => match e {
-                            Some(e) => enqueue(&mut queue, e, &health),
-                            None => return queue,
+                            Some(e) => enqueue(&mut queue, e, &mut rx, &health),
+                            None => break true,
                         },
-                        _ = shutdown.changed() => return queue,
+                        _ = sync.tick() => sync_spool(&mut queue),
+                        _ = shutdown.changed() => break true,
                     }
+                };
+                if stop {
+                    break;
                 }
             }
         }
     }
+    while let Ok(e) = rx.try_recv() {
+        enqueue(&mut queue, e, &mut rx, &health);
+    }
+    sync_spool(&mut queue);
+    queue
 }
 
-fn enqueue(queue: &mut Queue, e: Emitted, health: &Health) {
-    queue.push(e);
+fn sync_spool(queue: &mut Spool) {
+    if let Err(e) = queue.sync() {
+        warn!(error = %e, "spool fsync failed");
+    }
+}
+
+fn publish(queue: &Spool, health: &Health) {
     health
         .dropped_records
         .store(queue.dropped(), Ordering::Relaxed);
     health
         .queued_records
-        .store(queue.len() as u64, Ordering::Relaxed);
+        .store(queue.unacked(), Ordering::Relaxed);
+    health.spool_bytes.store(queue.bytes(), Ordering::Relaxed);
 }
 
+/// Appends `e` and whatever else is already waiting, with one write.
+fn enqueue(
+    queue: &mut Spool,
+    e: Emitted,
+    rx: &mut mpsc::UnboundedReceiver<Emitted>,
+    health: &Health,
+) {
+    let mut batch = vec![e];
+    while batch.len() < 4096 {
+        match rx.try_recv() {
+            Ok(e) => batch.push(e),
+            Err(_) => break,
+        }
+    }
+    if let Err(e) = queue.append(batch) {
+        warn!(error = %e, "spool write failed; records lost");
+    }
+    publish(queue, health);
+}
+
+#[allow(clippy::too_many_arguments)]
 async fn session(
     opts: &TransportOptions,
-    queue: &mut Queue,
+    queue: &mut Spool,
     rx: &mut mpsc::UnboundedReceiver<Emitted>,
     health: &Health,
     shutdown: &mut watch::Receiver<bool>,
     connected_before: &mut bool,
     backoff: &mut Backoff,
+    sync: &mut tokio::time::Interval,
 ) -> End {
     // Connecting can take seconds; keep draining probes meanwhile.
     let connect = connect(opts);
@@ -140,9 +185,10 @@ async fn session(
                 Err(e) => return End::Failed(e),
             },
             e = rx.recv() => match e {
-                Some(e) => enqueue(queue, e, health),
+                Some(e) => enqueue(queue, e, rx, health),
                 None => return End::Shutdown,
             },
+            _ = sync.tick() => sync_spool(queue),
             _ = shutdown.changed() => return End::Shutdown,
         }
     };
@@ -158,10 +204,12 @@ async fn session(
     };
     match welcome.msg {
         Some(collector_message::Msg::Welcome(w)) => {
-            if let Some(b) = w.boots.iter().find(|b| b.boot_id == queue.boot_id()) {
-                queue.ack(b.highest_seq);
+            for b in &w.boots {
+                queue.ack(&b.boot_id, b.highest_seq);
             }
-            info!(collector = %opts.collector, collector_version = %w.collector_version, acked = queue.acked(), "connected to collector");
+            publish(queue, health);
+            info!(collector = %opts.collector, collector_version = %w.collector_version,
+                unacked = queue.unacked(), "connected to collector");
         }
         _ => {
             return End::Failed(TransportError::Protocol(
@@ -173,7 +221,9 @@ async fn session(
         Health::incr(&health.reconnects);
     }
     *connected_before = true;
-    backoff.reset();
+    // The backoff resets on the first Ack, not here: a collector that
+    // welcomes and then refuses (store full, rate limit) must not be
+    // hammered.
     queue.rewind();
 
     let mut shutting_down = false;
@@ -182,7 +232,13 @@ async fn session(
     loop {
         // Send whatever is unsent while the stream has room.
         while let Ok(permit) = out_tx.try_reserve() {
-            let records = queue.take_unsent(BATCH_MAX);
+            let records = match queue.next_batch(BATCH_MAX) {
+                Ok(r) => r,
+                Err(e) => {
+                    warn!(error = %e, "reading the spool failed");
+                    return End::Failed(TransportError::Protocol(format!("spool: {e}")));
+                }
+            };
             if records.is_empty() {
                 break;
             }
@@ -199,24 +255,21 @@ async fn session(
             m = inbound.message() => match m {
                 Ok(Some(m)) => {
                     if let Some(collector_message::Msg::Ack(a)) = m.msg {
-                        if let Some(b) = a.boots.iter().find(|b| b.boot_id == queue.boot_id()) {
-                            queue.ack(b.highest_seq);
-                            health.queued_records.store(queue.len() as u64, Ordering::Relaxed);
+                        backoff.reset();
+                        for b in &a.boots {
+                            queue.ack(&b.boot_id, b.highest_seq);
                         }
+                        publish(queue, health);
                     }
                 }
                 Ok(None) => return End::Failed(TransportError::Protocol("collector closed the stream".into())),
                 Err(s) => return End::Failed(s.into()),
             },
             e = rx.recv(), if !shutting_down => match e {
-                Some(e) => {
-                    enqueue(queue, e, health);
-                    while let Ok(e) = rx.try_recv() {
-                        enqueue(queue, e, health);
-                    }
-                }
+                Some(e) => enqueue(queue, e, rx, health),
                 None => shutting_down = true,
             },
+            _ = sync.tick() => sync_spool(queue),
             p = out_tx.reserve(), if has_unsent => {
                 // Room again: loop around and fill it.
                 drop(p);
@@ -224,12 +277,12 @@ async fn session(
             _ = shutdown.changed(), if !shutting_down => {
                 shutting_down = true;
                 while let Ok(e) = rx.try_recv() {
-                    enqueue(queue, e, health);
+                    enqueue(queue, e, rx, health);
                 }
                 flush_deadline.as_mut().reset(tokio::time::Instant::now() + opts.flush_timeout);
             }
             _ = &mut flush_deadline, if shutting_down => {
-                warn!(undelivered = queue.len(), "shutdown flush timed out");
+                warn!(undelivered = queue.unacked(), "shutdown flush timed out; kept in the spool");
                 return End::Shutdown;
             }
         }
@@ -251,7 +304,7 @@ async fn connect(
         .http2_keep_alive_interval(Duration::from_secs(10))
         .keep_alive_timeout(Duration::from_secs(10));
     let channel = endpoint.connect().await?;
-    let mut client = TelemetryClient::new(channel);
+    let mut client = TelemetryClient::new(channel).max_decoding_message_size(16 * 1024 * 1024);
     let (out_tx, out_rx) = mpsc::channel(IN_FLIGHT_BATCHES);
     out_tx
         .send(AgentMessage {
@@ -259,9 +312,13 @@ async fn connect(
         })
         .await
         .map_err(|_| TransportError::Protocol("stream closed".into()))?;
-    let inbound = client
-        .stream(ReceiverStream::new(out_rx))
-        .await?
-        .into_inner();
+    let mut request = tonic::Request::new(ReceiverStream::new(out_rx));
+    if let Some(token) = &opts.token {
+        let value = format!("Bearer {token}")
+            .parse()
+            .map_err(|_| TransportError::Protocol("token is not valid header text".into()))?;
+        request.metadata_mut().insert("authorization", value);
+    }
+    let inbound = client.stream(request).await?.into_inner();
     Ok((out_tx, inbound))
 }

@@ -36,13 +36,18 @@ pub const COMMIT_BOUNDS_SECONDS: [f64; 13] = [
 ];
 
 /// Labels of `boltwatch_ingest_errors_total`, all exported from the start.
-pub const INGEST_ERROR_KINDS: [&str; 6] = [
+pub const INGEST_ERROR_KINDS: [&str; 10] = [
     "no_hello",
     "bad_hello",
     "node_mismatch",
     "invalid_record",
     "store",
     "transport",
+    // Issue 5 (spool/auth/limits): refusals an agent retries or must fix.
+    "unauthenticated",
+    "permission_denied",
+    "rate_limited",
+    "batch_too_large",
 ];
 
 /// Kind label of records whose payload this build does not know.

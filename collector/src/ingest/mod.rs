@@ -5,15 +5,25 @@
 //! - [`raw`]: the hand-wired tonic service (records kept as raw bytes).
 //! - [`validate`]: pure checks of the `Hello` and of batches.
 //! - [`preface`]: the accept loop that turns away non-HTTP/2 connections.
+//! - [`auth`]: bearer tokens and the nodes they may speak for.
+//! - [`limit`]: per-node records-per-second token bucket.
 //!
 //! Failures are answered with a gRPC status and counted in
-//! `boltwatch_ingest_errors_total{kind}`; the collector carries on.
+//! `boltwatch_ingest_errors_total{kind}`; the collector carries on. Refusals
+//! that the agent should retry later (store full or read-only, rate limit)
+//! are UNAVAILABLE or RESOURCE_EXHAUSTED and store nothing of the batch, so
+//! the agent keeps the records in its spool. Without an auth table every
+//! agent is accepted for any node name.
 
+pub mod auth;
+pub mod limit;
 pub mod preface;
 pub mod raw;
 pub mod validate;
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use boltwatch_proto::v1::{collector_message, Ack, BootWatermark, CollectorMessage, Welcome};
 use tokio::sync::{mpsc, watch};
@@ -42,11 +52,37 @@ pub async fn stopped(rx: &mut watch::Receiver<bool>) {
     let _ = rx.wait_for(|s| *s).await.map(|_| ());
 }
 
+/// Who may send, and how much.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    /// Token table; `None` accepts every agent (no authentication).
+    pub auth: Option<auth::AuthTokens>,
+    /// Most records in one batch.
+    pub max_batch_records: usize,
+    /// Records per second per node, sustained.
+    pub records_per_second: u32,
+    /// Records a node may send at once after a quiet spell.
+    pub records_burst: u32,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            auth: None,
+            max_batch_records: 4096,
+            records_per_second: 20_000,
+            records_burst: 100_000,
+        }
+    }
+}
+
 /// The ingest logic behind [`raw::TelemetryService`].
 pub struct Ingest {
     store: StoreHandle,
     metrics: SharedMetrics,
     shutdown: watch::Receiver<bool>,
+    policy: Policy,
+    buckets: Mutex<HashMap<String, limit::Bucket>>,
 }
 
 fn to_proto(w: Vec<Watermark>) -> Vec<BootWatermark> {
@@ -73,18 +109,32 @@ impl Drop for OpenStream {
 }
 
 impl Ingest {
-    /// Ingest into `store`, reporting to `metrics`; open streams end with
-    /// `UNAVAILABLE` once `shutdown` turns true.
+    /// Ingest into `store`, reporting to `metrics`, under `policy`; open
+    /// streams end with `UNAVAILABLE` once `shutdown` turns true.
     pub fn new(
         store: StoreHandle,
         metrics: SharedMetrics,
         shutdown: watch::Receiver<bool>,
+        policy: Policy,
     ) -> Self {
         Ingest {
             store,
             metrics,
             shutdown,
+            policy,
+            buckets: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Takes `n` records from `node`'s bucket.
+    fn admit(&self, node: &str, n: usize) -> bool {
+        let now = Instant::now();
+        let mut b = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
+        let p = &self.policy;
+        let burst = p.records_burst.max(p.max_batch_records as u32);
+        b.entry(node.to_string())
+            .or_insert_with(|| limit::Bucket::new(p.records_per_second, burst, now))
+            .take(n, now)
     }
 
     fn fail(&self, kind: &'static str, status: Status) -> Status {
@@ -102,10 +152,27 @@ impl Ingest {
         // Answer the call at once and read the Hello in the task: an agent
         // that awaits the response headers before sending its Hello must
         // not deadlock against a collector that awaits the Hello first.
+        let allowed = match &self.policy.auth {
+            None => None,
+            Some(table) => {
+                let header = request
+                    .metadata()
+                    .get("authorization")
+                    .map(|v| v.as_bytes());
+                match table.check(header) {
+                    Ok(a) => Some(a),
+                    Err(e) => {
+                        let s = Status::unauthenticated(e.to_string());
+                        return Err(self.fail("unauthenticated", s));
+                    }
+                }
+            }
+        };
         let inbound = request.into_inner();
         let (tx, rx) = mpsc::channel(16);
         tokio::spawn(async move {
-            let Some((node, open, inbound)) = self.open(inbound, &tx).await else {
+            let Some((node, open, inbound)) = self.open(inbound, &tx, allowed.as_ref()).await
+            else {
                 return;
             };
             let _open = open;
@@ -120,6 +187,7 @@ impl Ingest {
         &self,
         mut inbound: Streaming<RawAgentMessage>,
         tx: &mpsc::Sender<Result<CollectorMessage, Status>>,
+        allowed: Option<&auth::Allowed>,
     ) -> Option<(String, OpenStream, Streaming<RawAgentMessage>)> {
         let refuse = |kind, status| async move {
             let _ = tx.send(Err(self.fail(kind, status))).await;
@@ -148,6 +216,13 @@ impl Ingest {
             Ok(r) => r,
             Err(e) => return refuse(e.kind(), Status::invalid_argument(e.to_string())).await,
         };
+        if allowed.is_some_and(|a| !a.permits(&hello.node)) {
+            let s = Status::permission_denied(format!(
+                "this token may not speak for node `{}`",
+                hello.node
+            ));
+            return refuse("permission_denied", s).await;
+        }
         let watermarks = match self.store.hello(row).await {
             Ok(w) => w,
             Err(e) => return refuse("store", Status::unavailable(format!("store: {e}"))).await,
@@ -212,20 +287,47 @@ impl Ingest {
                     return;
                 }
             };
+            let n = batch.records.len();
+            if n > self.policy.max_batch_records {
+                let s = Status::resource_exhausted(format!(
+                    "batch of {n} records; the limit is {}",
+                    self.policy.max_batch_records
+                ));
+                let _ = tx.send(Err(self.fail("batch_too_large", s))).await;
+                return;
+            }
             let checked = match validate::batch(node, batch.records) {
                 Ok(c) => c,
+                Err(e @ validate::Invalid::NodeMismatch { .. }) if self.policy.auth.is_some() => {
+                    // With authentication, speaking for another node is a
+                    // permission matter, not a malformed batch.
+                    let s = Status::permission_denied(e.to_string());
+                    let _ = tx.send(Err(self.fail("permission_denied", s))).await;
+                    return;
+                }
                 Err(e) => {
                     let s = Status::invalid_argument(e.to_string());
                     let _ = tx.send(Err(self.fail(e.kind(), s))).await;
                     return;
                 }
             };
+            if !self.admit(node, n) {
+                let s = Status::resource_exhausted(format!(
+                    "node `{node}` is over {} records/s; retry later",
+                    self.policy.records_per_second
+                ));
+                let _ = tx.send(Err(self.fail("rate_limited", s))).await;
+                return;
+            }
             let (records, news): (Vec<_>, Vec<_>) =
                 checked.into_iter().map(|c| (c.record, c.new)).unzip();
             let outcome = match self.store.write_batch(news).await {
                 Ok(o) => o,
                 Err(e) => {
-                    let s = Status::unavailable(format!("store: {e}"));
+                    // Full disk, read-only file: nothing of the batch is
+                    // stored and it is not acked; the agent retries later
+                    // from its spool.
+                    let s = Status::unavailable(format!("store cannot commit, retry later: {e}"));
                     let _ = tx.send(Err(self.fail("store", s))).await;
                     return;
                 }

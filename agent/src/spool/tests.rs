@@ -1,0 +1,196 @@
+//! Spool tests on real files in a temporary directory.
+
+use super::*;
+use boltwatch_proto::v1::{record::Payload, AgentStats};
+
+fn em(n: u64) -> Emitted {
+    Emitted {
+        unix_ns: n,
+        payload: Payload::AgentStats(AgentStats {
+            reflected_packets: n,
+            ..Default::default()
+        }),
+    }
+}
+
+fn opts(dir: &Path, max_bytes: u64) -> SpoolOptions {
+    SpoolOptions {
+        dir: dir.to_path_buf(),
+        max_bytes,
+    }
+}
+
+fn seqs(v: &[Record]) -> Vec<(String, u64)> {
+    v.iter().map(|r| (r.boot_id.clone(), r.seq)).collect()
+}
+
+fn seg_files(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "seg"))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn append_send_ack_and_rewind() {
+    let d = tempfile::tempdir().unwrap();
+    let mut s = Spool::open(opts(d.path(), 1 << 30), "n", "b1").unwrap();
+    s.append((1..=5).map(em)).unwrap();
+    assert_eq!(s.unacked(), 5);
+    let first = s.next_batch(3).unwrap();
+    assert_eq!(
+        seqs(&first),
+        (1..=3).map(|i| ("b1".to_string(), i)).collect::<Vec<_>>()
+    );
+    assert!(first.iter().all(|r| r.node == "n"));
+    assert_eq!(s.next_batch(10).unwrap().len(), 2);
+    assert!(!s.has_unsent());
+    s.ack("b1", 2);
+    assert_eq!(s.unacked(), 3);
+    s.rewind();
+    let again = s.next_batch(10).unwrap();
+    assert_eq!(
+        again.iter().map(|r| r.seq).collect::<Vec<_>>(),
+        vec![3, 4, 5]
+    );
+    // Records appended later show up on the same cursor.
+    s.append([em(6)]).unwrap();
+    assert!(s.has_unsent());
+    assert_eq!(s.next_batch(10).unwrap()[0].seq, 6);
+    s.ack("b1", 6);
+    assert!(s.is_empty());
+}
+
+#[test]
+fn a_new_boot_replays_the_old_boots_unacked_records() {
+    let d = tempfile::tempdir().unwrap();
+    {
+        let mut s = Spool::open(opts(d.path(), 1 << 30), "n", "old").unwrap();
+        s.append((1..=4).map(em)).unwrap();
+        s.ack("old", 1);
+        // No clean shutdown: dropped as after kill -9 (data is in the file).
+    }
+    let mut s = Spool::open(opts(d.path(), 1 << 30), "n", "new").unwrap();
+    s.append([em(9)]).unwrap();
+    // The collector's Welcome says it holds old up to 2.
+    s.ack("old", 2);
+    s.rewind();
+    let out = s.next_batch(100).unwrap();
+    assert_eq!(
+        seqs(&out),
+        vec![
+            ("old".to_string(), 3),
+            ("old".to_string(), 4),
+            ("new".to_string(), 1)
+        ]
+    );
+    s.ack("old", 4);
+    s.ack("new", 1);
+    assert_eq!(
+        seg_files(d.path()).len(),
+        1,
+        "only the active segment stays"
+    );
+}
+
+#[test]
+fn torn_tail_is_truncated_not_fatal() {
+    let d = tempfile::tempdir().unwrap();
+    {
+        let mut s = Spool::open(opts(d.path(), 1 << 30), "n", "old").unwrap();
+        s.append((1..=3).map(em)).unwrap();
+    }
+    let seg = seg_files(d.path()).pop().unwrap();
+    let good = fs::metadata(&seg).unwrap().len();
+    // A torn write: half a frame of garbage at the end.
+    let mut f = OpenOptions::new().append(true).open(&seg).unwrap();
+    f.write_all(&[40, 0, 0, 0, 1, 2, 3, 4, 5, 6]).unwrap();
+    drop(f);
+    let mut s = Spool::open(opts(d.path(), 1 << 30), "n", "new").unwrap();
+    assert_eq!(fs::metadata(&seg).unwrap().len(), good);
+    assert_eq!(s.unacked(), 3);
+    assert_eq!(s.next_batch(10).unwrap().len(), 3);
+}
+
+#[test]
+fn flipped_byte_in_the_middle_truncates_from_there() {
+    let d = tempfile::tempdir().unwrap();
+    {
+        let mut s = Spool::open(opts(d.path(), 1 << 30), "n", "old").unwrap();
+        s.append((1..=3).map(em)).unwrap();
+    }
+    let seg = seg_files(d.path()).pop().unwrap();
+    let mut bytes = fs::read(&seg).unwrap();
+    let n = bytes.len();
+    bytes[n - 2] ^= 0xff;
+    fs::write(&seg, &bytes).unwrap();
+    let mut s = Spool::open(opts(d.path(), 1 << 30), "n", "new").unwrap();
+    assert_eq!(s.unacked(), 2);
+    assert_eq!(
+        s.next_batch(10)
+            .unwrap()
+            .iter()
+            .map(|r| r.seq)
+            .collect::<Vec<_>>(),
+        vec![1, 2]
+    );
+}
+
+#[test]
+fn cap_drops_oldest_and_counts() {
+    let d = tempfile::tempdir().unwrap();
+    let cap = 256 * 1024;
+    let mut s = Spool::open(opts(d.path(), cap), "n", "b").unwrap();
+    let seg = opts(d.path(), cap).segment_bytes();
+    for chunk in 0..200u64 {
+        s.append((0..100).map(|i| em(chunk * 100 + i))).unwrap();
+        assert!(s.bytes() <= cap + seg, "{} bytes", s.bytes());
+    }
+    assert!(s.dropped() > 0);
+    // Everything is accounted for: kept + dropped = made.
+    assert_eq!(s.unacked() + s.dropped(), 20_000);
+    let on_disk: u64 = seg_files(d.path())
+        .iter()
+        .map(|p| fs::metadata(p).unwrap().len())
+        .sum();
+    assert_eq!(on_disk, s.bytes());
+    // What is left is the newest, contiguous up to the last.
+    let mut last = 0;
+    let mut n = 0;
+    loop {
+        let b = s.next_batch(1000).unwrap();
+        if b.is_empty() {
+            break;
+        }
+        for r in b {
+            assert!(last == 0 || r.seq == last + 1);
+            last = r.seq;
+            n += 1;
+        }
+    }
+    assert_eq!(last, 20_000);
+    assert_eq!(n, s.unacked());
+}
+
+#[test]
+fn second_agent_on_the_same_dir_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let _a = Spool::open(opts(d.path(), 1 << 20), "n", "a").unwrap();
+    let e = Spool::open(opts(d.path(), 1 << 20), "n", "b").unwrap_err();
+    assert!(matches!(e, SpoolError::Locked(_)), "{e}");
+}
+
+#[test]
+fn records_of_another_node_are_dropped_not_sent() {
+    let d = tempfile::tempdir().unwrap();
+    {
+        let mut s = Spool::open(opts(d.path(), 1 << 20), "other", "x").unwrap();
+        s.append([em(1)]).unwrap();
+    }
+    let mut s = Spool::open(opts(d.path(), 1 << 20), "n", "b").unwrap();
+    assert!(s.next_batch(10).unwrap().is_empty());
+    assert_eq!(s.dropped(), 1);
+}

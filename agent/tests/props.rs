@@ -1,0 +1,161 @@
+//! Property tests for the agent's bad-input surfaces: the STAMP packet
+//! parser (every datagram from the network), the spool's frame scanner
+//! (whatever a crash left on disk), and the config and token-file parsers
+//! (whatever an operator typed). None may panic; config errors always name
+//! the file and a line.
+
+use boltwatch_agent::config::{self, Config, Overrides, RawConfig};
+use boltwatch_agent::spool::segment;
+use boltwatch_agent::stamp::packet::{
+    ErrorEstimate, NtpTimestamp, ReflectorPacket, SenderPacket, PACKET_LEN,
+};
+use proptest::prelude::*;
+
+const KEYS: &[&str] = &[
+    "node",
+    "collector",
+    "listen",
+    "peers",
+    "probe_interval",
+    "probe_timeout",
+    "sysfs_root",
+    "counters_interval",
+    "thermal_interval",
+    "spool_dir",
+    "spool_max_bytes",
+    "token_file",
+    "interface",
+    "log_format",
+    "services",
+    "service_interval",
+    "outage_after_missing",
+    "bogus",
+];
+
+const VALUES: &[&str] = &[
+    "\"a\"",
+    "\"\"",
+    "\"10ms\"",
+    "\"0s\"",
+    "\"99999h\"",
+    "0",
+    "-1",
+    "1048576",
+    "1099511627777",
+    "true",
+    "[\"b=127.0.0.1:9\"]",
+    "[\"b=127.0.0.1:9\", \"b=127.0.0.1:10\"]",
+    "[\"nonsense\"]",
+    "{ b = \"127.0.0.1:9\" }",
+    "\"127.0.0.1:99999\"",
+    "\"http://x:1\"",
+    "\"ftp://x\"",
+    "[\"ssh=22\", \"x=0\"]",
+    "\"json\"",
+    "\"yaml\"",
+    "1.5",
+    "[",
+    "\"unterminated",
+];
+
+fn line() -> impl Strategy<Value = String> {
+    prop_oneof![
+        (prop::sample::select(KEYS), prop::sample::select(VALUES))
+            .prop_map(|(k, v)| format!("{k} = {v}")),
+        "[a-z_\\[\\]=\" #0-9.]{0,30}",
+        any::<String>(),
+        Just(String::new()),
+        Just("[peers]".to_string()),
+    ]
+}
+
+fn text() -> impl Strategy<Value = String> {
+    prop::collection::vec(line(), 0..8).prop_map(|l| l.join("\n"))
+}
+
+/// `FILE:LINE: ...` with LINE a number; returns LINE.
+fn located(msg: &str, file: &str) -> usize {
+    let rest = msg
+        .strip_prefix(&format!("{file}:"))
+        .unwrap_or_else(|| panic!("error does not name {file}: {msg}"));
+    let n = rest.split(':').next().unwrap();
+    n.parse()
+        .unwrap_or_else(|_| panic!("error has no line number: {msg}"))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn stamp_decode_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..128)) {
+        let s = SenderPacket::decode(&bytes);
+        let r = ReflectorPacket::decode(&bytes);
+        prop_assert_eq!(s.is_ok(), bytes.len() >= PACKET_LEN);
+        prop_assert_eq!(r.is_ok(), bytes.len() >= PACKET_LEN);
+    }
+
+    #[test]
+    fn stamp_sender_round_trips(seq: u32, ts: u64, ee: u16, ssid: u16) {
+        let p = SenderPacket {
+            seq,
+            timestamp: NtpTimestamp(ts),
+            error_estimate: ErrorEstimate::from_u16(ee),
+            ssid,
+        };
+        let back = SenderPacket::decode(&p.encode()).unwrap();
+        prop_assert_eq!(back, p);
+    }
+
+    #[test]
+    fn spool_scan_never_panics_and_stays_in_bounds(
+        bytes in prop::collection::vec(any::<u8>(), 0..512)
+    ) {
+        let (frames, end, err) = segment::scan(&bytes);
+        prop_assert!(end <= bytes.len());
+        prop_assert_eq!(err.is_none(), end == bytes.len());
+        prop_assert!(frames.iter().all(|f| f.len() <= segment::MAX_FRAME));
+    }
+
+    #[test]
+    fn spool_scan_recovers_every_whole_frame_before_a_cut(
+        payloads in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..40), 1..8),
+        cut_back in 1usize..40,
+    ) {
+        let mut buf = Vec::new();
+        let mut ends = Vec::new();
+        for p in &payloads {
+            segment::encode(p, &mut buf);
+            ends.push(buf.len());
+        }
+        let cut = buf.len().saturating_sub(cut_back);
+        let (frames, end, _) = segment::scan(&buf[..cut]);
+        let whole = ends.iter().filter(|&&e| e <= cut).count();
+        prop_assert_eq!(frames.len(), whole);
+        prop_assert_eq!(end, if whole == 0 { 0 } else { ends[whole - 1] });
+        for (f, p) in frames.iter().zip(&payloads) {
+            prop_assert_eq!(*f, p.as_slice());
+        }
+    }
+
+    #[test]
+    fn config_text_never_panics_and_errors_name_file_and_line(t in text()) {
+        let built = RawConfig::from_toml("agent.toml", &t).and_then(|raw| {
+            Config::build(
+                Some(("agent.toml".into(), t.clone(), raw)),
+                Overrides { node: Some("n".into()), ..Default::default() },
+            )
+        });
+        if let Err(e) = built {
+            let line = located(&e.to_string(), "agent.toml");
+            prop_assert!(line >= 1 && line <= t.lines().count().max(1), "{} in\n{}", e, t);
+        }
+    }
+
+    #[test]
+    fn token_file_never_panics(t in text()) {
+        if let Err(e) = config::parse_token("token", &t) {
+            let line = located(&e.to_string(), "token");
+            prop_assert!(line >= 1);
+        }
+    }
+}

@@ -1,0 +1,303 @@
+//! Issue 5 on a real in-process collector over real gRPC: bearer-token
+//! authentication, per-node permission, batch and rate limits, and a full
+//! store answering UNAVAILABLE without losing or acking anything.
+
+mod common;
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+
+use boltwatch_collector::ingest::auth::AuthTokens;
+use boltwatch_collector::{Config, Listeners};
+use boltwatch_proto::v1::telemetry_client::TelemetryClient;
+use boltwatch_proto::v1::{agent_message, collector_message, AgentMessage, Record};
+use common::{agent_stats, hello, metric, record, Agent, WAIT};
+use tokio::sync::{mpsc, oneshot};
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::Code;
+
+const TOKEN_A: &str = "token-of-node-a-0123456789";
+const TOKEN_B: &str = "token-of-node-b-0123456789";
+
+struct Running {
+    grpc: SocketAddr,
+    http: SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<Result<(), boltwatch_collector::Error>>,
+}
+
+impl Running {
+    async fn start(dir: &Path, tune: impl FnOnce(&mut Config)) -> Running {
+        let grpc = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let http = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let (g, h) = (grpc.local_addr().unwrap(), http.local_addr().unwrap());
+        let mut config = Config {
+            data_dir: dir.to_path_buf(),
+            grpc_listen: g,
+            http_listen: h,
+            shutdown_grace: Duration::from_secs(2),
+            ..Config::default()
+        };
+        tune(&mut config);
+        let (tx, rx) = oneshot::channel::<()>();
+        let task = tokio::spawn(boltwatch_collector::run(
+            config,
+            Listeners { grpc, http },
+            async move {
+                let _ = rx.await;
+            },
+        ));
+        Running {
+            grpc: g,
+            http: h,
+            stop: Some(tx),
+            task,
+        }
+    }
+
+    async fn stop(mut self) {
+        let _ = self.stop.take().unwrap().send(());
+        let _ = tokio::time::timeout(WAIT, &mut self.task).await;
+    }
+
+    async fn text(&self, path: &str) -> String {
+        reqwest::get(format!("http://{}{}", self.http, path))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    }
+
+    async fn stored(&self) -> u64 {
+        let v: serde_json::Value = serde_json::from_str(&self.text("/api/v1/nodes").await).unwrap();
+        v["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|n| n["boots"].as_array().unwrap().iter())
+            .map(|b| b["records"].as_u64().unwrap())
+            .sum()
+    }
+
+    async fn errors(&self, kind: &str) -> f64 {
+        let m = self.text("/metrics").await;
+        metric(
+            &m,
+            &format!("boltwatch_ingest_errors_total{{kind=\"{kind}\"}}"),
+        )
+        .unwrap_or_else(|| panic!("no error series for {kind}:\n{m}"))
+    }
+}
+
+/// Opens a stream presenting `token` (if any) and sends `node`'s Hello.
+async fn open(addr: SocketAddr, token: Option<&str>, node: &str) -> Result<Agent, tonic::Status> {
+    let mut client = TelemetryClient::connect(format!("http://{addr}"))
+        .await
+        .unwrap();
+    let (tx, rx) = mpsc::channel(16);
+    tx.send(AgentMessage {
+        msg: Some(agent_message::Msg::Hello(hello(
+            node,
+            &format!("boot-{node}"),
+        ))),
+    })
+    .await
+    .unwrap();
+    let mut req = tonic::Request::new(ReceiverStream::new(rx));
+    if let Some(t) = token {
+        req.metadata_mut()
+            .insert("authorization", format!("Bearer {t}").parse().unwrap());
+    }
+    let resp = tokio::time::timeout(WAIT, client.stream(req))
+        .await
+        .expect("answered in time")?;
+    let mut agent = Agent {
+        tx,
+        rx: resp.into_inner(),
+    };
+    let first = agent.next().await?;
+    assert!(matches!(
+        first.msg,
+        Some(collector_message::Msg::Welcome(_))
+    ));
+    Ok(agent)
+}
+
+fn batch(node: &str, seqs: impl IntoIterator<Item = u64>) -> Vec<Record> {
+    seqs.into_iter()
+        .map(|s| record(node, &format!("boot-{node}"), s, agent_stats(s, 0)))
+        .collect()
+}
+
+fn with_auth(c: &mut Config) {
+    c.auth = Some(AuthTokens::from_pairs([
+        ("a".to_string(), TOKEN_A.to_string()),
+        ("b".to_string(), TOKEN_B.to_string()),
+    ]));
+}
+
+#[tokio::test]
+async fn tokens_gate_who_may_speak_for_which_node() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = Running::start(dir.path(), with_auth).await;
+
+    let e = open(c.grpc, None, "a").await.err().expect("refused");
+    assert_eq!(e.code(), Code::Unauthenticated, "{e:?}");
+    let e = open(c.grpc, Some("not-a-token-at-all-xxxxx"), "a")
+        .await
+        .err()
+        .expect("refused");
+    assert_eq!(e.code(), Code::Unauthenticated, "{e:?}");
+    // b's token, a's name.
+    let e = match open(c.grpc, Some(TOKEN_B), "a").await {
+        Err(e) => e,
+        Ok(_) => panic!("b's token accepted for a"),
+    };
+    assert_eq!(e.code(), Code::PermissionDenied, "{e:?}");
+    // The right token, then a record speaking for b inside a's stream.
+    let mut a = open(c.grpc, Some(TOKEN_A), "a").await.unwrap();
+    let mut recs = batch("a", 1..=2);
+    recs.push(record("b", "boot-b", 1, agent_stats(0, 0)));
+    let e = a.send(recs).await.unwrap_err();
+    assert_eq!(e.code(), Code::PermissionDenied, "{e:?}");
+    assert_eq!(c.stored().await, 0, "nothing of a refused stream is stored");
+    assert_eq!(c.errors("unauthenticated").await, 2.0);
+    assert_eq!(c.errors("permission_denied").await, 2.0);
+
+    // The right token for the right node works.
+    let mut a = open(c.grpc, Some(TOKEN_A), "a").await.unwrap();
+    let acks = a.send(batch("a", 1..=3)).await.unwrap();
+    assert_eq!(acks[0].highest_seq, 3);
+    assert_eq!(c.stored().await, 3);
+    drop(a);
+    c.stop().await;
+}
+
+#[tokio::test]
+async fn without_a_token_table_everyone_is_accepted() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = Running::start(dir.path(), |_| {}).await;
+    let mut a = open(c.grpc, None, "a").await.unwrap();
+    assert_eq!(a.send(batch("a", 1..=2)).await.unwrap()[0].highest_seq, 2);
+    drop(a);
+    c.stop().await;
+}
+
+#[tokio::test]
+async fn oversized_batches_and_rate_are_refused_with_resource_exhausted() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = Running::start(dir.path(), |c| {
+        c.max_batch_records = 50;
+        c.max_records_per_second = 10; // burst 50
+    })
+    .await;
+    let mut a = open(c.grpc, None, "a").await.unwrap();
+    let e = a.send(batch("a", 1..=51)).await.unwrap_err();
+    assert_eq!(e.code(), Code::ResourceExhausted, "{e:?}");
+    assert_eq!(c.stored().await, 0);
+
+    let mut a = open(c.grpc, None, "a").await.unwrap();
+    assert_eq!(a.send(batch("a", 1..=50)).await.unwrap()[0].highest_seq, 50);
+    // The bucket is empty now; refill is 10/s, so 50 more cannot pass at
+    // once (the bound holds however slow this machine is).
+    let e = a.send(batch("a", 51..=100)).await.unwrap_err();
+    assert_eq!(e.code(), Code::ResourceExhausted, "{e:?}");
+    assert_eq!(c.stored().await, 50, "the refused batch stored nothing");
+    assert_eq!(c.errors("rate_limited").await, 1.0);
+    assert_eq!(c.errors("batch_too_large").await, 1.0);
+    c.stop().await;
+}
+
+/// A tmpfs mounted for one test, unmounted even if the test panics.
+struct Tmpfs(std::path::PathBuf);
+
+impl Tmpfs {
+    fn mount(dir: &Path, size: &str) -> Tmpfs {
+        let st = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir)
+            .status()
+            .expect("mount(8) is required; run the tests as root (they never skip)");
+        assert!(
+            st.success(),
+            "mount tmpfs needs root; the tests do not skip"
+        );
+        Tmpfs(dir.to_path_buf())
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
+    }
+}
+
+/// Fills the file system of `dir` until ENOSPC; returns the filler's path.
+fn fill(dir: &Path) -> std::path::PathBuf {
+    use std::io::Write;
+    let p = dir.join("filler");
+    let mut f = std::fs::File::create(&p).unwrap();
+    let chunk = vec![0xa5u8; 64 * 1024];
+    for _ in 0..4096 {
+        if f.write_all(&chunk).is_err() {
+            break;
+        }
+    }
+    // Sub-chunk remainder.
+    for _ in 0..65_536 {
+        if f.write_all(&chunk[..512]).is_err() {
+            break;
+        }
+    }
+    let _ = f.sync_all();
+    p
+}
+
+#[tokio::test]
+async fn full_store_answers_unavailable_and_acks_nothing_then_recovers() {
+    let outer = tempfile::tempdir().unwrap();
+    let mnt = outer.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    let _fs = Tmpfs::mount(&mnt, "4m");
+    let c = Running::start(&mnt.join("data"), |_| {}).await;
+    let mut a = open(c.grpc, None, "a").await.unwrap();
+    assert_eq!(a.send(batch("a", 1..=10)).await.unwrap()[0].highest_seq, 10);
+
+    let filler = fill(&mnt);
+    // Big enough that SQLite must grow its files.
+    let mut refused = None;
+    let mut next = 11;
+    for _ in 0..20 {
+        match a.send(batch("a", next..next + 2000)).await {
+            Ok(_) => next += 2000,
+            Err(e) => {
+                refused = Some(e);
+                break;
+            }
+        }
+    }
+    let e = refused.expect("a full disk must refuse a batch");
+    assert_eq!(e.code(), Code::Unavailable, "{e:?}");
+    assert!(e.message().contains("store"), "{}", e.message());
+    let before = c.stored().await;
+    assert_eq!(
+        before,
+        next - 1,
+        "everything acked was stored, nothing more"
+    );
+    assert!(c.errors("store").await >= 1.0);
+
+    // Space again: the agent's retry of the same records goes through.
+    std::fs::remove_file(filler).unwrap();
+    let mut a = open(c.grpc, None, "a").await.unwrap();
+    let acks = a.send(batch("a", next..next + 2000)).await.unwrap();
+    assert_eq!(acks[0].highest_seq, next + 1999);
+    assert_eq!(c.stored().await, next + 1999);
+    drop(a);
+    c.stop().await;
+}
