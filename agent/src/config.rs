@@ -110,6 +110,22 @@ pub struct Config {
     pub service_interval: Duration,
     /// Consecutive missing probes that open an outage.
     pub outage_after_missing: u32,
+    /// Run scheduled bandwidth tests and the bandwidth server.
+    pub bandwidth_enabled: bool,
+    /// Bandwidth server listen address (TCP, iperf3 protocol).
+    pub bandwidth_listen: SocketAddr,
+    /// How often each peer's bandwidth is tested.
+    pub bandwidth_interval: Duration,
+    /// Length of one test (whole seconds: iperf3's protocol carries
+    /// seconds).
+    pub bandwidth_duration: Duration,
+    /// Parallel TCP streams per direction.
+    pub bandwidth_streams: u32,
+    /// Largest share of wall time spent testing (over 10 minutes).
+    pub bandwidth_duty_cycle: f64,
+    /// Per-peer bandwidth server addresses; a peer not listed is tested at
+    /// its STAMP address's IP on our own `bandwidth_listen` port.
+    pub bandwidth_peers: std::collections::BTreeMap<String, SocketAddr>,
 }
 
 impl Default for Config {
@@ -133,7 +149,29 @@ impl Default for Config {
             }],
             service_interval: Duration::from_secs(5),
             outage_after_missing: 3,
+            bandwidth_enabled: true,
+            bandwidth_listen: "0.0.0.0:5202".parse().expect("valid literal"),
+            bandwidth_interval: Duration::from_secs(300),
+            bandwidth_duration: Duration::from_secs(10),
+            bandwidth_streams: 4,
+            bandwidth_duty_cycle: 0.05,
+            bandwidth_peers: Default::default(),
         }
+    }
+}
+
+impl Config {
+    /// Where `peer`'s bandwidth server is: its `bandwidth_peers` entry, else
+    /// its STAMP IP with our own bandwidth port (5202 when ours is 0).
+    pub fn bandwidth_addr(&self, peer: &PeerConfig) -> SocketAddr {
+        if let Some(a) = self.bandwidth_peers.get(&peer.name) {
+            return *a;
+        }
+        let port = match self.bandwidth_listen.port() {
+            0 => crate::bandwidth::DEFAULT_PORT,
+            p => p,
+        };
+        SocketAddr::new(peer.addr.ip(), port)
     }
 }
 
@@ -158,6 +196,14 @@ pub struct RawConfig {
     services: Option<Spanned<Vec<String>>>,
     service_interval: Option<Spanned<String>>,
     outage_after_missing: Option<Spanned<i64>>,
+    bandwidth_enabled: Option<Spanned<bool>>,
+    bandwidth_listen: Option<Spanned<String>>,
+    bandwidth_interval: Option<Spanned<String>>,
+    bandwidth_duration: Option<Spanned<String>>,
+    bandwidth_streams: Option<Spanned<i64>>,
+    bandwidth_duty_cycle: Option<Spanned<f64>>,
+    /// `[bandwidth_peers] b = "10.0.0.2:5202"`.
+    bandwidth_peers: Option<Spanned<std::collections::BTreeMap<String, String>>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -192,6 +238,14 @@ pub struct Overrides {
     pub services: Vec<String>,
     /// `--no-services`: check no services.
     pub no_services: bool,
+    /// `--bandwidth-listen`.
+    pub bandwidth_listen: Option<String>,
+    /// `--bandwidth-interval`.
+    pub bandwidth_interval: Option<String>,
+    /// `--bandwidth-duration`.
+    pub bandwidth_duration: Option<String>,
+    /// `--no-bandwidth`: no scheduled tests and no bandwidth server.
+    pub no_bandwidth: bool,
 }
 
 const FLAGS: &str = "<flags>";
@@ -311,6 +365,21 @@ impl Config {
             message,
         };
         let mut c = Config::default();
+        let raw_bw = RawBandwidth {
+            enabled: raw.bandwidth_enabled,
+            listen: raw.bandwidth_listen,
+            interval: raw.bandwidth_interval,
+            duration: raw.bandwidth_duration,
+            streams: raw.bandwidth_streams,
+            duty_cycle: raw.bandwidth_duty_cycle,
+            peers: raw.bandwidth_peers,
+        };
+        let flags_bw = FlagsBandwidth {
+            listen: flags.bandwidth_listen.clone(),
+            interval: flags.bandwidth_interval.clone(),
+            duration: flags.bandwidth_duration.clone(),
+            off: flags.no_bandwidth,
+        };
 
         if let Some(v) = raw.node {
             c.node = v.get_ref().trim().to_string();
@@ -505,8 +574,135 @@ impl Config {
             }
             c.outage_after_missing = n as u32;
         }
+        build_bandwidth(&mut c, &cx, raw_bw, flags_bw)?;
         Ok(c)
     }
+}
+
+struct RawBandwidth {
+    enabled: Option<Spanned<bool>>,
+    listen: Option<Spanned<String>>,
+    interval: Option<Spanned<String>>,
+    duration: Option<Spanned<String>>,
+    streams: Option<Spanned<i64>>,
+    duty_cycle: Option<Spanned<f64>>,
+    peers: Option<Spanned<std::collections::BTreeMap<String, String>>>,
+}
+
+struct FlagsBandwidth {
+    listen: Option<String>,
+    interval: Option<String>,
+    duration: Option<String>,
+    off: bool,
+}
+
+/// The `bandwidth_*` keys and flags; the schedule they make must be
+/// feasible (checked with the planner's own rules).
+fn build_bandwidth(
+    c: &mut Config,
+    cx: &Ctx<'_>,
+    raw: RawBandwidth,
+    flags: FlagsBandwidth,
+) -> Result<(), ConfigError> {
+    let flag_err = |key: &str, message: String| ConfigError::Invalid {
+        file: FLAGS.to_string(),
+        line: 0,
+        key: key.to_string(),
+        message,
+    };
+    if let Some(v) = raw.enabled {
+        c.bandwidth_enabled = *v.get_ref();
+    }
+    if flags.off {
+        c.bandwidth_enabled = false;
+    }
+    if let Some(v) = raw.listen {
+        c.bandwidth_listen = v.get_ref().parse().map_err(|e| {
+            cx.invalid(
+                "bandwidth_listen",
+                v.span(),
+                format!("`{}`: {e}", v.get_ref()),
+            )
+        })?;
+    }
+    if let Some(v) = flags.listen {
+        c.bandwidth_listen = v
+            .parse()
+            .map_err(|e| flag_err("--bandwidth-listen", format!("`{v}`: {e}")))?;
+    }
+    for (key, raw, flag, into) in [
+        (
+            "bandwidth_interval",
+            raw.interval,
+            flags.interval,
+            &mut c.bandwidth_interval,
+        ),
+        (
+            "bandwidth_duration",
+            raw.duration,
+            flags.duration,
+            &mut c.bandwidth_duration,
+        ),
+    ] {
+        if let Some(v) = raw {
+            *into = parse_duration(v.get_ref()).map_err(|m| cx.invalid(key, v.span(), m))?;
+        }
+        if let Some(v) = flag {
+            *into = parse_duration(&v)
+                .map_err(|m| flag_err(&format!("--{}", key.replace('_', "-")), m))?;
+        }
+    }
+    let d = c.bandwidth_duration;
+    if d < Duration::from_secs(1) || d > Duration::from_secs(3600) || d.subsec_nanos() != 0 {
+        return Err(flag_or_file(
+            cx,
+            "bandwidth_duration",
+            format!("{d:?}: must be whole seconds in 1s..1h"),
+        ));
+    }
+    if let Some(v) = raw.streams {
+        let n = *v.get_ref();
+        if !(1..=128).contains(&n) {
+            return Err(cx.invalid(
+                "bandwidth_streams",
+                v.span(),
+                format!("{n} is outside 1..128"),
+            ));
+        }
+        c.bandwidth_streams = n as u32;
+    }
+    if let Some(v) = raw.duty_cycle {
+        c.bandwidth_duty_cycle = *v.get_ref();
+    }
+    if let Some(v) = raw.peers {
+        let span = v.span();
+        for (name, addr) in v.into_inner() {
+            let a: SocketAddr = addr.parse().map_err(|e| {
+                cx.invalid(
+                    "bandwidth_peers",
+                    span.clone(),
+                    format!("`{name}`: `{addr}`: {e} (expected IP:PORT)"),
+                )
+            })?;
+            c.bandwidth_peers.insert(name, a);
+        }
+    }
+    crate::bandwidth::schedule::plan_config(
+        c.bandwidth_interval,
+        c.bandwidth_duration,
+        c.bandwidth_duty_cycle,
+    )
+    .map_err(|e| {
+        flag_or_file(
+            cx,
+            "bandwidth_interval",
+            format!(
+                "{e} (interval {:?}, duration {:?}, duty cycle {})",
+                c.bandwidth_interval, c.bandwidth_duration, c.bandwidth_duty_cycle
+            ),
+        )
+    })?;
+    Ok(())
 }
 
 fn flag_or_file(cx: &Ctx<'_>, key: &str, message: String) -> ConfigError {
@@ -639,6 +835,70 @@ mod tests {
         assert!(parse("services = []\n").unwrap().services.is_empty());
         let e = parse("\nservices = [\"ssh\"]\n").unwrap_err().to_string();
         assert!(e.starts_with("agent.toml:2: key `services`"), "{e}");
+    }
+
+    #[test]
+    fn bandwidth_keys_defaults_flags_and_peer_addresses() {
+        let c = parse("peers = [\"b=10.0.0.2:862\", \"c=10.0.0.3:862\"]\n").unwrap();
+        assert!(c.bandwidth_enabled);
+        assert_eq!(c.bandwidth_listen, "0.0.0.0:5202".parse().unwrap());
+        assert_eq!(c.bandwidth_interval, Duration::from_secs(300));
+        assert_eq!(c.bandwidth_duration, Duration::from_secs(10));
+        assert_eq!(c.bandwidth_streams, 4);
+        assert_eq!(c.bandwidth_duty_cycle, 0.05);
+        assert_eq!(
+            c.bandwidth_addr(&c.peers[0]),
+            "10.0.0.2:5202".parse().unwrap()
+        );
+        let text = "peers = [\"b=10.0.0.2:862\", \"c=10.0.0.3:862\"]\n\
+                    bandwidth_listen = \"0.0.0.0:6000\"\nbandwidth_streams = 2\n\
+                    bandwidth_duty_cycle = 0.5\n[bandwidth_peers]\nc = \"10.9.9.9:7000\"\n";
+        let raw = RawConfig::from_toml("f", text).unwrap();
+        let c = Config::build(
+            Some(("f".into(), text.into(), raw)),
+            Overrides {
+                bandwidth_interval: Some("5s".into()),
+                bandwidth_duration: Some("2s".into()),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            c.bandwidth_addr(&c.peers[0]),
+            "10.0.0.2:6000".parse().unwrap()
+        );
+        assert_eq!(
+            c.bandwidth_addr(&c.peers[1]),
+            "10.9.9.9:7000".parse().unwrap()
+        );
+        assert_eq!(c.bandwidth_interval, Duration::from_secs(5));
+        assert_eq!(c.bandwidth_duration, Duration::from_secs(2));
+        assert_eq!((c.bandwidth_streams, c.bandwidth_duty_cycle), (2, 0.5));
+        let off = Config::build(
+            None,
+            Overrides {
+                no_bandwidth: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert!(!off.bandwidth_enabled);
+    }
+
+    #[test]
+    fn infeasible_bandwidth_schedules_are_refused() {
+        // 1 % of 10 minutes (6 s) cannot hold a 10 s test.
+        let e = parse("bandwidth_duty_cycle = 0.01\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("bandwidth_interval"), "{e}");
+        assert!(parse("bandwidth_duration = \"1500ms\"\n").is_err());
+        assert!(parse("bandwidth_interval = \"10s\"\n").is_err());
+        let e = parse("\nbandwidth_streams = 0\n").unwrap_err().to_string();
+        assert!(
+            e.starts_with("agent.toml:2: key `bandwidth_streams`"),
+            "{e}"
+        );
     }
 
     #[test]

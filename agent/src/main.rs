@@ -82,6 +82,18 @@ struct RunArgs {
     /// Check no services.
     #[arg(long, conflicts_with = "services")]
     no_services: bool,
+    /// Bandwidth server listen address (default 0.0.0.0:5202).
+    #[arg(long)]
+    bandwidth_listen: Option<String>,
+    /// Time between bandwidth tests of each peer (default 5m).
+    #[arg(long)]
+    bandwidth_interval: Option<String>,
+    /// Length of each bandwidth test, whole seconds (default 10s).
+    #[arg(long)]
+    bandwidth_duration: Option<String>,
+    /// Run no bandwidth tests and no bandwidth server.
+    #[arg(long)]
+    no_bandwidth: bool,
 }
 
 /// `boltwatch-agent ping ADDR[:PORT] [-c N] [-i INTERVAL] [-W TIMEOUT]`.
@@ -182,6 +194,10 @@ fn load_config(args: &RunArgs) -> Result<Config, config::ConfigError> {
             log_format: args.log_format.clone(),
             services: args.services.clone(),
             no_services: args.no_services,
+            bandwidth_listen: args.bandwidth_listen.clone(),
+            bandwidth_interval: args.bandwidth_interval.clone(),
+            bandwidth_duration: args.bandwidth_duration.clone(),
+            no_bandwidth: args.no_bandwidth,
         },
     )
 }
