@@ -56,6 +56,10 @@ enum Command {
         /// Keep the store here instead of a temporary directory.
         #[arg(long)]
         data_dir: Option<PathBuf>,
+        /// Run bandwidth tests between the agents this often (each agent
+        /// has a bandwidth server either way).
+        #[arg(long, value_parser = parse_duration)]
+        bandwidth_interval: Option<std::time::Duration>,
     },
 }
 
@@ -164,6 +168,7 @@ fn main() -> ExitCode {
             probe_interval,
             http_listen,
             data_dir,
+            bandwidth_interval,
         } => {
             return lab(boltwatch_collector::lab::LabOptions {
                 duration,
@@ -171,6 +176,7 @@ fn main() -> ExitCode {
                 probe_interval,
                 http_listen,
                 data_dir,
+                bandwidth_interval,
             })
         }
     };

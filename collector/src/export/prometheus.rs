@@ -167,6 +167,7 @@ pub struct MetricsState {
     ingest_errors: BTreeMap<&'static str, u64>,
     commit: FixedHistogram,
     store_records: u64,
+    bandwidth: bandwidth::BandwidthMetrics,
 }
 
 impl MetricsState {
@@ -252,6 +253,7 @@ impl MetricsState {
             .records_received
             .entry((r.node.clone(), kind.to_string()))
             .or_default() += 1;
+        self.bandwidth.apply(r);
         match &r.payload {
             Some(Payload::Rtt(s)) => self.apply_rtt(&r.node, s),
             Some(Payload::Counters(c)) => self.apply_counters(&r.node, r.unix_ns, c),
@@ -353,6 +355,7 @@ impl MetricsState {
         self.render_agents(&mut o);
         self.render_rtt(&mut o);
         self.render_interfaces(&mut o);
+        self.bandwidth.render(&mut o);
         header(
             &mut o,
             "boltwatch_temperature_celsius",
@@ -711,6 +714,9 @@ pub fn fmt_f64(v: f64) -> String {
         format!("{v}")
     }
 }
+
+mod bandwidth;
+pub use bandwidth::CounterRate;
 
 #[cfg(test)]
 mod tests;
