@@ -31,7 +31,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run the agent: probe peers, watch links, stream to the collector.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Send STAMP probes to a reflector and print the round trips.
     Ping(PingArgs),
     /// Run a standalone STAMP reflector until killed.
@@ -129,7 +129,7 @@ struct ReflectArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Run(args) => return run_cmd(args),
+        Command::Run(args) => return run_cmd(*args),
         Command::Ping(args) => {
             init_tracing_with(LogFormat::Text, "warn");
             ping_cmd(args)

@@ -186,7 +186,7 @@ pub async fn run(
             interval: config.probe_interval,
             timeout: config.probe_timeout,
         };
-        let h = stamp::spawn_sender(
+        let h = stamp::spawn_sender_tagged(
             target,
             opts,
             sink.clone(),

@@ -295,7 +295,9 @@ fn bandwidth_table<'a>(
     results: impl Iterator<Item = (&'a str, &'a boltwatch_proto::v1::BandwidthResult)>,
 ) -> String {
     use std::collections::BTreeMap;
-    let mut rows: BTreeMap<(String, String, i32), (u64, u64, Vec<f64>)> = BTreeMap::new();
+    /// Tests, failures, Gbit/s of each success.
+    type Row = (u64, u64, Vec<f64>);
+    let mut rows: BTreeMap<(String, String, i32), Row> = BTreeMap::new();
     for (node, b) in results {
         let row = rows
             .entry((node.to_string(), b.peer.clone(), b.direction))
@@ -342,6 +344,14 @@ fn bandwidth_table<'a>(
         ));
     }
     t
+}
+
+async fn wait_true(mut rx: watch::Receiver<bool>) {
+    while !*rx.borrow() {
+        if rx.changed().await.is_err() {
+            return;
+        }
+    }
 }
 
 #[cfg(test)]
@@ -401,13 +411,5 @@ mod tests {
         let row = t.lines().find(|l| l.starts_with("lab-1 -> lab-2")).unwrap();
         let cols: Vec<&str> = row.split_whitespace().collect();
         assert_eq!(cols[3..], ["upload", "2", "1", "20.00", "20.00"], "{t}");
-    }
-}
-
-async fn wait_true(mut rx: watch::Receiver<bool>) {
-    while !*rx.borrow() {
-        if rx.changed().await.is_err() {
-            return;
-        }
     }
 }

@@ -40,7 +40,8 @@ fn now_ns() -> u64 {
 }
 
 struct Collector {
-    proc: Proc,
+    /// Kept so the process lives (and is killed) with the handle.
+    _proc: Proc,
     http: String,
     grpc_port: u16,
 }
@@ -60,7 +61,7 @@ impl Collector {
             .arg(dir.join("data"));
         let proc = Proc::spawn("collector", cmd, dir.join("collector.log"));
         let c = Collector {
-            proc,
+            _proc: proc,
             http: format!("http://127.0.0.1:{http_port}"),
             grpc_port,
         };
@@ -294,14 +295,20 @@ fn scheduled_tests_tag_rtt_and_follow_a_rate_limit() {
         let rtt = c.records("rtt");
         std::thread::sleep(Duration::from_secs(TEST_SECS + 3));
         counts = check_tags(&rtt, &bandwidth(&c));
-        if counts.iter().all(|(_, inside, clear)| *inside >= 2 && *clear >= 2) {
+        if counts
+            .iter()
+            .all(|(_, inside, clear)| *inside >= 2 && *clear >= 2)
+        {
             break;
         }
     }
     eprintln!("RTT windows (direction, inside a test, clear of tests): {counts:?}");
     for (dir, inside, clear) in &counts {
         assert!(*inside >= 2, "{dir}: too few windows inside tests to judge");
-        assert!(*clear >= 2, "{dir}: too few windows clear of tests to judge");
+        assert!(
+            *clear >= 2,
+            "{dir}: too few windows clear of tests to judge"
+        );
     }
 
     stock_client_is_served(&bed);

@@ -415,9 +415,20 @@ fn is_would_block(e: &io::Error) -> bool {
 /// go to `sink`, one `RttSummary` per complete one-second window, stamped
 /// with the window's end; per-probe outcomes go to `observer` if given.
 /// The first probe goes out after a random splay in `[0, interval)`.
-/// Windows that overlap a bandwidth test marked on `load` are tagged
-/// `under_load`.
 pub fn spawn_sender(
+    target: Target,
+    opts: SenderOptions,
+    sink: Sink,
+    health: Arc<Health>,
+    observer: Option<mpsc::Sender<ProbeEvent>>,
+    stop: Arc<AtomicBool>,
+) -> io::Result<JoinHandle<()>> {
+    spawn_sender_tagged(target, opts, sink, health, observer, stop, None)
+}
+
+/// [`spawn_sender`], tagging `under_load` every window that overlaps a
+/// bandwidth test marked on `load`.
+pub fn spawn_sender_tagged(
     target: Target,
     opts: SenderOptions,
     sink: Sink,

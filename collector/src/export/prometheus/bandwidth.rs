@@ -203,7 +203,8 @@ impl BandwidthMetrics {
                 fmt_f64(*bps),
             );
         }
-        let counters: [(&str, &str, fn(&TestCounts) -> u64); 3] = [
+        type Counter = (&'static str, &'static str, fn(&TestCounts) -> u64);
+        let counters: [Counter; 3] = [
             (
                 "boltwatch_bandwidth_tests_total",
                 "Bandwidth tests run against the peer, successful or not.",
