@@ -820,6 +820,26 @@ mod tests {
         assert_eq!(c.node, "mini-a");
         assert_eq!(c.peers.len(), 2);
         assert_eq!(c.listen.port(), 862);
+        // The example states the bandwidth defaults.
+        let d = Config::default();
+        assert_eq!(
+            (
+                c.bandwidth_enabled,
+                c.bandwidth_listen,
+                c.bandwidth_interval,
+                c.bandwidth_duration,
+                c.bandwidth_streams,
+                c.bandwidth_duty_cycle
+            ),
+            (
+                d.bandwidth_enabled,
+                d.bandwidth_listen,
+                d.bandwidth_interval,
+                d.bandwidth_duration,
+                d.bandwidth_streams,
+                d.bandwidth_duty_cycle
+            )
+        );
     }
 
     #[test]
