@@ -684,6 +684,13 @@ fn build_bandwidth(
                     format!("`{name}`: `{addr}`: {e} (expected IP:PORT)"),
                 )
             })?;
+            if !c.peers.iter().any(|p| p.name == name) {
+                return Err(cx.invalid(
+                    "bandwidth_peers",
+                    span.clone(),
+                    format!("`{name}` is not one of the peers"),
+                ));
+            }
             c.bandwidth_peers.insert(name, a);
         }
     }
@@ -914,6 +921,10 @@ mod tests {
         assert!(e.contains("bandwidth_interval"), "{e}");
         assert!(parse("bandwidth_duration = \"1500ms\"\n").is_err());
         assert!(parse("bandwidth_interval = \"10s\"\n").is_err());
+        let e = parse("[bandwidth_peers]\nzz = \"10.0.0.9:5202\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("`zz` is not one of the peers"), "{e}");
         let e = parse("\nbandwidth_streams = 0\n").unwrap_err().to_string();
         assert!(
             e.starts_with("agent.toml:2: key `bandwidth_streams`"),
