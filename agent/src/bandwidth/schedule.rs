@@ -251,6 +251,59 @@ mod tests {
         assert!(plan_config(s(300), s(10), 0.0).is_err());
     }
 
+    /// The whole loop on loopback against a real server: a scheduled test
+    /// yields an upload and a download record, marks the peer's link while
+    /// data flows, and releases the gate.
+    #[tokio::test]
+    async fn scheduled_test_emits_both_directions_and_marks_the_link() {
+        use boltwatch_proto::v1::record::Payload;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let server = super::super::spawn_server(listener, stop.clone()).unwrap();
+        let gate = TestGate::default();
+        let board = LoadBoard::new([("p".to_string(), vec![addr.ip()])]);
+        let (sink, mut rx) = Sink::new();
+        let opts = ScheduleOptions {
+            plan: plan_config(s(3), s(1), 1.0).unwrap(),
+            streams: 1,
+            gate: gate.clone(),
+            load: board.clone(),
+        };
+        let peers = vec![PeerServer {
+            peer: "p".into(),
+            addr,
+            interface: "lo".into(),
+        }];
+        let task = tokio::spawn(run_schedule(peers, opts, sink, stop.clone()));
+        let mut got = Vec::new();
+        let deadline = tokio::time::Instant::now() + s(30);
+        while got.len() < 2 {
+            let r = tokio::time::timeout_at(deadline, rx.recv())
+                .await
+                .expect("two records within 30 s")
+                .expect("sink open");
+            if let Payload::Bandwidth(b) = r.payload {
+                got.push(b);
+            }
+        }
+        stop.store(true, Ordering::SeqCst);
+        task.await.unwrap();
+        server.join().unwrap();
+        let dirs: Vec<i32> = got.iter().map(|b| b.direction).collect();
+        use boltwatch_proto::v1::Direction;
+        assert_eq!(dirs, [Direction::Upload as i32, Direction::Download as i32]);
+        for b in &got {
+            assert!(b.error.is_empty(), "{b:?}");
+            assert!(b.bytes > 0 && b.bits_per_second > 0.0, "{b:?}");
+            assert_eq!((b.peer.as_str(), b.streams), ("p", 1));
+            let tag = board.tag("p").unwrap();
+            assert!(tag.overlaps(b.start_unix_ns, b.start_unix_ns + b.duration_ns));
+            assert!(!tag.active(), "the span ended with the test");
+        }
+        assert!(!gate.busy(), "the gate is released");
+    }
+
     /// The cap as configured holds when driven by the planner: 3 peers
     /// every 30 s for 10 s would be 100 % busy; 5 % allows 30 s per 10 min.
     #[test]
