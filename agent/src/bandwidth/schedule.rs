@@ -304,6 +304,45 @@ mod tests {
         assert!(!gate.busy(), "the gate is released");
     }
 
+    /// Our server shares the gate: while our own client holds it a client
+    /// is told busy; once free it is served, and its IP's peer is marked
+    /// during the test.
+    #[test]
+    fn server_answers_busy_while_the_gate_is_held_and_marks_the_client() {
+        use super::super::server::{spawn_server_with, ServerOptions};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let gate = TestGate::default();
+        let board = LoadBoard::new([("c".to_string(), vec![addr.ip()])]);
+        let opts = ServerOptions {
+            gate: Some(gate.clone()),
+            load: Some(board.clone()),
+            ..Default::default()
+        };
+        let server = spawn_server_with(listener, stop.clone(), opts).unwrap();
+        let client = ClientOptions {
+            server: addr.to_string(),
+            streams: 1,
+            duration: s(1),
+            ..ClientOptions::default()
+        };
+        let held = gate.try_enter().unwrap();
+        let e = run_client_observed(client.clone(), &mut NoObs).unwrap_err();
+        assert!(e.is_busy(), "{e}");
+        drop(held);
+        let r = run_client_observed(client, &mut NoObs).unwrap();
+        assert!(r[0].error.is_empty() && r[0].bytes > 0, "{r:?}");
+        let tag = board.tag("c").unwrap();
+        assert!(tag.overlaps(r[0].start_unix_ns, r[0].start_unix_ns + r[0].duration_ns));
+        stop.store(true, Ordering::SeqCst);
+        server.join().unwrap();
+        assert!(!gate.busy() && !tag.active());
+    }
+
+    struct NoObs;
+    impl ClientObserver for NoObs {}
+
     /// The cap as configured holds when driven by the planner: 3 peers
     /// every 30 s for 10 s would be 100 % busy; 5 % allows 30 s per 10 min.
     #[test]
