@@ -18,10 +18,10 @@ trap cleanup EXIT
 "$bin/boltwatch-collector" serve --grpc-listen 127.0.0.1:50171 --http-listen 127.0.0.1:9571 --data-dir "$tmp/data" 2>"$tmp/collector.log" &
 pids+=($!)
 # The peer: a second agent whose reflector the first one probes.
-"$bin/boltwatch-agent" run --node peer --listen 127.0.0.1:18620 --collector http://127.0.0.1:50171 2>"$tmp/peer.log" &
+"$bin/boltwatch-agent" run --node peer --listen 127.0.0.1:18620 --collector http://127.0.0.1:50171 --no-services --no-bandwidth --spool-dir "$tmp/spool-peer" 2>"$tmp/peer.log" &
 pids+=($!)
 "$bin/boltwatch-agent" run --node probe --listen 127.0.0.1:18621 --peer peer=127.0.0.1:18620 \
-    --probe-interval 100ms --collector http://127.0.0.1:50171 2>"$tmp/agent.log" &
+    --probe-interval 100ms --collector http://127.0.0.1:50171 --no-services --no-bandwidth --spool-dir "$tmp/spool-probe" 2>"$tmp/agent.log" &
 agent=$!; pids+=($agent)
 prometheus-smokeping-prober --privileged -i 100ms --web.listen-address=127.0.0.1:9574 127.0.0.1 2>"$tmp/smokeping.log" &
 smoke=$!; pids+=($smoke)

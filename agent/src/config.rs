@@ -13,6 +13,8 @@ use std::time::Duration;
 use serde::Deserialize;
 use toml::Spanned;
 
+mod bandwidth;
+
 /// A configuration error, with where it was found.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -118,6 +120,22 @@ pub struct Config {
     pub service_interval: Duration,
     /// Consecutive missing probes that open an outage.
     pub outage_after_missing: u32,
+    /// Run scheduled bandwidth tests and the bandwidth server.
+    pub bandwidth_enabled: bool,
+    /// Bandwidth server listen address (TCP, iperf3 protocol).
+    pub bandwidth_listen: SocketAddr,
+    /// How often each peer's bandwidth is tested.
+    pub bandwidth_interval: Duration,
+    /// Length of one test (whole seconds: iperf3's protocol carries
+    /// seconds).
+    pub bandwidth_duration: Duration,
+    /// Parallel TCP streams per direction.
+    pub bandwidth_streams: u32,
+    /// Largest share of wall time spent testing (over 10 minutes).
+    pub bandwidth_duty_cycle: f64,
+    /// Per-peer bandwidth server addresses; a peer not listed is tested at
+    /// its STAMP address's IP on our own `bandwidth_listen` port.
+    pub bandwidth_peers: std::collections::BTreeMap<String, SocketAddr>,
 }
 
 impl Default for Config {
@@ -144,7 +162,29 @@ impl Default for Config {
             }],
             service_interval: Duration::from_secs(5),
             outage_after_missing: 3,
+            bandwidth_enabled: true,
+            bandwidth_listen: "0.0.0.0:5202".parse().expect("valid literal"),
+            bandwidth_interval: Duration::from_secs(300),
+            bandwidth_duration: Duration::from_secs(10),
+            bandwidth_streams: 4,
+            bandwidth_duty_cycle: 0.05,
+            bandwidth_peers: Default::default(),
         }
+    }
+}
+
+impl Config {
+    /// Where `peer`'s bandwidth server is: its `bandwidth_peers` entry, else
+    /// its STAMP IP with our own bandwidth port (5202 when ours is 0).
+    pub fn bandwidth_addr(&self, peer: &PeerConfig) -> SocketAddr {
+        if let Some(a) = self.bandwidth_peers.get(&peer.name) {
+            return *a;
+        }
+        let port = match self.bandwidth_listen.port() {
+            0 => crate::bandwidth::DEFAULT_PORT,
+            p => p,
+        };
+        SocketAddr::new(peer.addr.ip(), port)
     }
 }
 
@@ -171,6 +211,14 @@ pub struct RawConfig {
     services: Option<Spanned<Vec<String>>>,
     service_interval: Option<Spanned<String>>,
     outage_after_missing: Option<Spanned<i64>>,
+    bandwidth_enabled: Option<Spanned<bool>>,
+    bandwidth_listen: Option<Spanned<String>>,
+    bandwidth_interval: Option<Spanned<String>>,
+    bandwidth_duration: Option<Spanned<String>>,
+    bandwidth_streams: Option<Spanned<i64>>,
+    bandwidth_duty_cycle: Option<Spanned<f64>>,
+    /// `[bandwidth_peers] b = "10.0.0.2:5202"`.
+    bandwidth_peers: Option<Spanned<std::collections::BTreeMap<String, String>>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -211,6 +259,14 @@ pub struct Overrides {
     pub spool_max_bytes: Option<u64>,
     /// `--token-file`.
     pub token_file: Option<PathBuf>,
+    /// `--bandwidth-listen`.
+    pub bandwidth_listen: Option<String>,
+    /// `--bandwidth-interval`.
+    pub bandwidth_interval: Option<String>,
+    /// `--bandwidth-duration`.
+    pub bandwidth_duration: Option<String>,
+    /// `--no-bandwidth`: no scheduled tests and no bandwidth server.
+    pub no_bandwidth: bool,
 }
 
 const FLAGS: &str = "<flags>";
@@ -367,6 +423,21 @@ impl Config {
             message,
         };
         let mut c = Config::default();
+        let raw_bw = bandwidth::RawBandwidth {
+            enabled: raw.bandwidth_enabled,
+            listen: raw.bandwidth_listen,
+            interval: raw.bandwidth_interval,
+            duration: raw.bandwidth_duration,
+            streams: raw.bandwidth_streams,
+            duty_cycle: raw.bandwidth_duty_cycle,
+            peers: raw.bandwidth_peers,
+        };
+        let flags_bw = bandwidth::FlagsBandwidth {
+            listen: flags.bandwidth_listen.clone(),
+            interval: flags.bandwidth_interval.clone(),
+            duration: flags.bandwidth_duration.clone(),
+            off: flags.no_bandwidth,
+        };
 
         if let Some(v) = raw.node {
             c.node = v.get_ref().trim().to_string();
@@ -591,6 +662,7 @@ impl Config {
             }
             c.outage_after_missing = n as u32;
         }
+        bandwidth::build(&mut c, &cx, raw_bw, flags_bw)?;
         Ok(c)
     }
 }
@@ -747,6 +819,26 @@ mod tests {
         assert_eq!(c.node, "mini-a");
         assert_eq!(c.peers.len(), 2);
         assert_eq!(c.listen.port(), 862);
+        // The example states the bandwidth defaults.
+        let d = Config::default();
+        assert_eq!(
+            (
+                c.bandwidth_enabled,
+                c.bandwidth_listen,
+                c.bandwidth_interval,
+                c.bandwidth_duration,
+                c.bandwidth_streams,
+                c.bandwidth_duty_cycle
+            ),
+            (
+                d.bandwidth_enabled,
+                d.bandwidth_listen,
+                d.bandwidth_interval,
+                d.bandwidth_duration,
+                d.bandwidth_streams,
+                d.bandwidth_duty_cycle
+            )
+        );
     }
 
     #[test]

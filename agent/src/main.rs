@@ -91,6 +91,18 @@ struct RunArgs {
     /// File with the bearer token for the collector.
     #[arg(long)]
     token_file: Option<PathBuf>,
+    /// Bandwidth server listen address (default 0.0.0.0:5202).
+    #[arg(long)]
+    bandwidth_listen: Option<String>,
+    /// Time between bandwidth tests of each peer (default 5m).
+    #[arg(long)]
+    bandwidth_interval: Option<String>,
+    /// Length of each bandwidth test, whole seconds (default 10s).
+    #[arg(long)]
+    bandwidth_duration: Option<String>,
+    /// Run no bandwidth tests and no bandwidth server.
+    #[arg(long)]
+    no_bandwidth: bool,
 }
 
 /// `boltwatch-agent ping ADDR[:PORT] [-c N] [-i INTERVAL] [-W TIMEOUT]`.
@@ -194,6 +206,10 @@ fn load_config(args: &RunArgs) -> Result<Config, config::ConfigError> {
             spool_dir: args.spool_dir.clone(),
             spool_max_bytes: args.spool_max_bytes,
             token_file: args.token_file.clone(),
+            bandwidth_listen: args.bandwidth_listen.clone(),
+            bandwidth_interval: args.bandwidth_interval.clone(),
+            bandwidth_duration: args.bandwidth_duration.clone(),
+            no_bandwidth: args.no_bandwidth,
         },
     )
     .and_then(|mut c| {

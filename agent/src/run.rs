@@ -1,11 +1,12 @@
 //! Assembles a running agent from its parts: the STAMP reflector and
-//! senders, the counter and thermal sampler, the self-health reporter and the
-//! transport. Everything the process would otherwise grab (sockets, the
+//! senders, the counter and thermal sampler, the self-health reporter, the
+//! bandwidth server and test scheduler (whose tests tag the RTT windows
+//! they overlap as under load) and the transport. Everything the process would otherwise grab (sockets, the
 //! shutdown signal) is passed in, so `main`, the lab and the tests share this
 //! one entry point.
 
 use std::future::Future;
-use std::net::{SocketAddr, UdpSocket};
+use std::net::{SocketAddr, TcpListener, UdpSocket};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -16,6 +17,8 @@ use boltwatch_proto::v1::{record::Payload, AgentStats, Hello, Interface, PathChe
 use tokio::sync::watch;
 use tracing::{info, warn};
 
+use crate::bandwidth::load::{LoadBoard, TestGate};
+use crate::bandwidth::schedule::{self, PeerServer, ScheduleOptions};
 use crate::config::Config;
 use crate::error::Error;
 use crate::health::Health;
@@ -24,7 +27,7 @@ use crate::outage::{OutageIds, PeerLedger};
 use crate::service::{self, ServiceTarget};
 use crate::sink::{now_unix_ns, Sink};
 use crate::stamp::ProbeEvent;
-use crate::{counters, discovery, link, stamp, thermal, transport};
+use crate::{bandwidth, counters, discovery, link, stamp, thermal, transport};
 
 /// What the outage ledger thread consumes.
 enum LedgerInput {
@@ -43,17 +46,23 @@ enum LedgerInput {
 pub struct Listeners {
     /// The STAMP reflector's UDP socket.
     pub stamp: UdpSocket,
+    /// The bandwidth server's TCP listener; `None` runs no server.
+    pub bandwidth: Option<TcpListener>,
 }
 
 impl Listeners {
-    /// Binds the addresses from `config`.
+    /// Binds the addresses from `config`. The bandwidth port is bound only
+    /// when bandwidth tests are enabled, and failing to bind it is not
+    /// fatal (the agent runs without a server and says so): probing must
+    /// not stop because, say, an iperf3 already holds the port.
     pub fn bind(config: &Config) -> Result<Listeners, Error> {
         let stamp = UdpSocket::bind(config.listen).map_err(|source| Error::Bind {
             what: "STAMP reflector",
             addr: config.listen,
             source,
         })?;
-        Ok(Listeners { stamp })
+        let bandwidth = bind_bandwidth(config);
+        Ok(Listeners { stamp, bandwidth })
     }
 
     /// The reflector's bound address.
@@ -156,6 +165,7 @@ pub async fn run(
             )
         })
         .collect();
+    let load = load_board(&config);
     let h = spawn_ledger(ledgers, ledger_rx, sink.clone()).map_err(|source| Error::Spawn {
         what: "outage ledger".into(),
         source,
@@ -189,13 +199,14 @@ pub async fn run(
             interval: config.probe_interval,
             timeout: config.probe_timeout,
         };
-        let h = stamp::spawn_sender(
+        let h = stamp::spawn_sender_tagged(
             target,
             opts,
             sink.clone(),
             health.clone(),
             Some(probe_tx),
             stop.clone(),
+            load.tag(&p.name),
         )
         .map_err(|source| Error::Spawn {
             what: format!("STAMP sender to {}", p.name),
@@ -297,6 +308,16 @@ pub async fn run(
         }
     }
     drop(ledger_tx);
+    start_bandwidth(
+        &config,
+        listeners.bandwidth,
+        &peers,
+        &load,
+        &sink,
+        &stop,
+        &mut threads,
+        &mut tasks,
+    )?;
     for (p, cfg) in peers.iter().zip(&config.peers) {
         tasks.push(tokio::spawn(watch_path(
             p.name.clone(),
@@ -338,6 +359,98 @@ pub async fn run(
         undelivered,
         last_seq,
     })
+}
+
+fn bind_bandwidth(config: &Config) -> Option<TcpListener> {
+    if !config.bandwidth_enabled {
+        return None;
+    }
+    match TcpListener::bind(config.bandwidth_listen) {
+        Ok(l) => Some(l),
+        Err(e) => {
+            warn!(addr = %config.bandwidth_listen, error = %e,
+                "cannot bind the bandwidth server; running without one");
+            None
+        }
+    }
+}
+
+/// Every peer's load marks, reachable by name (our tests) and by the IPs
+/// it may test us from: its STAMP and bandwidth addresses.
+fn load_board(config: &Config) -> LoadBoard {
+    LoadBoard::new(config.peers.iter().map(|p| {
+        (
+            p.name.clone(),
+            vec![p.addr.ip(), config.bandwidth_addr(p).ip()],
+        )
+    }))
+}
+
+/// Starts the bandwidth server on `listener` (if any) and, when enabled,
+/// the scheduler testing every peer. Both share the one-test gate and the
+/// load marks.
+#[allow(clippy::too_many_arguments)]
+fn start_bandwidth(
+    config: &Config,
+    listener: Option<TcpListener>,
+    peers: &[Peer],
+    load: &LoadBoard,
+    sink: &Sink,
+    stop: &Arc<AtomicBool>,
+    threads: &mut Vec<(String, JoinHandle<()>)>,
+    tasks: &mut Vec<tokio::task::JoinHandle<()>>,
+) -> Result<(), Error> {
+    let gate = TestGate::default();
+    if let Some(l) = listener {
+        let opts = bandwidth::ServerOptions {
+            gate: Some(gate.clone()),
+            load: Some(load.clone()),
+            ..Default::default()
+        };
+        let h =
+            bandwidth::spawn_server_with(l, stop.clone(), opts).map_err(|source| Error::Spawn {
+                what: "bandwidth server".into(),
+                source,
+            })?;
+        threads.push(("bandwidth server".into(), h));
+    }
+    if !config.bandwidth_enabled || config.peers.is_empty() {
+        return Ok(());
+    }
+    let plan = match schedule::plan_config(
+        config.bandwidth_interval,
+        config.bandwidth_duration,
+        config.bandwidth_duty_cycle,
+    ) {
+        Ok(p) => p,
+        Err(e) => {
+            // Config::build checked this already; a hand-made Config may not.
+            warn!(error = %e, "bandwidth tests disabled");
+            return Ok(());
+        }
+    };
+    let targets = peers
+        .iter()
+        .zip(&config.peers)
+        .map(|(p, cfg)| PeerServer {
+            peer: p.name.clone(),
+            addr: config.bandwidth_addr(cfg),
+            interface: p.interface.clone(),
+        })
+        .collect();
+    let opts = ScheduleOptions {
+        plan,
+        streams: config.bandwidth_streams,
+        gate,
+        load: load.clone(),
+    };
+    tasks.push(tokio::spawn(schedule::run_schedule(
+        targets,
+        opts,
+        sink.clone(),
+        stop.clone(),
+    )));
+    Ok(())
 }
 
 fn spawn_ledger(

@@ -3,6 +3,13 @@
 //! paths as production (real UDP sockets with kernel timestamps, real gRPC,
 //! the real SQLite store, the real `/metrics`). At the end it reads the
 //! stored records back and prints a table per link direction.
+//!
+//! Every agent also runs its bandwidth server (on a free loopback port);
+//! with `bandwidth_interval` the agents test each other that often, for a
+//! quarter of the interval (1-10 s, whole seconds), with a 50 % duty-cycle
+//! cap, and a bandwidth table follows. On loopback every peer has the same
+//! IP, so a test against an agent's server marks all of its links under
+//! load.
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -30,6 +37,14 @@ pub struct LabOptions {
     pub http_listen: SocketAddr,
     /// Store directory; a temporary one (removed at the end) when `None`.
     pub data_dir: Option<PathBuf>,
+    /// Bandwidth tests between the agents this often; none when `None`.
+    pub bandwidth_interval: Option<Duration>,
+}
+
+/// The lab's test length for `interval`: a quarter of it, whole seconds in
+/// 1..=10 s.
+pub fn lab_test_duration(interval: Duration) -> Duration {
+    Duration::from_secs((interval.as_secs() / 4).clamp(1, 10))
 }
 
 /// Lab failures.
@@ -74,6 +89,13 @@ pub async fn run(opts: LabOptions, out: &mut (impl Write + Send)) -> Result<(), 
             "--nodes {} is outside 2..16",
             opts.nodes
         )));
+    }
+    if let Some(i) = opts.bandwidth_interval {
+        if i <= lab_test_duration(i) {
+            return Err(LabError::Options(format!(
+                "--bandwidth-interval {i:?} must be at least 2s"
+            )));
+        }
     }
     let temp;
     let data_dir = match &opts.data_dir {
@@ -125,12 +147,23 @@ pub async fn run(opts: LabOptions, out: &mut (impl Write + Send)) -> Result<(), 
         let sock =
             std::net::UdpSocket::bind("127.0.0.1:0").map_err(io("binding a STAMP reflector"))?;
         let addr = sock.local_addr().map_err(io("reflector address"))?;
-        listeners.push((AgentListeners { stamp: sock }, addr));
+        let bw =
+            std::net::TcpListener::bind("127.0.0.1:0").map_err(io("binding a bandwidth server"))?;
+        let bw_addr = bw.local_addr().map_err(io("bandwidth server address"))?;
+        listeners.push((
+            AgentListeners {
+                stamp: sock,
+                bandwidth: Some(bw),
+            },
+            addr,
+            bw_addr,
+        ));
     }
-    let addrs: Vec<SocketAddr> = listeners.iter().map(|(_, a)| *a).collect();
+    let addrs: Vec<SocketAddr> = listeners.iter().map(|(_, a, _)| *a).collect();
+    let bw_addrs: Vec<SocketAddr> = listeners.iter().map(|(_, _, b)| *b).collect();
     let (agents_stop, agents_rx) = watch::channel(false);
     let mut agents = Vec::new();
-    for (i, (l, _)) in listeners.into_iter().enumerate() {
+    for (i, (l, _, _)) in listeners.into_iter().enumerate() {
         let config = AgentConfig {
             node: names[i].clone(),
             collector: format!("http://{grpc_addr}"),
@@ -149,6 +182,7 @@ pub async fn run(opts: LabOptions, out: &mut (impl Write + Send)) -> Result<(), 
             token: Some(tokens[i].clone()),
             ..AgentConfig::default()
         };
+        let config = lab_bandwidth(config, opts.bandwidth_interval, &names, &bw_addrs, i);
         agents.push(tokio::spawn(boltwatch_agent::run::run(
             config,
             l,
@@ -190,7 +224,7 @@ pub async fn run(opts: LabOptions, out: &mut (impl Write + Send)) -> Result<(), 
     let store =
         crate::store::Store::open(&data_dir).map_err(|e| LabError::Results(e.to_string()))?;
     let mut records = Vec::new();
-    for kind in ["rtt", "thermal"] {
+    for kind in ["rtt", "thermal", "bandwidth"] {
         let rows = store
             .handle()
             .records(crate::store::RecordFilter {
@@ -225,6 +259,13 @@ pub async fn run(opts: LabOptions, out: &mut (impl Write + Send)) -> Result<(), 
     let links = summary::link_stats(rtt);
     let sensors = summary::sensor_stats(thermal);
     let _ = writeln!(out, "\n{}", summary::render_table(&links, &sensors));
+    if opts.bandwidth_interval.is_some() {
+        let results = records.iter().filter_map(|r| match &r.payload {
+            Some(Payload::Bandwidth(b)) => Some((r.node.as_str(), b)),
+            _ => None,
+        });
+        let _ = writeln!(out, "{}", bandwidth_table(results));
+    }
     if undelivered > 0 {
         let _ = writeln!(
             out,
@@ -234,10 +275,154 @@ pub async fn run(opts: LabOptions, out: &mut (impl Write + Send)) -> Result<(), 
     Ok(())
 }
 
+/// Agent `i`'s bandwidth settings: its server is bound by the lab, its
+/// peers' servers are at `bw_addrs`; tests only with an interval.
+fn lab_bandwidth(
+    mut c: AgentConfig,
+    interval: Option<Duration>,
+    names: &[String],
+    bw_addrs: &[SocketAddr],
+    i: usize,
+) -> AgentConfig {
+    c.bandwidth_listen = bw_addrs[i];
+    c.bandwidth_peers = names
+        .iter()
+        .zip(bw_addrs)
+        .enumerate()
+        .filter(|(j, _)| *j != i)
+        .map(|(_, (n, a))| (n.clone(), *a))
+        .collect();
+    c.bandwidth_enabled = interval.is_some();
+    if let Some(iv) = interval {
+        c.bandwidth_interval = iv;
+        c.bandwidth_duration = lab_test_duration(iv);
+        c.bandwidth_duty_cycle = 0.5;
+        c.bandwidth_streams = 2;
+    }
+    c
+}
+
+/// One row per node, peer and direction: tests, failures, mean and
+/// slowest Gbit/s of the successful ones.
+fn bandwidth_table<'a>(
+    results: impl Iterator<Item = (&'a str, &'a boltwatch_proto::v1::BandwidthResult)>,
+) -> String {
+    use std::collections::BTreeMap;
+    /// Tests, failures, Gbit/s of each success.
+    type Row = (u64, u64, Vec<f64>);
+    let mut rows: BTreeMap<(String, String, i32), Row> = BTreeMap::new();
+    for (node, b) in results {
+        let row = rows
+            .entry((node.to_string(), b.peer.clone(), b.direction))
+            .or_default();
+        row.0 += 1;
+        if b.error.is_empty() {
+            row.2.push(b.bits_per_second / 1e9);
+        } else {
+            row.1 += 1;
+        }
+    }
+    let mut t = format!(
+        "{:<24} {:<9} {:>6} {:>6} {:>10} {:>10}\n",
+        "bandwidth", "direction", "tests", "failed", "mean Gb/s", "min Gb/s"
+    );
+    if rows.is_empty() {
+        t.push_str("(no bandwidth tests ran; is the lab longer than the interval?)\n");
+    }
+    for ((node, peer, dir), (n, failed, gbps)) in rows {
+        let dir = boltwatch_proto::v1::Direction::try_from(dir)
+            .map(|d| {
+                d.as_str_name()
+                    .trim_start_matches("DIRECTION_")
+                    .to_lowercase()
+            })
+            .unwrap_or_else(|_| dir.to_string());
+        let mean = gbps.iter().sum::<f64>() / gbps.len().max(1) as f64;
+        let min = gbps.iter().copied().fold(f64::INFINITY, f64::min);
+        let fmt = |v: f64| {
+            if gbps.is_empty() {
+                "-".to_string()
+            } else {
+                format!("{v:.2}")
+            }
+        };
+        t.push_str(&format!(
+            "{:<24} {:<9} {:>6} {:>6} {:>10} {:>10}\n",
+            format!("{node} -> {peer}"),
+            dir,
+            n,
+            failed,
+            fmt(mean),
+            fmt(min)
+        ));
+    }
+    t
+}
+
 async fn wait_true(mut rx: watch::Receiver<bool>) {
     while !*rx.borrow() {
         if rx.changed().await.is_err() {
             return;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lab_agents_point_at_each_others_bandwidth_servers() {
+        let names: Vec<String> = ["lab-1", "lab-2", "lab-3"].map(String::from).into();
+        let addrs: Vec<SocketAddr> = (0..3)
+            .map(|i| format!("127.0.0.1:{}", 7000 + i).parse().unwrap())
+            .collect();
+        let c = lab_bandwidth(AgentConfig::default(), None, &names, &addrs, 1);
+        assert!(!c.bandwidth_enabled, "no tests without an interval");
+        assert_eq!(c.bandwidth_listen, addrs[1]);
+        assert_eq!(c.bandwidth_peers.len(), 2);
+        assert_eq!(c.bandwidth_peers["lab-3"], addrs[2]);
+        let c = lab_bandwidth(
+            AgentConfig::default(),
+            Some(Duration::from_secs(8)),
+            &names,
+            &addrs,
+            0,
+        );
+        assert!(c.bandwidth_enabled);
+        assert_eq!(c.bandwidth_duration, Duration::from_secs(2));
+        boltwatch_agent::bandwidth::schedule::plan_config(
+            c.bandwidth_interval,
+            c.bandwidth_duration,
+            c.bandwidth_duty_cycle,
+        )
+        .expect("a feasible plan");
+        assert_eq!(
+            lab_test_duration(Duration::from_secs(2)),
+            Duration::from_secs(1)
+        );
+        assert_eq!(
+            lab_test_duration(Duration::from_secs(600)),
+            Duration::from_secs(10)
+        );
+    }
+
+    #[test]
+    fn bandwidth_table_counts_failures_apart() {
+        use boltwatch_proto::v1::{BandwidthResult, Direction};
+        let ok = BandwidthResult {
+            peer: "lab-2".into(),
+            direction: Direction::Upload as i32,
+            bits_per_second: 20e9,
+            ..Default::default()
+        };
+        let bad = BandwidthResult {
+            error: "refused".into(),
+            ..ok.clone()
+        };
+        let t = bandwidth_table([("lab-1", &ok), ("lab-1", &bad)].into_iter());
+        let row = t.lines().find(|l| l.starts_with("lab-1 -> lab-2")).unwrap();
+        let cols: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(cols[3..], ["upload", "2", "1", "20.00", "20.00"], "{t}");
     }
 }

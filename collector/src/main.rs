@@ -60,6 +60,10 @@ enum Command {
         /// Keep the store here instead of a temporary directory.
         #[arg(long)]
         data_dir: Option<PathBuf>,
+        /// Run bandwidth tests between the agents this often (each agent
+        /// has a bandwidth server either way).
+        #[arg(long, value_parser = parse_duration)]
+        bandwidth_interval: Option<std::time::Duration>,
     },
 }
 
@@ -177,6 +181,7 @@ fn main() -> ExitCode {
                 probe_interval,
                 http_listen,
                 data_dir,
+                bandwidth_interval,
             } => {
                 return lab(boltwatch_collector::lab::LabOptions {
                     duration,
@@ -184,6 +189,7 @@ fn main() -> ExitCode {
                     probe_interval,
                     http_listen,
                     data_dir,
+                    bandwidth_interval,
                 })
             }
         };

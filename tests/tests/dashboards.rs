@@ -67,6 +67,7 @@ const CONTRACT: &[&str] = &[
     // Bandwidth.
     "boltwatch_bandwidth_bits_per_second",
     "boltwatch_bandwidth_tests_total",
+    "boltwatch_bandwidth_test_failures_total",
     "boltwatch_bandwidth_retransmits_total",
     "boltwatch_interface_throughput_bits_per_second",
     // Spool.
@@ -74,7 +75,11 @@ const CONTRACT: &[&str] = &[
 ];
 
 /// Classic histograms of the contract: queried as `_bucket`, `_sum`, `_count`.
-const HISTOGRAMS: &[&str] = &["boltwatch_rtt_seconds"];
+const HISTOGRAMS: &[&str] = &[
+    "boltwatch_rtt_seconds",
+    // Windows a bandwidth test overlapped; at rest = rtt_seconds minus it.
+    "boltwatch_rtt_under_load_seconds",
+];
 
 /// Series Prometheus itself synthesises for every scrape target.
 const PROMETHEUS_SERIES: &[&str] = &["up"];

@@ -82,6 +82,29 @@ pub struct IntervalReport {
     pub interval: BandwidthInterval,
 }
 
+/// What a caller may watch and steer while a test runs (the agent's
+/// scheduler: load tagging and shutdown).
+pub trait ClientObserver {
+    /// An interval completed.
+    fn interval(&mut self, _report: &IntervalReport) {}
+    /// Data started (`true`, at `TEST_RUNNING`) or stopped (`false`, when
+    /// the engine stopped) flowing.
+    fn load(&mut self, _running: bool) {}
+    /// Polled at least every 100 ms during the test; `true` ends it early
+    /// with [`BandwidthError::Stopped`].
+    fn stopped(&self) -> bool {
+        false
+    }
+}
+
+struct IntervalFn<'a>(&'a mut dyn FnMut(&IntervalReport));
+
+impl ClientObserver for IntervalFn<'_> {
+    fn interval(&mut self, report: &IntervalReport) {
+        (self.0)(report)
+    }
+}
+
 /// Runs one test and returns one result per direction (two for bidir).
 pub fn run_client(opts: ClientOptions) -> Result<Vec<BandwidthResult>, BandwidthError> {
     run_client_with(opts, &mut |_| {})
@@ -91,6 +114,14 @@ pub fn run_client(opts: ClientOptions) -> Result<Vec<BandwidthResult>, Bandwidth
 pub fn run_client_with(
     opts: ClientOptions,
     on_interval: &mut dyn FnMut(&IntervalReport),
+) -> Result<Vec<BandwidthResult>, BandwidthError> {
+    run_client_observed(opts, &mut IntervalFn(on_interval))
+}
+
+/// [`run_client`], reporting to `obs`.
+pub fn run_client_observed(
+    opts: ClientOptions,
+    obs: &mut dyn ClientObserver,
 ) -> Result<Vec<BandwidthResult>, BandwidthError> {
     if opts.streams == 0 || opts.streams > 128 {
         return Err(BandwidthError::Options("streams must be 1..=128".into()));
@@ -165,8 +196,11 @@ pub fn run_client_with(
             State::TestStart => {}
             State::TestRunning => {
                 let eng = _engine.insert(Engine::start(std::mem::take(&mut specs), &cfg)?);
-                let (up, down) = run_intervals(&mut ctrl, eng, &opts, on_interval)?;
+                obs.load(true);
+                let r = run_intervals(&mut ctrl, eng, &opts, obs);
                 let fin = eng.stop();
+                obs.load(false);
+                let (up, down) = r?;
                 ctrl.set_read_timeout(Some(RESULTS_TIMEOUT))?;
                 write_state(&mut ctrl, State::TestEnd)?;
                 run = Some((fin, up, down));
@@ -289,7 +323,7 @@ fn run_intervals(
     ctrl: &mut TcpStream,
     eng: &Engine,
     opts: &ClientOptions,
-    on_interval: &mut dyn FnMut(&IntervalReport),
+    obs: &mut dyn ClientObserver,
 ) -> Result<(Vec<BandwidthInterval>, Vec<BandwidthInterval>), BandwidthError> {
     let start = Instant::now();
     let deadline = start + opts.duration;
@@ -300,8 +334,13 @@ fn run_intervals(
     loop {
         let now = Instant::now();
         let until = next_tick.min(deadline);
+        if obs.stopped() {
+            let _ = write_state(ctrl, State::ClientTerminate);
+            return Err(BandwidthError::Stopped);
+        }
         if now < until {
-            ctrl.set_read_timeout(Some(until - now))?;
+            let wait = (until - now).min(Duration::from_millis(100));
+            ctrl.set_read_timeout(Some(wait.max(Duration::from_millis(1))))?;
             let mut b = [0u8; 1];
             match ctrl.peek(&mut b) {
                 Ok(0) => return Err(BandwidthError::PeerClosed),
@@ -325,7 +364,7 @@ fn run_intervals(
             (d, &mut down, Direction::Download),
         ] {
             if let Some(iv) = iv {
-                on_interval(&IntervalReport {
+                obs.interval(&IntervalReport {
                     direction: dir,
                     interval: iv,
                 });

@@ -9,6 +9,10 @@
 //! - [`engine`]: one blocking thread per data stream, counting bytes.
 //! - [`client`]: [`run_client`], the client side of the protocol.
 //! - [`server`]: [`spawn_server`], the server side, one test at a time.
+//! - [`load`]: the node-wide one-test gate and per-peer load spans (RTT
+//!   windows overlapping a test are tagged `under_load`).
+//! - [`schedule`]: the agent's scheduler task: [`plan`] driving
+//!   [`run_client_observed`], results into the sink.
 //! - `control`: state bytes and JSON frames on the control socket.
 //! - `sys`: TCP retransmit counters and process CPU time, one file per OS.
 //!
@@ -21,11 +25,15 @@ pub mod client;
 mod control;
 pub mod engine;
 pub mod iperf3;
+pub mod load;
 pub mod plan;
+pub mod schedule;
 pub mod server;
 mod sys;
 
-pub use client::{run_client, run_client_with, ClientOptions, IntervalReport};
+pub use client::{
+    run_client, run_client_observed, run_client_with, ClientObserver, ClientOptions, IntervalReport,
+};
 pub use server::{spawn_server, spawn_server_with, ServerOptions};
 
 /// The agent's default bandwidth server port (iperf3's own is 5201).
@@ -70,6 +78,9 @@ pub enum BandwidthError {
     /// The peer broke the protocol.
     #[error("protocol error: {0}")]
     Protocol(String),
+    /// The caller asked the test to stop (agent shutdown).
+    #[error("stopped by the agent")]
+    Stopped,
     /// Socket I/O on the control or a data connection.
     #[error("i/o: {0}")]
     Io(#[from] std::io::Error),

@@ -13,6 +13,7 @@ use super::client::{bps, our_results, IntervalSampler};
 use super::control::{read_frame, read_state, write_frame, write_state};
 use super::engine::{self, DataSocket, Engine, EngineConfig, StreamSpec};
 use super::iperf3::{self, Mode, Params, Results, State};
+use super::load::{LoadBoard, TestGate};
 use super::BandwidthError;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
@@ -33,6 +34,11 @@ pub struct ServerOptions {
     pub max_duration: Duration,
     /// Interval of the receiver-side figures sent back with the results.
     pub interval: Duration,
+    /// The node-wide one-test gate shared with the agent's own scheduler:
+    /// while it is held (our client is testing) clients are told busy.
+    pub gate: Option<TestGate>,
+    /// Where running tests are marked, by the client's IP.
+    pub load: Option<LoadBoard>,
 }
 
 impl Default for ServerOptions {
@@ -42,6 +48,8 @@ impl Default for ServerOptions {
             grace: Duration::from_secs(10),
             max_duration: Duration::from_secs(3600),
             interval: Duration::from_secs(1),
+            gate: None,
+            load: None,
         }
     }
 }
@@ -112,7 +120,17 @@ fn accept_loop(
                     continue;
                 }
                 let mut g = slot.lock().unwrap_or_else(|p| p.into_inner());
-                if !g.busy {
+                // The gate is only tried for a free slot: a busy slot's
+                // connections are its data streams.
+                let gate = if g.busy {
+                    None
+                } else {
+                    match &opts.gate {
+                        Some(gate) => gate.try_enter().map(Some),
+                        None => Some(None),
+                    }
+                };
+                if let Some(gate_guard) = gate {
                     g.busy = true;
                     g.streams_tx = None;
                     drop(g);
@@ -124,6 +142,7 @@ fn accept_loop(
                         .name("bw-session".into())
                         .spawn(move || {
                             let _guard = guard;
+                            let _gate = gate_guard;
                             let mut phase = "cookie";
                             let r = session(s, local, &session_slot, &stop, &opts, &mut phase);
                             match r {
@@ -272,6 +291,8 @@ fn session(
         rate_bps: params.bandwidth.unwrap_or(0),
         udp_64bit: params.udp_counters_64bit.unwrap_or(0) != 0,
     };
+    let client = ctrl.peer_addr()?.ip();
+    let span = opts.load.as_ref().map(|b| b.begin_ip(client));
     let mut eng = Engine::start(specs, &cfg)?;
     let started = Instant::now();
     let omit = Duration::from_secs(params.omit);
@@ -323,6 +344,7 @@ fn session(
     intervals.extend(last.filter(|iv| iv.duration_ns > 1_000_000));
     *phase = "results";
     let fin = eng.stop();
+    drop(span);
     // Close the data sockets now, as iperf3's server does on TEST_END: a
     // stock client in -R mode keeps draining with blocking full-block
     // reads, and only EOF releases it to send its results.

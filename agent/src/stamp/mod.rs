@@ -42,7 +42,7 @@ mod imp;
 
 pub use packet::{DecodeError, DEFAULT_PORT, PACKET_LEN};
 pub use reflector::spawn_reflector;
-pub use sender::{spawn_sender, ProbeEvent, SenderOptions, Target};
+pub use sender::{spawn_sender, spawn_sender_tagged, ProbeEvent, SenderOptions, Target};
 
 /// One datagram as the OS delivered it.
 #[derive(Debug, Clone, Copy)]

@@ -40,6 +40,7 @@ use super::packet::{ErrorEstimate, NtpTimestamp, ReflectorPacket, SenderPacket, 
 use super::probe::{Expiry, ProbeTable, Verdict};
 use super::window::WindowLedger;
 use super::MAX_DATAGRAM;
+use crate::bandwidth::load::LoadTag;
 use crate::health::Health;
 use crate::sink::{now_unix_ns, Sink};
 
@@ -422,6 +423,20 @@ pub fn spawn_sender(
     observer: Option<mpsc::Sender<ProbeEvent>>,
     stop: Arc<AtomicBool>,
 ) -> io::Result<JoinHandle<()>> {
+    spawn_sender_tagged(target, opts, sink, health, observer, stop, None)
+}
+
+/// [`spawn_sender`], tagging `under_load` every window that overlaps a
+/// bandwidth test marked on `load`.
+pub fn spawn_sender_tagged(
+    target: Target,
+    opts: SenderOptions,
+    sink: Sink,
+    health: Arc<Health>,
+    observer: Option<mpsc::Sender<ProbeEvent>>,
+    stop: Arc<AtomicBool>,
+    load: Option<LoadTag>,
+) -> io::Result<JoinHandle<()>> {
     let mut session = Session::open(&target, opts, health, true)?;
     let splay_ns = rand::rng().random_range(0..opts.interval.as_nanos().max(1) as u64);
     let first = Instant::now() + Duration::from_nanos(splay_ns);
@@ -443,7 +458,7 @@ pub fn spawn_sender(
             );
             let mut observer = observer;
             session.run(first, None, &stop, &mut |o| {
-                record(&mut ledger, &mut observer, &sink, o)
+                record(&mut ledger, &mut observer, &sink, load.as_ref(), o)
             });
             let open = ledger.open_windows();
             info!(peer = %target.peer, open_windows = open, "STAMP session-sender stopped");
@@ -456,6 +471,7 @@ fn record(
     ledger: &mut WindowLedger,
     observer: &mut Option<mpsc::Sender<ProbeEvent>>,
     sink: &Sink,
+    load: Option<&LoadTag>,
     o: Outcome,
 ) {
     let event = match o {
@@ -489,7 +505,8 @@ fn record(
             None
         }
         Outcome::Tick => {
-            for (end, summary) in ledger.drain_complete(now_unix_ns()) {
+            let tagged = |start, end| load.is_some_and(|l| l.overlaps(start, end));
+            for (end, summary) in ledger.drain_complete_tagged(now_unix_ns(), tagged) {
                 sink.emit_at(end, Payload::Rtt(summary));
             }
             None

@@ -100,6 +100,17 @@ impl WindowLedger {
     /// Removes and returns every complete window as `(window end unix ns,
     /// record)`, oldest first.
     pub fn drain_complete(&mut self, now_unix_ns: u64) -> Vec<(u64, RttSummary)> {
+        self.drain_complete_tagged(now_unix_ns, |_, _| false)
+    }
+
+    /// [`WindowLedger::drain_complete`], setting `under_load` on each
+    /// record for which `under_load(window start, window end)` (unix ns,
+    /// end exclusive) says a bandwidth test overlapped it.
+    pub fn drain_complete_tagged(
+        &mut self,
+        now_unix_ns: u64,
+        under_load: impl Fn(u64, u64) -> bool,
+    ) -> Vec<(u64, RttSummary)> {
         let done: Vec<u64> = self
             .windows
             .iter()
@@ -111,7 +122,10 @@ impl WindowLedger {
         let mut out = Vec::with_capacity(done.len());
         for start in done {
             if let Some(w) = self.windows.remove(&start) {
-                out.push((start + self.window_ns, self.record(start, w)));
+                let end = start + self.window_ns;
+                let mut r = self.record(start, w);
+                r.under_load = under_load(start, end);
+                out.push((end, r));
             }
         }
         out
@@ -216,6 +230,23 @@ mod tests {
         assert_eq!((b.sent, b.received, b.duplicates), (2, 2, 1));
         assert_eq!(b.discarded, 1);
         assert_eq!(b.buckets.iter().map(|x| x.count).sum::<u64>(), 1);
+    }
+
+    #[test]
+    fn windows_overlapping_a_test_are_tagged() {
+        let mut l = ledger();
+        for i in 0..4 {
+            l.sent(T0 + i * S);
+            l.received(T0 + i * S, Some(50_000), true);
+        }
+        // A test from 1.5 s to 2.2 s touches windows 1 and 2 only.
+        let test = (T0 + 3 * S / 2, T0 + 22 * S / 10);
+        let out = l.drain_complete_tagged(T0 + 4 * S, |s, e| test.0 < e && test.1 >= s);
+        let tags: Vec<bool> = out.iter().map(|(_, r)| r.under_load).collect();
+        assert_eq!(tags, [false, true, true, false]);
+        l.sent(T0 + 5 * S);
+        l.received(T0 + 5 * S, Some(1), true);
+        assert!(!l.drain_complete(T0 + 6 * S)[0].1.under_load);
     }
 
     #[test]

@@ -175,6 +175,7 @@ pub struct MetricsState {
     commit: FixedHistogram,
     store_records: u64,
     truth: truth::TruthState,
+    bandwidth: bandwidth::BandwidthMetrics,
 }
 
 impl MetricsState {
@@ -268,6 +269,7 @@ impl MetricsState {
             .entry((r.node.clone(), kind.to_string()))
             .or_default() += 1;
         self.truth.apply(r);
+        self.bandwidth.apply(r);
         match &r.payload {
             Some(Payload::Rtt(s)) => self.apply_rtt(&r.node, s),
             Some(Payload::Counters(c)) => self.apply_counters(&r.node, r.unix_ns, c),
@@ -370,6 +372,7 @@ impl MetricsState {
         self.render_rtt(&mut o);
         self.render_interfaces(&mut o);
         self.truth.render(&mut o);
+        self.bandwidth.render(&mut o);
         header(
             &mut o,
             "boltwatch_temperature_celsius",
@@ -728,6 +731,9 @@ pub fn fmt_f64(v: f64) -> String {
         format!("{v}")
     }
 }
+
+mod bandwidth;
+pub use bandwidth::CounterRate;
 
 #[cfg(test)]
 mod tests;
