@@ -257,6 +257,14 @@ pub fn agent(dir: &Path, node: &str, args: &[String]) -> Proc {
         cmd.arg("--spool-dir")
             .arg(dir.join(format!("spool-{node}")));
     }
+    // Loopback agents share one address: only one could own the default
+    // bandwidth port, and scheduled tests are the bandwidth tests' business.
+    if !args
+        .iter()
+        .any(|a| a.starts_with("--bandwidth") || a == "--no-bandwidth")
+    {
+        cmd.arg("--no-bandwidth");
+    }
     Proc::spawn(
         &format!("agent {node}"),
         cmd,
