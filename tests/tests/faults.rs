@@ -348,11 +348,13 @@ fn spool_cap_while_collector_is_down_counts_drops_and_rss_stays_flat() {
     assert_eq!(gaps, prefilled - stored);
     // Drops are counted and reported: exactly the missing records.
     wait_for("drops reported", Duration::from_secs(40), || {
-        sample(
-            &c.metrics(),
+        let m = c.metrics();
+        [
             "boltwatch_agent_dropped_records_total",
-            &[("node", "a")],
-        ) == Some((prefilled - stored) as f64)
+            "boltwatch_spool_dropped_records_total",
+        ]
+        .iter()
+        .all(|name| sample(&m, name, &[("node", "a")]) == Some((prefilled - stored) as f64))
     });
     assert_eq!(a.terminate(), Some(0));
 }

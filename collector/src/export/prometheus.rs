@@ -477,6 +477,24 @@ impl MetricsState {
                 n.to_string(),
             );
         }
+        // The spool is the agent's only queue, so its drops are the same
+        // records; the separate name lets dashboards tell spool overflow
+        // from other losses should agents ever drop elsewhere.
+        header(
+            o,
+            "boltwatch_spool_dropped_records_total",
+            "Records the agent's spool dropped at its size cap, oldest first, summed over its boots.",
+            "counter",
+        );
+        for (node, a) in &self.agents {
+            let n: u64 = a.stats.values().map(|s| s.2).sum();
+            sample(
+                o,
+                "boltwatch_spool_dropped_records_total",
+                &[("node", node)],
+                n.to_string(),
+            );
+        }
     }
 
     fn render_rtt(&self, o: &mut String) {

@@ -304,7 +304,7 @@ fn every_family_has_help_and_type_once() {
         }
     }
     // Foundation + link-truth families, plus 6 bandwidth ones (prometheus/bandwidth.rs).
-    assert_eq!(helps.len(), 42 + 6, "every family is always declared");
+    assert_eq!(helps.len(), 43 + 6, "every family is always declared");
     assert_eq!(
         value(
             &text,
