@@ -36,6 +36,9 @@ pub struct LinkStats {
     pub buckets: BTreeMap<i32, u64>,
     /// Windows merged.
     pub windows: u64,
+    /// These windows overlapped a bandwidth test (RTT under load); RTT at
+    /// rest and under load are kept in separate rows.
+    pub under_load: bool,
 }
 
 impl LinkStats {
@@ -100,17 +103,18 @@ impl LinkStats {
     }
 }
 
-/// Groups window summaries by (node, peer).
+/// Groups window summaries by (node, peer, under load).
 pub fn link_stats<'a>(
     records: impl IntoIterator<Item = (&'a str, &'a RttSummary)>,
 ) -> Vec<LinkStats> {
-    let mut by: BTreeMap<(String, String), LinkStats> = BTreeMap::new();
+    let mut by: BTreeMap<(String, String, bool), LinkStats> = BTreeMap::new();
     for (node, r) in records {
         let e = by
-            .entry((node.to_string(), r.peer.clone()))
+            .entry((node.to_string(), r.peer.clone(), r.under_load))
             .or_insert_with(|| LinkStats {
                 node: node.to_string(),
                 peer: r.peer.clone(),
+                under_load: r.under_load,
                 ..Default::default()
             });
         e.add(r);
@@ -192,7 +196,12 @@ pub fn render_table(links: &[LinkStats], sensors: &[SensorStats]) -> String {
         let has = l.received > 0;
         out.push_str(&format!(
             "{:<24} {:>8} {:>7} {:>8.3} {:>9} {:>9} {:>9} {:>9} {:>9}\n",
-            format!("{} -> {}", l.node, l.peer),
+            format!(
+                "{} -> {}{}",
+                l.node,
+                l.peer,
+                if l.under_load { " [load]" } else { "" }
+            ),
             l.sent,
             l.lost,
             l.loss_ratio() * 100.0,
@@ -292,6 +301,19 @@ mod tests {
             "{table}"
         );
         assert!(table.contains("no sensors"));
+    }
+
+    #[test]
+    fn rtt_under_load_is_a_separate_row() {
+        let rest = window("b", &[10_000], 0);
+        let mut busy = window("b", &[90_000], 0);
+        busy.under_load = true;
+        let stats = link_stats([("a", &rest), ("a", &busy)]);
+        assert_eq!(stats.len(), 2);
+        assert_eq!((stats[0].under_load, stats[0].max_ns), (false, 10_000));
+        assert_eq!((stats[1].under_load, stats[1].max_ns), (true, 90_000));
+        let table = render_table(&stats, &[]);
+        assert!(table.contains("a -> b [load]"), "{table}");
     }
 
     #[test]
