@@ -212,6 +212,12 @@ fn start_agent(
     if !extra.iter().any(|a| a == "--service") {
         args.push("--no-services".into());
     }
+    // Each test its own spool: a shared default would replay another
+    // run's records into this collector.
+    if !extra.iter().any(|a| a == "--spool-dir") {
+        args.push("--spool-dir".into());
+        args.push(dir.join(format!("spool-{}", node_name(i))).display().to_string());
+    }
     args.extend(extra.iter().cloned());
     let exe = bin("boltwatch-agent");
     let cmd = bed

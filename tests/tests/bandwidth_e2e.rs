@@ -152,6 +152,10 @@ fn agent(bed: &TestBed, dir: &std::path::Path, c: &Collector, node: usize) -> Pr
                 format!("http://{host}:{}", c.grpc_port),
                 "--listen".into(),
                 "0.0.0.0:862".into(),
+                "--spool-dir".into(),
+                dir.join(format!("spool-{}", NAMES[node]))
+                    .display()
+                    .to_string(),
                 "--peer".into(),
                 format!("{}={peer_addr}:862", NAMES[peer]),
                 "--probe-interval".into(),
