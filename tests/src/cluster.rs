@@ -216,7 +216,11 @@ fn start_agent(
     // run's records into this collector.
     if !extra.iter().any(|a| a == "--spool-dir") {
         args.push("--spool-dir".into());
-        args.push(dir.join(format!("spool-{}", node_name(i))).display().to_string());
+        args.push(
+            dir.join(format!("spool-{}", node_name(i)))
+                .display()
+                .to_string(),
+        );
     }
     args.extend(extra.iter().cloned());
     let exe = bin("boltwatch-agent");
