@@ -202,12 +202,23 @@ fn now_ns() -> u64 {
         .unwrap_or(0)
 }
 
+/// SQLite page cache of the writer, in KiB (as a negative cache_size).
+const WRITER_CACHE_KIB: i64 = -256;
+/// Page cache of each pooled reader, in KiB (as a negative cache_size).
+const READER_CACHE_KIB: i64 = -512;
+
 fn open_writer(path: &Path) -> Result<Connection, StoreError> {
     let mut conn = Connection::open(path)?;
     conn.pragma_update(None, "journal_mode", "WAL")?;
     // FULL: an Ack promises the batch is durable, NORMAL could lose the last
     // transactions on power loss in WAL mode.
     conn.pragma_update(None, "synchronous", "FULL")?;
+    // An explicit page-cache bound (KiB when negative): the collector's
+    // memory over a 72-hour soak must plateau, not follow the database
+    // (with SQLite's default 2 MiB the soak showed +10% RSS in 10 minutes,
+    // flat with a small cache). Inserts append to the (node, boot, seq)
+    // key, so a small writer cache costs little.
+    conn.pragma_update(None, "cache_size", WRITER_CACHE_KIB)?;
     conn.busy_timeout(std::time::Duration::from_secs(5))?;
     schema::migrate(&mut conn)?;
     Ok(conn)
@@ -325,6 +336,7 @@ impl ReadPool {
                     OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
                 )?;
                 c.busy_timeout(std::time::Duration::from_secs(5))?;
+                c.pragma_update(None, "cache_size", READER_CACHE_KIB)?;
                 c
             }
         };
