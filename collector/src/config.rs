@@ -140,10 +140,8 @@ pub struct Overrides {
 
 const FLAGS: &str = "<flags>";
 
-/// 1-based line number of byte `offset` in `text`.
-pub fn line_of(text: &str, offset: usize) -> usize {
-    text[..offset.min(text.len())].matches('\n').count() + 1
-}
+// One rule for "which line is this byte on" in every config error.
+pub use boltwatch_agent::config::line_of;
 
 impl RawConfig {
     /// Parses TOML text; `file` is only used in error messages.
