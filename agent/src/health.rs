@@ -19,8 +19,6 @@ pub struct Health {
     pub reconnects: AtomicU64,
     /// Records waiting for the collector's ack (in the spool).
     pub queued_records: AtomicU64,
-    /// Bytes of the on-disk spool.
-    pub spool_bytes: AtomicU64,
 }
 
 impl Health {

@@ -141,7 +141,6 @@ fn publish(queue: &Spool, health: &Health) {
     health
         .queued_records
         .store(queue.unacked(), Ordering::Relaxed);
-    health.spool_bytes.store(queue.bytes(), Ordering::Relaxed);
 }
 
 /// Appends `e` and whatever else is already waiting, with one write.
