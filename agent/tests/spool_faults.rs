@@ -81,7 +81,13 @@ impl Tmpfs {
         );
         fs::create_dir_all(at).unwrap();
         let st = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size},mode=0700"), "tmpfs"])
+            .args([
+                "-t",
+                "tmpfs",
+                "-o",
+                &format!("size={size},mode=0700"),
+                "tmpfs",
+            ])
             .arg(at)
             .status()
             .expect("running mount");
@@ -251,9 +257,12 @@ fn spool_corrupt_middle_frame_costs_only_that_record() {
         "moved aside: {names:?}"
     );
     assert_eq!(
-        fs::metadata(d.path().join(names.iter().find(|n| n.ends_with(".damaged")).unwrap()))
-            .unwrap()
-            .len(),
+        fs::metadata(
+            d.path()
+                .join(names.iter().find(|n| n.ends_with(".damaged")).unwrap())
+        )
+        .unwrap()
+        .len(),
         bytes.len() as u64,
         "not truncated"
     );

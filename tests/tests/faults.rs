@@ -276,7 +276,9 @@ fn a_flipped_byte_in_the_spool_costs_one_record_shown_as_a_gap_and_a_drop() {
     let frames = frames_in(&path);
     let (at, len) = frames[frames.len() / 2];
     let mut bytes = std::fs::read(&path).unwrap();
-    let hit = Record::decode(&bytes[at + segment::HEADER..at + len]).unwrap().seq;
+    let hit = Record::decode(&bytes[at + segment::HEADER..at + len])
+        .unwrap()
+        .seq;
     bytes[at + len / 2] ^= 0x04;
     std::fs::write(&path, &bytes).unwrap();
 

@@ -272,7 +272,9 @@ impl Spool {
     /// records beyond that memory's bound are refused, counted as dropped,
     /// and reported as [`SpoolError::Refused`].
     pub fn append(&mut self, batch: impl IntoIterator<Item = Emitted>) -> Result<(), SpoolError> {
-        let backlog = !self.held.is_empty();
+        // Records left by a failed write go first; if they still cannot,
+        // the new ones join them within the bound.
+        let backlog = !self.flush();
         let mut refused = 0u64;
         for e in batch {
             if backlog && !self.held.has_room() {
@@ -459,8 +461,11 @@ impl Drop for Spool {
             self.flush();
         }
         if !self.held.is_empty() {
-            warn!(records = self.held.len(), first_seq = self.next_seq - self.held.len() as u64,
-                "spool still cannot be written; records kept in memory are lost");
+            warn!(
+                records = self.held.len(),
+                first_seq = self.next_seq - self.held.len() as u64,
+                "spool still cannot be written; records kept in memory are lost"
+            );
         }
     }
 }

@@ -156,7 +156,7 @@ pub(super) fn index(
     let mut f = File::open(&path).map_err(io_err(&path))?;
     let size = f.metadata().map_err(io_err(&path))?.len();
     // The whole file plus one byte (to see its end) when it fits a window.
-    let cap = usize::try_from(size).map_or(WINDOW, |s| (s + 1).min(WINDOW));
+    let mut cap = usize::try_from(size).map_or(WINDOW, |s| (s + 1).min(WINDOW));
     let mut walk = Walk {
         book,
         tally,
@@ -172,6 +172,12 @@ pub(super) fn index(
         let used = scanner.feed(&buf, eof, |p| walk.piece(p));
         if eof {
             break;
+        }
+        if used == 0 {
+            // The file grew since its size was read (no agent writes a
+            // locked spool; something else might): a full window always
+            // makes progress.
+            cap = WINDOW;
         }
         buf.drain(..used);
     }

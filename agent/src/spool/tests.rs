@@ -168,8 +168,15 @@ fn bad_crc_on_the_last_frame_is_damage_not_a_torn_tail() {
         vec![1, 2]
     );
     assert_eq!(s.dropped(), 1);
-    assert_eq!(damaged_files(d.path()).len(), 1, "moved aside, not truncated");
-    assert_eq!(fs::metadata(&damaged_files(d.path())[0]).unwrap().len(), n as u64);
+    assert_eq!(
+        damaged_files(d.path()).len(),
+        1,
+        "moved aside, not truncated"
+    );
+    assert_eq!(
+        fs::metadata(&damaged_files(d.path())[0]).unwrap().len(),
+        n as u64
+    );
 }
 
 #[test]
@@ -286,4 +293,50 @@ fn records_of_another_node_are_dropped_not_sent() {
     let mut s = Spool::open(opts(d.path(), 1 << 20), "n", "b").unwrap();
     assert!(s.next_batch(10).unwrap().is_empty());
     assert_eq!(s.dropped(), 1);
+}
+
+#[test]
+fn damage_in_a_segment_larger_than_the_read_window_is_found_everywhere() {
+    use boltwatch_proto::v1::RttSummary;
+    let d = tempfile::tempdir().unwrap();
+    let o = opts(d.path(), 1 << 30); // 64 MiB segments: one file
+    let big = |n: u64| Emitted {
+        unix_ns: n,
+        payload: Payload::Rtt(RttSummary {
+            peer: format!("{n:04000}"),
+            ..Default::default()
+        }),
+    };
+    let n = 5000; // about 20 MiB: several read windows
+    {
+        let mut s = Spool::open(o.clone(), "n", "old").unwrap();
+        s.append((1..=n).map(big)).unwrap();
+    }
+    let seg = seg_files(d.path()).pop().unwrap();
+    let offsets = frame_offsets(&seg);
+    let mut bytes = fs::read(&seg).unwrap();
+    assert!(bytes.len() > 2 * (2 * segment::MIN_WINDOW));
+    // One frame hit near each window edge, and one in the header.
+    let mut hit = Vec::new();
+    for edge in [8usize << 20, 16 << 20] {
+        let i = offsets.iter().rposition(|&o| o <= edge).unwrap();
+        bytes[edge] ^= 0x02;
+        hit.push(i as u64 + 1);
+    }
+    bytes[offsets[100] + 1] ^= 0x40;
+    hit.push(101);
+    fs::write(&seg, &bytes).unwrap();
+
+    let mut s = Spool::open(o, "n", "new").unwrap();
+    assert_eq!(s.dropped(), hit.len() as u64);
+    let mut got = Vec::new();
+    loop {
+        let b = s.next_batch(500).unwrap();
+        if b.is_empty() {
+            break;
+        }
+        got.extend(b.into_iter().map(|r| r.seq));
+    }
+    let want: Vec<u64> = (1..=n).filter(|i| !hit.contains(i)).collect();
+    assert_eq!(got, want);
 }
