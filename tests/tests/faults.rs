@@ -232,6 +232,80 @@ fn agent_killed_and_restarted_delivers_the_old_boots_spool() {
     });
 }
 
+#[test]
+fn a_flipped_byte_in_the_spool_costs_one_record_shown_as_a_gap_and_a_drop() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let (gp, hp) = (free_tcp_port(), free_tcp_port());
+    let (pa, pb) = (free_udp_port(), free_udp_port());
+    let url = format!("http://127.0.0.1:{gp}");
+    let a_args = agent_args(&url, pa, &[("b", pb)], "10ms");
+    // No collector yet: a spools everything.
+    let mut a = agent(dir.path(), "a", &a_args);
+    let _b = agent(dir.path(), "b", &agent_args(&url, pb, &[("a", pa)], "10ms"));
+    let spool_dir = dir.path().join("spool-a");
+    let frames_in = |p: &Path| -> Vec<(usize, usize)> {
+        let bytes = std::fs::read(p).unwrap();
+        let mut at = 0;
+        segment::scan(&bytes)
+            .0
+            .iter()
+            .map(|f| {
+                let o = (at, segment::HEADER + f.len());
+                at += o.1;
+                o
+            })
+            .collect()
+    };
+    let seg = || -> std::path::PathBuf {
+        let mut v: Vec<_> = std::fs::read_dir(&spool_dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "seg"))
+            .collect();
+        v.sort();
+        v.into_iter().next().expect("a segment")
+    };
+    wait_for("a spooled 20 records", Duration::from_secs(60), || {
+        spool_dir.exists() && frames_in(&seg()).len() >= 20
+    });
+    a.kill9();
+    let held = spooled(&spool_dir);
+    let (old_boot, old_last) = held.into_iter().next().unwrap();
+    let path = seg();
+    let frames = frames_in(&path);
+    let (at, len) = frames[frames.len() / 2];
+    let mut bytes = std::fs::read(&path).unwrap();
+    let hit = Record::decode(&bytes[at + segment::HEADER..at + len])
+        .unwrap()
+        .seq;
+    bytes[at + len / 2] ^= 0x04;
+    std::fs::write(&path, &bytes).unwrap();
+
+    let c = Collector::start_on(dir.path(), &data, gp, hp);
+    let mut a = agent(dir.path(), "a", &a_args);
+    // Everything but the damaged record arrives; the collector sees the
+    // hole as a gap, and the agent counts it as dropped.
+    wait_for(
+        "the old boot's intact records arrive",
+        Duration::from_secs(60),
+        || boot_row(&c, "a", &old_boot) == Some((old_last - 1, old_last, 1)),
+    );
+    wait_for("the drop reported", Duration::from_secs(40), || {
+        sample(
+            &c.metrics(),
+            "boltwatch_agent_dropped_records_total",
+            &[("node", "a")],
+        ) == Some(1.0)
+    });
+    eprintln!(
+        "corrupt spool frame: boot {old_boot} wrote {old_last}, record {hit} damaged, \
+         {} stored, 1 gap, 1 counted dropped",
+        old_last - 1
+    );
+    assert_eq!(a.terminate(), Some(0));
+}
+
 /// An RTT summary like the sender's (histogram and all), for prefilling.
 fn rtt_payload(i: u64) -> Payload {
     Payload::Rtt(RttSummary {

@@ -3,25 +3,37 @@
 //! the collector acknowledged it, or when the spool is over its byte cap
 //! (oldest segment first, counted as dropped).
 //!
-//! - [`segment`]: frame layout and checksum (pure).
-//! - [`ledger`]: which seqs of which boot each segment holds, and the acks
+//! - [`segment`]: frame layout, checksum and the resynchronising scanner
 //!   (pure).
-//! - this module: files. Segments are `<id>.seg`; a `lock` file held with
-//!   `flock` keeps a second agent out of the same directory.
+//! - [`acks`]: the ack book, which seqs of which boot each segment holds
+//!   and what the collector acknowledged (pure).
+//! - [`held`]: records numbered but not yet written (pure).
+//! - [`loss`]: how many records a damaged stretch cost (pure).
+//! - `recover`: indexing earlier boots' files at startup; `reader`: sending
+//!   reads the files back; this module: appending. Segments are `<id>.seg`
+//!   (`<id>.damaged` once found damaged); a `lock` file held with `flock`
+//!   keeps a second agent out of the same directory.
 //!
 //! Records are written with one `write` per drain (so a `kill -9` loses
 //! nothing that was numbered) and `fsync`ed by [`Spool::sync`], which the
-//! transport calls every 200 ms (so a power cut loses at most that). Sending
-//! reads the segments back from disk through a cursor: the spool is never
-//! held in memory, so RSS stays flat however much is spooled. Records of
-//! earlier boots of this node found at startup are replayed like the
-//! current boot's; the collector acknowledges per boot.
+//! transport calls every 200 ms (so a power cut loses at most that). A
+//! write that fails (filesystem full) loses nothing: the records wait in
+//! memory, bounded, and go to disk when space returns (see [`held`]).
+//! Sending reads the segments back from disk through a cursor: the spool
+//! is never held in memory, so RSS stays flat however much is spooled.
+//! Records of earlier boots of this node found at startup are replayed
+//! like the current boot's; the collector acknowledges per boot.
 
-pub mod ledger;
+pub mod acks;
+pub mod held;
+pub mod loss;
+mod reader;
+mod recover;
 pub mod segment;
 
+use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
-use std::io::{BufReader, Read, Seek, SeekFrom, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use boltwatch_proto::v1::Record;
@@ -30,7 +42,11 @@ use prost::Message;
 use tracing::{info, warn};
 
 use crate::sink::Emitted;
-use ledger::Ledger;
+use acks::AckBook;
+use held::Held;
+use loss::LossTally;
+use reader::Cursor;
+use recover::SegFile;
 
 /// Spool failures.
 #[derive(Debug, thiserror::Error)]
@@ -47,6 +63,19 @@ pub enum SpoolError {
     /// Another process holds the spool directory.
     #[error("spool {0} is in use by another agent")]
     Locked(PathBuf),
+    /// Records were refused (and counted as dropped): the spool cannot be
+    /// written and the records waiting for it fill their memory bound.
+    #[error("spool {path} cannot be written ({error}); {refused} records refused, {held} waiting in memory")]
+    Refused {
+        /// The segment that could not be written.
+        path: PathBuf,
+        /// The last write error.
+        error: String,
+        /// Records refused by this append.
+        refused: u64,
+        /// Records waiting in memory for the disk.
+        held: usize,
+    },
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> SpoolError + '_ {
@@ -71,13 +100,12 @@ impl SpoolOptions {
     pub fn segment_bytes(&self) -> u64 {
         (self.max_bytes / 16).clamp(64 * 1024, 64 * 1024 * 1024)
     }
-}
 
-/// Where sending has got to: a segment and a byte offset in it.
-struct Cursor {
-    seg: u64,
-    offset: u64,
-    reader: Option<BufReader<File>>,
+    /// Bytes of records kept in memory while the spool cannot be written:
+    /// one segment's worth, at most 4 MiB (hours of probing).
+    pub fn held_bytes(&self) -> usize {
+        self.segment_bytes().min(4 * 1024 * 1024) as usize
+    }
 }
 
 /// The on-disk spool of one agent process (see the module docs).
@@ -86,13 +114,20 @@ pub struct Spool {
     node: String,
     boot_id: String,
     next_seq: u64,
-    ledger: Ledger,
+    book: AckBook,
+    /// Segments moved aside as damaged: their intact byte ranges.
+    damaged: BTreeMap<u64, Vec<(u64, u64)>>,
     active: File,
     active_id: u64,
     dirty: bool,
     dropped: u64,
+    held: Held,
+    /// The write error outstanding, if the last write failed.
+    failing: Option<String>,
+    /// A failed write may have left part of a frame after the last whole
+    /// one: cut it before writing again.
+    cut_tail: bool,
     cursor: Cursor,
-    buf: Vec<u8>,
     _lock: Flock<File>,
 }
 
@@ -102,53 +137,17 @@ impl std::fmt::Debug for Spool {
             .field("dir", &self.opts.dir)
             .field("boot_id", &self.boot_id)
             .field("next_seq", &self.next_seq)
-            .field("segments", &self.ledger.len())
+            .field("segments", &self.book.len())
+            .field("held", &self.held.len())
             .finish()
     }
 }
 
-fn seg_path(dir: &Path, id: u64) -> PathBuf {
-    dir.join(format!("{id:020}.seg"))
-}
-
-/// Reads one frame from `r`. `Ok(None)` at a clean end; `Err` describes a
-/// torn or corrupt frame.
-fn read_frame(r: &mut impl Read) -> std::io::Result<Result<Option<Vec<u8>>, String>> {
-    let mut head = [0u8; segment::HEADER];
-    let mut got = 0;
-    while got < head.len() {
-        let n = r.read(&mut head[got..])?;
-        if n == 0 {
-            break;
-        }
-        got += n;
-    }
-    if got == 0 {
-        return Ok(Ok(None));
-    }
-    let (len, crc) = match segment::header(&head[..got]) {
-        Ok(h) => h,
-        Err(e) => return Ok(Err(e.to_string())),
-    };
-    let mut payload = vec![0u8; len];
-    let mut filled = 0;
-    while filled < len {
-        let n = r.read(&mut payload[filled..])?;
-        if n == 0 {
-            return Ok(Err(format!("truncated frame: {filled} of {len} bytes")));
-        }
-        filled += n;
-    }
-    if crc32fast::hash(&payload) != crc {
-        return Ok(Err("frame checksum mismatch".into()));
-    }
-    Ok(Ok(Some(payload)))
-}
-
 impl Spool {
     /// Opens (or creates) the spool in `opts.dir` for a new boot: locks the
-    /// directory, indexes existing segments (truncating a torn or corrupt
-    /// tail with a warning) and starts a new segment.
+    /// directory, indexes existing segments (truncating a torn tail, moving
+    /// a damaged file aside, counting what was lost) and starts a new
+    /// segment.
     pub fn open(opts: SpoolOptions, node: &str, boot_id: &str) -> Result<Spool, SpoolError> {
         let dir = opts.dir.clone();
         fs::create_dir_all(&dir).map_err(io_err(&dir))?;
@@ -162,94 +161,65 @@ impl Spool {
         let lock = Flock::lock(lock_file, FlockArg::LockExclusiveNonblock)
             .map_err(|_| SpoolError::Locked(dir.clone()))?;
 
-        let mut ids: Vec<u64> = fs::read_dir(&dir)
-            .map_err(io_err(&dir))?
-            .filter_map(|e| e.ok())
-            .filter_map(|e| {
-                let name = e.file_name().into_string().ok()?;
-                name.strip_suffix(".seg")?.parse().ok()
-            })
-            .collect();
-        ids.sort_unstable();
-        let mut ledger = Ledger::new();
-        for &id in &ids {
-            let path = seg_path(&dir, id);
-            ledger.open_segment(id);
-            let kept = Self::index_segment(&path, &mut ledger)?;
-            if kept == 0 {
-                // Nothing usable: forget it rather than keep empty files.
-                ledger.discard_last();
+        let files = recover::list(&dir)?;
+        let mut book = AckBook::new();
+        let mut tally = LossTally::new();
+        let mut damaged = BTreeMap::new();
+        for (i, &file) in files.iter().enumerate() {
+            book.open_segment(file.id);
+            let found = recover::index(&dir, file, i + 1 == files.len(), &mut book, &mut tally)?;
+            if found.records == 0 {
+                // Nothing deliverable: forget it rather than keep the file.
+                book.discard_last();
+                let path = recover::seg_path(&dir, found.file);
                 fs::remove_file(&path).map_err(io_err(&path))?;
+            } else if let Some(runs) = found.runs {
+                damaged.insert(file.id, runs);
             }
         }
-        let active_id = ids.last().map_or(1, |l| l + 1);
-        let active_path = seg_path(&dir, active_id);
+        let lost = tally.lost();
+        if lost > 0 {
+            warn!(dir = %dir.display(), records = lost, "records lost to spool damage; counted as dropped");
+        }
+        let active_id = files.last().map_or(1, |l| l.id + 1);
+        let active_path = recover::seg_path(
+            &dir,
+            SegFile {
+                id: active_id,
+                damaged: false,
+            },
+        );
         let active = OpenOptions::new()
             .create(true)
             .append(true)
             .open(&active_path)
             .map_err(io_err(&active_path))?;
-        ledger.open_segment(active_id);
-        if ledger.len() > 1 {
-            info!(dir = %dir.display(), segments = ledger.len() - 1, records = ledger.unacked(),
+        book.open_segment(active_id);
+        if book.len() > 1 {
+            info!(dir = %dir.display(), segments = book.len() - 1, records = book.unacked(),
                 "spool holds records of earlier boots; replaying them");
         }
-        let first = ledger.segments().next().map_or(active_id, |s| s.id);
+        let first = book.segments().next().map_or(active_id, |s| s.id);
+        let held = Held::new(opts.held_bytes());
         let mut spool = Spool {
             opts,
             node: node.to_string(),
             boot_id: boot_id.to_string(),
             next_seq: 1,
-            ledger,
+            book,
+            damaged,
             active,
             active_id,
             dirty: false,
-            dropped: 0,
-            cursor: Cursor {
-                seg: first,
-                offset: 0,
-                reader: None,
-            },
-            buf: Vec::new(),
+            dropped: lost,
+            held,
+            failing: None,
+            cut_tail: false,
+            cursor: Cursor::at(first),
             _lock: lock,
         };
         spool.enforce_cap();
         Ok(spool)
-    }
-
-    /// Indexes the frames of one segment into the ledger's last segment;
-    /// truncates the file at the first bad frame. Returns the records kept.
-    fn index_segment(path: &Path, ledger: &mut Ledger) -> Result<u64, SpoolError> {
-        let file = File::open(path).map_err(io_err(path))?;
-        let mut r = BufReader::new(file);
-        let mut offset = 0u64;
-        let mut kept = 0u64;
-        let bad = loop {
-            match read_frame(&mut r).map_err(io_err(path))? {
-                Ok(None) => break None,
-                Ok(Some(payload)) => match Record::decode(payload.as_slice()) {
-                    Ok(rec) => {
-                        let n = (segment::HEADER + payload.len()) as u64;
-                        ledger.note(&rec.boot_id, rec.seq, n);
-                        offset += n;
-                        kept += 1;
-                    }
-                    Err(e) => break Some(format!("undecodable record: {e}")),
-                },
-                Err(why) => break Some(why),
-            }
-        };
-        if let Some(why) = bad {
-            warn!(segment = %path.display(), offset, reason = %why,
-                "spool segment has a corrupt tail; truncating it");
-            let f = OpenOptions::new()
-                .write(true)
-                .open(path)
-                .map_err(io_err(path))?;
-            f.set_len(offset).map_err(io_err(path))?;
-            f.sync_all().map_err(io_err(path))?;
-        }
-        Ok(kept)
     }
 
     /// This process's boot id.
@@ -262,9 +232,16 @@ impl Spool {
         self.next_seq
     }
 
-    /// Records spooled and not acknowledged (all boots).
+    /// Records spooled and not acknowledged (all boots), including those
+    /// waiting in memory for the disk.
     pub fn unacked(&self) -> u64 {
-        self.ledger.unacked()
+        self.book.unacked() + self.held.len() as u64
+    }
+
+    /// Records numbered but waiting in memory because the spool could not
+    /// be written.
+    pub fn held(&self) -> usize {
+        self.held.len()
     }
 
     /// True when nothing awaits acknowledgement.
@@ -272,28 +249,39 @@ impl Spool {
         self.unacked() == 0
     }
 
-    /// Records dropped because of the cap, a failed write, or a foreign
-    /// node name found in the directory.
+    /// Records dropped because of the cap, the spool being unwritable with
+    /// its memory bound full, damage found on disk, or a foreign node name
+    /// found in the directory.
     pub fn dropped(&self) -> u64 {
         self.dropped
     }
 
     /// Bytes of all segments.
     pub fn bytes(&self) -> u64 {
-        self.ledger.total_bytes()
+        self.book.total_bytes()
     }
 
     /// Highest acknowledged seq of `boot`.
     pub fn acked(&self, boot: &str) -> u64 {
-        self.ledger.acked(boot)
+        self.book.acked(boot)
     }
 
-    /// Numbers and appends records with one write. A failed write (disk
-    /// full) loses them; they are counted as dropped and the error returned.
+    /// Numbers records and writes them with one write (after any records
+    /// an earlier failed write left waiting). A failed write keeps them in
+    /// memory for the next try ([`Spool::sync`] or the next append);
+    /// records beyond that memory's bound are refused, counted as dropped,
+    /// and reported as [`SpoolError::Refused`].
     pub fn append(&mut self, batch: impl IntoIterator<Item = Emitted>) -> Result<(), SpoolError> {
-        self.buf.clear();
-        let mut notes = Vec::new();
+        // Records left by a failed write go first; if they still cannot,
+        // the new ones join them within the bound.
+        let backlog = !self.flush();
+        let mut refused = 0u64;
         for e in batch {
+            if backlog && !self.held.has_room() {
+                // Not numbered: the seqs on disk stay contiguous.
+                refused += 1;
+                continue;
+            }
             let rec = Record {
                 node: self.node.clone(),
                 boot_id: self.boot_id.clone(),
@@ -302,56 +290,98 @@ impl Spool {
                 payload: Some(e.payload),
             };
             self.next_seq += 1;
-            let before = self.buf.len();
-            segment::encode(&rec.encode_to_vec(), &mut self.buf);
-            notes.push((rec.seq, (self.buf.len() - before) as u64));
+            self.held
+                .push(rec.seq, |buf| segment::encode(&rec.encode_to_vec(), buf));
         }
-        if notes.is_empty() {
+        if !self.flush() {
+            // Give back the numbers of the newest beyond the bound.
+            let gone = self.held.trim_to_cap();
+            self.next_seq -= gone;
+            refused += gone;
+        }
+        if refused == 0 {
             return Ok(());
         }
-        let path = seg_path(&self.opts.dir, self.active_id);
-        if let Err(source) = self.active.write_all(&self.buf) {
-            // A partial write leaves a torn frame; cut it so later frames
-            // stay readable.
-            let len = self.ledger.segments().last().map_or(0, |s| s.bytes);
-            let _ = self.active.set_len(len);
-            self.dropped += notes.len() as u64;
-            // The seqs are burnt: mark them done so nothing waits for them.
-            if let Some(&(last, _)) = notes.last() {
-                self.ledger.ack(&self.boot_id.clone(), last);
+        self.dropped += refused;
+        Err(SpoolError::Refused {
+            path: self.path_of(self.active_id),
+            error: self.failing.clone().unwrap_or_default(),
+            refused,
+            held: self.held.len(),
+        })
+    }
+
+    /// Writes the held records. False when the write failed: they stay
+    /// held, and the active segment ends after its last whole frame.
+    fn flush(&mut self) -> bool {
+        if self.held.is_empty() {
+            return true;
+        }
+        let path = self.path_of(self.active_id);
+        let written = self.cut_partial_tail().and_then(|()| {
+            let r = self.active.write_all(self.held.bytes());
+            // A partial write leaves a torn frame: cut it now (or before
+            // the next write) so later frames stay readable.
+            self.cut_tail = r.is_err();
+            r
+        });
+        if let Err(e) = written {
+            let _ = self.cut_partial_tail();
+            if self.failing.is_none() {
+                warn!(path = %path.display(), error = %e, held = self.held.len(),
+                    "spool write failed; keeping the records in memory until it succeeds");
             }
-            return Err(SpoolError::Io { path, source });
+            self.failing = Some(e.to_string());
+            return false;
+        }
+        if self.failing.take().is_some() {
+            info!(path = %path.display(), records = self.held.len(),
+                "spool writable again; records kept in memory are written");
         }
         let boot = self.boot_id.clone();
-        for (seq, n) in notes {
-            self.ledger.note(&boot, seq, n);
+        for (seq, n) in self.held.written() {
+            self.book.note(&boot, seq, n);
         }
         self.dirty = true;
-        let active_bytes = self.ledger.segments().last().map_or(0, |s| s.bytes);
+        let active_bytes = self.book.segments().last().map_or(0, |s| s.bytes);
         if active_bytes >= self.opts.segment_bytes() {
-            self.roll()?;
+            if let Err(e) = self.roll() {
+                // Keep writing to the current segment; try again next time.
+                warn!(error = %e, "starting a new spool segment failed");
+            }
         }
         self.enforce_cap();
+        true
+    }
+
+    /// Cuts the active segment back to its last whole frame, if a failed
+    /// write left more.
+    fn cut_partial_tail(&mut self) -> std::io::Result<()> {
+        if self.cut_tail {
+            let len = self.book.segments().last().map_or(0, |s| s.bytes);
+            self.active.set_len(len)?;
+            self.cut_tail = false;
+        }
         Ok(())
     }
 
     fn roll(&mut self) -> Result<(), SpoolError> {
-        self.sync()?;
+        self.sync_active()?;
         let id = self.active_id + 1;
-        let path = seg_path(&self.opts.dir, id);
+        let path = recover::seg_path(&self.opts.dir, SegFile { id, damaged: false });
         self.active = OpenOptions::new()
             .create(true)
             .append(true)
             .open(&path)
             .map_err(io_err(&path))?;
         self.active_id = id;
-        self.ledger.open_segment(id);
+        self.book.open_segment(id);
         Ok(())
     }
 
     fn enforce_cap(&mut self) {
-        while self.ledger.total_bytes() > self.opts.max_bytes {
-            let Some((id, lost)) = self.ledger.drop_oldest() else {
+        while self.book.total_bytes() > self.opts.max_bytes {
+            let Some((id, lost)) = self.book.drop_oldest() else {
                 break;
             };
             self.dropped += lost;
@@ -365,23 +395,31 @@ impl Spool {
     }
 
     fn remove_segment(&mut self, id: u64) {
-        let path = seg_path(&self.opts.dir, id);
+        let path = self.path_of(id);
         if let Err(e) = fs::remove_file(&path) {
             warn!(path = %path.display(), error = %e, "removing spool segment");
         }
+        self.damaged.remove(&id);
         if self.cursor.seg == id {
-            self.cursor.reader = None;
-            self.cursor.seg = id + 1;
-            self.cursor.offset = 0;
+            self.cursor = Cursor::at(id + 1);
         }
     }
 
-    /// Makes everything appended so far durable (`fsync`), if anything was.
+    /// Writes records waiting for the disk, if any (the transport calls
+    /// this every 200 ms, so space coming back is noticed soon), then
+    /// makes everything written durable (`fsync`). A write that fails again
+    /// is not an error here: the records stay held, and [`Spool::append`]
+    /// reports refusals.
     pub fn sync(&mut self) -> Result<(), SpoolError> {
+        self.flush();
+        self.sync_active()
+    }
+
+    fn sync_active(&mut self) -> Result<(), SpoolError> {
         if self.dirty {
             self.active
                 .sync_data()
-                .map_err(io_err(&seg_path(&self.opts.dir, self.active_id)))?;
+                .map_err(io_err(&self.path_of(self.active_id)))?;
             self.dirty = false;
         }
         Ok(())
@@ -391,12 +429,15 @@ impl Spool {
     /// acknowledged are deleted.
     pub fn ack(&mut self, boot: &str, seq: u64) {
         let seq = if boot == self.boot_id {
-            seq.min(self.next_seq - 1)
+            // Held records are numbered but the collector cannot have
+            // them: never past what was written.
+            let written = self.next_seq - 1 - self.held.len() as u64;
+            seq.min(written)
         } else {
             seq
         };
-        self.ledger.ack(boot, seq);
-        for id in self.ledger.take_acked() {
+        self.book.ack(boot, seq);
+        for id in self.book.take_acked() {
             self.remove_segment(id);
         }
     }
@@ -404,81 +445,28 @@ impl Spool {
     /// A new stream: send again from the oldest segment (acked records are
     /// skipped as they are read).
     pub fn rewind(&mut self) {
-        self.cursor = Cursor {
-            seg: self
-                .ledger
-                .segments()
-                .next()
-                .map_or(self.active_id, |s| s.id),
-            offset: 0,
-            reader: None,
-        };
+        self.cursor = Cursor::at(self.book.segments().next().map_or(self.active_id, |s| s.id));
     }
 
     /// True when some record after the cursor may still need sending.
     pub fn has_unsent(&self) -> bool {
-        let active_bytes = self.ledger.segments().last().map_or(0, |s| s.bytes);
+        let active_bytes = self.book.segments().last().map_or(0, |s| s.bytes);
         self.cursor.seg < self.active_id || self.cursor.offset < active_bytes
     }
+}
 
-    /// Reads up to `max` unacknowledged records after the cursor, from disk,
-    /// and moves the cursor past them.
-    pub fn next_batch(&mut self, max: usize) -> Result<Vec<Record>, SpoolError> {
-        let mut out = Vec::new();
-        while out.len() < max {
-            if self.cursor.reader.is_none() {
-                // The cursor's segment, or the next one still on disk.
-                let Some(id) = self
-                    .ledger
-                    .segments()
-                    .map(|s| s.id)
-                    .find(|&id| id >= self.cursor.seg)
-                else {
-                    break;
-                };
-                if id != self.cursor.seg {
-                    self.cursor.seg = id;
-                    self.cursor.offset = 0;
-                }
-                let path = seg_path(&self.opts.dir, id);
-                let mut f = File::open(&path).map_err(io_err(&path))?;
-                f.seek(SeekFrom::Start(self.cursor.offset))
-                    .map_err(io_err(&path))?;
-                self.cursor.reader = Some(BufReader::with_capacity(64 * 1024, f));
-            }
-            let path = seg_path(&self.opts.dir, self.cursor.seg);
-            let reader = self.cursor.reader.as_mut().expect("opened above");
-            match read_frame(reader).map_err(io_err(&path))? {
-                Ok(Some(payload)) => {
-                    self.cursor.offset += (segment::HEADER + payload.len()) as u64;
-                    let Ok(rec) = Record::decode(payload.as_slice()) else {
-                        continue;
-                    };
-                    if self.ledger.is_acked(&rec.boot_id, rec.seq) {
-                        continue;
-                    }
-                    if rec.node != self.node {
-                        // Left by an agent of another name in this
-                        // directory; the collector would refuse it.
-                        self.dropped += 1;
-                        self.ledger.ack(&rec.boot_id, rec.seq);
-                        continue;
-                    }
-                    out.push(rec);
-                }
-                Ok(None) | Err(_) => {
-                    // End of what is written. The active segment may grow;
-                    // an older one is finished: move on.
-                    if self.cursor.seg >= self.active_id {
-                        break;
-                    }
-                    self.cursor.reader = None;
-                    self.cursor.seg += 1;
-                    self.cursor.offset = 0;
-                }
-            }
+impl Drop for Spool {
+    fn drop(&mut self) {
+        if !self.held.is_empty() {
+            self.flush();
         }
-        Ok(out)
+        if !self.held.is_empty() {
+            warn!(
+                records = self.held.len(),
+                first_seq = self.next_seq - self.held.len() as u64,
+                "spool still cannot be written; records kept in memory are lost"
+            );
+        }
     }
 }
 

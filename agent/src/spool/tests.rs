@@ -113,20 +113,50 @@ fn torn_tail_is_truncated_not_fatal() {
     assert_eq!(fs::metadata(&seg).unwrap().len(), good);
     assert_eq!(s.unacked(), 3);
     assert_eq!(s.next_batch(10).unwrap().len(), 3);
+    // The frame being written when the agent died is lost: at least one.
+    assert_eq!(s.dropped(), 1);
+    assert!(damaged_files(d.path()).is_empty());
+}
+
+fn damaged_files(dir: &Path) -> Vec<PathBuf> {
+    fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "damaged"))
+        .collect()
+}
+
+/// Byte offsets of the frames of a segment file.
+fn frame_offsets(path: &Path) -> Vec<usize> {
+    let bytes = fs::read(path).unwrap();
+    let mut at = 0;
+    segment::scan(&bytes)
+        .0
+        .iter()
+        .map(|p| {
+            let o = at;
+            at += segment::HEADER + p.len();
+            o
+        })
+        .collect()
+}
+
+fn flip(path: &Path, at: usize) {
+    let mut bytes = fs::read(path).unwrap();
+    bytes[at] ^= 0x08;
+    fs::write(path, &bytes).unwrap();
 }
 
 #[test]
-fn flipped_byte_in_the_middle_truncates_from_there() {
+fn bad_crc_on_the_last_frame_is_damage_not_a_torn_tail() {
     let d = tempfile::tempdir().unwrap();
     {
         let mut s = Spool::open(opts(d.path(), 1 << 30), "n", "old").unwrap();
         s.append((1..=3).map(em)).unwrap();
     }
     let seg = seg_files(d.path()).pop().unwrap();
-    let mut bytes = fs::read(&seg).unwrap();
-    let n = bytes.len();
-    bytes[n - 2] ^= 0xff;
-    fs::write(&seg, &bytes).unwrap();
+    let n = fs::metadata(&seg).unwrap().len() as usize;
+    flip(&seg, n - 2);
     let mut s = Spool::open(opts(d.path(), 1 << 30), "n", "new").unwrap();
     assert_eq!(s.unacked(), 2);
     assert_eq!(
@@ -137,6 +167,76 @@ fn flipped_byte_in_the_middle_truncates_from_there() {
             .collect::<Vec<_>>(),
         vec![1, 2]
     );
+    assert_eq!(s.dropped(), 1);
+    assert_eq!(
+        damaged_files(d.path()).len(),
+        1,
+        "moved aside, not truncated"
+    );
+    assert_eq!(
+        fs::metadata(&damaged_files(d.path())[0]).unwrap().len(),
+        n as u64
+    );
+}
+
+#[test]
+fn damage_at_a_segment_end_is_counted_from_the_next_segment() {
+    let d = tempfile::tempdir().unwrap();
+    // 64 KiB segments: 6000 records of ~35 bytes span several.
+    let o = opts(d.path(), 1 << 20);
+    {
+        let mut s = Spool::open(o.clone(), "n", "old").unwrap();
+        for i in 0..600 {
+            s.append((i * 10 + 1..=i * 10 + 10).map(em)).unwrap();
+        }
+    }
+    let segs = seg_files(d.path());
+    assert!(segs.len() >= 3, "{segs:?}");
+    // The last three frames of the first segment, and one in the middle of
+    // the second.
+    let first = frame_offsets(&segs[0]);
+    let len = fs::metadata(&segs[0]).unwrap().len() as usize;
+    let mut bytes = fs::read(&segs[0]).unwrap();
+    for &at in &first[first.len() - 3..] {
+        bytes[at + segment::HEADER + 2] ^= 0x01;
+    }
+    assert_eq!(bytes.len(), len);
+    fs::write(&segs[0], &bytes).unwrap();
+    let second = frame_offsets(&segs[1]);
+    flip(&segs[1], second[second.len() / 2] + segment::HEADER + 1);
+
+    let mut s = Spool::open(o, "n", "new").unwrap();
+    assert_eq!(s.dropped(), 4);
+    assert_eq!(s.unacked(), 5996);
+    assert_eq!(damaged_files(d.path()).len(), 2);
+    let mut got = Vec::new();
+    loop {
+        let b = s.next_batch(64).unwrap();
+        if b.is_empty() {
+            break;
+        }
+        got.extend(b.into_iter().map(|r| r.seq));
+    }
+    assert_eq!(got.len(), 5996);
+    assert!(got.windows(2).all(|w| w[0] < w[1]));
+    // A partial ack then a new stream: the cursor skips the damage again.
+    s.ack("old", got[got.len() / 2]);
+    s.rewind();
+    let rest = s.next_batch(10_000).unwrap();
+    assert_eq!(rest.len(), 5996 - got.len() / 2 - 1);
+    s.ack("old", 6000);
+    assert!(damaged_files(d.path()).is_empty(), "acked, so removed");
+}
+
+#[test]
+fn a_segment_with_nothing_intact_is_removed_and_counted() {
+    let d = tempfile::tempdir().unwrap();
+    fs::write(d.path().join(format!("{:020}.seg", 1)), vec![0xee; 500]).unwrap();
+    let s = Spool::open(opts(d.path(), 1 << 20), "n", "b").unwrap();
+    assert_eq!(s.dropped(), 1, "at least one record was there");
+    assert_eq!(s.unacked(), 0);
+    assert!(damaged_files(d.path()).is_empty());
+    assert_eq!(seg_files(d.path()).len(), 1, "only the new active segment");
 }
 
 #[test]
@@ -193,4 +293,50 @@ fn records_of_another_node_are_dropped_not_sent() {
     let mut s = Spool::open(opts(d.path(), 1 << 20), "n", "b").unwrap();
     assert!(s.next_batch(10).unwrap().is_empty());
     assert_eq!(s.dropped(), 1);
+}
+
+#[test]
+fn damage_in_a_segment_larger_than_the_read_window_is_found_everywhere() {
+    use boltwatch_proto::v1::RttSummary;
+    let d = tempfile::tempdir().unwrap();
+    let o = opts(d.path(), 1 << 30); // 64 MiB segments: one file
+    let big = |n: u64| Emitted {
+        unix_ns: n,
+        payload: Payload::Rtt(RttSummary {
+            peer: format!("{n:04000}"),
+            ..Default::default()
+        }),
+    };
+    let n = 5000; // about 20 MiB: several read windows
+    {
+        let mut s = Spool::open(o.clone(), "n", "old").unwrap();
+        s.append((1..=n).map(big)).unwrap();
+    }
+    let seg = seg_files(d.path()).pop().unwrap();
+    let offsets = frame_offsets(&seg);
+    let mut bytes = fs::read(&seg).unwrap();
+    assert!(bytes.len() > 2 * (2 * segment::MIN_WINDOW));
+    // One frame hit near each window edge, and one in the header.
+    let mut hit = Vec::new();
+    for edge in [8usize << 20, 16 << 20] {
+        let i = offsets.iter().rposition(|&o| o <= edge).unwrap();
+        bytes[edge] ^= 0x02;
+        hit.push(i as u64 + 1);
+    }
+    bytes[offsets[100] + 1] ^= 0x40;
+    hit.push(101);
+    fs::write(&seg, &bytes).unwrap();
+
+    let mut s = Spool::open(o, "n", "new").unwrap();
+    assert_eq!(s.dropped(), hit.len() as u64);
+    let mut got = Vec::new();
+    loop {
+        let b = s.next_batch(500).unwrap();
+        if b.is_empty() {
+            break;
+        }
+        got.extend(b.into_iter().map(|r| r.seq));
+    }
+    let want: Vec<u64> = (1..=n).filter(|i| !hit.contains(i)).collect();
+    assert_eq!(got, want);
 }

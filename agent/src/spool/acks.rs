@@ -1,10 +1,14 @@
-//! What the spool holds and what the collector has acknowledged: per segment,
-//! the range of sequence numbers of each boot in it; per boot, the highest
-//! acknowledged sequence number. Pure: no files, no clocks.
+//! The spool's ack book: what the spool holds and what the collector has
+//! acknowledged. Per segment, the range of sequence numbers of each boot in
+//! it; per boot, the highest acknowledged sequence number. Pure: no files,
+//! no clocks.
 //!
 //! Sequence numbers are contiguous per boot and appended in order, so a
-//! segment's records of one boot are exactly `first..=last`, and a segment
-//! can go once every boot in it is acknowledged up to its `last`.
+//! segment's records of one boot are runs `first..=last`: one run, unless a
+//! damaged frame was skipped when the segment was indexed (the run breaks
+//! there, so the lost record is never counted as waiting, nor counted again
+//! if the segment is dropped). A segment can go once every boot in it is
+//! acknowledged up to its last run's `last`.
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -24,21 +28,21 @@ pub struct SegmentInfo {
     pub id: u64,
     /// Size on disk.
     pub bytes: u64,
-    /// Boot id → its records in this segment.
-    pub boots: BTreeMap<String, SeqRange>,
+    /// Boot id → its records in this segment, as ascending runs.
+    pub boots: BTreeMap<String, Vec<SeqRange>>,
 }
 
 /// Segments in file order plus the collector's acknowledgements.
 #[derive(Debug, Default)]
-pub struct Ledger {
+pub struct AckBook {
     acked: BTreeMap<String, u64>,
     segments: VecDeque<SegmentInfo>,
 }
 
-impl Ledger {
-    /// An empty ledger.
-    pub fn new() -> Ledger {
-        Ledger::default()
+impl AckBook {
+    /// An empty book.
+    pub fn new() -> AckBook {
+        AckBook::default()
     }
 
     /// Starts a new (last) segment.
@@ -61,16 +65,25 @@ impl Ledger {
             return;
         };
         seg.bytes += frame_bytes;
-        seg.boots
-            .entry(boot.to_string())
-            .and_modify(|r| {
-                r.first = r.first.min(seq);
-                r.last = r.last.max(seq);
-            })
-            .or_insert(SeqRange {
+        let runs = seg.boots.entry(boot.to_string()).or_default();
+        match runs.last_mut() {
+            Some(r) if seq == r.last + 1 => r.last = seq,
+            // Out of order or repeated (never written so, but found on
+            // disk): widen the run rather than invent a hole.
+            Some(r) if seq <= r.last => r.first = r.first.min(seq),
+            _ => runs.push(SeqRange {
                 first: seq,
                 last: seq,
-            });
+            }),
+        }
+    }
+
+    /// Notes bytes of the last segment that hold no record (a damaged
+    /// stretch kept on disk), so the cap counts them.
+    pub fn add_bytes(&mut self, bytes: u64) {
+        if let Some(seg) = self.segments.back_mut() {
+            seg.bytes += bytes;
+        }
     }
 
     /// The collector stored everything of `boot` up to `seq`.
@@ -92,6 +105,7 @@ impl Ledger {
     fn unacked_in(&self, seg: &SegmentInfo) -> u64 {
         seg.boots
             .iter()
+            .flat_map(|(b, runs)| runs.iter().map(move |r| (b, r)))
             .map(|(b, r)| {
                 let done = self.acked(b).max(r.first.saturating_sub(1));
                 r.last.saturating_sub(done)
@@ -148,8 +162,10 @@ impl Ledger {
         }
         let seg = self.segments.pop_front()?;
         let lost = self.unacked_in(&seg);
-        for (b, r) in &seg.boots {
-            self.ack(b, r.last);
+        for (b, runs) in &seg.boots {
+            if let Some(r) = runs.last() {
+                self.ack(b, r.last);
+            }
         }
         Some((seg.id, lost))
     }
@@ -159,8 +175,8 @@ impl Ledger {
 mod tests {
     use super::*;
 
-    fn ledger(segs: &[&[(&str, u64)]]) -> Ledger {
-        let mut l = Ledger::new();
+    fn book(segs: &[&[(&str, u64)]]) -> AckBook {
+        let mut l = AckBook::new();
         for (i, recs) in segs.iter().enumerate() {
             l.open_segment(i as u64 + 1);
             for (b, s) in recs.iter() {
@@ -172,7 +188,7 @@ mod tests {
 
     #[test]
     fn acks_release_whole_segments_only() {
-        let mut l = ledger(&[&[("a", 1), ("a", 2)], &[("a", 3), ("a", 4)], &[("a", 5)]]);
+        let mut l = book(&[&[("a", 1), ("a", 2)], &[("a", 3), ("a", 4)], &[("a", 5)]]);
         assert_eq!(l.unacked(), 5);
         l.ack("a", 3);
         assert_eq!(l.take_acked(), vec![1]);
@@ -185,7 +201,7 @@ mod tests {
 
     #[test]
     fn boots_are_acked_independently() {
-        let mut l = ledger(&[&[("old", 7), ("old", 8), ("new", 1)], &[("new", 2)]]);
+        let mut l = book(&[&[("old", 7), ("old", 8), ("new", 1)], &[("new", 2)]]);
         l.ack("new", 2);
         assert!(l.take_acked().is_empty(), "old boot still unacked");
         assert_eq!(l.unacked(), 2);
@@ -196,7 +212,7 @@ mod tests {
 
     #[test]
     fn stale_ack_does_not_move_back() {
-        let mut l = ledger(&[&[("a", 1), ("a", 2)]]);
+        let mut l = book(&[&[("a", 1), ("a", 2)]]);
         l.ack("a", 2);
         l.ack("a", 1);
         assert_eq!(l.acked("a"), 2);
@@ -205,13 +221,24 @@ mod tests {
     #[test]
     fn ack_before_a_segments_range_counts_from_its_first() {
         // The segment holds 5..=6 (1..=4 were in a removed segment).
-        let l = ledger(&[&[("a", 5), ("a", 6)]]);
+        let l = book(&[&[("a", 5), ("a", 6)]]);
         assert_eq!(l.unacked(), 2);
     }
 
     #[test]
+    fn a_skipped_record_is_neither_waiting_nor_dropped_again() {
+        // 3 was damaged on disk (counted when found): 1, 2, 4, 5 remain.
+        let mut l = book(&[&[("a", 1), ("a", 2), ("a", 4), ("a", 5)], &[("a", 6)]]);
+        assert_eq!(l.unacked(), 5);
+        l.ack("a", 1);
+        assert_eq!(l.drop_oldest(), Some((1, 3)));
+        assert!(l.is_acked("a", 5));
+        assert_eq!(l.unacked(), 1);
+    }
+
+    #[test]
     fn drop_oldest_counts_only_unacked_and_keeps_last() {
-        let mut l = ledger(&[&[("a", 1), ("a", 2), ("a", 3)], &[("a", 4)]]);
+        let mut l = book(&[&[("a", 1), ("a", 2), ("a", 3)], &[("a", 4)]]);
         l.ack("a", 1);
         assert_eq!(l.drop_oldest(), Some((1, 2)));
         assert!(l.is_acked("a", 3));
