@@ -1,9 +1,11 @@
 //! The JSON API under `/api/v1`: nodes with their boots and gaps, stored
 //! records decoded into DTOs ([`crate::dto`]), and outages with their start
 //! and end records joined. Handlers only translate: the
-//! store answers the queries, the metric state says who is connected.
+//! store answers the queries, the exporter state says who is connected.
+//! The routes work on any router state that yields a [`StoreHandle`] and
+//! the [`SharedMetrics`] (axum's `FromRef`).
 
-use axum::extract::{Query, State};
+use axum::extract::{FromRef, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -15,9 +17,8 @@ use serde::Deserialize;
 use crate::dto::{
     join_outages, BootDto, NodeDto, NodesDto, OutagesDto, PayloadDto, RecordDto, RecordsDto,
 };
-use crate::http::AppState;
-use crate::ingest::lock;
-use crate::store::{queries, RecordFilter, StoreError, StoredRecord};
+use crate::export::SharedMetrics;
+use crate::store::{queries, RecordFilter, StoreError, StoreHandle, StoredRecord};
 
 /// Records returned when `limit` is not given.
 pub const DEFAULT_LIMIT: u32 = 1_000;
@@ -25,7 +26,12 @@ pub const DEFAULT_LIMIT: u32 = 1_000;
 pub const MAX_LIMIT: u32 = 100_000;
 
 /// The `/api/v1` routes.
-pub fn routes() -> Router<AppState> {
+pub fn routes<S>() -> Router<S>
+where
+    S: Clone + Send + Sync + 'static,
+    StoreHandle: FromRef<S>,
+    SharedMetrics: FromRef<S>,
+{
     Router::new()
         .route("/api/v1/nodes", get(nodes))
         .route("/api/v1/records", get(records))
@@ -49,11 +55,14 @@ impl IntoResponse for ApiError {
     }
 }
 
-async fn nodes(State(st): State<AppState>) -> Result<Json<NodesDto>, ApiError> {
-    let boots = st.store.boots().await?;
+async fn nodes(
+    State(store): State<StoreHandle>,
+    State(metrics): State<SharedMetrics>,
+) -> Result<Json<NodesDto>, ApiError> {
+    let boots = store.boots().await?;
     let mut out: Vec<NodeDto> = Vec::new();
     {
-        let m = lock(&st.metrics);
+        let m = metrics.lock();
         for b in boots {
             if out.last().is_none_or(|n| n.node != b.node) {
                 out.push(NodeDto {
@@ -111,7 +120,7 @@ pub struct RecordsQuery {
 }
 
 async fn records(
-    State(st): State<AppState>,
+    State(store): State<StoreHandle>,
     Query(q): Query<RecordsQuery>,
 ) -> Result<Json<RecordsDto>, ApiError> {
     let limit = q.limit.unwrap_or(DEFAULT_LIMIT);
@@ -130,8 +139,7 @@ async fn records(
     };
     // Decoding up to MAX_LIMIT records is real work: keep it on the
     // blocking thread with the query.
-    let records = st
-        .store
+    let records = store
         .read(move |c| {
             let rows = queries::list_records(c, &filter)?;
             Ok(rows.into_iter().map(to_dto).collect::<Vec<_>>())
@@ -151,13 +159,12 @@ pub struct OutagesQuery {
 }
 
 async fn outages(
-    State(st): State<AppState>,
+    State(store): State<StoreHandle>,
     Query(q): Query<OutagesQuery>,
 ) -> Result<Json<OutagesDto>, ApiError> {
     let node = q.node.filter(|s| !s.is_empty());
     let since = q.since.unwrap_or(0);
-    let outages = st
-        .store
+    let outages = store
         .read(move |c| {
             let rows = queries::records_of_kind(c, node.as_deref(), "outage")?;
             let decoded = rows.into_iter().filter_map(|r| {
