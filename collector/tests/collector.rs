@@ -23,8 +23,7 @@ fn seqs(
 
 #[tokio::test]
 async fn records_are_stored_and_acked_and_resends_store_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let c = Collector::start(dir.path()).await;
+    let (_dir, c) = Collector::temp().await;
     assert_eq!(c.get("/healthz").await.text().await.unwrap(), "ok");
 
     let (mut a, welcome) = c.agent("a", "boot1").await;
@@ -89,8 +88,7 @@ async fn records_are_stored_and_acked_and_resends_store_nothing() {
 
 #[tokio::test]
 async fn nodes_api_reports_gaps() {
-    let dir = tempfile::tempdir().unwrap();
-    let c = Collector::start(dir.path()).await;
+    let (_dir, c) = Collector::temp().await;
     let (mut a, _) = c.agent("a", "ba").await;
     assert_eq!(a.send(seqs("a", "ba", 1..=4)).await.unwrap(), [wm("ba", 4)]);
     let (mut g, _) = c.agent("g", "bg").await;
@@ -153,8 +151,7 @@ async fn send_everything(agent: &mut Agent, node: &str, peer: &str) {
 
 #[tokio::test]
 async fn metrics_cover_two_nodes_and_pass_promtool() {
-    let dir = tempfile::tempdir().unwrap();
-    let c = Collector::start(dir.path()).await;
+    let (_dir, c) = Collector::temp().await;
     let (mut a, _) = c.agent("a", "a-boot").await;
     let (mut b, _) = c.agent("b", "b-boot").await;
     send_everything(&mut a, "a", "b").await;
@@ -186,7 +183,7 @@ async fn metrics_cover_two_nodes_and_pass_promtool() {
             (format!("boltwatch_interface_transmit_errors_total{ni}"), 2.0),
             (format!("boltwatch_interface_receive_drops_total{ni}"), 3.0),
             (format!("boltwatch_interface_transmit_drops_total{ni}"), 4.0),
-            (format!("boltwatch_interface_carrier{ni}"), 1.0),
+            (format!("boltwatch_link_up{ni}"), 1.0),
             (format!("boltwatch_temperature_celsius{{node=\"{node}\",sensor=\"cpu \\\"die\\\" 0\"}}"), 47.5),
             (format!("boltwatch_records_received_total{{node=\"{node}\",kind=\"rtt\"}}"), 2.0),
             (format!("boltwatch_records_duplicate_total{n}"), 0.0),
@@ -201,7 +198,7 @@ async fn metrics_cover_two_nodes_and_pass_promtool() {
             );
         }
         // The classic buckets: 80 us falls in the first bound >= 80 us.
-        let bounds = boltwatch_collector::export::prometheus::rtt_bounds();
+        let bounds = boltwatch_collector::export::histogram::rtt_bounds();
         let le80 = bounds.iter().find(|b| **b >= 80e-6).unwrap();
         let series = format!(
             "boltwatch_rtt_seconds_bucket{{node=\"{node}\",peer=\"{peer}\",le=\"{le80}\"}}"
@@ -242,34 +239,26 @@ async fn metrics_cover_two_nodes_and_pass_promtool() {
 /// Runs the real `promtool check metrics` on `body`; a missing promtool is
 /// a failure.
 fn promtool_check(body: &str) {
-    use std::io::Write;
-    let mut child = std::process::Command::new("promtool")
+    use std::io::{Seek, Write};
+    let mut input = tempfile::tempfile().unwrap();
+    input.write_all(body.as_bytes()).unwrap();
+    input.rewind().unwrap();
+    let out = std::process::Command::new("promtool")
         .args(["check", "metrics"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
+        .stdin(input)
+        .output()
         .expect("promtool must be installed (apt-get install prometheus)");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(body.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr) + String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
-        "promtool check metrics failed ({}):\n{}{}\n--- body ---\n{body}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+        "promtool check metrics failed ({}):\n{said}\n--- body ---\n{body}",
+        out.status
     );
 }
 
 #[tokio::test]
 async fn garbage_connection_is_counted_and_agents_still_served() {
-    let dir = tempfile::tempdir().unwrap();
-    let c = Collector::start(dir.path()).await;
+    let (_dir, c) = Collector::temp().await;
     for garbage in [
         &b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"[..],
         &[0u8, 1, 2, 3, 0xff][..],
@@ -306,8 +295,7 @@ async fn garbage_connection_is_counted_and_agents_still_served() {
 
 #[tokio::test]
 async fn first_message_must_be_hello_and_foreign_nodes_are_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    let c = Collector::start(dir.path()).await;
+    let (_dir, c) = Collector::temp().await;
 
     let first_batch = agent_message::Msg::Batch(RecordBatch {
         records: seqs("a", "b1", 1..=2),
@@ -356,8 +344,7 @@ async fn first_message_must_be_hello_and_foreign_nodes_are_refused() {
 
 #[tokio::test]
 async fn restart_keeps_records_and_watermarks() {
-    let dir = tempfile::tempdir().unwrap();
-    let c = Collector::start(dir.path()).await;
+    let (dir, c) = Collector::temp().await;
     let (mut a, _) = c.agent("a", "old").await;
     a.send(seqs("a", "old", 1..=5)).await.unwrap();
     drop(a);
@@ -404,8 +391,7 @@ async fn restart_keeps_records_and_watermarks() {
 
 #[tokio::test]
 async fn unknown_payload_kinds_are_stored_verbatim() {
-    let dir = tempfile::tempdir().unwrap();
-    let c = Collector::start(dir.path()).await;
+    let (dir, c) = Collector::temp().await;
     // A record from a newer agent: envelope fields plus payload field 42.
     let mut raw = boltwatch_proto::v1::Record {
         node: "a".into(),
