@@ -48,7 +48,10 @@ fn variant(field: &str) -> String {
 
 fn kinds_source(kinds: &[String]) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "/// Every payload kind name, in schema field-number order.");
+    let _ = writeln!(
+        s,
+        "/// Every payload kind name, in schema field-number order."
+    );
     let _ = writeln!(s, "pub const KINDS: [&str; {}] = [", kinds.len());
     for k in kinds {
         let _ = writeln!(s, "    {k:?},");

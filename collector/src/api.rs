@@ -106,16 +106,17 @@ fn to_dto(r: StoredRecord) -> RecordDto {
     }
 }
 
-/// Query of `GET /api/v1/records`.
+/// Query of `GET /api/v1/records` and `GET /api/v1/outages`.
 #[derive(Debug, Deserialize)]
 pub struct RecordsQuery {
-    /// Only this node.
+    /// Only this node's records (for outages: as recorded by its agent).
     pub node: Option<String>,
-    /// Only this payload kind.
+    /// Records: only this payload kind.
     pub kind: Option<String>,
-    /// Only records at or after this agent time, unix ns.
+    /// Records: only those at or after this agent time, unix ns. Outages:
+    /// only those that started at or after it, plus those still open.
     pub since: Option<u64>,
-    /// At most this many ([`DEFAULT_LIMIT`] if absent).
+    /// Records: at most this many ([`DEFAULT_LIMIT`] if absent).
     pub limit: Option<u32>,
 }
 
@@ -148,19 +149,9 @@ async fn records(
     Ok(Json(RecordsDto { records }))
 }
 
-/// Query of `GET /api/v1/outages`.
-#[derive(Debug, Deserialize)]
-pub struct OutagesQuery {
-    /// Only this node's outages (as recorded by its agent).
-    pub node: Option<String>,
-    /// Only outages that started at or after this time (unix ns), plus
-    /// those still open.
-    pub since: Option<u64>,
-}
-
 async fn outages(
     State(store): State<StoreHandle>,
-    Query(q): Query<OutagesQuery>,
+    Query(q): Query<RecordsQuery>,
 ) -> Result<Json<OutagesDto>, ApiError> {
     let node = q.node.filter(|s| !s.is_empty());
     let since = q.since.unwrap_or(0);

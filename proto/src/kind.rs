@@ -41,7 +41,10 @@ mod tests {
                 "path"
             ]
         );
-        assert_eq!(Payload::LinkEvent(LinkEvent::default()).kind(), "link_event");
+        assert_eq!(
+            Payload::LinkEvent(LinkEvent::default()).kind(),
+            "link_event"
+        );
         let mut r = Record {
             payload: Some(Payload::AgentStats(AgentStats::default())),
             ..Default::default()

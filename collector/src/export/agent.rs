@@ -12,46 +12,16 @@ use std::collections::BTreeMap;
 use boltwatch_proto::v1::record::Payload;
 use boltwatch_proto::v1::Record;
 
-use super::family::{labels, Exposition, Family};
+use super::family::{families, labels, Exposition, Family};
 use super::{Domain, Subjects};
 
-/// `boltwatch_agent_up`.
-pub const UP: Family = Family::gauge(
-    "boltwatch_agent_up",
-    "",
-    labels::NODE,
-    "1 while the node's agent has a stream open to the collector.",
-);
-/// `boltwatch_agent_info`.
-pub const INFO: Family = Family::gauge(
-    "boltwatch_agent_info",
-    "",
-    &["node", "version", "os", "boot_id"],
-    "Agent version, OS and boot id of the node's latest agent boot.",
-);
-/// `boltwatch_records_duplicate_total`.
-pub const DUPLICATES: Family = Family::counter(
-    "boltwatch_records_duplicate_total",
-    "",
-    labels::NODE,
-    "Records received that were already stored.",
-);
-/// `boltwatch_agent_malformed_packets_total`.
-pub const MALFORMED: Family = Family::counter(
-    "boltwatch_agent_malformed_packets_total",
-    "",
-    labels::NODE,
-    "STAMP packets the agent dropped as malformed, summed over its boots.",
-);
-/// `boltwatch_agent_dropped_records_total`.
-pub const DROPPED: Family = Family::counter(
-    "boltwatch_agent_dropped_records_total",
-    "",
-    labels::NODE,
-    "Records the agent dropped (queue or spool full), summed over its boots.",
-);
-
-const FAMILIES: &[Family] = &[UP, INFO, DUPLICATES, MALFORMED, DROPPED];
+families! {
+    UP = Gauge("boltwatch_agent_up", "", labels::NODE, "1 while the node's agent has a stream open to the collector.");
+    INFO = Gauge("boltwatch_agent_info", "", &["node", "version", "os", "boot_id"], "Agent version, OS and boot id of the node's latest agent boot.");
+    DUPLICATES = Counter("boltwatch_records_duplicate_total", "", labels::NODE, "Records received that were already stored.");
+    MALFORMED = Counter("boltwatch_agent_malformed_packets_total", "", labels::NODE, "STAMP packets the agent dropped as malformed, summed over its boots.");
+    DROPPED = Counter("boltwatch_agent_dropped_records_total", "", labels::NODE, "Records the agent dropped (queue or spool full), summed over its boots.");
+}
 
 /// What a node's latest `Hello` said about its agent.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -136,7 +106,11 @@ impl Domain for AgentMetrics {
         let Some(Payload::AgentStats(s)) = &r.payload else {
             return;
         };
-        let e = self.agent(&r.node).stats.entry(r.boot_id.clone()).or_default();
+        let e = self
+            .agent(&r.node)
+            .stats
+            .entry(r.boot_id.clone())
+            .or_default();
         if r.seq >= e.seq {
             *e = BootStats {
                 seq: r.seq,
@@ -148,7 +122,10 @@ impl Domain for AgentMetrics {
 
     fn render(&self, e: &mut Exposition, _: &Subjects) {
         let a = &self.agents;
-        e.family(&UP, a.iter().map(|(n, s)| ([n.as_str()], s.open_streams > 0)));
+        e.family(
+            &UP,
+            a.iter().map(|(n, s)| ([n.as_str()], s.open_streams > 0)),
+        );
         e.family(
             &INFO,
             a.iter().filter_map(|(n, s)| {
@@ -156,14 +133,19 @@ impl Domain for AgentMetrics {
                 Some(([n.as_str(), &i.version, &i.os, &i.boot_id], 1u64))
             }),
         );
-        e.family(&DUPLICATES, a.iter().map(|(n, s)| ([n.as_str()], s.duplicates)));
+        e.family(
+            &DUPLICATES,
+            a.iter().map(|(n, s)| ([n.as_str()], s.duplicates)),
+        );
         e.family(
             &MALFORMED,
-            a.iter().map(|(n, s)| ([n.as_str()], s.total(|b| b.malformed))),
+            a.iter()
+                .map(|(n, s)| ([n.as_str()], s.total(|b| b.malformed))),
         );
         e.family(
             &DROPPED,
-            a.iter().map(|(n, s)| ([n.as_str()], s.total(|b| b.dropped))),
+            a.iter()
+                .map(|(n, s)| ([n.as_str()], s.total(|b| b.dropped))),
         );
     }
 

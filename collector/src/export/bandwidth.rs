@@ -12,43 +12,22 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use boltwatch_proto::v1::record::Payload;
 use boltwatch_proto::v1::{BandwidthResult, Direction, Protocol, Record};
 
-use super::family::{labels::NODE_PEER, Exposition, Family};
+use super::family::{families, labels::NODE_PEER, Exposition, Family};
 use super::{Domain, NodePeer, Subjects};
 
 /// Test start times remembered per link to count a test once although it
 /// yields a record per direction.
 pub const SEEN_TESTS: usize = 64;
 
-/// `boltwatch_bandwidth_bits_per_second`.
-pub const LAST_RESULT: Family = Family::gauge(
-    "boltwatch_bandwidth_bits_per_second",
-    "bits_per_second",
-    &["node", "peer", "direction", "protocol"],
-    "Throughput of the last successful bandwidth test, counted at the receiver.",
-);
-/// Tests, failures and retransmits, in that order.
-pub const COUNTERS: [Family; 3] = [
-    Family::counter(
-        "boltwatch_bandwidth_tests_total",
-        "",
-        NODE_PEER,
-        "Bandwidth tests run against the peer, successful or not.",
-    ),
-    Family::counter(
-        "boltwatch_bandwidth_test_failures_total",
-        "",
-        NODE_PEER,
-        "Bandwidth tests against the peer that failed.",
-    ),
-    Family::counter(
-        "boltwatch_bandwidth_retransmits_total",
-        "",
-        NODE_PEER,
-        "TCP segments retransmitted during bandwidth tests, both directions.",
-    ),
-];
+families! {
+    LAST_RESULT = Gauge("boltwatch_bandwidth_bits_per_second", "bits_per_second", &["node", "peer", "direction", "protocol"], "Throughput of the last successful bandwidth test, counted at the receiver.");
+    TESTS = Counter("boltwatch_bandwidth_tests_total", "", NODE_PEER, "Bandwidth tests run against the peer, successful or not.");
+    FAILURES = Counter("boltwatch_bandwidth_test_failures_total", "", NODE_PEER, "Bandwidth tests against the peer that failed.");
+    RETRANSMITS = Counter("boltwatch_bandwidth_retransmits_total", "", NODE_PEER, "TCP segments retransmitted during bandwidth tests, both directions.");
+}
 
-const FAMILIES: &[Family] = &[LAST_RESULT, COUNTERS[0], COUNTERS[1], COUNTERS[2]];
+/// Tests, failures and retransmits, in [`TestCounts::totals`] order.
+const COUNTERS: [Family; 3] = [TESTS, FAILURES, RETRANSMITS];
 
 #[derive(Debug, Default, Clone)]
 struct TestCounts {
@@ -92,7 +71,11 @@ impl BandwidthMetrics {
             .entry((node.to_string(), b.peer.clone()))
             .or_default();
         t.totals[2] += b.retransmits;
-        match t.seen.iter_mut().find(|(start, _)| *start == b.start_unix_ns) {
+        match t
+            .seen
+            .iter_mut()
+            .find(|(start, _)| *start == b.start_unix_ns)
+        {
             // The other direction of a test already counted.
             Some((_, was_failed)) => {
                 if failed && !*was_failed {

@@ -45,55 +45,26 @@ pub struct Family {
     pub labels: &'static [&'static str],
 }
 
-impl Family {
-    /// A counter.
-    pub const fn counter(
-        name: &'static str,
-        unit: &'static str,
-        labels: &'static [&'static str],
-        help: &'static str,
-    ) -> Family {
-        Family {
-            name,
-            kind: Type::Counter,
-            unit,
-            help,
-            labels,
-        }
-    }
-
-    /// A gauge.
-    pub const fn gauge(
-        name: &'static str,
-        unit: &'static str,
-        labels: &'static [&'static str],
-        help: &'static str,
-    ) -> Family {
-        Family {
-            name,
-            kind: Type::Gauge,
-            unit,
-            help,
-            labels,
-        }
-    }
-
-    /// A classic histogram.
-    pub const fn histogram(
-        name: &'static str,
-        unit: &'static str,
-        labels: &'static [&'static str],
-        help: &'static str,
-    ) -> Family {
-        Family {
-            name,
-            kind: Type::Histogram,
-            unit,
-            help,
-            labels,
-        }
-    }
+/// Declares a domain's families, one a line, in exposition order:
+/// `IDENT = Type("name", "unit", labels, "help");` becomes `pub const
+/// IDENT: Family`, and the list of them all becomes `pub const FAMILIES`.
+macro_rules! families {
+    ($($id:ident = $kind:ident($name:literal, $unit:literal, $labels:expr, $help:literal);)+) => {
+        $(
+            #[doc = concat!("`", $name, "`: ", $help)]
+            pub const $id: $crate::export::family::Family = $crate::export::family::Family {
+                name: $name,
+                kind: $crate::export::family::Type::$kind,
+                unit: $unit,
+                help: $help,
+                labels: $labels,
+            };
+        )+
+        /// This domain's families, in exposition order.
+        pub const FAMILIES: &[$crate::export::family::Family] = &[$($id),+];
+    };
 }
+pub(crate) use families;
 
 /// Label sets the families share.
 pub mod labels {

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use boltwatch_proto::v1::Record;
 
-use super::family::{labels, Exposition, Family};
+use super::family::{families, labels, Exposition, Family};
 use super::histogram::CommitHistogram;
 use super::{Domain, Subjects};
 
@@ -24,49 +24,13 @@ pub const INGEST_ERROR_KINDS: [&str; 10] = [
     "batch_too_large",
 ];
 
-/// `boltwatch_records_received_total`.
-pub const RECORDS_RECEIVED: Family = Family::counter(
-    "boltwatch_records_received_total",
-    "",
-    &["node", "kind"],
-    "Records newly stored, by producing node and payload kind.",
-);
-/// `boltwatch_ingest_malformed_connections_total`.
-pub const MALFORMED_CONNECTIONS: Family = Family::counter(
-    "boltwatch_ingest_malformed_connections_total",
-    "",
-    labels::NONE,
-    "Connections to the gRPC port that did not start with the HTTP/2 preface.",
-);
-/// `boltwatch_ingest_errors_total`.
-pub const INGEST_ERRORS: Family = Family::counter(
-    "boltwatch_ingest_errors_total",
-    "",
-    &["kind"],
-    "Agent streams or batches rejected or failed, by reason.",
-);
-/// `boltwatch_store_commit_seconds`.
-pub const COMMIT_SECONDS: Family = Family::histogram(
-    "boltwatch_store_commit_seconds",
-    "seconds",
-    labels::NONE,
-    "Time to store and commit one record batch.",
-);
-/// `boltwatch_store_records`.
-pub const STORE_RECORDS: Family = Family::gauge(
-    "boltwatch_store_records",
-    "",
-    labels::NONE,
-    "Records held in the store.",
-);
-
-const FAMILIES: &[Family] = &[
-    RECORDS_RECEIVED,
-    MALFORMED_CONNECTIONS,
-    INGEST_ERRORS,
-    COMMIT_SECONDS,
-    STORE_RECORDS,
-];
+families! {
+    RECORDS_RECEIVED = Counter("boltwatch_records_received_total", "", &["node", "kind"], "Records newly stored, by producing node and payload kind.");
+    MALFORMED_CONNECTIONS = Counter("boltwatch_ingest_malformed_connections_total", "", labels::NONE, "Connections to the gRPC port that did not start with the HTTP/2 preface.");
+    INGEST_ERRORS = Counter("boltwatch_ingest_errors_total", "", &["kind"], "Agent streams or batches rejected or failed, by reason.");
+    COMMIT_SECONDS = Histogram("boltwatch_store_commit_seconds", "seconds", labels::NONE, "Time to store and commit one record batch.");
+    STORE_RECORDS = Gauge("boltwatch_store_records", "", labels::NONE, "Records held in the store.");
+}
 
 /// State behind the collector's own families.
 #[derive(Debug)]
@@ -129,7 +93,10 @@ impl Domain for HealthMetrics {
                 .iter()
                 .map(|((node, kind), n)| ([node.as_str(), kind], *n)),
         );
-        e.family(&MALFORMED_CONNECTIONS, [(labels::NONE, self.malformed_connections)]);
+        e.family(
+            &MALFORMED_CONNECTIONS,
+            [(labels::NONE, self.malformed_connections)],
+        );
         e.family(
             &INGEST_ERRORS,
             self.ingest_errors.iter().map(|(k, n)| ([*k], *n)),

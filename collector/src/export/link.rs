@@ -23,117 +23,32 @@ use std::collections::BTreeMap;
 use boltwatch_proto::v1::record::Payload;
 use boltwatch_proto::v1::{Interface, InterfaceCounters, LinkEventSource, Record};
 
-use super::family::{labels, pair, Exposition, Family, Newest};
+use super::family::{families, labels, pair, Exposition, Family, Newest};
 use super::rate::CounterRate;
 use super::{Domain, NodePeer, Subjects};
 
 use labels::NODE_INTERFACE as NI;
 
-const fn kernel_counter(name: &'static str, unit: &'static str, help: &'static str) -> Family {
-    Family::counter(name, unit, NI, help)
+families! {
+    RX_BYTES = Counter("boltwatch_interface_receive_bytes_total", "bytes", NI, "Bytes received, the kernel's counter as read by the agent.");
+    TX_BYTES = Counter("boltwatch_interface_transmit_bytes_total", "bytes", NI, "Bytes transmitted, the kernel's counter as read by the agent.");
+    RX_PACKETS = Counter("boltwatch_interface_receive_packets_total", "", NI, "Packets received, the kernel's counter as read by the agent.");
+    TX_PACKETS = Counter("boltwatch_interface_transmit_packets_total", "", NI, "Packets transmitted, the kernel's counter as read by the agent.");
+    RX_ERRORS = Counter("boltwatch_interface_receive_errors_total", "", NI, "Receive errors, the kernel's counter as read by the agent.");
+    TX_ERRORS = Counter("boltwatch_interface_transmit_errors_total", "", NI, "Transmit errors, the kernel's counter as read by the agent.");
+    RX_DROPS = Counter("boltwatch_interface_receive_drops_total", "", NI, "Received packets dropped, the kernel's counter as read by the agent.");
+    TX_DROPS = Counter("boltwatch_interface_transmit_drops_total", "", NI, "Packets dropped on transmit, the kernel's counter as read by the agent.");
+    THROUGHPUT = Gauge("boltwatch_interface_throughput_bits_per_second", "bits_per_second", &["node", "interface", "direction"], "Interface throughput between the last two counter readings.");
+    UP = Gauge("boltwatch_link_up", "", NI, "1 when the interface has carrier, from link events and counters, newest observation.");
+    DOWN_EVENTS = Counter("boltwatch_link_down_events_total", "", NI, "Carrier losses of the interface: the kernel's carrier_down_count growth or the down events seen, whichever is larger, summed over agent boots.");
+    SPEED = Gauge("boltwatch_link_speed_bits_per_second", "bits_per_second", NI, "Link speed of the interface as reported by the OS or Thunderbolt discovery.");
+    INFO = Gauge("boltwatch_link_info", "", &["node", "interface", "kind", "generation"], "Interface kind and Thunderbolt generation from the agent's discovery; always 1.");
+    PATH_OK = Gauge("boltwatch_path_ok", "", labels::NODE_PEER, "1 when the route to the peer leaves through the expected interface.");
 }
 
 /// The kernel's interface counters, in [`InterfaceCounters`] field order.
-pub const COUNTERS: [Family; 8] = [
-    kernel_counter(
-        "boltwatch_interface_receive_bytes_total",
-        "bytes",
-        "Bytes received, the kernel's counter as read by the agent.",
-    ),
-    kernel_counter(
-        "boltwatch_interface_transmit_bytes_total",
-        "bytes",
-        "Bytes transmitted, the kernel's counter as read by the agent.",
-    ),
-    kernel_counter(
-        "boltwatch_interface_receive_packets_total",
-        "",
-        "Packets received, the kernel's counter as read by the agent.",
-    ),
-    kernel_counter(
-        "boltwatch_interface_transmit_packets_total",
-        "",
-        "Packets transmitted, the kernel's counter as read by the agent.",
-    ),
-    kernel_counter(
-        "boltwatch_interface_receive_errors_total",
-        "",
-        "Receive errors, the kernel's counter as read by the agent.",
-    ),
-    kernel_counter(
-        "boltwatch_interface_transmit_errors_total",
-        "",
-        "Transmit errors, the kernel's counter as read by the agent.",
-    ),
-    kernel_counter(
-        "boltwatch_interface_receive_drops_total",
-        "",
-        "Received packets dropped, the kernel's counter as read by the agent.",
-    ),
-    kernel_counter(
-        "boltwatch_interface_transmit_drops_total",
-        "",
-        "Packets dropped on transmit, the kernel's counter as read by the agent.",
-    ),
-];
-/// `boltwatch_interface_throughput_bits_per_second`.
-pub const THROUGHPUT: Family = Family::gauge(
-    "boltwatch_interface_throughput_bits_per_second",
-    "bits_per_second",
-    &["node", "interface", "direction"],
-    "Interface throughput between the last two counter readings.",
-);
-/// `boltwatch_link_up`.
-pub const UP: Family = Family::gauge(
-    "boltwatch_link_up",
-    "",
-    NI,
-    "1 when the interface has carrier, from link events and counters, newest observation.",
-);
-/// `boltwatch_link_down_events_total`.
-pub const DOWN_EVENTS: Family = Family::counter(
-    "boltwatch_link_down_events_total",
-    "",
-    NI,
-    "Carrier losses of the interface: the kernel's carrier_down_count growth or the down events seen, whichever is larger, summed over agent boots.",
-);
-/// `boltwatch_link_speed_bits_per_second`.
-pub const SPEED: Family = Family::gauge(
-    "boltwatch_link_speed_bits_per_second",
-    "bits_per_second",
-    NI,
-    "Link speed of the interface as reported by the OS or Thunderbolt discovery.",
-);
-/// `boltwatch_link_info`.
-pub const INFO: Family = Family::gauge(
-    "boltwatch_link_info",
-    "",
-    &["node", "interface", "kind", "generation"],
-    "Interface kind and Thunderbolt generation from the agent's discovery; always 1.",
-);
-/// `boltwatch_path_ok`.
-pub const PATH_OK: Family = Family::gauge(
-    "boltwatch_path_ok",
-    "",
-    labels::NODE_PEER,
-    "1 when the route to the peer leaves through the expected interface.",
-);
-
-const FAMILIES: &[Family] = &[
-    COUNTERS[0],
-    COUNTERS[1],
-    COUNTERS[2],
-    COUNTERS[3],
-    COUNTERS[4],
-    COUNTERS[5],
-    COUNTERS[6],
-    COUNTERS[7],
-    THROUGHPUT,
-    UP,
-    DOWN_EVENTS,
-    SPEED,
-    INFO,
-    PATH_OK,
+const COUNTERS: [Family; 8] = [
+    RX_BYTES, TX_BYTES, RX_PACKETS, TX_PACKETS, RX_ERRORS, TX_ERRORS, RX_DROPS, TX_DROPS,
 ];
 
 type NodeIf = (String, String);
@@ -274,14 +189,15 @@ impl Domain for LinkMetrics {
             ifs.iter().flat_map(|((n, i), s)| {
                 let (n, i) = (n.as_str(), i.as_str());
                 let rates = s.rate.bits_per_second();
-                rates.into_iter().flat_map(move |[rx, tx]| {
-                    [([n, i, "receive"], rx), ([n, i, "transmit"], tx)]
-                })
+                rates
+                    .into_iter()
+                    .flat_map(move |[rx, tx]| [([n, i, "receive"], rx), ([n, i, "transmit"], tx)])
             }),
         );
         e.family(
             &UP,
-            ifs.iter().filter_map(|(k, s)| Some((pair(k), *s.up.get()?))),
+            ifs.iter()
+                .filter_map(|(k, s)| Some((pair(k), *s.up.get()?))),
         );
         e.family(
             &DOWN_EVENTS,
@@ -290,7 +206,8 @@ impl Domain for LinkMetrics {
         );
         e.family(
             &SPEED,
-            ifs.iter().filter_map(|(k, s)| Some((pair(k), *s.speed.get()?))),
+            ifs.iter()
+                .filter_map(|(k, s)| Some((pair(k), *s.speed.get()?))),
         );
         e.family(
             &INFO,

@@ -137,7 +137,9 @@ impl Metrics {
     /// Every family `/metrics` declares, in exposition order.
     pub fn families(&self) -> Vec<Family> {
         let d = self.domains();
-        d.iter().flat_map(|d| d.families().iter().copied()).collect()
+        d.iter()
+            .flat_map(|d| d.families().iter().copied())
+            .collect()
     }
 
     /// A newly stored record; duplicates must not be passed here.

@@ -15,39 +15,15 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use boltwatch_proto::v1::record::Payload;
 use boltwatch_proto::v1::{Outage, OutageCause, Record};
 
-use super::family::{labels, pair, triple, Exposition, Family};
+use super::family::{families, labels, pair, triple, Exposition, Family};
 use super::{Domain, NodePeer, NodePeerService, Subjects};
 
-/// `boltwatch_outages_total`.
-pub const LINK_COUNT: Family = Family::counter(
-    "boltwatch_outages_total",
-    "",
-    labels::NODE_PEER,
-    "Link outages towards the peer (carrier loss or consecutive lost probes), counted when they start.",
-);
-/// `boltwatch_outage_seconds_total`.
-pub const LINK_SECONDS: Family = Family::counter(
-    "boltwatch_outage_seconds_total",
-    "seconds",
-    labels::NODE_PEER,
-    "Duration of ended link outages towards the peer, added when each ends.",
-);
-/// `boltwatch_service_outages_total`.
-pub const SERVICE_COUNT: Family = Family::counter(
-    "boltwatch_service_outages_total",
-    "",
-    labels::NODE_PEER_SERVICE,
-    "Service outages (failed TCP connect checks) on the peer, counted when they start.",
-);
-/// `boltwatch_service_outage_seconds_total`.
-pub const SERVICE_SECONDS: Family = Family::counter(
-    "boltwatch_service_outage_seconds_total",
-    "seconds",
-    labels::NODE_PEER_SERVICE,
-    "Duration of ended service outages on the peer, added when each ends.",
-);
-
-const FAMILIES: &[Family] = &[LINK_COUNT, LINK_SECONDS, SERVICE_COUNT, SERVICE_SECONDS];
+families! {
+    LINK_COUNT = Counter("boltwatch_outages_total", "", labels::NODE_PEER, "Link outages towards the peer (carrier loss or consecutive lost probes), counted when they start.");
+    LINK_SECONDS = Counter("boltwatch_outage_seconds_total", "seconds", labels::NODE_PEER, "Duration of ended link outages towards the peer, added when each ends.");
+    SERVICE_COUNT = Counter("boltwatch_service_outages_total", "", labels::NODE_PEER_SERVICE, "Service outages (failed TCP connect checks) on the peer, counted when they start.");
+    SERVICE_SECONDS = Counter("boltwatch_service_outage_seconds_total", "seconds", labels::NODE_PEER_SERVICE, "Duration of ended service outages on the peer, added when each ends.");
+}
 
 #[derive(Debug, Default, Clone, Copy)]
 struct Totals {
@@ -107,9 +83,15 @@ impl Domain for OutageMetrics {
     fn render(&self, e: &mut Exposition, subjects: &Subjects) {
         let links: Vec<_> = with_known(&self.links, &subjects.peers).collect();
         e.family(&LINK_COUNT, links.iter().map(|(k, t)| (pair(k), t.count)));
-        e.family(&LINK_SECONDS, links.iter().map(|(k, t)| (pair(k), t.seconds)));
+        e.family(
+            &LINK_SECONDS,
+            links.iter().map(|(k, t)| (pair(k), t.seconds)),
+        );
         let services: Vec<_> = with_known(&self.services, &subjects.services).collect();
-        e.family(&SERVICE_COUNT, services.iter().map(|(k, t)| (triple(k), t.count)));
+        e.family(
+            &SERVICE_COUNT,
+            services.iter().map(|(k, t)| (triple(k), t.count)),
+        );
         e.family(
             &SERVICE_SECONDS,
             services.iter().map(|(k, t)| (triple(k), t.seconds)),

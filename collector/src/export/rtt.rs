@@ -13,84 +13,26 @@ use std::collections::BTreeMap;
 use boltwatch_proto::v1::record::Payload;
 use boltwatch_proto::v1::{Record, RttSummary};
 
-use super::family::{labels::NODE_PEER, pair, Exposition, Family, Newest};
+use super::family::{families, labels::NODE_PEER, pair, Exposition, Family, Newest};
 use super::histogram::RttHistogram;
 use super::{Domain, NodePeer, Subjects};
 
-/// `boltwatch_rtt_seconds`.
-pub const RTT_SECONDS: Family = Family::histogram(
-    "boltwatch_rtt_seconds",
-    "seconds",
-    NODE_PEER,
-    "STAMP round-trip time to the peer, reflector turnaround subtracted.",
-);
-/// `boltwatch_rtt_under_load_seconds`.
-pub const RTT_UNDER_LOAD_SECONDS: Family = Family::histogram(
-    "boltwatch_rtt_under_load_seconds",
-    "seconds",
-    NODE_PEER,
-    "STAMP round-trip time of probe windows a bandwidth test overlapped.",
-);
-/// The newest window's min, p50, p99 and max, in that order.
-pub const WINDOW_GAUGES: [Family; 4] = [
-    Family::gauge(
-        "boltwatch_rtt_min_seconds",
-        "seconds",
-        NODE_PEER,
-        "Smallest RTT of the newest probe window.",
-    ),
-    Family::gauge(
-        "boltwatch_rtt_p50_seconds",
-        "seconds",
-        NODE_PEER,
-        "Median RTT of the newest probe window.",
-    ),
-    Family::gauge(
-        "boltwatch_rtt_p99_seconds",
-        "seconds",
-        NODE_PEER,
-        "99th percentile RTT of the newest probe window.",
-    ),
-    Family::gauge(
-        "boltwatch_rtt_max_seconds",
-        "seconds",
-        NODE_PEER,
-        "Largest RTT of the newest probe window.",
-    ),
-];
-/// Probes sent, received and lost, in that order.
-pub const PROBE_COUNTERS: [Family; 3] = [
-    Family::counter(
-        "boltwatch_probe_sent_total",
-        "",
-        NODE_PEER,
-        "STAMP probes sent to the peer.",
-    ),
-    Family::counter(
-        "boltwatch_probe_received_total",
-        "",
-        NODE_PEER,
-        "STAMP probes answered by the peer in time.",
-    ),
-    Family::counter(
-        "boltwatch_probe_lost_total",
-        "",
-        NODE_PEER,
-        "STAMP probes not answered within the timeout.",
-    ),
-];
+families! {
+    RTT_SECONDS = Histogram("boltwatch_rtt_seconds", "seconds", NODE_PEER, "STAMP round-trip time to the peer, reflector turnaround subtracted.");
+    MIN = Gauge("boltwatch_rtt_min_seconds", "seconds", NODE_PEER, "Smallest RTT of the newest probe window.");
+    P50 = Gauge("boltwatch_rtt_p50_seconds", "seconds", NODE_PEER, "Median RTT of the newest probe window.");
+    P99 = Gauge("boltwatch_rtt_p99_seconds", "seconds", NODE_PEER, "99th percentile RTT of the newest probe window.");
+    MAX = Gauge("boltwatch_rtt_max_seconds", "seconds", NODE_PEER, "Largest RTT of the newest probe window.");
+    SENT = Counter("boltwatch_probe_sent_total", "", NODE_PEER, "STAMP probes sent to the peer.");
+    RECEIVED = Counter("boltwatch_probe_received_total", "", NODE_PEER, "STAMP probes answered by the peer in time.");
+    LOST = Counter("boltwatch_probe_lost_total", "", NODE_PEER, "STAMP probes not answered within the timeout.");
+    RTT_UNDER_LOAD_SECONDS = Histogram("boltwatch_rtt_under_load_seconds", "seconds", NODE_PEER, "STAMP round-trip time of probe windows a bandwidth test overlapped.");
+}
 
-const FAMILIES: &[Family] = &[
-    RTT_SECONDS,
-    WINDOW_GAUGES[0],
-    WINDOW_GAUGES[1],
-    WINDOW_GAUGES[2],
-    WINDOW_GAUGES[3],
-    PROBE_COUNTERS[0],
-    PROBE_COUNTERS[1],
-    PROBE_COUNTERS[2],
-    RTT_UNDER_LOAD_SECONDS,
-];
+/// The newest window's min, p50, p99 and max.
+const WINDOW_GAUGES: [Family; 4] = [MIN, P50, P99, MAX];
+/// Probes sent, received and lost.
+const PROBE_COUNTERS: [Family; 3] = [SENT, RECEIVED, LOST];
 
 #[derive(Debug, Default)]
 struct LinkRtt {
@@ -147,7 +89,10 @@ impl Domain for RttMetrics {
 
     fn render(&self, e: &mut Exposition, _: &Subjects) {
         let links = &self.links;
-        e.histograms(&RTT_SECONDS, links.iter().map(|(k, l)| (pair(k), l.all.buckets())));
+        e.histograms(
+            &RTT_SECONDS,
+            links.iter().map(|(k, l)| (pair(k), l.all.buckets())),
+        );
         for (i, f) in WINDOW_GAUGES.iter().enumerate() {
             e.family(
                 f,

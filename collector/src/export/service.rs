@@ -8,25 +8,13 @@ use std::collections::BTreeMap;
 use boltwatch_proto::v1::record::Payload;
 use boltwatch_proto::v1::Record;
 
-use super::family::{labels::NODE_PEER_SERVICE, triple, Exposition, Family, Newest};
+use super::family::{families, labels::NODE_PEER_SERVICE, triple, Exposition, Family, Newest};
 use super::{Domain, NodePeerService, Subjects};
 
-/// `boltwatch_service_up`.
-pub const UP: Family = Family::gauge(
-    "boltwatch_service_up",
-    "",
-    NODE_PEER_SERVICE,
-    "1 when the newest TCP connect check of the peer's service succeeded.",
-);
-/// `boltwatch_service_connect_seconds`.
-pub const CONNECT_SECONDS: Family = Family::gauge(
-    "boltwatch_service_connect_seconds",
-    "seconds",
-    NODE_PEER_SERVICE,
-    "TCP connect time of the newest successful check of the peer's service.",
-);
-
-const FAMILIES: &[Family] = &[UP, CONNECT_SECONDS];
+families! {
+    UP = Gauge("boltwatch_service_up", "", NODE_PEER_SERVICE, "1 when the newest TCP connect check of the peer's service succeeded.");
+    CONNECT_SECONDS = Gauge("boltwatch_service_connect_seconds", "seconds", NODE_PEER_SERVICE, "TCP connect time of the newest successful check of the peer's service.");
+}
 
 #[derive(Debug, Default)]
 struct ServiceState {
@@ -49,14 +37,19 @@ impl Domain for ServiceMetrics {
         let s = self.services.entry(key.clone()).or_default();
         s.up.update(r.unix_ns, c.up);
         if c.up {
-            s.connect_seconds.update(r.unix_ns, c.connect_ns as f64 / 1e9);
+            s.connect_seconds
+                .update(r.unix_ns, c.connect_ns as f64 / 1e9);
         }
         subjects.services.insert(key);
     }
 
     fn render(&self, e: &mut Exposition, _: &Subjects) {
         let svc = &self.services;
-        e.family(&UP, svc.iter().filter_map(|(k, s)| Some((triple(k), *s.up.get()?))));
+        e.family(
+            &UP,
+            svc.iter()
+                .filter_map(|(k, s)| Some((triple(k), *s.up.get()?))),
+        );
         e.family(
             &CONNECT_SECONDS,
             svc.iter()

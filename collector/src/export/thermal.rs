@@ -9,39 +9,15 @@ use std::collections::BTreeMap;
 use boltwatch_proto::v1::record::Payload;
 use boltwatch_proto::v1::{Record, Throttle};
 
-use super::family::{labels::NODE, Exposition, Family, Newest};
+use super::family::{families, labels::NODE, Exposition, Family, Newest};
 use super::{Domain, Subjects};
 
-/// `boltwatch_temperature_celsius`.
-pub const TEMPERATURE: Family = Family::gauge(
-    "boltwatch_temperature_celsius",
-    "celsius",
-    &["node", "sensor"],
-    "Temperature of a sensor, newest reading.",
-);
-/// `boltwatch_thermal_throttled`.
-pub const THROTTLED: Family = Family::gauge(
-    "boltwatch_thermal_throttled",
-    "",
-    NODE,
-    "1 when the node was thermally throttled during the newest reading interval.",
-);
-/// `boltwatch_thermal_pressure_level`.
-pub const PRESSURE: Family = Family::gauge(
-    "boltwatch_thermal_pressure_level",
-    "",
-    NODE,
-    "Thermal pressure level (0 nominal; macOS levels, 1 on Linux while throttled).",
-);
-/// `boltwatch_cpu_frequency_ratio`.
-pub const FREQUENCY_RATIO: Family = Family::gauge(
-    "boltwatch_cpu_frequency_ratio",
-    "",
-    NODE,
-    "Current over maximum CPU frequency, averaged over frequency domains.",
-);
-
-const FAMILIES: &[Family] = &[TEMPERATURE, THROTTLED, PRESSURE, FREQUENCY_RATIO];
+families! {
+    TEMPERATURE = Gauge("boltwatch_temperature_celsius", "celsius", &["node", "sensor"], "Temperature of a sensor, newest reading.");
+    THROTTLED = Gauge("boltwatch_thermal_throttled", "", NODE, "1 when the node was thermally throttled during the newest reading interval.");
+    PRESSURE = Gauge("boltwatch_thermal_pressure_level", "", NODE, "Thermal pressure level (0 nominal; macOS levels, 1 on Linux while throttled).");
+    FREQUENCY_RATIO = Gauge("boltwatch_cpu_frequency_ratio", "", NODE, "Current over maximum CPU frequency, averaged over frequency domains.");
+}
 
 #[derive(Debug, Default)]
 struct ThrottleState {
@@ -95,15 +71,18 @@ impl Domain for ThermalMetrics {
         let th = &self.throttle;
         e.family(
             &THROTTLED,
-            th.iter().filter_map(|(n, s)| Some(([n.as_str()], *s.throttled.get()?))),
+            th.iter()
+                .filter_map(|(n, s)| Some(([n.as_str()], *s.throttled.get()?))),
         );
         e.family(
             &PRESSURE,
-            th.iter().filter_map(|(n, s)| Some(([n.as_str()], *s.pressure.get()?))),
+            th.iter()
+                .filter_map(|(n, s)| Some(([n.as_str()], *s.pressure.get()?))),
         );
         e.family(
             &FREQUENCY_RATIO,
-            th.iter().filter_map(|(n, s)| Some(([n.as_str()], *s.ratio.get()?))),
+            th.iter()
+                .filter_map(|(n, s)| Some(([n.as_str()], *s.ratio.get()?))),
         );
     }
 

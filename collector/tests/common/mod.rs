@@ -13,8 +13,8 @@ use boltwatch_proto::v1::record::Payload;
 use boltwatch_proto::v1::telemetry_client::TelemetryClient;
 use boltwatch_proto::v1::{
     agent_message, collector_message, AgentMessage, AgentStats, BootWatermark, CollectorMessage,
-    Hello, InterfaceCounters, LinkEvent, Record, RecordBatch, RttSummary,
-    TemperatureSensor, ThermalReading,
+    Hello, InterfaceCounters, LinkEvent, Record, RecordBatch, RttSummary, TemperatureSensor,
+    ThermalReading,
 };
 use tokio::sync::{mpsc, oneshot};
 use tokio_stream::wrappers::ReceiverStream;

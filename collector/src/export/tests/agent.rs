@@ -43,7 +43,10 @@ fn agent_up_stays_as_zero_after_close_and_info_tracks_latest_boot() {
     m.on_stream_closed("a");
     assert!(!m.connected("a"));
     let text = m.render();
-    assert_eq!(sample(&text, "boltwatch_agent_up{node=\"a\"}").as_deref(), Some("0"));
+    assert_eq!(
+        sample(&text, "boltwatch_agent_up{node=\"a\"}").as_deref(),
+        Some("0")
+    );
     assert!(text.contains(
         "boltwatch_agent_info{node=\"a\",version=\"0.1.1\",os=\"linux 6.1\",boot_id=\"b2\"} 1\n"
     ));
@@ -57,7 +60,10 @@ fn known_nodes_keep_their_stored_info_until_a_hello() {
     m.on_known_node("c", None);
     m.on_known_node("d", None);
     let text = m.render();
-    assert_eq!(sample(&text, "boltwatch_agent_up{node=\"d\"}").as_deref(), Some("0"));
+    assert_eq!(
+        sample(&text, "boltwatch_agent_up{node=\"d\"}").as_deref(),
+        Some("0")
+    );
     assert!(text.contains("boltwatch_agent_info{node=\"c\",version=\"0.0.9\""));
     assert!(!text.contains("boltwatch_agent_info{node=\"d\""));
     m.on_commit("d", 3, 10, 0.001);

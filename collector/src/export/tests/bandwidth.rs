@@ -32,7 +32,10 @@ fn tests_counted_once_per_test_and_last_result_kept() {
     let text = m.render();
     let last = |dir: &str| {
         let labels = format!("{{node=\"a\",peer=\"p\",direction=\"{dir}\",protocol=\"tcp\"}}");
-        sample(&text, &format!("boltwatch_bandwidth_bits_per_second{labels}"))
+        sample(
+            &text,
+            &format!("boltwatch_bandwidth_bits_per_second{labels}"),
+        )
     };
     assert_eq!(last("upload").as_deref(), Some("10000000000"));
     assert_eq!(last("download").as_deref(), Some("9000000000"));

@@ -60,7 +60,10 @@ fn every_declared_family_is_rendered_once_in_order() {
         .collect();
     let declared: Vec<&str> = m.families().iter().map(|f| f.name).collect();
     assert_eq!(rendered, declared);
-    assert_eq!(declared.iter().collect::<BTreeSet<_>>().len(), declared.len());
+    assert_eq!(
+        declared.iter().collect::<BTreeSet<_>>().len(),
+        declared.len()
+    );
     for f in m.families() {
         assert!(text.contains(&format!("# TYPE {} {}\n", f.name, f.kind.as_str())));
     }
@@ -104,7 +107,11 @@ fn declarations_follow_the_naming_conventions() {
             }
         };
         if !f.unit.is_empty() {
-            assert!(base.ends_with(&format!("_{}", f.unit)), "{n} lacks unit {}", f.unit);
+            assert!(
+                base.ends_with(&format!("_{}", f.unit)),
+                "{n} lacks unit {}",
+                f.unit
+            );
         }
         for l in f.labels {
             assert!(LABELS.contains(l), "{n}: label {l}");
@@ -121,7 +128,10 @@ fn readme_table(families: &[Family]) -> String {
     for f in rows {
         let labels = f.labels.join(", ");
         let kind = f.kind.as_str();
-        t.push_str(&format!("| `{}` | {kind} | {labels} | {} |\n", f.name, f.help));
+        t.push_str(&format!(
+            "| `{}` | {kind} | {labels} | {} |\n",
+            f.name, f.help
+        ));
     }
     t
 }

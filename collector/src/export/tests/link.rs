@@ -54,14 +54,20 @@ fn down_events_take_the_kernel_count_when_it_saw_more() {
     feed(
         &mut m,
         "b1",
-        vec![(3, link_event(true, 4, Netlink)), (4, counters(true, 6, 0, [0; 2]))],
+        vec![
+            (3, link_event(true, 4, Netlink)),
+            (4, counters(true, 6, 0, [0; 2])),
+        ],
     );
     assert_eq!(value(&m, &down).as_deref(), Some("3"));
     // A new boot of the agent starts its own baseline; boots add up.
     feed(
         &mut m,
         "b2",
-        vec![(10, link_event(true, 6, Startup)), (11, link_event(false, 7, Netlink))],
+        vec![
+            (10, link_event(true, 6, Startup)),
+            (11, link_event(false, 7, Netlink)),
+        ],
     );
     assert_eq!(value(&m, &down).as_deref(), Some("4"));
     // An older counter reading replayed late changes neither up nor downs.
@@ -103,13 +109,18 @@ fn speed_and_info_from_hello_then_counters() {
     m.link.on_hello_interfaces("a", &[tb0]);
     let speed = format!("boltwatch_link_speed_bits_per_second{TB0}");
     assert_eq!(value(&m, &speed).as_deref(), Some("40000000000"));
-    let info = "boltwatch_link_info{node=\"a\",interface=\"tb0\",kind=\"thunderbolt\",generation=\"4\"}";
+    let info =
+        "boltwatch_link_info{node=\"a\",interface=\"tb0\",kind=\"thunderbolt\",generation=\"4\"}";
     assert_eq!(value(&m, info).as_deref(), Some("1"));
     // The series exist before any record: no carrier known yet, 0 downs.
     let down = format!("boltwatch_link_down_events_total{TB0}");
     assert_eq!(value(&m, &down).as_deref(), Some("0"));
     assert_eq!(value(&m, &format!("boltwatch_link_up{TB0}")), None);
-    feed(&mut m, "b1", vec![(5, counters(true, 0, 80_000_000_000, [0; 2]))]);
+    feed(
+        &mut m,
+        "b1",
+        vec![(5, counters(true, 0, 80_000_000_000, [0; 2]))],
+    );
     assert_eq!(value(&m, &speed).as_deref(), Some("80000000000"));
     // A counters reading without a speed keeps the known one.
     feed(&mut m, "b1", vec![(6, counters(true, 0, 0, [0; 2]))]);
@@ -128,7 +139,10 @@ fn newest_carrier_wins_between_counters_and_events() {
             (350, counters(true, 0, 0, [1000, 0])),
         ],
     );
-    assert_eq!(value(&m, &format!("boltwatch_link_up{TB0}")).as_deref(), Some("0"));
+    assert_eq!(
+        value(&m, &format!("boltwatch_link_up{TB0}")).as_deref(),
+        Some("0")
+    );
     let rx = format!("boltwatch_interface_receive_bytes_total{TB0}");
     assert_eq!(value(&m, &rx).as_deref(), Some("1000"));
 }
@@ -139,9 +153,16 @@ fn throughput_rendered_per_direction_from_the_second_reading() {
     feed(&mut m, "b", vec![(S, counters(true, 0, 0, [0, 0]))]);
     let name = "boltwatch_interface_throughput_bits_per_second";
     assert!(!m.render().contains(&format!("{name}{{")));
-    feed(&mut m, "b", vec![(2 * S, counters(true, 0, 0, [1_250_000_000, 125]))]);
+    feed(
+        &mut m,
+        "b",
+        vec![(2 * S, counters(true, 0, 0, [1_250_000_000, 125]))],
+    );
     let series = |d: &str| format!("{name}{{node=\"a\",interface=\"tb0\",direction=\"{d}\"}}");
-    assert_eq!(value(&m, &series("receive")).as_deref(), Some("10000000000"));
+    assert_eq!(
+        value(&m, &series("receive")).as_deref(),
+        Some("10000000000")
+    );
     assert_eq!(value(&m, &series("transmit")).as_deref(), Some("1000"));
 }
 
@@ -156,12 +177,22 @@ fn path_follows_the_newest_check_and_creates_the_outage_series() {
         })
     };
     let mut m = Metrics::new();
-    feed(&mut m, "b1", vec![(1, path(true)), (3, path(false)), (2, path(true))]);
+    feed(
+        &mut m,
+        "b1",
+        vec![(1, path(true)), (3, path(false)), (2, path(true))],
+    );
     let ab = "{node=\"a\",peer=\"b\"}";
-    assert_eq!(value(&m, &format!("boltwatch_path_ok{ab}")).as_deref(), Some("0"));
+    assert_eq!(
+        value(&m, &format!("boltwatch_path_ok{ab}")).as_deref(),
+        Some("0")
+    );
     // Known peers have outage series at 0 before any outage, but no
     // bandwidth counters: only probed links have those.
     let outages = format!("boltwatch_outages_total{ab}");
     assert_eq!(value(&m, &outages).as_deref(), Some("0"));
-    assert_eq!(value(&m, &format!("boltwatch_bandwidth_tests_total{ab}")), None);
+    assert_eq!(
+        value(&m, &format!("boltwatch_bandwidth_tests_total{ab}")),
+        None
+    );
 }

@@ -39,7 +39,11 @@ fn outages_count_at_start_and_add_seconds_at_end() {
     assert_eq!(value(&m, &secs).as_deref(), Some("1.5"));
     // An outage whose start record was lost still counts once.
     let start2 = s + 4 * SEC;
-    apply(&mut m, "b1", outage(2, ProbeLoss, "", start2, Some(start2 + SEC / 4)));
+    apply(
+        &mut m,
+        "b1",
+        outage(2, ProbeLoss, "", start2, Some(start2 + SEC / 4)),
+    );
     assert_eq!(value(&m, &count).as_deref(), Some("2"));
     assert_eq!(value(&m, &secs).as_deref(), Some("1.75"));
     // The same id in another boot is another outage.
@@ -47,7 +51,11 @@ fn outages_count_at_start_and_add_seconds_at_end() {
     assert_eq!(value(&m, &count).as_deref(), Some("3"));
     // Service outages are counted apart.
     apply(&mut m, "b1", outage(9, Service, "web", s, None));
-    apply(&mut m, "b1", outage(9, Service, "web", s, Some(s + 2 * SEC)));
+    apply(
+        &mut m,
+        "b1",
+        outage(9, Service, "web", s, Some(s + 2 * SEC)),
+    );
     assert_eq!(value(&m, &count).as_deref(), Some("3"));
     let svc = "{node=\"a\",peer=\"b\",service=\"web\"}";
     let n = format!("boltwatch_service_outages_total{svc}");

@@ -42,7 +42,10 @@ fn histogram_buckets_are_cumulative_with_exact_sum_and_count() {
     let mut prev = 0u64;
     let mut by_bound = Vec::new();
     for b in rtt_bounds() {
-        let v: u64 = sample(&text, &series(&fmt_f64(*b))).unwrap().parse().unwrap();
+        let v: u64 = sample(&text, &series(&fmt_f64(*b)))
+            .unwrap()
+            .parse()
+            .unwrap();
         assert!(v >= prev, "not cumulative at {b}");
         prev = v;
         by_bound.push((*b, v));
@@ -71,9 +74,21 @@ fn histogram_buckets_are_cumulative_with_exact_sum_and_count() {
 #[test]
 fn windows_add_up_and_gauges_keep_the_newest_window() {
     let mut m = Metrics::new();
-    m.apply_record(&rec("a", "b1", 2, 20, window("b", 2_000, &[50_000], 0, false)));
+    m.apply_record(&rec(
+        "a",
+        "b1",
+        2,
+        20,
+        window("b", 2_000, &[50_000], 0, false),
+    ));
     // An older window replayed late adds to the counters but not the gauges.
-    m.apply_record(&rec("a", "b1", 1, 10, window("b", 1_000, &[90_000], 1, false)));
+    m.apply_record(&rec(
+        "a",
+        "b1",
+        1,
+        10,
+        window("b", 1_000, &[90_000], 1, false),
+    ));
     let ab = "{node=\"a\",peer=\"b\"}";
     let received = format!("boltwatch_probe_received_total{ab}");
     assert_eq!(value(&m, &received).as_deref(), Some("2"));
@@ -88,7 +103,13 @@ fn windows_add_up_and_gauges_keep_the_newest_window() {
 #[test]
 fn only_windows_under_load_enter_the_under_load_histogram() {
     let mut m = Metrics::new();
-    m.apply_record(&rec("a", "b", 1, 1, window("p", 1, &[50_000; 10], 0, false)));
+    m.apply_record(&rec(
+        "a",
+        "b",
+        1,
+        1,
+        window("p", 1, &[50_000; 10], 0, false),
+    ));
     let ap = "{node=\"a\",peer=\"p\"}";
     let count = format!("boltwatch_rtt_under_load_seconds_count{ap}");
     assert_eq!(value(&m, &count).as_deref(), Some("0"));

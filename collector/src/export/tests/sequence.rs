@@ -83,7 +83,14 @@ fn svc(peer: &str, name: &str, up: bool, connect_ns: u64) -> Payload {
     })
 }
 
-fn outage(peer: &str, id: u64, cause: OutageCause, svc: &str, start: u64, end: Option<u64>) -> Payload {
+fn outage(
+    peer: &str,
+    id: u64,
+    cause: OutageCause,
+    svc: &str,
+    start: u64,
+    end: Option<u64>,
+) -> Payload {
     Payload::Outage(Outage {
         peer: peer.into(),
         interface: "tb0".into(),
@@ -151,7 +158,17 @@ pub(super) fn drive(m: &mut Metrics) {
         let r = |seq: u64, dt: u64, p| rec(node, &boot, seq, t0 + dt * S, p);
         let recs = vec![
             r(1, 0, link("tb0", true, 3, LinkEventSource::Startup)),
-            r(2, 1, window(peer, t0 + S, &[1_000, 40_000, 80_000, 85_000, 9_000_000, 2 * S], 1, false)),
+            r(
+                2,
+                1,
+                window(
+                    peer,
+                    t0 + S,
+                    &[1_000, 40_000, 80_000, 85_000, 9_000_000, 2 * S],
+                    1,
+                    false,
+                ),
+            ),
             r(3, 2, window(peer, t0 + 2 * S, &[60_000, 70_000], 0, true)),
             r(4, 3, window(peer, t0 + 3 * S, &[], 4, false)),
             r(5, 4, counters("tb0", 1_000_000, Some(true), 3, 0)),
@@ -162,15 +179,67 @@ pub(super) fn drive(m: &mut Metrics) {
             r(10, 8, thermal(55.5, Some((true, 1, 0.0)))),
             r(11, 9, thermal(61.25, Some((false, 0, 0.625)))),
             r(12, 10, thermal(40.0, None)),
-            r(13, 11, bw(peer, t0 + 11 * S, Direction::Upload, Protocol::Tcp, 30e9, "")),
-            r(14, 11, bw(peer, t0 + 11 * S, Direction::Download, Protocol::Tcp, 29.5e9, "")),
-            r(15, 12, bw(peer, t0 + 12 * S, Direction::Upload, Protocol::Udp, 0.0, "refused")),
+            r(
+                13,
+                11,
+                bw(
+                    peer,
+                    t0 + 11 * S,
+                    Direction::Upload,
+                    Protocol::Tcp,
+                    30e9,
+                    "",
+                ),
+            ),
+            r(
+                14,
+                11,
+                bw(
+                    peer,
+                    t0 + 11 * S,
+                    Direction::Download,
+                    Protocol::Tcp,
+                    29.5e9,
+                    "",
+                ),
+            ),
+            r(
+                15,
+                12,
+                bw(
+                    peer,
+                    t0 + 12 * S,
+                    Direction::Upload,
+                    Protocol::Udp,
+                    0.0,
+                    "refused",
+                ),
+            ),
             r(16, 13, svc(peer, "ssh", true, 250_000)),
             r(17, 14, svc(peer, "ssh", false, 0)),
             r(18, 14, svc(peer, "web", true, 1_500_000)),
-            r(19, 15, outage(peer, 1, OutageCause::Carrier, "", t0 + 6 * S, None)),
-            r(20, 16, outage(peer, 1, OutageCause::Both, "", t0 + 6 * S, Some(t0 + 7 * S + S / 4))),
-            r(21, 17, outage(peer, 2, OutageCause::Service, "ssh", t0 + 14 * S, None)),
+            r(
+                19,
+                15,
+                outage(peer, 1, OutageCause::Carrier, "", t0 + 6 * S, None),
+            ),
+            r(
+                20,
+                16,
+                outage(
+                    peer,
+                    1,
+                    OutageCause::Both,
+                    "",
+                    t0 + 6 * S,
+                    Some(t0 + 7 * S + S / 4),
+                ),
+            ),
+            r(
+                21,
+                17,
+                outage(peer, 2, OutageCause::Service, "ssh", t0 + 14 * S, None),
+            ),
             r(22, 18, path(peer, true)),
             r(23, 19, path(peer, false)),
             r(24, 20, path("z", true)),

@@ -28,7 +28,10 @@ fn newest_temperature_wins() {
     let cpu = "boltwatch_temperature_celsius{node=\"a\",sensor=\"cpu\"}";
     assert_eq!(value(&m, cpu).as_deref(), Some("55.5"));
     let text = m.render();
-    assert!(!text.contains("boltwatch_thermal_throttled{"), "no signal, no series");
+    assert!(
+        !text.contains("boltwatch_thermal_throttled{"),
+        "no signal, no series"
+    );
     let kind = "boltwatch_records_received_total{node=\"a\",kind=\"thermal\"}";
     assert_eq!(sample(&text, kind).as_deref(), Some("2"));
 }
