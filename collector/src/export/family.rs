@@ -49,7 +49,7 @@ pub struct Family {
 /// `IDENT = Type("name", "unit", labels, "help");` becomes `pub const
 /// IDENT: Family`, and the list of them all becomes `pub const FAMILIES`.
 macro_rules! families {
-    ($($id:ident = $kind:ident($name:literal, $unit:literal, $labels:expr, $help:literal);)+) => {
+    ($($id:ident = $kind:ident($name:expr, $unit:literal, $labels:expr, $help:expr);)+) => {
         $(
             #[doc = concat!("`", $name, "`: ", $help)]
             pub const $id: $crate::export::family::Family = $crate::export::family::Family {

@@ -29,15 +29,25 @@ use super::{Domain, NodePeer, Subjects};
 
 use labels::NODE_INTERFACE as NI;
 
+/// A kernel interface counter, named after its [`InterfaceCounters`] field.
+macro_rules! kernel {
+    ($field:literal) => {
+        concat!("boltwatch_interface_", $field, "_total")
+    };
+    (help $what:literal) => {
+        concat!($what, ", the kernel's counter as read by the agent.")
+    };
+}
+
 families! {
-    RX_BYTES = Counter("boltwatch_interface_receive_bytes_total", "bytes", NI, "Bytes received, the kernel's counter as read by the agent.");
-    TX_BYTES = Counter("boltwatch_interface_transmit_bytes_total", "bytes", NI, "Bytes transmitted, the kernel's counter as read by the agent.");
-    RX_PACKETS = Counter("boltwatch_interface_receive_packets_total", "", NI, "Packets received, the kernel's counter as read by the agent.");
-    TX_PACKETS = Counter("boltwatch_interface_transmit_packets_total", "", NI, "Packets transmitted, the kernel's counter as read by the agent.");
-    RX_ERRORS = Counter("boltwatch_interface_receive_errors_total", "", NI, "Receive errors, the kernel's counter as read by the agent.");
-    TX_ERRORS = Counter("boltwatch_interface_transmit_errors_total", "", NI, "Transmit errors, the kernel's counter as read by the agent.");
-    RX_DROPS = Counter("boltwatch_interface_receive_drops_total", "", NI, "Received packets dropped, the kernel's counter as read by the agent.");
-    TX_DROPS = Counter("boltwatch_interface_transmit_drops_total", "", NI, "Packets dropped on transmit, the kernel's counter as read by the agent.");
+    RX_BYTES = Counter(kernel!("receive_bytes"), "bytes", NI, kernel!(help "Bytes received"));
+    TX_BYTES = Counter(kernel!("transmit_bytes"), "bytes", NI, kernel!(help "Bytes transmitted"));
+    RX_PACKETS = Counter(kernel!("receive_packets"), "", NI, kernel!(help "Packets received"));
+    TX_PACKETS = Counter(kernel!("transmit_packets"), "", NI, kernel!(help "Packets transmitted"));
+    RX_ERRORS = Counter(kernel!("receive_errors"), "", NI, kernel!(help "Receive errors"));
+    TX_ERRORS = Counter(kernel!("transmit_errors"), "", NI, kernel!(help "Transmit errors"));
+    RX_DROPS = Counter(kernel!("receive_drops"), "", NI, kernel!(help "Received packets dropped"));
+    TX_DROPS = Counter(kernel!("transmit_drops"), "", NI, kernel!(help "Packets dropped on transmit"));
     THROUGHPUT = Gauge("boltwatch_interface_throughput_bits_per_second", "bits_per_second", &["node", "interface", "direction"], "Interface throughput between the last two counter readings.");
     UP = Gauge("boltwatch_link_up", "", NI, "1 when the interface has carrier, from link events and counters, newest observation.");
     DOWN_EVENTS = Counter("boltwatch_link_down_events_total", "", NI, "Carrier losses of the interface: the kernel's carrier_down_count growth or the down events seen, whichever is larger, summed over agent boots.");

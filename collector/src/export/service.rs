@@ -16,16 +16,19 @@ families! {
     CONNECT_SECONDS = Gauge("boltwatch_service_connect_seconds", "seconds", NODE_PEER_SERVICE, "TCP connect time of the newest successful check of the peer's service.");
 }
 
-#[derive(Debug, Default)]
-struct ServiceState {
-    up: Newest<bool>,
-    connect_seconds: Newest<f64>,
-}
-
 /// State behind the service families.
 #[derive(Debug, Default)]
 pub struct ServiceMetrics {
     services: BTreeMap<NodePeerService, ServiceState>,
+}
+
+/// One service of one peer, as one node checks it.
+#[derive(Debug, Default)]
+struct ServiceState {
+    /// Whether the newest check connected.
+    up: Newest<bool>,
+    /// Connect time of the newest check that connected.
+    connect_seconds: Newest<f64>,
 }
 
 impl Domain for ServiceMetrics {

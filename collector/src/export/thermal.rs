@@ -19,10 +19,14 @@ families! {
     FREQUENCY_RATIO = Gauge("boltwatch_cpu_frequency_ratio", "", NODE, "Current over maximum CPU frequency, averaged over frequency domains.");
 }
 
+/// A node's throttling, from the readings that carried a throttle signal.
 #[derive(Debug, Default)]
 struct ThrottleState {
+    /// Throttled during the newest reading's interval.
     throttled: Newest<bool>,
+    /// Newest pressure level.
     pressure: Newest<u32>,
+    /// Newest known current-over-maximum frequency.
     ratio: Newest<f64>,
 }
 
