@@ -19,8 +19,9 @@
 //!
 //! Records reach the domains through the [`Domain`] trait: every domain
 //! sees every newly stored record and picks the kinds it owns, so adding a
-//! payload kind is one new (or extended) module here and one line in
-//! [`Metrics::domains`], with no central `match` on the payload.
+//! payload kind is one new (or extended) module here, registered by one line
+//! in the `domains!` list of this file, with no central `match` on the
+//! payload.
 //!
 //! Some series exist before their own records: a probed link has outage and
 //! bandwidth counters at 0, a checked service has outage counters at 0.
@@ -87,10 +88,32 @@ pub struct Subjects {
     pub services: BTreeSet<NodePeerService>,
 }
 
-/// All exported state. Shared as [`SharedMetrics`]; every method is quick.
-#[derive(Debug, Default)]
-pub struct Metrics {
-    subjects: Subjects,
+/// Declares [`Metrics`] with one field per domain, in exposition order, and
+/// the loops over them.
+macro_rules! domains {
+    ($($field:ident: $ty:ty,)+) => {
+        /// All exported state. Shared as [`SharedMetrics`]; every method is
+        /// quick.
+        #[derive(Debug, Default)]
+        pub struct Metrics {
+            subjects: Subjects,
+            $($field: $ty,)+
+        }
+
+        impl Metrics {
+            fn each(&self, mut f: impl FnMut(&dyn Domain, &Subjects)) {
+                $(f(&self.$field, &self.subjects);)+
+            }
+
+            fn each_mut(&mut self, mut f: impl FnMut(&mut dyn Domain, &mut Subjects)) {
+                $(f(&mut self.$field, &mut self.subjects);)+
+            }
+        }
+    };
+}
+
+// Register a new domain here (and `pub mod` it above).
+domains! {
     agent: agent::AgentMetrics,
     rtt: rtt::RttMetrics,
     link: link::LinkMetrics,
@@ -107,56 +130,22 @@ impl Metrics {
         Metrics::default()
     }
 
-    /// The domains in exposition order. Register a new domain here.
-    fn domains(&self) -> [&dyn Domain; 8] {
-        [
-            &self.agent,
-            &self.rtt,
-            &self.link,
-            &self.thermal,
-            &self.outage,
-            &self.service,
-            &self.bandwidth,
-            &self.health,
-        ]
-    }
-
-    fn domains_mut(&mut self) -> [&mut dyn Domain; 8] {
-        [
-            &mut self.agent,
-            &mut self.rtt,
-            &mut self.link,
-            &mut self.thermal,
-            &mut self.outage,
-            &mut self.service,
-            &mut self.bandwidth,
-            &mut self.health,
-        ]
-    }
-
     /// Every family `/metrics` declares, in exposition order.
     pub fn families(&self) -> Vec<Family> {
-        let d = self.domains();
-        d.iter()
-            .flat_map(|d| d.families().iter().copied())
-            .collect()
+        let mut out = Vec::new();
+        self.each(|d, _| out.extend_from_slice(d.families()));
+        out
     }
 
     /// A newly stored record; duplicates must not be passed here.
     pub fn apply_record(&mut self, r: &Record) {
-        let mut subjects = std::mem::take(&mut self.subjects);
-        for d in self.domains_mut() {
-            d.apply(r, &mut subjects);
-        }
-        self.subjects = subjects;
+        self.each_mut(|d, subjects| d.apply(r, subjects));
     }
 
     /// Renders the text exposition format.
     pub fn render(&self) -> String {
         let mut e = Exposition::new();
-        for d in self.domains() {
-            d.render(&mut e, &self.subjects);
-        }
+        self.each(|d, subjects| d.render(&mut e, subjects));
         e.finish()
     }
 
