@@ -349,7 +349,11 @@ fn spool_cap_while_collector_is_down_counts_drops_and_rss_stays_flat() {
     // Drops are counted and reported: exactly the missing records.
     wait_for("drops reported", Duration::from_secs(40), || {
         let m = c.metrics();
-        let dropped = sample(&m, "boltwatch_agent_dropped_records_total", &[("node", "a")]);
+        let dropped = sample(
+            &m,
+            "boltwatch_agent_dropped_records_total",
+            &[("node", "a")],
+        );
         dropped == Some((prefilled - stored) as f64)
     });
     assert_eq!(a.terminate(), Some(0));
