@@ -60,28 +60,19 @@ async fn records_are_stored_and_acked_and_resends_store_nothing() {
     assert_eq!(since["records"].as_array().unwrap().len(), 3, "{since}");
     assert_eq!(c.get("/api/v1/records?limit=0").await.status(), 400);
 
-    let m = c.metrics().await;
-    assert_eq!(
-        metric(
-            &m,
-            "boltwatch_records_received_total{node=\"a\",kind=\"agent_stats\"}"
+    // Malformed packets are summed per boot, last value of each: boot1 seq
+    // 4 (4) + boot0 seq 7 (7).
+    let expect = [
+        (
+            "boltwatch_records_received_total{node=\"a\",kind=\"agent_stats\"}",
+            5.0,
         ),
-        Some(5.0)
-    );
-    assert_eq!(
-        metric(&m, "boltwatch_records_duplicate_total{node=\"a\"}"),
-        Some(3.0)
-    );
-    assert_eq!(metric(&m, "boltwatch_store_records"), Some(5.0));
-    // Summed per boot, last value of each: boot1 seq 4 (4) + boot0 seq 7 (7).
-    assert_eq!(
-        metric(&m, "boltwatch_agent_malformed_packets_total{node=\"a\"}"),
-        Some(11.0)
-    );
-    assert_eq!(
-        metric(&m, "boltwatch_store_commit_seconds_count"),
-        Some(4.0)
-    );
+        ("boltwatch_records_duplicate_total{node=\"a\"}", 3.0),
+        ("boltwatch_store_records", 5.0),
+        ("boltwatch_agent_malformed_packets_total{node=\"a\"}", 11.0),
+        ("boltwatch_store_commit_seconds_count", 4.0),
+    ];
+    expect_metrics(&c.metrics().await, &expect);
     drop(a);
     c.stop().await;
 }
@@ -190,13 +181,8 @@ async fn metrics_cover_two_nodes_and_pass_promtool() {
             (format!("boltwatch_agent_malformed_packets_total{n}"), 2.0),
             (format!("boltwatch_agent_dropped_records_total{n}"), 1.0),
         ];
-        for (series, want) in expect {
-            let got = metric(&body, &series).unwrap_or_else(|| panic!("missing {series}\n{body}"));
-            assert!(
-                (got - want).abs() <= want.abs() * 1e-12,
-                "{series}: {got} != {want}"
-            );
-        }
+        let expect: Vec<(&str, f64)> = expect.iter().map(|(s, v)| (s.as_str(), *v)).collect();
+        expect_metrics(&body, &expect);
         // The classic buckets: 80 us falls in the first bound >= 80 us.
         let bounds = boltwatch_collector::export::histogram::rtt_bounds();
         let le80 = bounds.iter().find(|b| **b >= 80e-6).unwrap();
@@ -325,20 +311,13 @@ async fn first_message_must_be_hello_and_foreign_nodes_are_refused() {
 
     let recs = c.json("/api/v1/records").await;
     assert_eq!(recs["records"].as_array().unwrap().len(), 0, "{recs}");
-    let m = c.metrics().await;
-    assert_eq!(
-        metric(&m, "boltwatch_ingest_errors_total{kind=\"no_hello\"}"),
-        Some(1.0)
-    );
-    assert_eq!(
-        metric(&m, "boltwatch_ingest_errors_total{kind=\"node_mismatch\"}"),
-        Some(1.0)
-    );
-    assert_eq!(
-        metric(&m, "boltwatch_ingest_errors_total{kind=\"bad_hello\"}"),
-        Some(1.0)
-    );
-    assert_eq!(metric(&m, "boltwatch_store_records"), Some(0.0));
+    let expect = [
+        ("boltwatch_ingest_errors_total{kind=\"no_hello\"}", 1.0),
+        ("boltwatch_ingest_errors_total{kind=\"node_mismatch\"}", 1.0),
+        ("boltwatch_ingest_errors_total{kind=\"bad_hello\"}", 1.0),
+        ("boltwatch_store_records", 0.0),
+    ];
+    expect_metrics(&c.metrics().await, &expect);
     c.stop().await;
 }
 
@@ -358,9 +337,11 @@ async fn restart_keeps_records_and_watermarks() {
 
     let c = Collector::start(dir.path()).await;
     // Before the agent reconnects its series exist with agent_up 0.
-    let m = c.metrics().await;
-    assert_eq!(metric(&m, "boltwatch_agent_up{node=\"a\"}"), Some(0.0));
-    assert_eq!(metric(&m, "boltwatch_store_records"), Some(8.0));
+    let expect = [
+        ("boltwatch_agent_up{node=\"a\"}", 0.0),
+        ("boltwatch_store_records", 8.0),
+    ];
+    expect_metrics(&c.metrics().await, &expect);
     let mut hello = hello("a", "newest");
     hello.started_unix_ns += 1;
     let mut agent = Agent::open(c.grpc, hello).await.unwrap();
@@ -380,11 +361,8 @@ async fn restart_keeps_records_and_watermarks() {
         .map(|b| (b["boot_id"].as_str().unwrap(), b["gaps"].as_u64().unwrap()))
         .collect();
     assert_eq!(gaps, [("old", 0), ("new", 1), ("newest", 0)]);
-    let m = c.metrics().await;
-    assert_eq!(
-        metric(&m, "boltwatch_records_duplicate_total{node=\"a\"}"),
-        Some(1.0)
-    );
+    let duplicates = [("boltwatch_records_duplicate_total{node=\"a\"}", 1.0)];
+    expect_metrics(&c.metrics().await, &duplicates);
     drop(agent);
     c.stop().await;
 }

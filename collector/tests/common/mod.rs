@@ -168,6 +168,16 @@ pub fn metric(body: &str, series: &str) -> Option<f64> {
     })
 }
 
+/// Asserts every `(series, value)` of `expect` in `body`, exactly or within
+/// float rounding.
+pub fn expect_metrics(body: &str, expect: &[(&str, f64)]) {
+    for (series, want) in expect {
+        let got = metric(body, series).unwrap_or_else(|| panic!("missing {series}\n{body}"));
+        let close = (got - want).abs() <= want.abs() * 1e-12;
+        assert!(close, "{series}: {got} != {want}");
+    }
+}
+
 pub fn hello(node: &str, boot: &str) -> Hello {
     Hello {
         schema_revision: boltwatch_proto::SCHEMA_REVISION,

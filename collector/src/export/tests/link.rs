@@ -40,40 +40,28 @@ fn feed(m: &mut Metrics, boot: &str, records: Vec<(u64, Payload)>) {
 #[test]
 fn down_events_take_the_kernel_count_when_it_saw_more() {
     use LinkEventSource::{Netlink, Startup};
+    // (boot, agent time, record, down events after it, carrier after it).
+    let steps = [
+        // Startup sighting: the kernel had counted 3 drops before the agent.
+        ("b1", 1, link_event(true, 3, Startup), "0", "1"),
+        ("b1", 2, link_event(false, 4, Netlink), "1", "0"),
+        // Two more flaps merged by the kernel into one notification pair.
+        ("b1", 3, link_event(true, 4, Netlink), "1", "1"),
+        ("b1", 4, counters(true, 6, 0, [0; 2]), "3", "1"),
+        // A new boot of the agent starts its own baseline; boots add up.
+        ("b2", 10, link_event(true, 6, Startup), "3", "1"),
+        ("b2", 11, link_event(false, 7, Netlink), "4", "0"),
+        // An older counter reading replayed late changes neither.
+        ("b2", 9, counters(true, 6, 0, [0; 2]), "4", "0"),
+    ];
     let mut m = Metrics::new();
     let down = format!("boltwatch_link_down_events_total{TB0}");
     let up = format!("boltwatch_link_up{TB0}");
-    // Startup sighting: the kernel had counted 3 drops before the agent.
-    feed(&mut m, "b1", vec![(1, link_event(true, 3, Startup))]);
-    assert_eq!(value(&m, &down).as_deref(), Some("0"));
-    assert_eq!(value(&m, &up).as_deref(), Some("1"));
-    feed(&mut m, "b1", vec![(2, link_event(false, 4, Netlink))]);
-    assert_eq!(value(&m, &down).as_deref(), Some("1"));
-    assert_eq!(value(&m, &up).as_deref(), Some("0"));
-    // Two more flaps merged by the kernel into one notification pair.
-    feed(
-        &mut m,
-        "b1",
-        vec![
-            (3, link_event(true, 4, Netlink)),
-            (4, counters(true, 6, 0, [0; 2])),
-        ],
-    );
-    assert_eq!(value(&m, &down).as_deref(), Some("3"));
-    // A new boot of the agent starts its own baseline; boots add up.
-    feed(
-        &mut m,
-        "b2",
-        vec![
-            (10, link_event(true, 6, Startup)),
-            (11, link_event(false, 7, Netlink)),
-        ],
-    );
-    assert_eq!(value(&m, &down).as_deref(), Some("4"));
-    // An older counter reading replayed late changes neither up nor downs.
-    feed(&mut m, "b2", vec![(9, counters(true, 6, 0, [0; 2]))]);
-    assert_eq!(value(&m, &up).as_deref(), Some("0"));
-    assert_eq!(value(&m, &down).as_deref(), Some("4"));
+    for (boot, t, p, downs, carrier) in steps {
+        feed(&mut m, boot, vec![(t, p)]);
+        assert_eq!(value(&m, &down).as_deref(), Some(downs), "after {t}");
+        assert_eq!(value(&m, &up).as_deref(), Some(carrier), "after {t}");
+    }
 }
 
 #[test]
