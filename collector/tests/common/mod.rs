@@ -178,6 +178,19 @@ pub fn expect_metrics(body: &str, expect: &[(&str, f64)]) {
     }
 }
 
+/// [`expect_metrics`] with the expectations written as exposition lines,
+/// `series value`, one a line.
+pub fn expect_exposition(body: &str, expect: &str) {
+    let lines = expect.lines().map(str::trim).filter(|l| !l.is_empty());
+    let pairs: Vec<(&str, f64)> = lines
+        .map(|l| {
+            let (series, v) = l.rsplit_once(' ').expect("`series value`");
+            (series, v.parse().expect("a number"))
+        })
+        .collect();
+    expect_metrics(body, &pairs);
+}
+
 pub fn hello(node: &str, boot: &str) -> Hello {
     Hello {
         schema_revision: boltwatch_proto::SCHEMA_REVISION,
