@@ -164,3 +164,36 @@ fn label_values_and_help_are_escaped() {
         "{text}"
     );
 }
+
+/// `promtool check metrics` findings on `text` (its lint lines); a missing
+/// promtool is a failure.
+fn promtool_findings(text: &str) -> BTreeSet<String> {
+    use std::io::{Seek, Write};
+    let mut input = tempfile::tempfile().unwrap();
+    input.write_all(text.as_bytes()).unwrap();
+    input.rewind().unwrap();
+    let out = std::process::Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(input)
+        .output()
+        .expect("promtool must be installed (apt-get install prometheus)");
+    // 0: clean, 3: lint findings; anything else (1: unparsable) fails.
+    assert!(matches!(out.status.code(), Some(0 | 3)), "{out:?}");
+    let said = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
+    said.lines().map(str::to_string).collect()
+}
+
+#[test]
+fn promtool_finds_nothing_new() {
+    let before = promtool_findings(include_str!("../testdata/before.prom"));
+    let mut m = Metrics::new();
+    sequence::drive(&mut m);
+    let after = promtool_findings(&m.render());
+    let new: Vec<_> = after.difference(&before).collect();
+    assert!(new.is_empty(), "new promtool findings: {new:?}");
+    // The contract's bits-per-second names are the known findings.
+    assert!(
+        after.iter().all(|l| l.contains("_bits_per_second")),
+        "{after:?}"
+    );
+}
