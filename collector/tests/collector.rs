@@ -223,13 +223,12 @@ async fn metrics_cover_two_nodes_and_pass_promtool() {
 /// Runs the real `promtool check metrics` on `body`; a missing promtool is
 /// a failure.
 fn promtool_check(body: &str) {
-    use std::io::{Seek, Write};
-    let mut input = tempfile::tempfile().unwrap();
-    input.write_all(body.as_bytes()).unwrap();
-    input.rewind().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let scrape = dir.path().join("metrics.prom");
+    std::fs::write(&scrape, body).unwrap();
     let out = std::process::Command::new("promtool")
         .args(["check", "metrics"])
-        .stdin(input)
+        .stdin(std::fs::File::open(&scrape).unwrap())
         .output()
         .expect("promtool must be installed (apt-get install prometheus)");
     let said = String::from_utf8_lossy(&out.stderr) + String::from_utf8_lossy(&out.stdout);
