@@ -1,9 +1,76 @@
-//! Compiles the schema with protox (pure Rust), so no `protoc` is needed.
+//! Compiles the schema with protox (pure Rust), so no `protoc` is needed,
+//! and derives the payload-kind names from the `Record.payload` oneof, so
+//! a new payload kind is named by the schema alone.
+
+use std::fmt::Write as _;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let proto = "boltwatch/v1/telemetry.proto";
     println!("cargo:rerun-if-changed={proto}");
     let fds = protox::compile([proto], ["."])?;
+    // The field names of `Record`'s `payload` oneof, in field-number order.
+    let record = fds
+        .file
+        .iter()
+        .flat_map(|f| &f.message_type)
+        .find(|m| m.name() == "Record")
+        .ok_or("no message Record in the schema")?;
+    let oneof = record
+        .oneof_decl
+        .iter()
+        .position(|o| o.name() == "payload")
+        .ok_or("Record has no oneof payload")?;
+    let mut fields: Vec<_> = record
+        .field
+        .iter()
+        .filter(|f| f.oneof_index == Some(oneof as i32))
+        .collect();
+    fields.sort_by_key(|f| f.number());
+    let kinds: Vec<String> = fields.iter().map(|f| f.name().to_string()).collect();
     tonic_prost_build::configure().compile_fds(fds)?;
+    let out = std::path::PathBuf::from(std::env::var("OUT_DIR")?).join("payload_kinds.rs");
+    std::fs::write(out, kinds_source(&kinds))?;
     Ok(())
+}
+
+/// prost's variant name of a oneof field: `link_event` -> `LinkEvent`.
+fn variant(field: &str) -> String {
+    field
+        .split('_')
+        .map(|w| {
+            let mut c = w.chars();
+            c.next()
+                .map(|f| f.to_ascii_uppercase().to_string() + c.as_str())
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+fn kinds_source(kinds: &[String]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "/// Every payload kind name, in schema field-number order."
+    );
+    let _ = writeln!(s, "pub const KINDS: [&str; {}] = [", kinds.len());
+    for k in kinds {
+        let _ = writeln!(s, "    {k:?},");
+    }
+    let _ = writeln!(s, "];\n");
+    let _ = writeln!(s, "impl crate::v1::record::Payload {{");
+    let _ = writeln!(
+        s,
+        "    /// The payload kind's name: its field name in `Record.payload`."
+    );
+    let _ = writeln!(s, "    pub fn kind(&self) -> &'static str {{");
+    let _ = writeln!(s, "        match self {{");
+    for k in kinds {
+        let _ = writeln!(
+            s,
+            "            crate::v1::record::Payload::{}(_) => {k:?},",
+            variant(k)
+        );
+    }
+    let _ = writeln!(s, "        }}\n    }}\n}}");
+    s
 }

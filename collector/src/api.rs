@@ -1,9 +1,11 @@
 //! The JSON API under `/api/v1`: nodes with their boots and gaps, stored
 //! records decoded into DTOs ([`crate::dto`]), and outages with their start
 //! and end records joined. Handlers only translate: the
-//! store answers the queries, the metric state says who is connected.
+//! store answers the queries, the exporter state says who is connected.
+//! The routes work on any router state that yields a [`StoreHandle`] and
+//! the [`SharedMetrics`] (axum's `FromRef`).
 
-use axum::extract::{Query, State};
+use axum::extract::{FromRef, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -15,9 +17,8 @@ use serde::Deserialize;
 use crate::dto::{
     join_outages, BootDto, NodeDto, NodesDto, OutagesDto, PayloadDto, RecordDto, RecordsDto,
 };
-use crate::http::AppState;
-use crate::ingest::lock;
-use crate::store::{queries, RecordFilter, StoreError, StoredRecord};
+use crate::export::SharedMetrics;
+use crate::store::{queries, RecordFilter, StoreError, StoreHandle, StoredRecord};
 
 /// Records returned when `limit` is not given.
 pub const DEFAULT_LIMIT: u32 = 1_000;
@@ -25,7 +26,12 @@ pub const DEFAULT_LIMIT: u32 = 1_000;
 pub const MAX_LIMIT: u32 = 100_000;
 
 /// The `/api/v1` routes.
-pub fn routes() -> Router<AppState> {
+pub fn routes<S>() -> Router<S>
+where
+    S: Clone + Send + Sync + 'static,
+    StoreHandle: FromRef<S>,
+    SharedMetrics: FromRef<S>,
+{
     Router::new()
         .route("/api/v1/nodes", get(nodes))
         .route("/api/v1/records", get(records))
@@ -49,11 +55,14 @@ impl IntoResponse for ApiError {
     }
 }
 
-async fn nodes(State(st): State<AppState>) -> Result<Json<NodesDto>, ApiError> {
-    let boots = st.store.boots().await?;
+async fn nodes(
+    State(store): State<StoreHandle>,
+    State(metrics): State<SharedMetrics>,
+) -> Result<Json<NodesDto>, ApiError> {
+    let boots = store.boots().await?;
     let mut out: Vec<NodeDto> = Vec::new();
     {
-        let m = lock(&st.metrics);
+        let m = metrics.lock();
         for b in boots {
             if out.last().is_none_or(|n| n.node != b.node) {
                 out.push(NodeDto {
@@ -97,21 +106,22 @@ fn to_dto(r: StoredRecord) -> RecordDto {
     }
 }
 
-/// Query of `GET /api/v1/records`.
+/// Query of `GET /api/v1/records` and `GET /api/v1/outages`.
 #[derive(Debug, Deserialize)]
 pub struct RecordsQuery {
-    /// Only this node.
+    /// Only this node's records (for outages: as recorded by its agent).
     pub node: Option<String>,
-    /// Only this payload kind.
+    /// Records: only this payload kind.
     pub kind: Option<String>,
-    /// Only records at or after this agent time, unix ns.
+    /// Records: only those at or after this agent time, unix ns. Outages:
+    /// only those that started at or after it, plus those still open.
     pub since: Option<u64>,
-    /// At most this many ([`DEFAULT_LIMIT`] if absent).
+    /// Records: at most this many ([`DEFAULT_LIMIT`] if absent).
     pub limit: Option<u32>,
 }
 
 async fn records(
-    State(st): State<AppState>,
+    State(store): State<StoreHandle>,
     Query(q): Query<RecordsQuery>,
 ) -> Result<Json<RecordsDto>, ApiError> {
     let limit = q.limit.unwrap_or(DEFAULT_LIMIT);
@@ -130,8 +140,7 @@ async fn records(
     };
     // Decoding up to MAX_LIMIT records is real work: keep it on the
     // blocking thread with the query.
-    let records = st
-        .store
+    let records = store
         .read(move |c| {
             let rows = queries::list_records(c, &filter)?;
             Ok(rows.into_iter().map(to_dto).collect::<Vec<_>>())
@@ -140,24 +149,13 @@ async fn records(
     Ok(Json(RecordsDto { records }))
 }
 
-/// Query of `GET /api/v1/outages`.
-#[derive(Debug, Deserialize)]
-pub struct OutagesQuery {
-    /// Only this node's outages (as recorded by its agent).
-    pub node: Option<String>,
-    /// Only outages that started at or after this time (unix ns), plus
-    /// those still open.
-    pub since: Option<u64>,
-}
-
 async fn outages(
-    State(st): State<AppState>,
-    Query(q): Query<OutagesQuery>,
+    State(store): State<StoreHandle>,
+    Query(q): Query<RecordsQuery>,
 ) -> Result<Json<OutagesDto>, ApiError> {
     let node = q.node.filter(|s| !s.is_empty());
     let since = q.since.unwrap_or(0);
-    let outages = st
-        .store
+    let outages = store
         .read(move |c| {
             let rows = queries::records_of_kind(c, node.as_deref(), "outage")?;
             let decoded = rows.into_iter().filter_map(|r| {

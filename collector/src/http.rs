@@ -1,17 +1,17 @@
 //! The HTTP server: `/metrics` (Prometheus text format), `/healthz` and the
-//! JSON API ([`crate::api`]), on a listener the caller bound.
+//! JSON API ([`crate::api`], which reads the same state through
+//! [`FromRef`]), on a listener the caller bound.
 
 use std::future::Future;
 
-use axum::extract::State;
+use axum::extract::{FromRef, State};
 use axum::http::{header, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::Router;
 use tokio::net::TcpListener;
 
-use crate::export::prometheus::CONTENT_TYPE;
-use crate::ingest::{lock, SharedMetrics};
+use crate::export::{SharedMetrics, CONTENT_TYPE};
 use crate::store::StoreHandle;
 
 /// What the handlers share.
@@ -21,6 +21,18 @@ pub struct AppState {
     pub store: StoreHandle,
     /// The metric state.
     pub metrics: SharedMetrics,
+}
+
+impl FromRef<AppState> for StoreHandle {
+    fn from_ref(s: &AppState) -> StoreHandle {
+        s.store.clone()
+    }
+}
+
+impl FromRef<AppState> for SharedMetrics {
+    fn from_ref(s: &AppState) -> SharedMetrics {
+        s.metrics.clone()
+    }
 }
 
 /// All HTTP routes.
@@ -33,7 +45,7 @@ pub fn router(state: AppState) -> Router {
 }
 
 async fn metrics(State(st): State<AppState>) -> impl IntoResponse {
-    let body = lock(&st.metrics).render();
+    let body = st.metrics.lock().render();
     ([(header::CONTENT_TYPE, CONTENT_TYPE)], body)
 }
 

@@ -8,7 +8,9 @@
 //!   HTTP/2-preface acceptor on the gRPC port.
 //! - [`store`]: SQLite (WAL, `synchronous=FULL`): one writer thread, pooled
 //!   read connections, migrations and the only SQL text.
-//! - [`export`]: metric state and the Prometheus text rendering; pure.
+//! - [`export`]: the exporter state behind `/metrics`, one module per
+//!   domain, and the Prometheus text rendering; pure. Ingest writes to it,
+//!   HTTP reads it.
 //! - [`api`] and [`dto`]: the `/api/v1` JSON routes and their shapes.
 //! - [`http`]: the axum server for `/metrics`, `/healthz` and `/api/v1`.
 //! - [`report`]: report math over stored records (lab table, soak reports).
@@ -39,7 +41,6 @@ pub mod report;
 pub mod store;
 
 use std::future::Future;
-use std::sync::{Arc, Mutex};
 
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
@@ -48,9 +49,10 @@ use tokio_stream::wrappers::ReceiverStream;
 pub use config::Config;
 pub use error::Error;
 
-use export::prometheus::MetricsState;
+use export::agent::AgentInfo;
+use export::{Metrics, SharedMetrics};
 use ingest::raw::TelemetryService;
-use ingest::{lock, Ingest, SharedMetrics};
+use ingest::Ingest;
 use store::{BootRow, Store};
 
 /// The sockets [`run`] serves on, bound by the caller.
@@ -80,7 +82,7 @@ impl Listeners {
 
 /// Creates every known node's series before it reconnects (agent_up 0,
 /// info of its latest boot that sent a Hello) and the store size gauge.
-fn seed_metrics(m: &mut MetricsState, boots: &[BootRow]) {
+fn seed_metrics(m: &mut Metrics, boots: &[BootRow]) {
     let mut latest: std::collections::BTreeMap<&str, Option<&BootRow>> = Default::default();
     for b in boots {
         let slot = latest.entry(&b.node).or_default();
@@ -93,7 +95,11 @@ fn seed_metrics(m: &mut MetricsState, boots: &[BootRow]) {
         }
     }
     for (node, b) in latest {
-        let info = b.map(|b| (b.agent_version.clone(), b.os.clone(), b.boot_id.clone()));
+        let info = b.map(|b| AgentInfo {
+            version: b.agent_version.clone(),
+            os: b.os.clone(),
+            boot_id: b.boot_id.clone(),
+        });
         m.on_known_node(node, info);
     }
     m.set_store_records(boots.iter().map(|b| b.records).sum());
@@ -111,9 +117,9 @@ pub async fn run(
 ) -> Result<(), Error> {
     let store = Store::open(&config.data_dir)?;
     let handle = store.handle();
-    let metrics: SharedMetrics = Arc::new(Mutex::new(MetricsState::new()));
+    let metrics = SharedMetrics::new();
     match handle.boots().await {
-        Ok(boots) => seed_metrics(&mut lock(&metrics), &boots),
+        Ok(boots) => seed_metrics(&mut metrics.lock(), &boots),
         Err(e) => {
             store.close().await;
             return Err(e.into());

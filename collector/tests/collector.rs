@@ -23,8 +23,7 @@ fn seqs(
 
 #[tokio::test]
 async fn records_are_stored_and_acked_and_resends_store_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let c = Collector::start(dir.path()).await;
+    let (_dir, c) = Collector::temp().await;
     assert_eq!(c.get("/healthz").await.text().await.unwrap(), "ok");
 
     let (mut a, welcome) = c.agent("a", "boot1").await;
@@ -61,36 +60,24 @@ async fn records_are_stored_and_acked_and_resends_store_nothing() {
     assert_eq!(since["records"].as_array().unwrap().len(), 3, "{since}");
     assert_eq!(c.get("/api/v1/records?limit=0").await.status(), 400);
 
-    let m = c.metrics().await;
-    assert_eq!(
-        metric(
-            &m,
-            "boltwatch_records_received_total{node=\"a\",kind=\"agent_stats\"}"
-        ),
-        Some(5.0)
-    );
-    assert_eq!(
-        metric(&m, "boltwatch_records_duplicate_total{node=\"a\"}"),
-        Some(3.0)
-    );
-    assert_eq!(metric(&m, "boltwatch_store_records"), Some(5.0));
-    // Summed per boot, last value of each: boot1 seq 4 (4) + boot0 seq 7 (7).
-    assert_eq!(
-        metric(&m, "boltwatch_agent_malformed_packets_total{node=\"a\"}"),
-        Some(11.0)
-    );
-    assert_eq!(
-        metric(&m, "boltwatch_store_commit_seconds_count"),
-        Some(4.0)
-    );
-    drop(a);
+    // Malformed packets are summed per boot, last value of each: boot1 seq
+    // 4 (4) + boot0 seq 7 (7).
+    let expect = r#"
+        boltwatch_records_received_total{node="a",kind="agent_stats"} 5
+        boltwatch_records_duplicate_total{node="a"} 3
+        boltwatch_store_records 5
+        boltwatch_agent_malformed_packets_total{node="a"} 11
+        boltwatch_store_commit_seconds_count 4
+    "#;
+    expect_exposition(&c.metrics().await, expect);
+    // Stopping with the stream still open ends it with UNAVAILABLE.
     c.stop().await;
+    drop(a);
 }
 
 #[tokio::test]
 async fn nodes_api_reports_gaps() {
-    let dir = tempfile::tempdir().unwrap();
-    let c = Collector::start(dir.path()).await;
+    let (_dir, c) = Collector::temp().await;
     let (mut a, _) = c.agent("a", "ba").await;
     assert_eq!(a.send(seqs("a", "ba", 1..=4)).await.unwrap(), [wm("ba", 4)]);
     let (mut g, _) = c.agent("g", "bg").await;
@@ -153,8 +140,7 @@ async fn send_everything(agent: &mut Agent, node: &str, peer: &str) {
 
 #[tokio::test]
 async fn metrics_cover_two_nodes_and_pass_promtool() {
-    let dir = tempfile::tempdir().unwrap();
-    let c = Collector::start(dir.path()).await;
+    let (_dir, c) = Collector::temp().await;
     let (mut a, _) = c.agent("a", "a-boot").await;
     let (mut b, _) = c.agent("b", "b-boot").await;
     send_everything(&mut a, "a", "b").await;
@@ -186,22 +172,17 @@ async fn metrics_cover_two_nodes_and_pass_promtool() {
             (format!("boltwatch_interface_transmit_errors_total{ni}"), 2.0),
             (format!("boltwatch_interface_receive_drops_total{ni}"), 3.0),
             (format!("boltwatch_interface_transmit_drops_total{ni}"), 4.0),
-            (format!("boltwatch_interface_carrier{ni}"), 1.0),
+            (format!("boltwatch_link_up{ni}"), 1.0),
             (format!("boltwatch_temperature_celsius{{node=\"{node}\",sensor=\"cpu \\\"die\\\" 0\"}}"), 47.5),
             (format!("boltwatch_records_received_total{{node=\"{node}\",kind=\"rtt\"}}"), 2.0),
             (format!("boltwatch_records_duplicate_total{n}"), 0.0),
             (format!("boltwatch_agent_malformed_packets_total{n}"), 2.0),
             (format!("boltwatch_agent_dropped_records_total{n}"), 1.0),
         ];
-        for (series, want) in expect {
-            let got = metric(&body, &series).unwrap_or_else(|| panic!("missing {series}\n{body}"));
-            assert!(
-                (got - want).abs() <= want.abs() * 1e-12,
-                "{series}: {got} != {want}"
-            );
-        }
+        let expect: Vec<(&str, f64)> = expect.iter().map(|(s, v)| (s.as_str(), *v)).collect();
+        expect_metrics(&body, &expect);
         // The classic buckets: 80 us falls in the first bound >= 80 us.
-        let bounds = boltwatch_collector::export::prometheus::rtt_bounds();
+        let bounds = boltwatch_collector::export::histogram::rtt_bounds();
         let le80 = bounds.iter().find(|b| **b >= 80e-6).unwrap();
         let series = format!(
             "boltwatch_rtt_seconds_bucket{{node=\"{node}\",peer=\"{peer}\",le=\"{le80}\"}}"
@@ -242,34 +223,25 @@ async fn metrics_cover_two_nodes_and_pass_promtool() {
 /// Runs the real `promtool check metrics` on `body`; a missing promtool is
 /// a failure.
 fn promtool_check(body: &str) {
-    use std::io::Write;
-    let mut child = std::process::Command::new("promtool")
+    let dir = tempfile::tempdir().unwrap();
+    let scrape = dir.path().join("metrics.prom");
+    std::fs::write(&scrape, body).unwrap();
+    let out = std::process::Command::new("promtool")
         .args(["check", "metrics"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
+        .stdin(std::fs::File::open(&scrape).unwrap())
+        .output()
         .expect("promtool must be installed (apt-get install prometheus)");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(body.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr) + String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
-        "promtool check metrics failed ({}):\n{}{}\n--- body ---\n{body}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+        "promtool check metrics failed ({}):\n{said}\n--- body ---\n{body}",
+        out.status
     );
 }
 
 #[tokio::test]
 async fn garbage_connection_is_counted_and_agents_still_served() {
-    let dir = tempfile::tempdir().unwrap();
-    let c = Collector::start(dir.path()).await;
+    let (_dir, c) = Collector::temp().await;
     for garbage in [
         &b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"[..],
         &[0u8, 1, 2, 3, 0xff][..],
@@ -306,8 +278,7 @@ async fn garbage_connection_is_counted_and_agents_still_served() {
 
 #[tokio::test]
 async fn first_message_must_be_hello_and_foreign_nodes_are_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    let c = Collector::start(dir.path()).await;
+    let (_dir, c) = Collector::temp().await;
 
     let first_batch = agent_message::Msg::Batch(RecordBatch {
         records: seqs("a", "b1", 1..=2),
@@ -337,27 +308,19 @@ async fn first_message_must_be_hello_and_foreign_nodes_are_refused() {
 
     let recs = c.json("/api/v1/records").await;
     assert_eq!(recs["records"].as_array().unwrap().len(), 0, "{recs}");
-    let m = c.metrics().await;
-    assert_eq!(
-        metric(&m, "boltwatch_ingest_errors_total{kind=\"no_hello\"}"),
-        Some(1.0)
-    );
-    assert_eq!(
-        metric(&m, "boltwatch_ingest_errors_total{kind=\"node_mismatch\"}"),
-        Some(1.0)
-    );
-    assert_eq!(
-        metric(&m, "boltwatch_ingest_errors_total{kind=\"bad_hello\"}"),
-        Some(1.0)
-    );
-    assert_eq!(metric(&m, "boltwatch_store_records"), Some(0.0));
+    let expect = r#"
+        boltwatch_ingest_errors_total{kind="no_hello"} 1
+        boltwatch_ingest_errors_total{kind="node_mismatch"} 1
+        boltwatch_ingest_errors_total{kind="bad_hello"} 1
+        boltwatch_store_records 0
+    "#;
+    expect_exposition(&c.metrics().await, expect);
     c.stop().await;
 }
 
 #[tokio::test]
 async fn restart_keeps_records_and_watermarks() {
-    let dir = tempfile::tempdir().unwrap();
-    let c = Collector::start(dir.path()).await;
+    let (dir, c) = Collector::temp().await;
     let (mut a, _) = c.agent("a", "old").await;
     a.send(seqs("a", "old", 1..=5)).await.unwrap();
     drop(a);
@@ -371,9 +334,11 @@ async fn restart_keeps_records_and_watermarks() {
 
     let c = Collector::start(dir.path()).await;
     // Before the agent reconnects its series exist with agent_up 0.
-    let m = c.metrics().await;
-    assert_eq!(metric(&m, "boltwatch_agent_up{node=\"a\"}"), Some(0.0));
-    assert_eq!(metric(&m, "boltwatch_store_records"), Some(8.0));
+    let expect = [
+        ("boltwatch_agent_up{node=\"a\"}", 0.0),
+        ("boltwatch_store_records", 8.0),
+    ];
+    expect_metrics(&c.metrics().await, &expect);
     let mut hello = hello("a", "newest");
     hello.started_unix_ns += 1;
     let mut agent = Agent::open(c.grpc, hello).await.unwrap();
@@ -393,19 +358,14 @@ async fn restart_keeps_records_and_watermarks() {
         .map(|b| (b["boot_id"].as_str().unwrap(), b["gaps"].as_u64().unwrap()))
         .collect();
     assert_eq!(gaps, [("old", 0), ("new", 1), ("newest", 0)]);
-    let m = c.metrics().await;
-    assert_eq!(
-        metric(&m, "boltwatch_records_duplicate_total{node=\"a\"}"),
-        Some(1.0)
-    );
-    drop(agent);
+    let duplicates = [("boltwatch_records_duplicate_total{node=\"a\"}", 1.0)];
+    expect_metrics(&c.metrics().await, &duplicates);
     c.stop().await;
 }
 
 #[tokio::test]
 async fn unknown_payload_kinds_are_stored_verbatim() {
-    let dir = tempfile::tempdir().unwrap();
-    let c = Collector::start(dir.path()).await;
+    let (dir, c) = Collector::temp().await;
     // A record from a newer agent: envelope fields plus payload field 42.
     let mut raw = boltwatch_proto::v1::Record {
         node: "a".into(),

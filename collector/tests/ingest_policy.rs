@@ -1,95 +1,24 @@
-//! Issue 5 on a real in-process collector over real gRPC: bearer-token
-//! authentication, per-node permission, batch and rate limits, and a full
-//! store answering UNAVAILABLE without losing or acking anything.
+//! Ingest policy on a real in-process collector over real gRPC:
+//! bearer-token authentication, per-node permission, batch and rate limits,
+//! and a full store answering UNAVAILABLE without losing or acking
+//! anything.
 
 mod common;
 
 use std::net::SocketAddr;
 use std::path::Path;
-use std::time::Duration;
 
 use boltwatch_collector::ingest::auth::AuthTokens;
-use boltwatch_collector::{Config, Listeners};
+use boltwatch_collector::Config;
 use boltwatch_proto::v1::telemetry_client::TelemetryClient;
 use boltwatch_proto::v1::{agent_message, collector_message, AgentMessage, Record};
-use common::{agent_stats, hello, metric, record, Agent, WAIT};
-use tokio::sync::{mpsc, oneshot};
+use common::{agent_stats, hello, record, Agent, Collector, WAIT};
+use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::Code;
 
 const TOKEN_A: &str = "token-of-node-a-0123456789";
 const TOKEN_B: &str = "token-of-node-b-0123456789";
-
-struct Running {
-    grpc: SocketAddr,
-    http: SocketAddr,
-    stop: Option<oneshot::Sender<()>>,
-    task: tokio::task::JoinHandle<Result<(), boltwatch_collector::Error>>,
-}
-
-impl Running {
-    async fn start(dir: &Path, tune: impl FnOnce(&mut Config)) -> Running {
-        let grpc = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let http = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let (g, h) = (grpc.local_addr().unwrap(), http.local_addr().unwrap());
-        let mut config = Config {
-            data_dir: dir.to_path_buf(),
-            grpc_listen: g,
-            http_listen: h,
-            shutdown_grace: Duration::from_secs(2),
-            ..Config::default()
-        };
-        tune(&mut config);
-        let (tx, rx) = oneshot::channel::<()>();
-        let task = tokio::spawn(boltwatch_collector::run(
-            config,
-            Listeners { grpc, http },
-            async move {
-                let _ = rx.await;
-            },
-        ));
-        Running {
-            grpc: g,
-            http: h,
-            stop: Some(tx),
-            task,
-        }
-    }
-
-    async fn stop(mut self) {
-        let _ = self.stop.take().unwrap().send(());
-        let _ = tokio::time::timeout(WAIT, &mut self.task).await;
-    }
-
-    async fn text(&self, path: &str) -> String {
-        reqwest::get(format!("http://{}{}", self.http, path))
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap()
-    }
-
-    async fn stored(&self) -> u64 {
-        let v: serde_json::Value = serde_json::from_str(&self.text("/api/v1/nodes").await).unwrap();
-        v["nodes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .flat_map(|n| n["boots"].as_array().unwrap().iter())
-            .map(|b| b["records"].as_u64().unwrap())
-            .sum()
-    }
-
-    async fn errors(&self, kind: &str) -> f64 {
-        let m = self.text("/metrics").await;
-        metric(
-            &m,
-            &format!("boltwatch_ingest_errors_total{{kind=\"{kind}\"}}"),
-        )
-        .unwrap_or_else(|| panic!("no error series for {kind}:\n{m}"))
-    }
-}
 
 /// Opens a stream presenting `token` (if any) and sends `node`'s Hello.
 async fn open(addr: SocketAddr, token: Option<&str>, node: &str) -> Result<Agent, tonic::Status> {
@@ -141,7 +70,7 @@ fn with_auth(c: &mut Config) {
 #[tokio::test]
 async fn tokens_gate_who_may_speak_for_which_node() {
     let dir = tempfile::tempdir().unwrap();
-    let c = Running::start(dir.path(), with_auth).await;
+    let c = Collector::start_with(dir.path(), with_auth).await;
 
     let e = open(c.grpc, None, "a").await.err().expect("refused");
     assert_eq!(e.code(), Code::Unauthenticated, "{e:?}");
@@ -178,7 +107,7 @@ async fn tokens_gate_who_may_speak_for_which_node() {
 #[tokio::test]
 async fn without_a_token_table_everyone_is_accepted() {
     let dir = tempfile::tempdir().unwrap();
-    let c = Running::start(dir.path(), |_| {}).await;
+    let c = Collector::start_with(dir.path(), |_| {}).await;
     let mut a = open(c.grpc, None, "a").await.unwrap();
     assert_eq!(a.send(batch("a", 1..=2)).await.unwrap()[0].highest_seq, 2);
     drop(a);
@@ -188,7 +117,7 @@ async fn without_a_token_table_everyone_is_accepted() {
 #[tokio::test]
 async fn oversized_batches_and_rate_are_refused_with_resource_exhausted() {
     let dir = tempfile::tempdir().unwrap();
-    let c = Running::start(dir.path(), |c| {
+    let c = Collector::start_with(dir.path(), |c| {
         c.max_batch_records = 50;
         c.max_records_per_second = 10; // burst 50
     })
@@ -264,7 +193,7 @@ async fn full_store_answers_unavailable_and_acks_nothing_then_recovers() {
     let mnt = outer.path().join("mnt");
     std::fs::create_dir(&mnt).unwrap();
     let _fs = Tmpfs::mount(&mnt, "4m");
-    let c = Running::start(&mnt.join("data"), |_| {}).await;
+    let c = Collector::start_with(&mnt.join("data"), |_| {}).await;
     let mut a = open(c.grpc, None, "a").await.unwrap();
     assert_eq!(a.send(batch("a", 1..=10)).await.unwrap()[0].highest_seq, 10);
 

@@ -40,6 +40,19 @@ pub fn indexes_spanning(from_s: f64, to_s: f64) -> std::ops::RangeInclusive<i32>
     lo..=hi
 }
 
+/// Counts RTTs of `nanos` nanoseconds into sparse buckets, ascending by
+/// index, as an `RttSummary` carries them.
+pub fn sparse_buckets(nanos: impl IntoIterator<Item = u64>) -> Vec<crate::v1::HistogramBucket> {
+    let mut counts = std::collections::BTreeMap::<i32, u64>::new();
+    for n in nanos {
+        *counts.entry(bucket_index(n)).or_default() += 1;
+    }
+    counts
+        .into_iter()
+        .map(|(index, count)| crate::v1::HistogramBucket { index, count })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -62,6 +75,13 @@ mod tests {
             assert!(v <= upper_bound_seconds(i), "{nanos} above bucket {i}");
             assert!(v > upper_bound_seconds(i - 1), "{nanos} below bucket {i}");
         }
+    }
+
+    #[test]
+    fn sparse_buckets_count_per_index_in_order() {
+        let b = sparse_buckets([80_000, 1_000, 80_000]);
+        let got: Vec<_> = b.iter().map(|b| (b.index, b.count)).collect();
+        assert_eq!(got, [(bucket_index(1_000), 1), (bucket_index(80_000), 2)]);
     }
 
     #[test]

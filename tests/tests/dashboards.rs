@@ -20,8 +20,8 @@ use std::process::Command;
 
 use serde_json::Value;
 
-/// Every metric the product exposes (foundation, link truth, bandwidth and
-/// spool), as agreed in the metric contract. Histograms are listed in
+/// Every metric the product exposes (foundation, link truth and
+/// bandwidth), as agreed in the metric contract. Histograms are listed in
 /// [`HISTOGRAMS`] instead.
 const CONTRACT: &[&str] = &[
     // Foundation.
@@ -42,7 +42,6 @@ const CONTRACT: &[&str] = &[
     "boltwatch_interface_transmit_packets_total",
     "boltwatch_interface_transmit_errors_total",
     "boltwatch_interface_transmit_drops_total",
-    "boltwatch_interface_carrier",
     "boltwatch_temperature_celsius",
     "boltwatch_records_received_total",
     "boltwatch_agent_malformed_packets_total",
@@ -70,8 +69,6 @@ const CONTRACT: &[&str] = &[
     "boltwatch_bandwidth_test_failures_total",
     "boltwatch_bandwidth_retransmits_total",
     "boltwatch_interface_throughput_bits_per_second",
-    // Spool.
-    "boltwatch_spool_dropped_records_total",
 ];
 
 /// Classic histograms of the contract: queried as `_bucket`, `_sum`, `_count`.

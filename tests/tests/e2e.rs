@@ -22,7 +22,7 @@ const PER_LINK: &[&str] = &[
 const PER_INTERFACE: &[&str] = &[
     "boltwatch_interface_receive_bytes_total",
     "boltwatch_interface_transmit_bytes_total",
-    "boltwatch_interface_carrier",
+    "boltwatch_link_up",
 ];
 
 struct Pair {

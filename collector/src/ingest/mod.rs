@@ -30,17 +30,10 @@ use tokio::sync::{mpsc, watch};
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Status, Streaming};
 
-use crate::export::prometheus::MetricsState;
+use crate::export::agent::AgentInfo;
+use crate::export::SharedMetrics;
 use crate::store::{StoreHandle, Watermark};
 use raw::{RawAgentMessage, RawMsg, Responses};
-
-/// The metric state shared by ingest, the acceptor and `/metrics`.
-pub type SharedMetrics = Arc<Mutex<MetricsState>>;
-
-/// Locks the metric state; a panic elsewhere must not stop the exporter.
-pub fn lock(m: &SharedMetrics) -> std::sync::MutexGuard<'_, MetricsState> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
 
 /// How long a new stream may take to send its Hello.
 pub const HELLO_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
@@ -103,7 +96,7 @@ struct OpenStream {
 
 impl Drop for OpenStream {
     fn drop(&mut self) {
-        lock(&self.metrics).on_stream_closed(&self.node);
+        self.metrics.lock().on_stream_closed(&self.node);
         tracing::info!(node = %self.node, "agent stream closed");
     }
 }
@@ -138,7 +131,7 @@ impl Ingest {
     }
 
     fn fail(&self, kind: &'static str, status: Status) -> Status {
-        lock(&self.metrics).on_ingest_error(kind);
+        self.metrics.lock().on_ingest_error(kind);
         tracing::warn!(kind, message = status.message(), "ingest error");
         status
     }
@@ -227,11 +220,14 @@ impl Ingest {
             Ok(w) => w,
             Err(e) => return refuse("store", Status::unavailable(format!("store: {e}"))).await,
         };
-        {
-            let mut m = lock(&self.metrics);
-            m.on_hello(&hello.node, &hello.agent_version, &hello.os, &hello.boot_id);
-            m.on_hello_interfaces(&hello.node, &hello.interfaces);
-        }
+        let info = AgentInfo {
+            version: hello.agent_version.clone(),
+            os: hello.os.clone(),
+            boot_id: hello.boot_id.clone(),
+        };
+        self.metrics
+            .lock()
+            .on_hello(&hello.node, info, &hello.interfaces);
         let open = OpenStream {
             node: hello.node.clone(),
             metrics: self.metrics.clone(),
@@ -333,7 +329,7 @@ impl Ingest {
                 }
             };
             {
-                let mut m = lock(&self.metrics);
+                let mut m = self.metrics.lock();
                 m.on_commit(
                     node,
                     outcome.duplicates,

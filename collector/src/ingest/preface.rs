@@ -16,7 +16,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch, Semaphore};
 use tonic::transport::server::{Connected, TcpConnectInfo};
 
-use super::{lock, SharedMetrics};
+use crate::export::SharedMetrics;
 
 /// The HTTP/2 client connection preface (RFC 9113 section 3.4).
 pub const PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
@@ -162,7 +162,7 @@ pub async fn accept_loop(
                         Ok(Err(e)) => e.to_string(),
                         _ => "not an HTTP/2 preface".to_string(),
                     };
-                    lock(&metrics).on_malformed_connection();
+                    metrics.lock().on_malformed_connection();
                     tracing::info!(%peer, why, "closed malformed gRPC connection");
                 }
             }

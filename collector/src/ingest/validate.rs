@@ -4,11 +4,9 @@
 //! A batch is all-or-nothing: one bad record rejects the batch, so a
 //! misconfigured agent (wrong node name) never leaves half a batch behind.
 
-use boltwatch_proto::v1::record::Payload;
 use boltwatch_proto::v1::{Hello, Record};
 use prost::Message;
 
-use crate::export::prometheus::UNKNOWN_KIND;
 use crate::store::{HelloRow, NewRecord};
 
 /// Why a `Hello` or a batch was refused.
@@ -134,7 +132,7 @@ pub fn batch(node: &str, raws: Vec<Vec<u8>>) -> Result<Vec<Checked>, Invalid> {
                 unix_ns: record.unix_ns,
             });
         }
-        let kind = record.payload.as_ref().map_or(UNKNOWN_KIND, Payload::kind);
+        let kind = boltwatch_proto::record_kind(&record);
         out.push(Checked {
             new: NewRecord {
                 node: record.node.clone(),
@@ -153,7 +151,9 @@ pub fn batch(node: &str, raws: Vec<Vec<u8>>) -> Result<Vec<Checked>, Invalid> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use boltwatch_proto::v1::record::Payload;
     use boltwatch_proto::v1::AgentStats;
+    use boltwatch_proto::UNKNOWN_KIND;
 
     fn enc(node: &str, boot: &str, seq: u64) -> Vec<u8> {
         Record {

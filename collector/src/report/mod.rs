@@ -1,4 +1,4 @@
-//! Reports over stored records. [`summary`] holds the math (pure); the soak
-//! reports in Markdown, JSON and HTML build on it.
+//! Reports over stored records. [`summary`] holds the math (pure): per-link
+//! RTT, loss and thermal summaries, which the lab's closing table prints.
 
 pub mod summary;

@@ -239,14 +239,10 @@ pub fn render_table(links: &[LinkStats], sensors: &[SensorStats]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use boltwatch_proto::histogram::bucket_index;
-    use boltwatch_proto::v1::{HistogramBucket, TemperatureSensor};
+    use boltwatch_proto::histogram::sparse_buckets;
+    use boltwatch_proto::v1::TemperatureSensor;
 
     fn window(peer: &str, rtts: &[u64], lost: u64) -> RttSummary {
-        let mut buckets: BTreeMap<i32, u64> = BTreeMap::new();
-        for &r in rtts {
-            *buckets.entry(bucket_index(r)).or_default() += 1;
-        }
         RttSummary {
             peer: peer.into(),
             sent: rtts.len() as u64 + lost,
@@ -255,10 +251,7 @@ mod tests {
             min_ns: rtts.iter().copied().min().unwrap_or(0),
             max_ns: rtts.iter().copied().max().unwrap_or(0),
             sum_ns: rtts.iter().sum(),
-            buckets: buckets
-                .into_iter()
-                .map(|(index, count)| HistogramBucket { index, count })
-                .collect(),
+            buckets: sparse_buckets(rtts.iter().copied()),
             ..Default::default()
         }
     }

@@ -155,18 +155,21 @@ pub fn list_records(conn: &Connection, f: &RecordFilter) -> rusqlite::Result<Vec
     )?;
     let rows = stmt.query_map(
         params![f.node, f.kind, f.since_unix_ns as i64, f.limit as i64],
-        |r| {
-            Ok(StoredRecord {
-                node: r.get(0)?,
-                boot_id: r.get(1)?,
-                seq: r.get::<_, i64>(2)? as u64,
-                unix_ns: r.get::<_, i64>(3)? as u64,
-                kind: r.get(4)?,
-                raw: r.get(5)?,
-            })
-        },
+        stored_record,
     )?;
     rows.collect()
+}
+
+/// A row of `SELECT node, boot_id, seq, unix_ns, kind, record`.
+fn stored_record(r: &rusqlite::Row<'_>) -> rusqlite::Result<StoredRecord> {
+    Ok(StoredRecord {
+        node: r.get(0)?,
+        boot_id: r.get(1)?,
+        seq: r.get::<_, i64>(2)? as u64,
+        unix_ns: r.get::<_, i64>(3)? as u64,
+        kind: r.get(4)?,
+        raw: r.get(5)?,
+    })
 }
 
 /// Every record of payload `kind` (of `node`, if given), oldest first; for
@@ -182,16 +185,7 @@ pub fn records_of_kind(
          WHERE (?1 IS NULL OR node = ?1) AND kind = ?2
          ORDER BY unix_ns, node, boot_id, seq",
     )?;
-    let rows = stmt.query_map(params![node, kind], |r| {
-        Ok(StoredRecord {
-            node: r.get(0)?,
-            boot_id: r.get(1)?,
-            seq: r.get::<_, i64>(2)? as u64,
-            unix_ns: r.get::<_, i64>(3)? as u64,
-            kind: r.get(4)?,
-            raw: r.get(5)?,
-        })
-    })?;
+    let rows = stmt.query_map(params![node, kind], stored_record)?;
     rows.collect()
 }
 

@@ -8,13 +8,13 @@ use std::path::Path;
 use std::time::Duration;
 
 use boltwatch_collector::{Config, Listeners};
-use boltwatch_proto::histogram::bucket_index;
+use boltwatch_proto::histogram::sparse_buckets;
 use boltwatch_proto::v1::record::Payload;
 use boltwatch_proto::v1::telemetry_client::TelemetryClient;
 use boltwatch_proto::v1::{
     agent_message, collector_message, AgentMessage, AgentStats, BootWatermark, CollectorMessage,
-    Hello, HistogramBucket, InterfaceCounters, LinkEvent, Record, RecordBatch, RttSummary,
-    TemperatureSensor, ThermalReading,
+    Hello, InterfaceCounters, LinkEvent, Record, RecordBatch, RttSummary, TemperatureSensor,
+    ThermalReading,
 };
 use tokio::sync::{mpsc, oneshot};
 use tokio_stream::wrappers::ReceiverStream;
@@ -32,12 +32,25 @@ pub struct Collector {
 }
 
 impl Collector {
+    /// Starts a collector storing into a new temporary directory, which
+    /// lives as long as the returned guard.
+    pub async fn temp() -> (tempfile::TempDir, Collector) {
+        let dir = tempfile::tempdir().unwrap();
+        let c = Collector::start(dir.path()).await;
+        (dir, c)
+    }
+
     /// Starts a collector on `127.0.0.1:0` storing into `dir`.
     pub async fn start(dir: &Path) -> Collector {
+        Self::start_with(dir, |_| {}).await
+    }
+
+    /// [`Collector::start`] with the configuration changed by `tune`.
+    pub async fn start_with(dir: &Path, tune: impl FnOnce(&mut Config)) -> Collector {
         let grpc = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let http = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let (grpc_addr, http_addr) = (grpc.local_addr().unwrap(), http.local_addr().unwrap());
-        let config = Config {
+        let mut config = Config {
             data_dir: dir.to_path_buf(),
             grpc_listen: grpc_addr,
             http_listen: http_addr,
@@ -45,6 +58,7 @@ impl Collector {
             shutdown_grace: Duration::from_secs(5),
             ..Config::default()
         };
+        tune(&mut config);
         let (tx, rx) = oneshot::channel::<()>();
         let task = tokio::spawn(boltwatch_collector::run(
             config,
@@ -98,6 +112,21 @@ impl Collector {
         r.text().await.unwrap()
     }
 
+    /// Records stored over all nodes and boots, from `/api/v1/nodes`.
+    pub async fn stored(&self) -> u64 {
+        let v = self.json("/api/v1/nodes").await;
+        let nodes = v["nodes"].as_array().unwrap().iter();
+        let boots = nodes.flat_map(|n| n["boots"].as_array().unwrap().iter());
+        boots.map(|b| b["records"].as_u64().unwrap()).sum()
+    }
+
+    /// `boltwatch_ingest_errors_total{kind}`; the series must exist.
+    pub async fn errors(&self, kind: &str) -> f64 {
+        let m = self.metrics().await;
+        let series = format!("boltwatch_ingest_errors_total{{kind=\"{kind}\"}}");
+        metric(&m, &series).unwrap_or_else(|| panic!("no error series for {kind}:\n{m}"))
+    }
+
     /// Polls `/metrics` until `series` has `value` (bounded by [`WAIT`]).
     pub async fn wait_metric(&self, series: &str, value: f64) -> String {
         let deadline = tokio::time::Instant::now() + WAIT;
@@ -137,6 +166,29 @@ pub fn metric(body: &str, series: &str) -> Option<f64> {
             rest.parse().unwrap()
         })
     })
+}
+
+/// Asserts every `(series, value)` of `expect` in `body`, exactly or within
+/// float rounding.
+pub fn expect_metrics(body: &str, expect: &[(&str, f64)]) {
+    for (series, want) in expect {
+        let got = metric(body, series).unwrap_or_else(|| panic!("missing {series}\n{body}"));
+        let close = (got - want).abs() <= want.abs() * 1e-12;
+        assert!(close, "{series}: {got} != {want}");
+    }
+}
+
+/// [`expect_metrics`] with the expectations written as exposition lines,
+/// `series value`, one a line.
+pub fn expect_exposition(body: &str, expect: &str) {
+    let lines = expect.lines().map(str::trim).filter(|l| !l.is_empty());
+    let pairs: Vec<(&str, f64)> = lines
+        .map(|l| {
+            let (series, v) = l.rsplit_once(' ').expect("`series value`");
+            (series, v.parse().expect("a number"))
+        })
+        .collect();
+    expect_metrics(body, &pairs);
 }
 
 pub fn hello(node: &str, boot: &str) -> Hello {
@@ -260,10 +312,6 @@ pub fn agent_stats(malformed: u64, dropped: u64) -> Payload {
 
 /// An RTT window with the given replies (ns) and losses.
 pub fn rtt(peer: &str, window_start: u64, rtts_ns: &[u64], lost: u64) -> Payload {
-    let mut buckets = std::collections::BTreeMap::<i32, u64>::new();
-    for r in rtts_ns {
-        *buckets.entry(bucket_index(*r)).or_default() += 1;
-    }
     let mut sorted = rtts_ns.to_vec();
     sorted.sort();
     Payload::Rtt(RttSummary {
@@ -281,10 +329,7 @@ pub fn rtt(peer: &str, window_start: u64, rtts_ns: &[u64], lost: u64) -> Payload
         p99_ns: *sorted.last().unwrap(),
         mean_ns: sorted.iter().sum::<u64>() / sorted.len() as u64,
         sum_ns: sorted.iter().sum(),
-        buckets: buckets
-            .into_iter()
-            .map(|(index, count)| HistogramBucket { index, count })
-            .collect(),
+        buckets: sparse_buckets(rtts_ns.iter().copied()),
         ..Default::default()
     })
 }

@@ -1,0 +1,111 @@
+//! The collector's own health: records stored by node and payload kind,
+//! refused connections and streams, commit timings and the store's size.
+
+use std::collections::BTreeMap;
+
+use boltwatch_proto::v1::Record;
+
+use super::family::{families, labels, Exposition, Family};
+use super::histogram::CommitHistogram;
+use super::{Domain, Subjects};
+
+/// Labels of `boltwatch_ingest_errors_total`, all exported from the start.
+pub const INGEST_ERROR_KINDS: [&str; 10] = [
+    "no_hello",
+    "bad_hello",
+    "node_mismatch",
+    "invalid_record",
+    "store",
+    "transport",
+    // Refusals an agent retries or must fix (authentication, limits).
+    "unauthenticated",
+    "permission_denied",
+    "rate_limited",
+    "batch_too_large",
+];
+
+families! {
+    RECORDS_RECEIVED = Counter("boltwatch_records_received_total", "", &["node", "kind"], "Records newly stored, by producing node and payload kind.");
+    MALFORMED_CONNECTIONS = Counter("boltwatch_ingest_malformed_connections_total", "", labels::NONE, "Connections to the gRPC port that did not start with the HTTP/2 preface.");
+    INGEST_ERRORS = Counter("boltwatch_ingest_errors_total", "", &["kind"], "Agent streams or batches rejected or failed, by reason.");
+    COMMIT_SECONDS = Histogram("boltwatch_store_commit_seconds", "seconds", labels::NONE, "Time to store and commit one record batch.");
+    STORE_RECORDS = Gauge("boltwatch_store_records", "", labels::NONE, "Records held in the store.");
+}
+
+/// State behind the collector's own families.
+#[derive(Debug)]
+pub struct HealthMetrics {
+    records_received: BTreeMap<(String, &'static str), u64>,
+    malformed_connections: u64,
+    ingest_errors: BTreeMap<&'static str, u64>,
+    commit: CommitHistogram,
+    store_records: u64,
+}
+
+impl Default for HealthMetrics {
+    fn default() -> Self {
+        HealthMetrics {
+            records_received: BTreeMap::new(),
+            malformed_connections: 0,
+            ingest_errors: INGEST_ERROR_KINDS.iter().map(|k| (*k, 0)).collect(),
+            commit: CommitHistogram::default(),
+            store_records: 0,
+        }
+    }
+}
+
+impl HealthMetrics {
+    /// A batch was committed in `seconds`; the store holds `total_records`.
+    pub fn on_commit(&mut self, total_records: u64, seconds: f64) {
+        self.store_records = total_records;
+        self.commit.observe(seconds);
+    }
+
+    /// Sets the stored-records gauge.
+    pub fn set_store_records(&mut self, n: u64) {
+        self.store_records = n;
+    }
+
+    /// A connection without the HTTP/2 preface.
+    pub fn on_malformed_connection(&mut self) {
+        self.malformed_connections += 1;
+    }
+
+    /// An ingest failure of the given kind.
+    pub fn on_ingest_error(&mut self, kind: &'static str) {
+        *self.ingest_errors.entry(kind).or_default() += 1;
+    }
+}
+
+impl Domain for HealthMetrics {
+    fn apply(&mut self, r: &Record, _: &mut Subjects) {
+        let kind = boltwatch_proto::record_kind(r);
+        *self
+            .records_received
+            .entry((r.node.clone(), kind))
+            .or_default() += 1;
+    }
+
+    fn render(&self, e: &mut Exposition, _: &Subjects) {
+        e.family(
+            &RECORDS_RECEIVED,
+            self.records_received
+                .iter()
+                .map(|((node, kind), n)| ([node.as_str(), kind], *n)),
+        );
+        e.family(
+            &MALFORMED_CONNECTIONS,
+            [(labels::NONE, self.malformed_connections)],
+        );
+        e.family(
+            &INGEST_ERRORS,
+            self.ingest_errors.iter().map(|(k, n)| ([*k], *n)),
+        );
+        e.histograms(&COMMIT_SECONDS, [(labels::NONE, self.commit.buckets())]);
+        e.family(&STORE_RECORDS, [(labels::NONE, self.store_records)]);
+    }
+
+    fn families(&self) -> &'static [Family] {
+        FAMILIES
+    }
+}

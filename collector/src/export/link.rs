@@ -1,0 +1,240 @@
+//! Links and interfaces (`link_event`, `counters` and `path` records, and
+//! the interfaces of each `Hello`): the kernel's interface counters and the
+//! throughput between two readings, carrier, carrier losses, speed and
+//! kind, and whether the route to each peer leaves through the expected
+//! interface.
+//!
+//! Decisions, so the numbers can be read without the code:
+//! - `boltwatch_link_up` is the newest carrier observation, from link
+//!   events and from the counters' carrier (when the OS knew it),
+//!   whichever is newer by agent time.
+//! - `boltwatch_link_down_events_total` counts, per agent boot, the larger
+//!   of (a) the growth of the kernel's `carrier_down_count` seen in link
+//!   events and counters (max minus min, so late replays cannot double
+//!   count) and (b) the carrier-down link events that were not the startup
+//!   sighting. (a) still counts flaps the kernel merged into one
+//!   notification; (b) covers platforms without a kernel count (macOS).
+//!   The sum over boots starts at 0 when the collector starts.
+//! - Speed and kind come from the node's `Hello` first; a counters reading
+//!   with a known speed replaces the speed.
+
+use std::collections::BTreeMap;
+
+use boltwatch_proto::v1::record::Payload;
+use boltwatch_proto::v1::{Interface, InterfaceCounters, LinkEventSource, Record};
+
+use super::family::{families, labels, pair, Exposition, Family, Newest};
+use super::rate::CounterRate;
+use super::{Domain, NodePeer, Subjects};
+
+use labels::NODE_INTERFACE as NI;
+
+/// A kernel interface counter, named after its [`InterfaceCounters`] field.
+macro_rules! kernel {
+    ($field:literal) => {
+        concat!("boltwatch_interface_", $field, "_total")
+    };
+    (help $what:literal) => {
+        concat!($what, ", the kernel's counter as read by the agent.")
+    };
+}
+
+families! {
+    RX_BYTES = Counter(kernel!("receive_bytes"), "bytes", NI, kernel!(help "Bytes received"));
+    TX_BYTES = Counter(kernel!("transmit_bytes"), "bytes", NI, kernel!(help "Bytes transmitted"));
+    RX_PACKETS = Counter(kernel!("receive_packets"), "", NI, kernel!(help "Packets received"));
+    TX_PACKETS = Counter(kernel!("transmit_packets"), "", NI, kernel!(help "Packets transmitted"));
+    RX_ERRORS = Counter(kernel!("receive_errors"), "", NI, kernel!(help "Receive errors"));
+    TX_ERRORS = Counter(kernel!("transmit_errors"), "", NI, kernel!(help "Transmit errors"));
+    RX_DROPS = Counter(kernel!("receive_drops"), "", NI, kernel!(help "Received packets dropped"));
+    TX_DROPS = Counter(kernel!("transmit_drops"), "", NI, kernel!(help "Packets dropped on transmit"));
+    THROUGHPUT = Gauge("boltwatch_interface_throughput_bits_per_second", "bits_per_second", &["node", "interface", "direction"], "Interface throughput between the last two counter readings.");
+    UP = Gauge("boltwatch_link_up", "", NI, "1 when the interface has carrier, from link events and counters, newest observation.");
+    DOWN_EVENTS = Counter("boltwatch_link_down_events_total", "", NI, "Carrier losses of the interface: the kernel's carrier_down_count growth or the down events seen, whichever is larger, summed over agent boots.");
+    SPEED = Gauge("boltwatch_link_speed_bits_per_second", "bits_per_second", NI, "Link speed of the interface as reported by the OS or Thunderbolt discovery.");
+    INFO = Gauge("boltwatch_link_info", "", &["node", "interface", "kind", "generation"], "Interface kind and Thunderbolt generation from the agent's discovery; always 1.");
+    PATH_OK = Gauge("boltwatch_path_ok", "", labels::NODE_PEER, "1 when the route to the peer leaves through the expected interface.");
+}
+
+/// The kernel's interface counters, in [`InterfaceCounters`] field order.
+const COUNTERS: [Family; 8] = [
+    RX_BYTES, TX_BYTES, RX_PACKETS, TX_PACKETS, RX_ERRORS, TX_ERRORS, RX_DROPS, TX_DROPS,
+];
+
+type NodeIf = (String, String);
+
+#[derive(Debug, Default)]
+struct DownCount {
+    /// Smallest and largest kernel `carrier_down_count` seen in this boot.
+    kernel: Option<(u64, u64)>,
+    /// Carrier-down link events that were not startup sightings.
+    events: u64,
+}
+
+impl DownCount {
+    fn widen(&mut self, v: u64) {
+        self.kernel = Some(match self.kernel {
+            Some((lo, hi)) => (lo.min(v), hi.max(v)),
+            None => (v, v),
+        });
+    }
+
+    fn total(&self) -> u64 {
+        let k = self.kernel.map_or(0, |(lo, hi)| hi - lo);
+        k.max(self.events)
+    }
+}
+
+/// Kind and generation from discovery.
+#[derive(Debug, Clone)]
+struct Discovered {
+    kind: String,
+    generation: String,
+}
+
+#[derive(Debug, Default)]
+struct Iface {
+    counters: Newest<[u64; 8]>,
+    rate: CounterRate,
+    up: Newest<bool>,
+    /// Per agent boot id.
+    downs: BTreeMap<String, DownCount>,
+    speed: Newest<u64>,
+    info: Option<Discovered>,
+}
+
+/// State behind the link and interface families.
+#[derive(Debug, Default)]
+pub struct LinkMetrics {
+    interfaces: BTreeMap<NodeIf, Iface>,
+    paths: BTreeMap<NodePeer, Newest<bool>>,
+}
+
+impl LinkMetrics {
+    fn iface(&mut self, node: &str, name: &str) -> &mut Iface {
+        self.interfaces
+            .entry((node.to_owned(), name.to_owned()))
+            .or_default()
+    }
+
+    /// The interfaces of a node's `Hello`: their series exist from now on,
+    /// with the speed and kind the agent discovered.
+    pub fn on_hello_interfaces(&mut self, node: &str, interfaces: &[Interface]) {
+        for i in interfaces {
+            let s = self.iface(node, &i.name);
+            s.info = Some(Discovered {
+                kind: i.kind.clone(),
+                generation: i.generation.clone(),
+            });
+            if i.speed_bits_per_second > 0 {
+                // The Hello has no time of its own; any counter reading wins.
+                s.speed.seed(i.speed_bits_per_second);
+            }
+        }
+    }
+
+    fn counters(&mut self, r: &Record, c: &InterfaceCounters) {
+        let s = self.iface(&r.node, &c.interface);
+        let values = [
+            c.receive_bytes,
+            c.transmit_bytes,
+            c.receive_packets,
+            c.transmit_packets,
+            c.receive_errors,
+            c.transmit_errors,
+            c.receive_drops,
+            c.transmit_drops,
+        ];
+        s.counters.update(r.unix_ns, values);
+        s.rate
+            .update(r.unix_ns, [c.receive_bytes, c.transmit_bytes]);
+        if c.carrier_known {
+            s.up.update(r.unix_ns, c.carrier);
+        }
+        if c.speed_bits_per_second > 0 {
+            s.speed.update(r.unix_ns, c.speed_bits_per_second);
+        }
+        let d = s.downs.entry(r.boot_id.clone()).or_default();
+        d.widen(c.carrier_down_count);
+    }
+}
+
+impl Domain for LinkMetrics {
+    fn apply(&mut self, r: &Record, subjects: &mut Subjects) {
+        match &r.payload {
+            Some(Payload::LinkEvent(e)) => {
+                let s = self.iface(&r.node, &e.interface);
+                s.up.update(r.unix_ns, e.carrier);
+                let d = s.downs.entry(r.boot_id.clone()).or_default();
+                d.widen(e.carrier_down_count);
+                let startup = e.source == LinkEventSource::Startup as i32;
+                if !e.carrier && !startup {
+                    d.events += 1;
+                }
+            }
+            Some(Payload::Counters(c)) => self.counters(r, c),
+            Some(Payload::Path(p)) => {
+                let key = (r.node.clone(), p.peer.clone());
+                self.paths
+                    .entry(key.clone())
+                    .or_default()
+                    .update(r.unix_ns, p.ok);
+                subjects.peers.insert(key);
+            }
+            _ => {}
+        }
+    }
+
+    fn render(&self, e: &mut Exposition, _: &Subjects) {
+        let ifs = &self.interfaces;
+        for (i, f) in COUNTERS.iter().enumerate() {
+            e.family(
+                f,
+                ifs.iter()
+                    .filter_map(|(k, s)| Some((pair(k), s.counters.get()?[i]))),
+            );
+        }
+        e.family(
+            &THROUGHPUT,
+            ifs.iter().flat_map(|((n, i), s)| {
+                let (n, i) = (n.as_str(), i.as_str());
+                let rates = s.rate.bits_per_second();
+                rates
+                    .into_iter()
+                    .flat_map(move |[rx, tx]| [([n, i, "receive"], rx), ([n, i, "transmit"], tx)])
+            }),
+        );
+        e.family(
+            &UP,
+            ifs.iter()
+                .filter_map(|(k, s)| Some((pair(k), *s.up.get()?))),
+        );
+        e.family(
+            &DOWN_EVENTS,
+            ifs.iter()
+                .map(|(k, s)| (pair(k), s.downs.values().map(DownCount::total).sum::<u64>())),
+        );
+        e.family(
+            &SPEED,
+            ifs.iter()
+                .filter_map(|(k, s)| Some((pair(k), *s.speed.get()?))),
+        );
+        e.family(
+            &INFO,
+            ifs.iter().filter_map(|((n, i), s)| {
+                let d = s.info.as_ref()?;
+                Some(([n.as_str(), i, &d.kind, &d.generation], 1u64))
+            }),
+        );
+        e.family(
+            &PATH_OK,
+            self.paths
+                .iter()
+                .filter_map(|((n, p), ok)| Some(([n.as_str(), p.as_str()], *ok.get()?))),
+        );
+    }
+
+    fn families(&self) -> &'static [Family] {
+        FAMILIES
+    }
+}

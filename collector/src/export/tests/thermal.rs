@@ -1,0 +1,52 @@
+//! Temperatures and throttling.
+
+use super::*;
+use boltwatch_proto::v1::{TemperatureSensor, ThermalReading, Throttle};
+
+fn thermal(celsius: f64, throttle: Option<(bool, f64)>) -> Payload {
+    Payload::Thermal(ThermalReading {
+        sensors: vec![TemperatureSensor {
+            name: "cpu".into(),
+            celsius,
+            ..Default::default()
+        }],
+        throttle: throttle.map(|(throttled, ratio)| Throttle {
+            throttled,
+            pressure_level: u32::from(throttled),
+            cpu_frequency_ratio: ratio,
+            throttle_events: 0,
+            source: "thermal_throttle".into(),
+        }),
+    })
+}
+
+#[test]
+fn newest_temperature_wins() {
+    let mut m = Metrics::new();
+    m.apply_record(&rec("a", "b", 2, 200, thermal(55.5, None)));
+    m.apply_record(&rec("a", "b", 1, 100, thermal(40.0, None)));
+    let cpu = "boltwatch_temperature_celsius{node=\"a\",sensor=\"cpu\"}";
+    assert_eq!(value(&m, cpu).as_deref(), Some("55.5"));
+    let text = m.render();
+    assert!(
+        !text.contains("boltwatch_thermal_throttled{"),
+        "no signal, no series"
+    );
+    let kind = "boltwatch_records_received_total{node=\"a\",kind=\"thermal\"}";
+    assert_eq!(sample(&text, kind).as_deref(), Some("2"));
+}
+
+#[test]
+fn throttle_follows_the_newest_reading_and_ratio_zero_is_unknown() {
+    let mut m = Metrics::new();
+    m.apply_record(&rec("a", "b1", 1, 1, thermal(70.0, Some((true, 0.0)))));
+    let throttled = "boltwatch_thermal_throttled{node=\"a\"}";
+    let pressure = "boltwatch_thermal_pressure_level{node=\"a\"}";
+    let ratio = "boltwatch_cpu_frequency_ratio{node=\"a\"}";
+    assert_eq!(value(&m, throttled).as_deref(), Some("1"));
+    assert_eq!(value(&m, pressure).as_deref(), Some("1"));
+    assert_eq!(value(&m, ratio), None, "0 is unknown");
+    m.apply_record(&rec("a", "b1", 2, 2, thermal(60.0, Some((false, 0.5)))));
+    assert_eq!(value(&m, throttled).as_deref(), Some("0"));
+    assert_eq!(value(&m, ratio).as_deref(), Some("0.5"));
+}
