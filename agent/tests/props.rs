@@ -3,8 +3,12 @@
 //! (whatever a crash left on disk), and the config and token-file parsers
 //! (whatever an operator typed). None may panic; config errors always name
 //! the file and a line.
+//!
+//! The cases come from a fixed seed and `props.proptest-regressions` is
+//! replayed first (see `boltwatch_common::proptest_seed`); README "Tests"
+//! says how to explore with random seeds.
 
-use boltwatch_agent::config::{self, Config, Overrides, RawConfig};
+use boltwatch_agent::config::{self, Config, Flags};
 use boltwatch_agent::spool::segment;
 use boltwatch_agent::stamp::packet::{
     ErrorEstimate, NtpTimestamp, ReflectorPacket, SenderPacket, PACKET_LEN,
@@ -21,15 +25,28 @@ const KEYS: &[&str] = &[
     "sysfs_root",
     "counters_interval",
     "thermal_interval",
-    "spool_dir",
-    "spool_max_bytes",
+    "dir",
+    "max_bytes",
     "token_file",
     "interface",
     "log_format",
-    "services",
-    "service_interval",
+    "tcp",
+    "interval",
     "outage_after_missing",
+    "enabled",
+    "duration",
+    "streams",
+    "duty_cycle",
     "bogus",
+];
+
+const SECTIONS: &[&str] = &[
+    "[peers]",
+    "[spool]",
+    "[services]",
+    "[bandwidth]",
+    "[bandwidth.peers]",
+    "[bogus]",
 ];
 
 const VALUES: &[&str] = &[
@@ -65,7 +82,7 @@ fn line() -> impl Strategy<Value = String> {
         "[a-z_\\[\\]=\" #0-9.]{0,30}",
         any::<String>(),
         Just(String::new()),
-        Just("[peers]".to_string()),
+        prop::sample::select(SECTIONS).prop_map(str::to_string),
     ]
 }
 
@@ -84,7 +101,7 @@ fn located(msg: &str, file: &str) -> usize {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(512))]
+    #![proptest_config(boltwatch_common::proptest_seed::config(512))]
 
     #[test]
     fn stamp_decode_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..128)) {
@@ -139,11 +156,8 @@ proptest! {
 
     #[test]
     fn config_text_never_panics_and_errors_name_file_and_line(t in text()) {
-        let built = RawConfig::from_toml("agent.toml", &t).and_then(|raw| {
-            Config::build(
-                Some(("agent.toml".into(), t.clone(), raw)),
-                Overrides { node: Some("n".into()), ..Default::default() },
-            )
+        let built = Config::parse("agent.toml", &t).and_then(|doc| {
+            Config::build(Some(&doc), &Flags::from_pairs(&[("node", "n")]))
         });
         if let Err(e) = built {
             let line = located(&e.to_string(), "agent.toml");
@@ -157,5 +171,16 @@ proptest! {
             let line = located(&e.to_string(), "token");
             prop_assert!(line >= 1);
         }
+    }
+}
+
+/// The input proptest found (issue 12): the parser places the error at the
+/// end of the text, after its only newline; the error must still name
+/// line 1.
+#[test]
+fn unterminated_multiline_string_at_the_end_names_line_1() {
+    for t in ["_=\"\"\"\n", "\"\"\"\n"] {
+        let e = Config::parse("agent.toml", t).unwrap_err().to_string();
+        assert_eq!(located(&e, "agent.toml"), 1, "{e}");
     }
 }
