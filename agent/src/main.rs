@@ -120,7 +120,7 @@ fn main() -> ExitCode {
 const EXIT_CONFIG: u8 = 78;
 
 fn run_cmd(args: RunArgs) -> ExitCode {
-    let config = match load_config(&args) {
+    let (config, renamed) = match load_config(&args) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("boltwatch-agent: config error: {e}");
@@ -128,6 +128,9 @@ fn run_cmd(args: RunArgs) -> ExitCode {
         }
     };
     log::init(config.log_format, "info");
+    for note in renamed {
+        tracing::warn!("{note}");
+    }
     match serve(config) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -137,13 +140,15 @@ fn run_cmd(args: RunArgs) -> ExitCode {
     }
 }
 
-fn load_config(args: &RunArgs) -> Result<Config, config::ConfigError> {
+/// The checked config, and notes about keys given by an earlier name (to
+/// log once logging is up).
+fn load_config(args: &RunArgs) -> Result<(Config, Vec<String>), config::ConfigError> {
     let file = args.config.as_deref().map(config::load_file).transpose()?;
     let mut c = Config::build(file.as_ref(), &args.flags)?;
     if let Some(p) = &c.token_file {
         c.token = Some(config::read_token(p)?);
     }
-    Ok(c)
+    Ok((c, file.map(|f| f.renamed).unwrap_or_default()))
 }
 
 fn serve(config: Config) -> anyhow::Result<()> {

@@ -60,6 +60,20 @@ mod tests {
     use super::*;
 
     #[test]
+    fn one_filter_variable_then_rust_log_then_the_default() {
+        // The only test in this crate that touches these variables.
+        std::env::remove_var(FILTER_VAR);
+        std::env::remove_var("RUST_LOG");
+        assert_eq!(filter_directives("warn"), "warn");
+        std::env::set_var("RUST_LOG", "debug");
+        assert_eq!(filter_directives("warn"), "debug");
+        std::env::set_var(FILTER_VAR, "trace,h2=warn");
+        assert_eq!(filter_directives("warn"), "trace,h2=warn");
+        std::env::remove_var(FILTER_VAR);
+        std::env::remove_var("RUST_LOG");
+    }
+
+    #[test]
     fn formats_parse() {
         assert_eq!("json".parse::<LogFormat>(), Ok(LogFormat::Json));
         assert_eq!(" text".parse::<LogFormat>(), Ok(LogFormat::Text));

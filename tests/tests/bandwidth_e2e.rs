@@ -133,7 +133,7 @@ fn agent(bed: &TestBed, dir: &std::path::Path, c: &Collector, node: usize) -> Pr
     // the short schedule run throughout the test.
     std::fs::write(
         &config,
-        "[bandwidth]\nstreams = 2\nduty_cycle = 0.9\n[services]\ntcp = []\n",
+        "bandwidth_streams = 2\nbandwidth_duty_cycle = 0.9\nservices = []\n",
     )
     .unwrap();
     let host = bed.node(node).host_addr;

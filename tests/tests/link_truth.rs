@@ -378,7 +378,7 @@ fn stopped_service_listener_is_a_service_outage() {
     const PORT: u16 = 8080;
     let opts = AgentOptions {
         extra: vec![vec!["--service".into(), format!("web={PORT}")]],
-        config: "[services]\ninterval = \"200ms\"\n".into(),
+        config: "service_interval = \"200ms\"\n".into(),
         ..Default::default()
     };
     let c = Cluster::start(2, &opts);

@@ -3,7 +3,9 @@
 //! test keeps the two equal.
 //!
 //! Sections group what belongs together: `[spool]`, `[services]`,
-//! `[bandwidth]` (with `[bandwidth.peers]`); the rest is top level.
+//! `[bandwidth]` (with `[bandwidth.peers]`); the rest is top level. The
+//! flat names these keys had before the sections (`spool_dir`,
+//! `bandwidth_listen`, ...) are still accepted, with a note in the log.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
@@ -137,7 +139,8 @@ pub const KEYS: &[K] = &[
     })
     .flag("spool-dir", "DIR")
     .default(DEFAULT_SPOOL_DIR)
-    .default_doc("/var/lib/boltwatch/spool/<node>"),
+    .default_doc("/var/lib/boltwatch/spool/<node>")
+    .was("spool_dir"),
     K::new(
         "spool.max_bytes",
         "spool cap; oldest dropped and counted beyond it",
@@ -147,7 +150,8 @@ pub const KEYS: &[K] = &[
         },
     )
     .flag("spool-max-bytes", "N")
-    .default("1073741824"),
+    .default("1073741824")
+    .was("spool_max_bytes"),
     K::new(
         "services.tcp",
         "TCP service `NAME=PORT` checked on every peer",
@@ -162,7 +166,8 @@ pub const KEYS: &[K] = &[
     )
     .repeated("service", "NAME=PORT")
     .off("no-services", "[]", "check no services")
-    .default("ssh=22"),
+    .default("ssh=22")
+    .was("services"),
     K::new(
         "services.interval",
         "time between service checks",
@@ -171,7 +176,8 @@ pub const KEYS: &[K] = &[
             Ok(())
         },
     )
-    .default("5s"),
+    .default("5s")
+    .was("service_interval"),
     K::new(
         "bandwidth.enabled",
         "run the bandwidth server and scheduled tests",
@@ -181,7 +187,8 @@ pub const KEYS: &[K] = &[
         },
     )
     .off("no-bandwidth", "false", "no server, no scheduled tests")
-    .default("true"),
+    .default("true")
+    .was("bandwidth_enabled"),
     K::new(
         "bandwidth.listen",
         "iperf3-compatible bandwidth server",
@@ -191,7 +198,8 @@ pub const KEYS: &[K] = &[
         },
     )
     .flag("bandwidth-listen", "ADDR")
-    .default("0.0.0.0:5202"),
+    .default("0.0.0.0:5202")
+    .was("bandwidth_listen"),
     K::new(
         "bandwidth.interval",
         "time between tests of each peer (jittered)",
@@ -201,7 +209,8 @@ pub const KEYS: &[K] = &[
         },
     )
     .flag("bandwidth-interval", "D")
-    .default("5m"),
+    .default("5m")
+    .was("bandwidth_interval"),
     K::new(
         "bandwidth.duration",
         "length of each test (whole seconds)",
@@ -215,12 +224,14 @@ pub const KEYS: &[K] = &[
         },
     )
     .flag("bandwidth-duration", "D")
-    .default("10s"),
+    .default("10s")
+    .was("bandwidth_duration"),
     K::new("bandwidth.streams", "parallel TCP streams", |c, v| {
         c.bandwidth_streams = v.int(1..=128)? as u32;
         Ok(())
     })
-    .default("4"),
+    .default("4")
+    .was("bandwidth_streams"),
     K::new(
         "bandwidth.duty_cycle",
         "at most this share of wall time in tests",
@@ -229,7 +240,8 @@ pub const KEYS: &[K] = &[
             Ok(())
         },
     )
-    .default("0.05"),
+    .default("0.05")
+    .was("bandwidth_duty_cycle"),
     K::new(
         "bandwidth.peers",
         "a peer's bandwidth server, `NAME = \"ADDR\"`",
@@ -248,7 +260,8 @@ pub const KEYS: &[K] = &[
             Ok(())
         },
     )
-    .default_doc("peer's IP, our port"),
+    .default_doc("peer's IP, our port")
+    .was("bandwidth_peers"),
 ];
 
 /// Placeholders every key's default overwrites (see

@@ -88,9 +88,32 @@ fn unknown_key_names_file_key_and_line() {
         .to_string();
     assert!(e.starts_with("agent.toml:2:"), "{e}");
     assert!(e.contains("probe_intervall"), "{e}");
-    // The old flat spelling of a sectioned key is unknown, with its line.
-    let e = parse("\nspool_dir = \"/s\"\n").unwrap_err().to_string();
-    assert_eq!(e, "agent.toml:2: key `spool_dir`: unknown key");
+    let e = parse("[spool]\ndirectory = \"/s\"\n")
+        .unwrap_err()
+        .to_string();
+    assert_eq!(e, "agent.toml:2: key `spool.directory`: unknown key");
+}
+
+#[test]
+fn flat_names_from_before_the_sections_still_work_and_are_noted() {
+    let text = "services = []\nservice_interval = \"1s\"\nspool_dir = \"/s\"\n\
+                bandwidth_streams = 2\n[bandwidth_peers]\nb = \"10.0.0.2:7000\"\n\
+                [peers]\nb = \"10.0.0.2:862\"\n";
+    let doc = Config::parse("agent.toml", text).unwrap();
+    assert_eq!(doc.renamed.len(), 5, "{:?}", doc.renamed);
+    assert!(
+        doc.renamed.contains(
+            &"agent.toml:3: key `spool_dir` is now `spool.dir`; the old name still works".into()
+        ),
+        "{:?}",
+        doc.renamed
+    );
+    let c = Config::build(Some(&doc), &Flags::default()).unwrap();
+    assert!(c.services.is_empty());
+    assert_eq!(c.service_interval, Duration::from_secs(1));
+    assert_eq!(c.spool_dir, PathBuf::from("/s"));
+    assert_eq!(c.bandwidth_streams, 2);
+    assert_eq!(c.bandwidth_peers["b"], "10.0.0.2:7000".parse().unwrap());
 }
 
 #[test]

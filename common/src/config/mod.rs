@@ -60,6 +60,9 @@ pub struct Key<C: 'static> {
     pub default_doc: Option<&'static str>,
     /// Help text: one line, lower case, no final period.
     pub help: &'static str,
+    /// The key's earlier name, still accepted (with a note) so deployed
+    /// files keep working.
+    pub was: Option<&'static str>,
     /// Validates and stores a value.
     pub set: Setter<C>,
 }
@@ -76,8 +79,15 @@ impl<C> Key<C> {
             default: "",
             default_doc: None,
             help,
+            was: None,
             set,
         }
+    }
+
+    /// The key's earlier (flat) name, still accepted.
+    pub const fn was(mut self, old: &'static str) -> Self {
+        self.was = Some(old);
+        self
     }
 
     /// Adds a flag `--flag VALUE`.
@@ -143,6 +153,9 @@ pub struct Document {
     pub name: String,
     /// Key index into [`Schema::keys`], value and 1-based line.
     pub entries: Vec<(usize, Value, usize)>,
+    /// Keys given by an earlier name: `file:line: ...` notes to log once
+    /// logging is up.
+    pub renamed: Vec<String>,
 }
 
 impl Document {
@@ -157,6 +170,7 @@ impl Document {
         let mut doc = Document {
             name: name.to_string(),
             entries: Vec::new(),
+            renamed: Vec::new(),
         };
         doc.walk::<C>("", table.get_ref(), text)?;
         Ok(doc)
@@ -190,20 +204,31 @@ impl Document {
             let section = format!("{path}.");
             let is_section = C::keys().iter().any(|d| d.key.starts_with(&section));
             match v.get_ref() {
-                DeValue::Table(t) if is_section => self.walk::<C>(&path, t, text)?,
-                _ => {
-                    return Err(ConfigError::Invalid {
-                        file: self.name.clone(),
-                        line,
-                        key: path,
-                        message: if is_section {
-                            "is a section; expected a table".into()
-                        } else {
-                            "unknown key".into()
-                        },
-                    })
+                DeValue::Table(t) if is_section => {
+                    self.walk::<C>(&path, t, text)?;
+                    continue;
                 }
+                _ => {}
             }
+            if let Some(i) = C::keys().iter().position(|d| d.was == Some(&path)) {
+                self.renamed.push(format!(
+                    "{}:{line}: key `{path}` is now `{}`; the old name still works",
+                    self.name,
+                    C::keys()[i].key
+                ));
+                self.entries.push((i, Value::from_toml(v.get_ref()), line));
+                continue;
+            }
+            return Err(ConfigError::Invalid {
+                file: self.name.clone(),
+                line,
+                key: path,
+                message: if is_section {
+                    "is a section; expected a table".into()
+                } else {
+                    "unknown key".into()
+                },
+            });
         }
         Ok(())
     }

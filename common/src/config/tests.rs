@@ -36,6 +36,7 @@ const KEYS: &[K] = &[
         c.port = v.int(1..=65535)?;
         Ok(())
     })
+    .was("port")
     .default("80"),
 ];
 
@@ -169,4 +170,16 @@ fn clap_flags_parse_into_values() {
     assert!(cmd
         .try_get_matches_from(["t", "--name", "x", "--no-names"])
         .is_err());
+}
+
+#[test]
+fn an_earlier_name_still_works_and_is_noted() {
+    let doc = Document::parse::<Demo>("f.toml", "\nport = 8\n").unwrap();
+    assert_eq!(
+        doc.renamed,
+        ["f.toml:2: key `port` is now `part.port`; the old name still works"]
+    );
+    assert_eq!(build::<Demo>(Some(&doc), &Flags::default()).unwrap().port, 8);
+    let e = parse("port = 0\n", &[]).unwrap_err().to_string();
+    assert_eq!(e, "f.toml:1: key `part.port`: 0 is outside 1..65535");
 }
