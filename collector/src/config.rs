@@ -12,7 +12,9 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use boltwatch_common::config::{self as common, Document, Key, Schema};
+use boltwatch_common::config::{
+    self as common, log_format_key, Document, HasLogFormat, Key, Schema,
+};
 pub use boltwatch_common::config::{line_of, ConfigError};
 pub use boltwatch_common::log::LogFormat;
 
@@ -76,12 +78,7 @@ pub const KEYS: &[K] = &[
     })
     .flag("data-dir", "DIR")
     .default("./boltwatch-data"),
-    K::new("log_format", "`text` or `json`", |c, v| {
-        c.log_format = v.str()?.parse::<LogFormat>()?;
-        Ok(())
-    })
-    .flag("log-format", "F")
-    .default("text"),
+    log_format_key(),
     K::new(
         "auth_tokens",
         "`NODE TOKEN` lines, `#` comments; agents must present `authorization: Bearer TOKEN` for their node",
@@ -141,6 +138,12 @@ pub const KEYS: &[K] = &[
     )
     .default("20000"),
 ];
+
+impl HasLogFormat for Config {
+    fn log_format_mut(&mut self) -> &mut LogFormat {
+        &mut self.log_format
+    }
+}
 
 impl Schema for Config {
     fn keys() -> &'static [K] {

@@ -12,9 +12,15 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use boltwatch_common::config::{Key, Origin, Where};
+use boltwatch_common::config::{log_format_key, Key, Origin, Where};
 
 use super::{parse, Config, ConfigError, LogFormat, DEFAULT_SPOOL_DIR};
+
+impl boltwatch_common::config::HasLogFormat for Config {
+    fn log_format_mut(&mut self) -> &mut LogFormat {
+        &mut self.log_format
+    }
+}
 
 type K = Key<Config>;
 
@@ -88,12 +94,7 @@ pub const KEYS: &[K] = &[
     })
     .flag("interface", "IF")
     .default_doc("discovered"),
-    K::new("log_format", "`text` or `json`", |c, v| {
-        c.log_format = v.str()?.parse::<LogFormat>()?;
-        Ok(())
-    })
-    .flag("log-format", "F")
-    .default("text"),
+    log_format_key(),
     K::new(
         "token_file",
         "bearer token for the collector's `--auth-tokens`",

@@ -133,6 +133,23 @@ impl<C> Key<C> {
     }
 }
 
+/// A configuration with a log format, for the one `log_format` key both
+/// binaries share ([`log_format_key`]).
+pub trait HasLogFormat {
+    /// The field the key sets.
+    fn log_format_mut(&mut self) -> &mut crate::log::LogFormat;
+}
+
+/// The `log_format` key and `--log-format` flag, the same in every binary.
+pub const fn log_format_key<C: HasLogFormat>() -> Key<C> {
+    Key::new("log_format", "`text` or `json`", |c: &mut C, v| {
+        *c.log_format_mut() = v.str()?.parse()?;
+        Ok(())
+    })
+    .flag("log-format", "F")
+    .default("text")
+}
+
 /// A configuration struct described by a key table.
 pub trait Schema: Sized + 'static {
     /// The key table.

@@ -179,7 +179,10 @@ fn an_earlier_name_still_works_and_is_noted() {
         doc.renamed,
         ["f.toml:2: key `port` is now `part.port`; the old name still works"]
     );
-    assert_eq!(build::<Demo>(Some(&doc), &Flags::default()).unwrap().port, 8);
+    assert_eq!(
+        build::<Demo>(Some(&doc), &Flags::default()).unwrap().port,
+        8
+    );
     let e = parse("port = 0\n", &[]).unwrap_err().to_string();
     assert_eq!(e, "f.toml:1: key `part.port`: 0 is outside 1..65535");
 }
