@@ -304,9 +304,10 @@ impl<C: Schema> Where<'_, C> {
                 key: key.into(),
                 message,
             },
+            // No line says it; line 1 of a file, 0 for flags alone.
             Origin::Default => ConfigError::Invalid {
                 file: self.file.into(),
-                line: 1,
+                line: usize::from(self.file != FLAGS),
                 key: key.into(),
                 message: format!("{message} (with its default)"),
             },
