@@ -5,7 +5,7 @@
 //! the file and a line.
 //!
 //! The cases come from a fixed seed and `props.proptest-regressions` is
-//! replayed first (see `boltwatch_common::proptest_seed`); README "Tests"
+//! replayed first (see `boltwatch_common::testing`); README "Tests"
 //! says how to explore with random seeds.
 
 use boltwatch_agent::config::{self, Config, Flags};
@@ -13,6 +13,7 @@ use boltwatch_agent::spool::segment;
 use boltwatch_agent::stamp::packet::{
     ErrorEstimate, NtpTimestamp, ReflectorPacket, SenderPacket, PACKET_LEN,
 };
+use boltwatch_common::testing::{error_line, proptest_config};
 use proptest::prelude::*;
 
 const KEYS: &[&str] = &[
@@ -90,18 +91,8 @@ fn text() -> impl Strategy<Value = String> {
     prop::collection::vec(line(), 0..8).prop_map(|l| l.join("\n"))
 }
 
-/// `FILE:LINE: ...` with LINE a number; returns LINE.
-fn located(msg: &str, file: &str) -> usize {
-    let rest = msg
-        .strip_prefix(&format!("{file}:"))
-        .unwrap_or_else(|| panic!("error does not name {file}: {msg}"));
-    let n = rest.split(':').next().unwrap();
-    n.parse()
-        .unwrap_or_else(|_| panic!("error has no line number: {msg}"))
-}
-
 proptest! {
-    #![proptest_config(boltwatch_common::proptest_seed::config(512))]
+    #![proptest_config(proptest_config(512))]
 
     #[test]
     fn stamp_decode_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..128)) {
@@ -160,7 +151,7 @@ proptest! {
             Config::build(Some(&doc), &Flags::from_pairs(&[("node", "n")]))
         });
         if let Err(e) = built {
-            let line = located(&e.to_string(), "agent.toml");
+            let line = error_line(&e.to_string(), "agent.toml");
             prop_assert!(line >= 1 && line <= t.lines().count().max(1), "{} in\n{}", e, t);
         }
     }
@@ -168,7 +159,7 @@ proptest! {
     #[test]
     fn token_file_never_panics(t in text()) {
         if let Err(e) = config::parse_token("token", &t) {
-            let line = located(&e.to_string(), "token");
+            let line = error_line(&e.to_string(), "token");
             prop_assert!(line >= 1);
         }
     }
@@ -181,6 +172,6 @@ proptest! {
 fn unterminated_multiline_string_at_the_end_names_line_1() {
     for t in ["_=\"\"\"\n", "\"\"\"\n"] {
         let e = Config::parse("agent.toml", t).unwrap_err().to_string();
-        assert_eq!(located(&e, "agent.toml"), 1, "{e}");
+        assert_eq!(error_line(&e, "agent.toml"), 1, "{e}");
     }
 }

@@ -4,13 +4,14 @@
 //! (whatever an operator typed). None may panic; errors name file and line.
 //!
 //! The cases come from a fixed seed and `props.proptest-regressions` is
-//! replayed first (see `boltwatch_common::proptest_seed`); README "Tests"
+//! replayed first (see `boltwatch_common::testing`); README "Tests"
 //! says how to explore with random seeds.
 
 use boltwatch_collector::config::{Config, Flags};
 use boltwatch_collector::ingest::auth::AuthTokens;
 use boltwatch_collector::ingest::raw::{RawAgentMessage, RawMsg};
 use boltwatch_collector::ingest::validate;
+use boltwatch_common::testing::{error_line, proptest_config};
 use boltwatch_proto::v1::record::Payload;
 use boltwatch_proto::v1::{AgentStats, Record};
 use proptest::prelude::*;
@@ -62,17 +63,6 @@ fn text() -> impl Strategy<Value = String> {
     prop::collection::vec(line(), 0..8).prop_map(|l| l.join("\n"))
 }
 
-fn located(msg: &str, file: &str) -> usize {
-    let rest = msg
-        .strip_prefix(&format!("{file}:"))
-        .unwrap_or_else(|| panic!("error does not name {file}: {msg}"));
-    rest.split(':')
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap_or_else(|_| panic!("error has no line number: {msg}"))
-}
-
 fn record(node: &str, seq: u64) -> Vec<u8> {
     Record {
         node: node.into(),
@@ -85,7 +75,7 @@ fn record(node: &str, seq: u64) -> Vec<u8> {
 }
 
 proptest! {
-    #![proptest_config(boltwatch_common::proptest_seed::config(512))]
+    #![proptest_config(proptest_config(512))]
 
     #[test]
     fn raw_message_decode_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..256)) {
@@ -115,7 +105,7 @@ proptest! {
         let built = Config::parse("collector.toml", &t)
             .and_then(|doc| Config::build(Some(&doc), &Flags::default()));
         if let Err(e) = built {
-            let line = located(&e.to_string(), "collector.toml");
+            let line = error_line(&e.to_string(), "collector.toml");
             prop_assert!(line >= 1 && line <= t.lines().count().max(1), "{} in\n{}", e, t);
         }
     }
@@ -123,7 +113,7 @@ proptest! {
     #[test]
     fn auth_file_never_panics_and_errors_name_a_line(t in text()) {
         if let Err(e) = AuthTokens::parse("tokens", &t) {
-            let line = located(&e.to_string(), "tokens");
+            let line = error_line(&e.to_string(), "tokens");
             prop_assert!(line <= t.lines().count());
         }
     }
@@ -136,6 +126,6 @@ proptest! {
 fn unterminated_multiline_string_at_the_end_names_line_1() {
     for t in ["_=\"\"\"\n", "\"\"\"\n"] {
         let e = Config::parse("collector.toml", t).unwrap_err().to_string();
-        assert_eq!(located(&e, "collector.toml"), 1, "{e}");
+        assert_eq!(error_line(&e, "collector.toml"), 1, "{e}");
     }
 }

@@ -7,12 +7,14 @@
 //! - [`log`]: [`log::LogFormat`] and the one log setup (`BOLTWATCH_LOG`).
 //! - [`signal`]: the SIGINT/SIGTERM shutdown future.
 //! - [`clock`]: realtime unix nanoseconds.
+//! - `testing` (feature `testing`): the seeded proptest config and
+//!   error-location helpers of the property tests.
 #![deny(missing_docs)]
 
 pub mod clock;
 pub mod config;
 pub mod duration;
 pub mod log;
-#[cfg(feature = "proptest")]
-pub mod proptest_seed;
 pub mod signal;
+#[cfg(feature = "testing")]
+pub mod testing;

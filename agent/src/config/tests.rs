@@ -14,6 +14,10 @@ fn with_flags(text: &str, flags: &[(&str, &str)]) -> Result<Config, ConfigError>
     Config::build(Some(&doc), &Flags::from_pairs(flags))
 }
 
+fn err(text: &str) -> String {
+    parse(text).unwrap_err().to_string()
+}
+
 #[test]
 fn full_file_parses() {
     let c = parse(
@@ -75,22 +79,16 @@ fn peers_as_table() {
 
 #[test]
 fn bad_duration_names_file_key_and_line() {
-    let e = parse("node = \"a\"\n\nprobe_interval = \"fast\"\n")
-        .unwrap_err()
-        .to_string();
+    let e = err("node = \"a\"\n\nprobe_interval = \"fast\"\n");
     assert!(e.starts_with("agent.toml:3: key `probe_interval`"), "{e}");
 }
 
 #[test]
 fn unknown_key_names_file_key_and_line() {
-    let e = parse("node = \"a\"\nprobe_intervall = \"1s\"\n")
-        .unwrap_err()
-        .to_string();
+    let e = err("node = \"a\"\nprobe_intervall = \"1s\"\n");
     assert!(e.starts_with("agent.toml:2:"), "{e}");
     assert!(e.contains("probe_intervall"), "{e}");
-    let e = parse("[spool]\ndirectory = \"/s\"\n")
-        .unwrap_err()
-        .to_string();
+    let e = err("[spool]\ndirectory = \"/s\"\n");
     assert_eq!(e, "agent.toml:2: key `spool.directory`: unknown key");
 }
 
@@ -118,17 +116,13 @@ fn flat_names_from_before_the_sections_still_work_and_are_noted() {
 
 #[test]
 fn wrong_type_names_key_and_line() {
-    let e = parse("node = \"a\"\n[spool]\nmax_bytes = \"many\"\n")
-        .unwrap_err()
-        .to_string();
+    let e = err("node = \"a\"\n[spool]\nmax_bytes = \"many\"\n");
     assert!(e.starts_with("agent.toml:3: key `spool.max_bytes`"), "{e}");
 }
 
 #[test]
 fn bad_peer_address_names_line() {
-    let e = parse("node = \"a\"\npeers = [\"b=10.0.0.2\"]\n")
-        .unwrap_err()
-        .to_string();
+    let e = err("node = \"a\"\npeers = [\"b=10.0.0.2\"]\n");
     assert!(e.starts_with("agent.toml:2: key `peers`"), "{e}");
 }
 
@@ -164,9 +158,7 @@ fn spool_and_token_keys() {
     assert_eq!(c.spool_dir, PathBuf::from("/s"));
     assert_eq!(c.spool_max_bytes, 2 << 20);
     assert_eq!(c.token_file, Some(PathBuf::from("/t")));
-    let e = parse("node = \"m\"\n[spool]\nmax_bytes = 10\n")
-        .unwrap_err()
-        .to_string();
+    let e = err("node = \"m\"\n[spool]\nmax_bytes = 10\n");
     assert!(e.starts_with("agent.toml:3: key `spool.max_bytes`"), "{e}");
     let c = with_flags("", &[("node", "m"), ("spool-dir", "/x")]).unwrap();
     assert_eq!(c.spool_dir, PathBuf::from("/x"));
@@ -207,9 +199,7 @@ fn services_parse_and_empty_list_disables() {
         }
     );
     assert!(parse("[services]\ntcp = []\n").unwrap().services.is_empty());
-    let e = parse("\n[services]\ntcp = [\"ssh\"]\n")
-        .unwrap_err()
-        .to_string();
+    let e = err("\n[services]\ntcp = [\"ssh\"]\n");
     assert!(e.starts_with("agent.toml:3: key `services.tcp`"), "{e}");
     let c = with_flags("", &[("service", "a=1"), ("service", "b=2")]).unwrap();
     assert_eq!(c.services.len(), 2);
@@ -260,9 +250,7 @@ fn bandwidth_keys_flags_and_peer_addresses() {
 #[test]
 fn infeasible_bandwidth_schedules_name_the_key_that_was_set() {
     // 1 % of 10 minutes (6 s) cannot hold a 10 s test.
-    let e = parse("\n[bandwidth]\nduty_cycle = 0.01\n")
-        .unwrap_err()
-        .to_string();
+    let e = err("\n[bandwidth]\nduty_cycle = 0.01\n");
     assert!(
         e.starts_with("agent.toml:3: key `bandwidth.duty_cycle`"),
         "{e}"
@@ -276,14 +264,10 @@ fn infeasible_bandwidth_schedules_name_the_key_that_was_set() {
         e.starts_with("<flags>:0: key `--bandwidth-interval`"),
         "{e}"
     );
-    let e = parse("[bandwidth.peers]\nzz = \"10.0.0.9:5202\"\n")
-        .unwrap_err()
-        .to_string();
+    let e = err("[bandwidth.peers]\nzz = \"10.0.0.9:5202\"\n");
     assert!(e.starts_with("agent.toml:1: key `bandwidth.peers`"), "{e}");
     assert!(e.contains("`zz` is not one of the peers"), "{e}");
-    let e = parse("\n[bandwidth]\nstreams = 0\n")
-        .unwrap_err()
-        .to_string();
+    let e = err("\n[bandwidth]\nstreams = 0\n");
     assert!(
         e.starts_with("agent.toml:3: key `bandwidth.streams`"),
         "{e}"

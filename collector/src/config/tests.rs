@@ -7,6 +7,10 @@ fn parse(text: &str) -> Result<Config, ConfigError> {
     Config::build(Some(&doc), &Flags::default())
 }
 
+fn err(text: &str) -> String {
+    parse(text).unwrap_err().to_string()
+}
+
 #[test]
 fn full_file_parses() {
     let c = parse(
@@ -56,47 +60,39 @@ fn empty_file_gives_defaults() {
 
 #[test]
 fn bad_address_names_file_line_and_key() {
-    let e = parse("log_format = \"text\"\n\nhttp_listen = \"localhost\"\n")
-        .unwrap_err()
-        .to_string();
+    let e = err("log_format = \"text\"\n\nhttp_listen = \"localhost\"\n");
     assert!(e.starts_with("collector.toml:3: key `http_listen`"), "{e}");
 }
 
 #[test]
 fn unknown_key_names_line_and_key() {
-    let e = parse("grpc_listen = \"127.0.0.1:1\"\ndatadir = \"x\"\n")
-        .unwrap_err()
-        .to_string();
+    let e = err("grpc_listen = \"127.0.0.1:1\"\ndatadir = \"x\"\n");
     assert!(e.starts_with("collector.toml:2:"), "{e}");
     assert!(e.contains("datadir"), "{e}");
 }
 
 #[test]
 fn wrong_type_names_line() {
-    let e = parse("max_message_bytes = \"big\"\n")
-        .unwrap_err()
-        .to_string();
+    let e = err("max_message_bytes = \"big\"\n");
     assert!(e.starts_with("collector.toml:1:"), "{e}");
 }
 
 #[test]
 fn unterminated_string_at_the_end_names_a_line_the_file_has() {
     // The proptest finding of issue 12, as the collector reports it.
-    let e = parse("_=\"\"\"\n").unwrap_err().to_string();
+    let e = err("_=\"\"\"\n");
     assert!(e.starts_with("collector.toml:1: "), "{e}");
-    let e = parse("\"\"\"\n").unwrap_err().to_string();
+    let e = err("\"\"\"\n");
     assert!(e.starts_with("collector.toml:1: "), "{e}");
 }
 
 #[test]
 fn out_of_range_values_rejected() {
-    let e = parse("preface_timeout = \"1ms\"\n")
-        .unwrap_err()
-        .to_string();
+    let e = err("preface_timeout = \"1ms\"\n");
     assert!(e.contains("key `preface_timeout`"), "{e}");
-    let e = parse("max_message_bytes = 10\n").unwrap_err().to_string();
+    let e = err("max_message_bytes = 10\n");
     assert!(e.contains("key `max_message_bytes`"), "{e}");
-    let e = parse("log_format = \"xml\"\n").unwrap_err().to_string();
+    let e = err("log_format = \"xml\"\n");
     assert!(e.contains("key `log_format`"), "{e}");
 }
 
