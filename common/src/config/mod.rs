@@ -12,6 +12,12 @@
 //! Rules that span keys (a peer named in `[bandwidth.peers]` must be a
 //! peer) and defaults computed from other keys live in
 //! [`Schema::finish`], which reports at the key's origin through [`Where`].
+//! A key that moved keeps its old name in [`Key::was`]: still accepted, and
+//! noted in [`Document::renamed`] for the binary to log.
+//!
+//! Adding a key: one entry in the table, its field in the struct (and in
+//! `blank`), and the README table, which the README test prints when it
+//! differs.
 
 mod error;
 mod flags;
