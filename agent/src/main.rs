@@ -10,11 +10,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use boltwatch_agent::config::{self, Config, LogFormat, Overrides};
+use boltwatch_agent::config::{self, Config};
 use boltwatch_agent::health::Health;
 use boltwatch_agent::run::{self, Listeners};
 use boltwatch_agent::stamp::ping::{self, PingOptions};
 use boltwatch_agent::stamp::spawn_reflector;
+use boltwatch_common::log::{self, LogFormat};
+use boltwatch_common::signal::shutdown_signal;
 use clap::{Parser, Subcommand};
 
 mod cli_bandwidth;
@@ -42,67 +44,15 @@ enum Command {
     BandwidthServer(BandwidthServerArgs),
 }
 
-/// Flags of `run`; each overrides the same key of the config file.
+/// Flags of `run`: the config file, and one flag per key that has one
+/// (defined with the key in `config::keys`); flags override the file.
 #[derive(Debug, clap::Args)]
 struct RunArgs {
     /// TOML config file (see agent.example.toml).
     #[arg(long)]
     config: Option<PathBuf>,
-    /// This node's name (default: the host name).
-    #[arg(long)]
-    node: Option<String>,
-    /// Collector gRPC URL (default http://127.0.0.1:50071).
-    #[arg(long)]
-    collector: Option<String>,
-    /// STAMP reflector listen address (default 0.0.0.0:862).
-    #[arg(long)]
-    listen: Option<String>,
-    /// A peer to probe, NAME=IP:PORT; repeatable.
-    #[arg(long = "peer", value_name = "NAME=ADDR")]
-    peers: Vec<String>,
-    /// Time between probes to each peer (default 100ms).
-    #[arg(long)]
-    probe_interval: Option<String>,
-    /// A probe unanswered after this is lost (default 1s).
-    #[arg(long)]
-    probe_timeout: Option<String>,
-    /// Root of sysfs (default /sys; tests point it at a fixture tree).
-    #[arg(long)]
-    sysfs_root: Option<PathBuf>,
-    /// Probe through this interface instead of the discovered one.
-    #[arg(long)]
-    interface: Option<String>,
-    /// Log format: text or json.
-    #[arg(long)]
-    log_format: Option<String>,
-    /// A TCP service to check on every peer, NAME=PORT; repeatable
-    /// (default ssh=22).
-    #[arg(long = "service", value_name = "NAME=PORT")]
-    services: Vec<String>,
-    /// Check no services.
-    #[arg(long, conflicts_with = "services")]
-    no_services: bool,
-    /// Durable spool directory (default /var/lib/boltwatch/spool).
-    #[arg(long)]
-    spool_dir: Option<PathBuf>,
-    /// Spool cap in bytes (default 1 GiB).
-    #[arg(long)]
-    spool_max_bytes: Option<u64>,
-    /// File with the bearer token for the collector.
-    #[arg(long)]
-    token_file: Option<PathBuf>,
-    /// Bandwidth server listen address (default 0.0.0.0:5202).
-    #[arg(long)]
-    bandwidth_listen: Option<String>,
-    /// Time between bandwidth tests of each peer (default 5m).
-    #[arg(long)]
-    bandwidth_interval: Option<String>,
-    /// Length of each bandwidth test, whole seconds (default 10s).
-    #[arg(long)]
-    bandwidth_duration: Option<String>,
-    /// Run no bandwidth tests and no bandwidth server.
-    #[arg(long)]
-    no_bandwidth: bool,
+    #[command(flatten)]
+    flags: config::Flags,
 }
 
 /// `boltwatch-agent ping ADDR[:PORT] [-c N] [-i INTERVAL] [-W TIMEOUT]`.
@@ -140,19 +90,19 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => return run_cmd(*args),
         Command::Ping(args) => {
-            init_tracing_with(LogFormat::Text, "warn");
+            log::init(LogFormat::Text, "warn");
             ping_cmd(args)
         }
         Command::Reflect(args) => {
-            init_tracing_with(LogFormat::Text, "info");
+            log::init(LogFormat::Text, "info");
             reflect_cmd(args)
         }
         Command::Bandwidth(args) => {
-            init_tracing_with(LogFormat::Text, "warn");
+            log::init(LogFormat::Text, "warn");
             cli_bandwidth::bandwidth_cmd(args).map(|()| ExitCode::SUCCESS)
         }
         Command::BandwidthServer(args) => {
-            init_tracing_with(LogFormat::Text, "info");
+            log::init(LogFormat::Text, "info");
             cli_bandwidth::bandwidth_server_cmd(args).map(|()| ExitCode::SUCCESS)
         }
     };
@@ -165,16 +115,22 @@ fn main() -> ExitCode {
     }
 }
 
+/// EX_CONFIG (78) from sysexits.h: bad configuration, nothing was started.
+/// The service units do not restart on it (`RestartPreventExitStatus`).
+const EXIT_CONFIG: u8 = 78;
+
 fn run_cmd(args: RunArgs) -> ExitCode {
-    let config = match load_config(&args) {
+    let (config, renamed) = match load_config(&args) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("boltwatch-agent: config error: {e}");
-            // EX_USAGE: bad configuration, nothing was started.
-            return ExitCode::from(64);
+            return ExitCode::from(EXIT_CONFIG);
         }
     };
-    init_tracing(config.log_format);
+    log::init(config.log_format, "info");
+    for note in renamed {
+        tracing::warn!("{note}");
+    }
     match serve(config) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -184,40 +140,15 @@ fn run_cmd(args: RunArgs) -> ExitCode {
     }
 }
 
-fn load_config(args: &RunArgs) -> Result<Config, config::ConfigError> {
-    let file = match &args.config {
-        Some(p) => Some(config::load_file(p)?),
-        None => None,
-    };
-    Config::build(
-        file,
-        Overrides {
-            node: args.node.clone(),
-            collector: args.collector.clone(),
-            listen: args.listen.clone(),
-            peers: args.peers.clone(),
-            probe_interval: args.probe_interval.clone(),
-            probe_timeout: args.probe_timeout.clone(),
-            sysfs_root: args.sysfs_root.clone(),
-            interface: args.interface.clone(),
-            log_format: args.log_format.clone(),
-            services: args.services.clone(),
-            no_services: args.no_services,
-            spool_dir: args.spool_dir.clone(),
-            spool_max_bytes: args.spool_max_bytes,
-            token_file: args.token_file.clone(),
-            bandwidth_listen: args.bandwidth_listen.clone(),
-            bandwidth_interval: args.bandwidth_interval.clone(),
-            bandwidth_duration: args.bandwidth_duration.clone(),
-            no_bandwidth: args.no_bandwidth,
-        },
-    )
-    .and_then(|mut c| {
-        if let Some(p) = &c.token_file {
-            c.token = Some(config::read_token(p)?);
-        }
-        Ok(c)
-    })
+/// The checked config, and notes about keys given by an earlier name (to
+/// log once logging is up).
+fn load_config(args: &RunArgs) -> Result<(Config, Vec<String>), config::ConfigError> {
+    let file = args.config.as_deref().map(config::load_file).transpose()?;
+    let mut c = Config::build(file.as_ref(), &args.flags)?;
+    if let Some(p) = &c.token_file {
+        c.token = Some(config::read_token(p)?);
+    }
+    Ok((c, file.map(|f| f.renamed).unwrap_or_default()))
 }
 
 fn serve(config: Config) -> anyhow::Result<()> {
@@ -234,36 +165,6 @@ fn serve(config: Config) -> anyhow::Result<()> {
         tracing::info!(boot_id = %stopped.boot_id, last_seq = stopped.last_seq, undelivered = stopped.undelivered, "agent stopped");
         Ok(())
     })
-}
-
-/// Resolves on SIGINT or SIGTERM (launchd and systemd stop with SIGTERM).
-async fn shutdown_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut term = match signal(SignalKind::terminate()) {
-        Ok(s) => s,
-        Err(_) => return std::future::pending().await,
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
-    }
-}
-
-fn init_tracing(format: LogFormat) {
-    init_tracing_with(format, "info");
-}
-
-/// Logs to stderr; `BOLTWATCH_LOG` (an `EnvFilter`) overrides `default`.
-fn init_tracing_with(format: LogFormat, default: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("BOLTWATCH_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    match format {
-        LogFormat::Json => builder.json().init(),
-        LogFormat::Text => builder.init(),
-    }
 }
 
 fn ping_cmd(args: PingArgs) -> anyhow::Result<ExitCode> {

@@ -44,10 +44,6 @@ impl Sink {
     }
 }
 
-/// The realtime clock in unix nanoseconds.
-pub fn now_unix_ns() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0)
-}
+/// The realtime clock in unix nanoseconds (kept here for the callers that
+/// import it from the sink).
+pub use boltwatch_common::clock::now_unix_ns;

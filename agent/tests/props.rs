@@ -3,12 +3,17 @@
 //! (whatever a crash left on disk), and the config and token-file parsers
 //! (whatever an operator typed). None may panic; config errors always name
 //! the file and a line.
+//!
+//! The cases come from a fixed seed and `props.proptest-regressions` is
+//! replayed first (see `boltwatch_common::testing`); README "Tests"
+//! says how to explore with random seeds.
 
-use boltwatch_agent::config::{self, Config, Overrides, RawConfig};
+use boltwatch_agent::config::{self, Config, Flags};
 use boltwatch_agent::spool::segment;
 use boltwatch_agent::stamp::packet::{
     ErrorEstimate, NtpTimestamp, ReflectorPacket, SenderPacket, PACKET_LEN,
 };
+use boltwatch_common::testing::{error_line, proptest_config};
 use proptest::prelude::*;
 
 const KEYS: &[&str] = &[
@@ -21,15 +26,28 @@ const KEYS: &[&str] = &[
     "sysfs_root",
     "counters_interval",
     "thermal_interval",
-    "spool_dir",
-    "spool_max_bytes",
+    "dir",
+    "max_bytes",
     "token_file",
     "interface",
     "log_format",
-    "services",
-    "service_interval",
+    "tcp",
+    "interval",
     "outage_after_missing",
+    "enabled",
+    "duration",
+    "streams",
+    "duty_cycle",
     "bogus",
+];
+
+const SECTIONS: &[&str] = &[
+    "[peers]",
+    "[spool]",
+    "[services]",
+    "[bandwidth]",
+    "[bandwidth.peers]",
+    "[bogus]",
 ];
 
 const VALUES: &[&str] = &[
@@ -65,7 +83,7 @@ fn line() -> impl Strategy<Value = String> {
         "[a-z_\\[\\]=\" #0-9.]{0,30}",
         any::<String>(),
         Just(String::new()),
-        Just("[peers]".to_string()),
+        prop::sample::select(SECTIONS).prop_map(str::to_string),
     ]
 }
 
@@ -73,18 +91,8 @@ fn text() -> impl Strategy<Value = String> {
     prop::collection::vec(line(), 0..8).prop_map(|l| l.join("\n"))
 }
 
-/// `FILE:LINE: ...` with LINE a number; returns LINE.
-fn located(msg: &str, file: &str) -> usize {
-    let rest = msg
-        .strip_prefix(&format!("{file}:"))
-        .unwrap_or_else(|| panic!("error does not name {file}: {msg}"));
-    let n = rest.split(':').next().unwrap();
-    n.parse()
-        .unwrap_or_else(|_| panic!("error has no line number: {msg}"))
-}
-
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(512))]
+    #![proptest_config(proptest_config(512))]
 
     #[test]
     fn stamp_decode_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..128)) {
@@ -139,14 +147,11 @@ proptest! {
 
     #[test]
     fn config_text_never_panics_and_errors_name_file_and_line(t in text()) {
-        let built = RawConfig::from_toml("agent.toml", &t).and_then(|raw| {
-            Config::build(
-                Some(("agent.toml".into(), t.clone(), raw)),
-                Overrides { node: Some("n".into()), ..Default::default() },
-            )
+        let built = Config::parse("agent.toml", &t).and_then(|doc| {
+            Config::build(Some(&doc), &Flags::from_pairs(&[("node", "n")]))
         });
         if let Err(e) = built {
-            let line = located(&e.to_string(), "agent.toml");
+            let line = error_line(&e.to_string(), "agent.toml");
             prop_assert!(line >= 1 && line <= t.lines().count().max(1), "{} in\n{}", e, t);
         }
     }
@@ -154,8 +159,19 @@ proptest! {
     #[test]
     fn token_file_never_panics(t in text()) {
         if let Err(e) = config::parse_token("token", &t) {
-            let line = located(&e.to_string(), "token");
+            let line = error_line(&e.to_string(), "token");
             prop_assert!(line >= 1);
         }
+    }
+}
+
+/// The input proptest found (issue 12): the parser places the error at the
+/// end of the text, after its only newline; the error must still name
+/// line 1.
+#[test]
+fn unterminated_multiline_string_at_the_end_names_line_1() {
+    for t in ["_=\"\"\"\n", "\"\"\"\n"] {
+        let e = Config::parse("agent.toml", t).unwrap_err().to_string();
+        assert_eq!(error_line(&e, "agent.toml"), 1, "{e}");
     }
 }

@@ -14,8 +14,6 @@
 //! - [`api`] and [`dto`]: the `/api/v1` JSON routes and their shapes.
 //! - [`http`]: the axum server for `/metrics`, `/healthz` and `/api/v1`.
 //! - [`report`]: report math over stored records (lab table, soak reports).
-//! - [`lab`]: `boltwatch-collector lab`, a collector and N agents on
-//!   loopback in one process.
 //!
 //! # Restarts
 //! Records, boots and watermarks live in the store and survive a restart
@@ -26,7 +24,7 @@
 //! `boltwatch_agent_info` series back from the store at startup.
 //!
 //! [`run`] takes already-bound listeners and a shutdown future, so tests and
-//! the `lab` command bind port 0 and stop it at will.
+//! the lab (`boltwatch-lab`) bind port 0 and stop it at will.
 #![deny(missing_docs)]
 
 pub mod api;
@@ -36,7 +34,6 @@ pub mod error;
 pub mod export;
 pub mod http;
 pub mod ingest;
-pub mod lab;
 pub mod report;
 pub mod store;
 

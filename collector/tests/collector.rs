@@ -436,7 +436,7 @@ async fn unknown_payload_kinds_are_stored_verbatim() {
 }
 
 #[test]
-fn bad_config_exits_64_naming_file_line_and_key() {
+fn bad_config_exits_78_naming_file_line_and_key() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = dir.path().join("collector.toml");
     std::fs::write(&cfg, "data_dir = \"/tmp/x\"\nhttp_listen = \"nowhere\"\n").unwrap();
@@ -445,7 +445,7 @@ fn bad_config_exits_64_naming_file_line_and_key() {
         .arg(&cfg)
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(64));
+    assert_eq!(out.status.code(), Some(78));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("collector.toml:2: key `http_listen`"), "{err}");
 
@@ -453,6 +453,6 @@ fn bad_config_exits_64_naming_file_line_and_key() {
         .args(["serve", "--grpc-listen", "bogus"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(64));
+    assert_eq!(out.status.code(), Some(78));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--grpc-listen"));
 }

@@ -2,11 +2,16 @@
 //! message decoder and batch validation (whatever an agent, or anyone
 //! reaching the port, sends), and the config and `--auth-tokens` parsers
 //! (whatever an operator typed). None may panic; errors name file and line.
+//!
+//! The cases come from a fixed seed and `props.proptest-regressions` is
+//! replayed first (see `boltwatch_common::testing`); README "Tests"
+//! says how to explore with random seeds.
 
-use boltwatch_collector::config::{Config, Overrides, ParsedFile, RawConfig};
+use boltwatch_collector::config::{Config, Flags};
 use boltwatch_collector::ingest::auth::AuthTokens;
 use boltwatch_collector::ingest::raw::{RawAgentMessage, RawMsg};
 use boltwatch_collector::ingest::validate;
+use boltwatch_common::testing::{error_line, proptest_config};
 use boltwatch_proto::v1::record::Payload;
 use boltwatch_proto::v1::{AgentStats, Record};
 use proptest::prelude::*;
@@ -58,17 +63,6 @@ fn text() -> impl Strategy<Value = String> {
     prop::collection::vec(line(), 0..8).prop_map(|l| l.join("\n"))
 }
 
-fn located(msg: &str, file: &str) -> usize {
-    let rest = msg
-        .strip_prefix(&format!("{file}:"))
-        .unwrap_or_else(|| panic!("error does not name {file}: {msg}"));
-    rest.split(':')
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap_or_else(|_| panic!("error has no line number: {msg}"))
-}
-
 fn record(node: &str, seq: u64) -> Vec<u8> {
     Record {
         node: node.into(),
@@ -81,7 +75,7 @@ fn record(node: &str, seq: u64) -> Vec<u8> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(512))]
+    #![proptest_config(proptest_config(512))]
 
     #[test]
     fn raw_message_decode_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..256)) {
@@ -108,14 +102,10 @@ proptest! {
 
     #[test]
     fn config_text_never_panics_and_errors_name_file_and_line(t in text()) {
-        let built = RawConfig::from_toml("collector.toml", &t).and_then(|raw| {
-            Config::build(
-                Some(ParsedFile { name: "collector.toml".into(), text: t.clone(), raw }),
-                Overrides::default(),
-            )
-        });
+        let built = Config::parse("collector.toml", &t)
+            .and_then(|doc| Config::build(Some(&doc), &Flags::default()));
         if let Err(e) = built {
-            let line = located(&e.to_string(), "collector.toml");
+            let line = error_line(&e.to_string(), "collector.toml");
             prop_assert!(line >= 1 && line <= t.lines().count().max(1), "{} in\n{}", e, t);
         }
     }
@@ -123,8 +113,19 @@ proptest! {
     #[test]
     fn auth_file_never_panics_and_errors_name_a_line(t in text()) {
         if let Err(e) = AuthTokens::parse("tokens", &t) {
-            let line = located(&e.to_string(), "tokens");
+            let line = error_line(&e.to_string(), "tokens");
             prop_assert!(line <= t.lines().count());
         }
+    }
+}
+
+/// The input proptest found (issue 12): the parser places the error at the
+/// end of the text, after its only newline; the error must still name
+/// line 1.
+#[test]
+fn unterminated_multiline_string_at_the_end_names_line_1() {
+    for t in ["_=\"\"\"\n", "\"\"\"\n"] {
+        let e = Config::parse("collector.toml", t).unwrap_err().to_string();
+        assert_eq!(error_line(&e, "collector.toml"), 1, "{e}");
     }
 }

@@ -7,7 +7,7 @@
 //! bed down (namespaces, veths, nft tables), also when a test panics.
 
 use std::path::Path;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -19,12 +19,7 @@ pub const REFLECTOR_PORT: u16 = 8620;
 
 /// Wall-clock now, unix ns (to compare with agent timestamps: the nodes
 /// share the host's clock).
-pub fn now_unix_ns() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .expect("clock after 1970")
-        .as_nanos() as u64
-}
+pub use boltwatch_common::clock::now_unix_ns;
 
 /// A node's agent name: `n<index>`.
 pub fn node_name(i: usize) -> String {

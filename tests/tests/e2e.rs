@@ -228,7 +228,7 @@ fn malformed_packets_and_connections_are_counted_and_dropped() {
 }
 
 #[test]
-fn config_errors_exit_64_and_name_file_line_and_key() {
+fn config_errors_exit_78_and_name_file_line_and_key() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("agent.toml");
     std::fs::write(&path, "node = \"a\"\n\nprobe_interval = \"often\"\n").unwrap();
@@ -238,7 +238,7 @@ fn config_errors_exit_64_and_name_file_line_and_key() {
         .arg(&path)
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(64));
+    assert_eq!(out.status.code(), Some(78));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains(&format!("{}:3: key `probe_interval`", path.display())),
@@ -248,9 +248,8 @@ fn config_errors_exit_64_and_name_file_line_and_key() {
 
 #[test]
 fn lab_runs_and_prints_a_table_per_link() {
-    let out = Command::new(bin("boltwatch-collector"))
+    let out = Command::new(bin("boltwatch-lab"))
         .args([
-            "lab",
             "--duration",
             "4s",
             "--nodes",

@@ -94,12 +94,7 @@ pub fn parse_target(input: &str) -> Result<SocketAddr, TargetError> {
 }
 
 /// Parses a duration as `ping` does (`0.2` seconds) or humantime (`200ms`).
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    if let Ok(secs) = s.parse::<f64>() {
-        return Duration::try_from_secs_f64(secs).map_err(|e| format!("{s}: {e}"));
-    }
-    humantime::parse_duration(s).map_err(|e| format!("{s}: {e}"))
-}
+pub use boltwatch_common::duration::parse_seconds_or_duration as parse_duration;
 
 /// Sends `opts.count` probes, printing each answer or loss to `out`, then
 /// the summary. Returns early (with what it has) when `stop` is set.

@@ -12,7 +12,7 @@ pub mod schema;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 use rusqlite::{Connection, OpenFlags};
 use tokio::sync::{mpsc, oneshot};
@@ -195,12 +195,7 @@ pub struct Store {
     writer: Option<std::thread::JoinHandle<()>>,
 }
 
-fn now_ns() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0)
-}
+use boltwatch_common::clock::now_unix_ns as now_ns;
 
 /// SQLite page cache of the writer, in KiB (as a negative cache_size).
 const WRITER_CACHE_KIB: i64 = -256;

@@ -1,4 +1,4 @@
-//! `boltwatch-collector lab`: a real local soak on loopback. One collector
+//! The lab: a real local soak on loopback. One collector
 //! and N agents in one process, a full mesh of STAMP probing, the same code
 //! paths as production (real UDP sockets with kernel timestamps, real gRPC,
 //! the real SQLite store, the real `/metrics`). At the end it reads the
@@ -22,7 +22,7 @@ use boltwatch_proto::v1::record::Payload;
 use prost::Message;
 use tokio::sync::watch;
 
-use crate::report::summary;
+use boltwatch_collector::report::summary;
 
 /// Lab settings.
 #[derive(Debug, Clone)]
@@ -63,7 +63,7 @@ pub enum LabError {
     },
     /// The collector failed.
     #[error("collector: {0}")]
-    Collector(#[from] crate::Error),
+    Collector(#[from] boltwatch_collector::Error),
     /// An agent failed.
     #[error("agent: {0}")]
     Agent(#[from] boltwatch_agent::error::Error),
@@ -124,20 +124,20 @@ pub async fn run(opts: LabOptions, out: &mut (impl Write + Send)) -> Result<(), 
     // Every lab agent authenticates with a fresh token of its own.
     let names: Vec<String> = (1..=opts.nodes).map(|i| format!("lab-{i}")).collect();
     let tokens: Vec<String> = names.iter().map(|_| new_token()).collect();
-    let auth = crate::ingest::auth::AuthTokens::from_pairs(
+    let auth = boltwatch_collector::ingest::auth::AuthTokens::from_pairs(
         names.iter().cloned().zip(tokens.iter().cloned()),
     );
-    let config = crate::config::Config {
+    let config = boltwatch_collector::Config {
         auth: Some(auth),
         data_dir: data_dir.clone(),
         grpc_listen: grpc_addr,
         http_listen: http_addr,
-        ..crate::config::Config::default()
+        ..boltwatch_collector::Config::default()
     };
     let (collector_stop, collector_rx) = watch::channel(false);
-    let collector = tokio::spawn(crate::run(
+    let collector = tokio::spawn(boltwatch_collector::run(
         config,
-        crate::Listeners { grpc, http },
+        boltwatch_collector::Listeners { grpc, http },
         wait_true(collector_rx),
     ));
 
@@ -221,13 +221,13 @@ pub async fn run(opts: LabOptions, out: &mut (impl Write + Send)) -> Result<(), 
     }
     // Read the results back from the store the collector wrote, the way a
     // report would.
-    let store =
-        crate::store::Store::open(&data_dir).map_err(|e| LabError::Results(e.to_string()))?;
+    let store = boltwatch_collector::store::Store::open(&data_dir)
+        .map_err(|e| LabError::Results(e.to_string()))?;
     let mut records = Vec::new();
     for kind in ["rtt", "thermal", "bandwidth"] {
         let rows = store
             .handle()
-            .records(crate::store::RecordFilter {
+            .records(boltwatch_collector::store::RecordFilter {
                 kind: Some(kind.into()),
                 limit: u32::MAX,
                 ..Default::default()

@@ -1,0 +1,344 @@
+//! Every agent config key, defined once: TOML path, flag, default, help and
+//! validation. The README's `run` table is generated from this table and a
+//! test keeps the two equal.
+//!
+//! Sections group what belongs together: `[spool]`, `[services]`,
+//! `[bandwidth]` (with `[bandwidth.peers]`); the rest is top level. The
+//! flat names these keys had before the sections (`spool_dir`,
+//! `bandwidth_listen`, ...) are still accepted, with a note in the log.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use boltwatch_common::config::{log_format_key, Key, Origin, Where};
+
+use super::{parse, Config, ConfigError, LogFormat, DEFAULT_SPOOL_DIR};
+
+impl boltwatch_common::config::HasLogFormat for Config {
+    fn log_format_mut(&mut self) -> &mut LogFormat {
+        &mut self.log_format
+    }
+}
+
+type K = Key<Config>;
+
+const fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+const fn secs(n: u64) -> Duration {
+    Duration::from_secs(n)
+}
+
+/// The longest interval a periodic read accepts.
+const DAY: Duration = secs(86_400);
+
+/// The key table, in the order the README lists it.
+pub const KEYS: &[K] = &[
+    K::new("node", "node name in every record", |c, v| {
+        c.node = v.nonempty()?.to_string();
+        Ok(())
+    })
+    .flag("node", "NAME")
+    .default_doc("host name"),
+    K::new("collector", "collector gRPC endpoint", |c, v| {
+        c.collector = parse::url(v.str()?)?;
+        Ok(())
+    })
+    .flag("collector", "URL")
+    .default("http://127.0.0.1:50071"),
+    K::new("listen", "STAMP reflector (UDP)", |c, v| {
+        c.listen = v.addr()?;
+        Ok(())
+    })
+    .flag("listen", "ADDR")
+    .default("0.0.0.0:862"),
+    K::new(
+        "peers",
+        "peer reflector to probe, `NAME=ADDR` (a list, or a `[peers]` table)",
+        |c, v| {
+            c.peers = v
+                .entries()?
+                .iter()
+                .map(|e| parse::peer(e))
+                .collect::<Result<_, _>>()?;
+            let mut names = BTreeSet::new();
+            match c.peers.iter().find(|p| !names.insert(&p.name)) {
+                Some(p) => Err(format!("peer `{}` listed twice", p.name)),
+                None => Ok(()),
+            }
+        },
+    )
+    .repeated("peer", "NAME=ADDR"),
+    K::new("probe_interval", "time between probes per peer", |c, v| {
+        c.probe_interval = v.duration(ms(1)..=secs(60))?;
+        Ok(())
+    })
+    .flag("probe-interval", "D")
+    .default("100ms"),
+    K::new(
+        "probe_timeout",
+        "a probe unanswered this long is lost",
+        |c, v| {
+            c.probe_timeout = v.duration(Duration::from_nanos(1)..=secs(60))?;
+            Ok(())
+        },
+    )
+    .flag("probe-timeout", "D")
+    .default("1s"),
+    K::new("interface", "probe through this interface", |c, v| {
+        c.interface = Some(v.nonempty()?.to_string());
+        Ok(())
+    })
+    .flag("interface", "IF")
+    .default_doc("discovered"),
+    log_format_key(),
+    K::new(
+        "token_file",
+        "bearer token for the collector's `--auth-tokens`",
+        |c, v| {
+            c.token_file = Some(PathBuf::from(v.nonempty()?));
+            Ok(())
+        },
+    )
+    .flag("token-file", "FILE")
+    .default_doc("none"),
+    K::new(
+        "sysfs_root",
+        "Linux sysfs root (fixtures in tests)",
+        |c, v| {
+            c.sysfs_root = PathBuf::from(v.nonempty()?);
+            Ok(())
+        },
+    )
+    .flag("sysfs-root", "DIR")
+    .default("/sys"),
+    K::new("counters_interval", "interface counter reads", |c, v| {
+        c.counters_interval = v.duration(ms(10)..=DAY)?;
+        Ok(())
+    })
+    .default("1s"),
+    K::new("thermal_interval", "thermal reads", |c, v| {
+        c.thermal_interval = v.duration(ms(10)..=DAY)?;
+        Ok(())
+    })
+    .default("5s"),
+    K::new(
+        "outage_after_missing",
+        "consecutive missing probes that open an outage",
+        |c, v| {
+            c.outage_after_missing = v.int(1..=1000)? as u32;
+            Ok(())
+        },
+    )
+    .default("3"),
+    K::new("spool.dir", "durable spool (one agent per dir)", |c, v| {
+        c.spool_dir = PathBuf::from(v.nonempty()?);
+        Ok(())
+    })
+    .flag("spool-dir", "DIR")
+    .default(DEFAULT_SPOOL_DIR)
+    .default_doc("/var/lib/boltwatch/spool/<node>")
+    .was("spool_dir"),
+    K::new(
+        "spool.max_bytes",
+        "spool cap; oldest dropped and counted beyond it",
+        |c, v| {
+            c.spool_max_bytes = v.int(1 << 20..=1 << 40)? as u64;
+            Ok(())
+        },
+    )
+    .flag("spool-max-bytes", "N")
+    .default("1073741824")
+    .was("spool_max_bytes"),
+    K::new(
+        "services.tcp",
+        "TCP service `NAME=PORT` checked on every peer",
+        |c, v| {
+            c.services = v
+                .list()?
+                .iter()
+                .map(|e| parse::service(e))
+                .collect::<Result<_, _>>()?;
+            Ok(())
+        },
+    )
+    .repeated("service", "NAME=PORT")
+    .off("no-services", "[]", "check no services")
+    .default("ssh=22")
+    .was("services"),
+    K::new(
+        "services.interval",
+        "time between service checks",
+        |c, v| {
+            c.service_interval = v.duration(ms(10)..=DAY)?;
+            Ok(())
+        },
+    )
+    .default("5s")
+    .was("service_interval"),
+    K::new(
+        "bandwidth.enabled",
+        "run the bandwidth server and scheduled tests",
+        |c, v| {
+            c.bandwidth_enabled = v.bool()?;
+            Ok(())
+        },
+    )
+    .off("no-bandwidth", "false", "no server, no scheduled tests")
+    .default("true")
+    .was("bandwidth_enabled"),
+    K::new(
+        "bandwidth.listen",
+        "iperf3-compatible bandwidth server",
+        |c, v| {
+            c.bandwidth_listen = v.addr()?;
+            Ok(())
+        },
+    )
+    .flag("bandwidth-listen", "ADDR")
+    .default("0.0.0.0:5202")
+    .was("bandwidth_listen"),
+    K::new(
+        "bandwidth.interval",
+        "time between tests of each peer (jittered)",
+        |c, v| {
+            c.bandwidth_interval = v.duration(secs(1)..=DAY)?;
+            Ok(())
+        },
+    )
+    .flag("bandwidth-interval", "D")
+    .default("5m")
+    .was("bandwidth_interval"),
+    K::new(
+        "bandwidth.duration",
+        "length of each test (whole seconds)",
+        |c, v| {
+            let d = v.duration(secs(1)..=secs(3600))?;
+            if d.subsec_nanos() != 0 {
+                return Err(format!("{d:?}: must be whole seconds"));
+            }
+            c.bandwidth_duration = d;
+            Ok(())
+        },
+    )
+    .flag("bandwidth-duration", "D")
+    .default("10s")
+    .was("bandwidth_duration"),
+    K::new("bandwidth.streams", "parallel TCP streams", |c, v| {
+        c.bandwidth_streams = v.int(1..=128)? as u32;
+        Ok(())
+    })
+    .default("4")
+    .was("bandwidth_streams"),
+    K::new(
+        "bandwidth.duty_cycle",
+        "at most this share of wall time in tests",
+        |c, v| {
+            c.bandwidth_duty_cycle = v.float(0.001..=1.0)?;
+            Ok(())
+        },
+    )
+    .default("0.05")
+    .was("bandwidth_duty_cycle"),
+    K::new(
+        "bandwidth.peers",
+        "a peer's bandwidth server, `NAME = \"ADDR\"`",
+        |c, v| {
+            c.bandwidth_peers =
+                v.entries()?
+                    .iter()
+                    .map(|e| {
+                        let (name, addr) = e.split_once('=').unwrap_or((e, ""));
+                        let a: SocketAddr = addr.trim().parse().map_err(|err| {
+                            format!("`{name}`: `{addr}`: {err} (expected IP:PORT)")
+                        })?;
+                        Ok((name.trim().to_string(), a))
+                    })
+                    .collect::<Result<BTreeMap<_, _>, String>>()?;
+            Ok(())
+        },
+    )
+    .default_doc("peer's IP, our port")
+    .was("bandwidth_peers"),
+];
+
+/// Placeholders every key's default overwrites (see
+/// [`boltwatch_common::config::Schema::blank`]).
+pub(super) fn blank() -> Config {
+    let any = SocketAddr::from(([0, 0, 0, 0], 0));
+    Config {
+        node: String::new(),
+        collector: String::new(),
+        listen: any,
+        peers: Vec::new(),
+        probe_interval: Duration::ZERO,
+        probe_timeout: Duration::ZERO,
+        sysfs_root: PathBuf::new(),
+        counters_interval: Duration::ZERO,
+        thermal_interval: Duration::ZERO,
+        spool_dir: PathBuf::new(),
+        spool_max_bytes: 0,
+        token_file: None,
+        token: None,
+        interface: None,
+        log_format: LogFormat::Text,
+        services: Vec::new(),
+        service_interval: Duration::ZERO,
+        outage_after_missing: 0,
+        bandwidth_enabled: false,
+        bandwidth_listen: any,
+        bandwidth_interval: Duration::ZERO,
+        bandwidth_duration: Duration::ZERO,
+        bandwidth_streams: 0,
+        bandwidth_duty_cycle: 0.0,
+        bandwidth_peers: BTreeMap::new(),
+    }
+}
+
+/// Computed defaults and the rules that span keys.
+pub(super) fn finish(c: &mut Config, at: &Where<'_, Config>) -> Result<(), ConfigError> {
+    if c.node.is_empty() {
+        c.node = nix::unistd::gethostname()
+            .ok()
+            .and_then(|h| h.into_string().ok())
+            .unwrap_or_else(|| "node".into());
+    }
+    if at.origin("spool.dir") == Origin::Default {
+        // One directory per node name, so two agents on one host (a bench,
+        // a lab) do not fight over the lock.
+        c.spool_dir = PathBuf::from(DEFAULT_SPOOL_DIR).join(&c.node);
+    }
+    if let Some(name) = c
+        .bandwidth_peers
+        .keys()
+        .find(|n| !c.peers.iter().any(|p| &p.name == *n))
+    {
+        return Err(at.error(
+            &["bandwidth.peers"],
+            format!("`{name}` is not one of the peers"),
+        ));
+    }
+    // The schedule must be one the planner accepts, by its own rules.
+    crate::bandwidth::schedule::plan_config(
+        c.bandwidth_interval,
+        c.bandwidth_duration,
+        c.bandwidth_duty_cycle,
+    )
+    .map_err(|e| {
+        at.error(
+            &[
+                "bandwidth.interval",
+                "bandwidth.duration",
+                "bandwidth.duty_cycle",
+            ],
+            format!(
+                "{e} (interval {:?}, duration {:?}, duty cycle {})",
+                c.bandwidth_interval, c.bandwidth_duration, c.bandwidth_duty_cycle
+            ),
+        )
+    })?;
+    Ok(())
+}

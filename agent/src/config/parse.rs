@@ -1,0 +1,86 @@
+//! Parsers for the values inside keys (`NAME=ADDR`, `NAME=PORT`, URLs) and
+//! the token file.
+
+use std::path::Path;
+
+use super::{ConfigError, PeerConfig, ServiceConfig};
+
+/// Reads a bearer token file: the first non-empty line, trimmed. An empty
+/// file or a token with characters not allowed in a header is an error.
+pub fn read_token(path: &Path) -> Result<String, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    parse_token(&path.display().to_string(), &text)
+}
+
+/// The token in a token file's text (see [`read_token`]).
+pub fn parse_token(file: &str, text: &str) -> Result<String, ConfigError> {
+    let invalid = |line: usize, message: &str| ConfigError::Invalid {
+        file: file.to_string(),
+        line,
+        key: "token".into(),
+        message: message.into(),
+    };
+    let (i, token) = text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| (i + 1, l.trim()))
+        .find(|(_, l)| !l.is_empty())
+        .ok_or_else(|| invalid(1, "the token file is empty"))?;
+    if !token.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(invalid(i, "token must be printable ASCII without spaces"));
+    }
+    Ok(token.to_string())
+}
+
+/// `NAME=PORT`.
+pub(super) fn service(s: &str) -> Result<ServiceConfig, String> {
+    let (name, port) = s
+        .split_once('=')
+        .ok_or_else(|| format!("`{s}`: expected NAME=PORT"))?;
+    let port: u16 = port
+        .trim()
+        .parse()
+        .map_err(|e| format!("`{s}`: port: {e}"))?;
+    if name.trim().is_empty() || port == 0 {
+        return Err(format!(
+            "`{s}`: expected NAME=PORT with a non-empty name and port 1..65535"
+        ));
+    }
+    Ok(ServiceConfig {
+        name: name.trim().to_string(),
+        port,
+    })
+}
+
+/// `NAME=IP:PORT`.
+pub(super) fn peer(s: &str) -> Result<PeerConfig, String> {
+    let (name, addr) = s
+        .split_once('=')
+        .ok_or_else(|| format!("`{s}`: expected NAME=ADDR:PORT"))?;
+    let name = name.trim();
+    if name.is_empty() {
+        return Err(format!("`{s}`: empty peer name"));
+    }
+    let addr = addr
+        .trim()
+        .parse()
+        .map_err(|e| format!("`{s}`: address `{addr}`: {e} (expected IP:PORT)"))?;
+    Ok(PeerConfig {
+        name: name.to_string(),
+        addr,
+    })
+}
+
+/// A collector URL.
+pub(super) fn url(s: &str) -> Result<String, String> {
+    if s.starts_with("http://") || s.starts_with("https://") {
+        Ok(s.to_string())
+    } else {
+        Err(format!(
+            "`{s}`: expected a URL such as http://10.0.0.1:50071"
+        ))
+    }
+}

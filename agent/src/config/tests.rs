@@ -1,0 +1,288 @@
+use std::path::PathBuf;
+use std::time::Duration;
+
+use boltwatch_common::config::{between_markers, markdown_table};
+
+use super::*;
+
+fn parse(text: &str) -> Result<Config, ConfigError> {
+    with_flags(text, &[])
+}
+
+fn with_flags(text: &str, flags: &[(&str, &str)]) -> Result<Config, ConfigError> {
+    let doc = Config::parse("agent.toml", text)?;
+    Config::build(Some(&doc), &Flags::from_pairs(flags))
+}
+
+fn err(text: &str) -> String {
+    parse(text).unwrap_err().to_string()
+}
+
+#[test]
+fn full_file_parses() {
+    let c = parse(
+        "node = \"a\"\ncollector = \"http://10.0.0.9:50071\"\nlisten = \"0.0.0.0:8620\"\n\
+         peers = [\"b=10.0.0.2:862\"]\nprobe_interval = \"50ms\"\nsysfs_root = \"/tmp/sys\"\n",
+    )
+    .unwrap();
+    assert_eq!(c.node, "a");
+    assert_eq!(c.probe_interval, Duration::from_millis(50));
+    assert_eq!(
+        c.peers,
+        vec![PeerConfig {
+            name: "b".into(),
+            addr: "10.0.0.2:862".parse().unwrap()
+        }]
+    );
+    assert_eq!(c.sysfs_root, PathBuf::from("/tmp/sys"));
+}
+
+#[test]
+fn defaults_are_the_documented_ones() {
+    let c = Config::default();
+    assert_eq!(c.collector, "http://127.0.0.1:50071");
+    assert_eq!(c.listen, "0.0.0.0:862".parse().unwrap());
+    assert_eq!(c.probe_interval, Duration::from_millis(100));
+    assert_eq!(c.probe_timeout, Duration::from_secs(1));
+    assert_eq!(c.sysfs_root, PathBuf::from("/sys"));
+    assert_eq!(
+        (c.counters_interval, c.thermal_interval),
+        (Duration::from_secs(1), Duration::from_secs(5))
+    );
+    assert_eq!(c.spool_dir, PathBuf::from(DEFAULT_SPOOL_DIR));
+    assert_eq!(c.spool_max_bytes, 1 << 30);
+    assert_eq!(
+        c.services,
+        vec![ServiceConfig {
+            name: "ssh".into(),
+            port: 22
+        }]
+    );
+    assert_eq!(c.service_interval, Duration::from_secs(5));
+    assert_eq!(c.outage_after_missing, 3);
+    assert!(c.bandwidth_enabled);
+    assert_eq!(c.bandwidth_listen, "0.0.0.0:5202".parse().unwrap());
+    assert_eq!(c.bandwidth_interval, Duration::from_secs(300));
+    assert_eq!(c.bandwidth_duration, Duration::from_secs(10));
+    assert_eq!((c.bandwidth_streams, c.bandwidth_duty_cycle), (4, 0.05));
+    assert_eq!(
+        (c.node.as_str(), c.token_file.as_ref(), c.interface.as_ref()),
+        ("", None, None)
+    );
+}
+
+#[test]
+fn peers_as_table() {
+    let c = parse("node = \"a\"\n[peers]\nb = \"10.0.0.2:862\"\nc = \"10.0.0.3:862\"\n").unwrap();
+    assert_eq!(c.peers.len(), 2);
+}
+
+#[test]
+fn bad_duration_names_file_key_and_line() {
+    let e = err("node = \"a\"\n\nprobe_interval = \"fast\"\n");
+    assert!(e.starts_with("agent.toml:3: key `probe_interval`"), "{e}");
+}
+
+#[test]
+fn unknown_key_names_file_key_and_line() {
+    let e = err("node = \"a\"\nprobe_intervall = \"1s\"\n");
+    assert!(e.starts_with("agent.toml:2:"), "{e}");
+    assert!(e.contains("probe_intervall"), "{e}");
+    let e = err("[spool]\ndirectory = \"/s\"\n");
+    assert_eq!(e, "agent.toml:2: key `spool.directory`: unknown key");
+}
+
+#[test]
+fn flat_names_from_before_the_sections_still_work_and_are_noted() {
+    let text = "services = []\nservice_interval = \"1s\"\nspool_dir = \"/s\"\n\
+                bandwidth_streams = 2\n[bandwidth_peers]\nb = \"10.0.0.2:7000\"\n\
+                [peers]\nb = \"10.0.0.2:862\"\n";
+    let doc = Config::parse("agent.toml", text).unwrap();
+    assert_eq!(doc.renamed.len(), 5, "{:?}", doc.renamed);
+    assert!(
+        doc.renamed.contains(
+            &"agent.toml:3: key `spool_dir` is now `spool.dir`; the old name still works".into()
+        ),
+        "{:?}",
+        doc.renamed
+    );
+    let c = Config::build(Some(&doc), &Flags::default()).unwrap();
+    assert!(c.services.is_empty());
+    assert_eq!(c.service_interval, Duration::from_secs(1));
+    assert_eq!(c.spool_dir, PathBuf::from("/s"));
+    assert_eq!(c.bandwidth_streams, 2);
+    assert_eq!(c.bandwidth_peers["b"], "10.0.0.2:7000".parse().unwrap());
+}
+
+#[test]
+fn wrong_type_names_key_and_line() {
+    let e = err("node = \"a\"\n[spool]\nmax_bytes = \"many\"\n");
+    assert!(e.starts_with("agent.toml:3: key `spool.max_bytes`"), "{e}");
+}
+
+#[test]
+fn bad_peer_address_names_line() {
+    let e = err("node = \"a\"\npeers = [\"b=10.0.0.2\"]\n");
+    assert!(e.starts_with("agent.toml:2: key `peers`"), "{e}");
+}
+
+#[test]
+fn flags_override_file() {
+    let c = with_flags(
+        "node = \"a\"\nprobe_interval = \"1s\"\npeers = [\"q=127.0.0.1:8\"]\n",
+        &[
+            ("node", "z"),
+            ("probe-interval", "10ms"),
+            ("peer", "p=127.0.0.1:9"),
+        ],
+    )
+    .unwrap();
+    assert_eq!(c.node, "z");
+    assert_eq!(c.probe_interval, Duration::from_millis(10));
+    assert_eq!(c.peers.len(), 1);
+    assert_eq!(c.peers[0].name, "p");
+    let e = with_flags("", &[("spool-max-bytes", "10")])
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("<flags>:0: key `--spool-max-bytes`"), "{e}");
+}
+
+#[test]
+fn spool_and_token_keys() {
+    let c = parse("node = \"m\"\n").unwrap();
+    assert_eq!(c.spool_dir, PathBuf::from("/var/lib/boltwatch/spool/m"));
+    assert_eq!(c.spool_max_bytes, 1 << 30);
+    let c =
+        parse("node = \"m\"\ntoken_file = \"/t\"\n[spool]\ndir = \"/s\"\nmax_bytes = 2097152\n")
+            .unwrap();
+    assert_eq!(c.spool_dir, PathBuf::from("/s"));
+    assert_eq!(c.spool_max_bytes, 2 << 20);
+    assert_eq!(c.token_file, Some(PathBuf::from("/t")));
+    let e = err("node = \"m\"\n[spool]\nmax_bytes = 10\n");
+    assert!(e.starts_with("agent.toml:3: key `spool.max_bytes`"), "{e}");
+    let c = with_flags("", &[("node", "m"), ("spool-dir", "/x")]).unwrap();
+    assert_eq!(c.spool_dir, PathBuf::from("/x"));
+}
+
+#[test]
+fn token_files_are_checked() {
+    assert_eq!(parse_token("t", "\n  abc123  \n").unwrap(), "abc123");
+    let e = parse_token("t", "\n\n").unwrap_err().to_string();
+    assert!(e.starts_with("t:1: key `token`"), "{e}");
+    let e = parse_token("t", "\nab cd\n").unwrap_err().to_string();
+    assert!(e.starts_with("t:2: key `token`"), "{e}");
+}
+
+#[test]
+fn example_file_states_the_defaults() {
+    let c = parse(include_str!("../../../agent.example.toml")).unwrap();
+    assert_eq!(c.node, "mini-a");
+    assert_eq!(c.peers.len(), 2);
+    let d = Config {
+        node: c.node.clone(),
+        collector: c.collector.clone(),
+        peers: c.peers.clone(),
+        spool_dir: c.spool_dir.clone(),
+        ..Config::default()
+    };
+    assert_eq!(c, d);
+}
+
+#[test]
+fn services_parse_and_empty_list_disables() {
+    let c = parse("[services]\ntcp = [\"ssh=22\", \"http=8080\"]\n").unwrap();
+    assert_eq!(
+        c.services[1],
+        ServiceConfig {
+            name: "http".into(),
+            port: 8080
+        }
+    );
+    assert!(parse("[services]\ntcp = []\n").unwrap().services.is_empty());
+    let e = err("\n[services]\ntcp = [\"ssh\"]\n");
+    assert!(e.starts_with("agent.toml:3: key `services.tcp`"), "{e}");
+    let c = with_flags("", &[("service", "a=1"), ("service", "b=2")]).unwrap();
+    assert_eq!(c.services.len(), 2);
+    assert!(with_flags("", &[("no-services", "")])
+        .unwrap()
+        .services
+        .is_empty());
+}
+
+#[test]
+fn duplicate_peer_rejected() {
+    assert!(parse("node=\"a\"\npeers=[\"b=1.2.3.4:5\",\"b=1.2.3.5:5\"]\n").is_err());
+}
+
+#[test]
+fn bandwidth_keys_flags_and_peer_addresses() {
+    let c = parse("peers = [\"b=10.0.0.2:862\", \"c=10.0.0.3:862\"]\n").unwrap();
+    assert_eq!(
+        c.bandwidth_addr(&c.peers[0]),
+        "10.0.0.2:5202".parse().unwrap()
+    );
+    let text = "peers = [\"b=10.0.0.2:862\", \"c=10.0.0.3:862\"]\n[bandwidth]\n\
+                listen = \"0.0.0.0:6000\"\nstreams = 2\nduty_cycle = 0.5\n\
+                [bandwidth.peers]\nc = \"10.9.9.9:7000\"\n";
+    let c = with_flags(
+        text,
+        &[("bandwidth-interval", "5s"), ("bandwidth-duration", "2s")],
+    )
+    .unwrap();
+    assert_eq!(
+        c.bandwidth_addr(&c.peers[0]),
+        "10.0.0.2:6000".parse().unwrap()
+    );
+    assert_eq!(
+        c.bandwidth_addr(&c.peers[1]),
+        "10.9.9.9:7000".parse().unwrap()
+    );
+    assert_eq!(c.bandwidth_interval, Duration::from_secs(5));
+    assert_eq!(c.bandwidth_duration, Duration::from_secs(2));
+    assert_eq!((c.bandwidth_streams, c.bandwidth_duty_cycle), (2, 0.5));
+    assert!(
+        !with_flags("", &[("no-bandwidth", "")])
+            .unwrap()
+            .bandwidth_enabled
+    );
+}
+
+#[test]
+fn infeasible_bandwidth_schedules_name_the_key_that_was_set() {
+    // 1 % of 10 minutes (6 s) cannot hold a 10 s test.
+    let e = err("\n[bandwidth]\nduty_cycle = 0.01\n");
+    assert!(
+        e.starts_with("agent.toml:3: key `bandwidth.duty_cycle`"),
+        "{e}"
+    );
+    assert!(parse("[bandwidth]\nduration = \"1500ms\"\n").is_err());
+    assert!(parse("[bandwidth]\ninterval = \"10s\"\n").is_err());
+    let e = with_flags("", &[("bandwidth-interval", "10s")])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("<flags>:0: key `--bandwidth-interval`"),
+        "{e}"
+    );
+    let e = err("[bandwidth.peers]\nzz = \"10.0.0.9:5202\"\n");
+    assert!(e.starts_with("agent.toml:1: key `bandwidth.peers`"), "{e}");
+    assert!(e.contains("`zz` is not one of the peers"), "{e}");
+    let e = err("\n[bandwidth]\nstreams = 0\n");
+    assert!(
+        e.starts_with("agent.toml:3: key `bandwidth.streams`"),
+        "{e}"
+    );
+}
+
+#[test]
+fn readme_run_table_is_the_key_table() {
+    let readme = include_str!("../../../README.md");
+    let table = between_markers(readme, "agent-run-flags").unwrap_or_default();
+    let want = markdown_table::<Config>();
+    assert!(
+        table == want,
+        "README.md's `boltwatch-agent run` table (between <!-- BEGIN agent-run-flags --> \
+         and <!-- END agent-run-flags -->) differs from agent/src/config/keys.rs; it should \
+         read:\n{want}"
+    );
+}

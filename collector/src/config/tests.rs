@@ -1,0 +1,126 @@
+use boltwatch_common::config::{between_markers, markdown_table};
+
+use super::*;
+
+fn parse(text: &str) -> Result<Config, ConfigError> {
+    let doc = Config::parse("collector.toml", text)?;
+    Config::build(Some(&doc), &Flags::default())
+}
+
+fn err(text: &str) -> String {
+    parse(text).unwrap_err().to_string()
+}
+
+#[test]
+fn full_file_parses() {
+    let c = parse(
+        "grpc_listen = \"0.0.0.0:50071\"\nhttp_listen = \"0.0.0.0:9471\"\n\
+         data_dir = \"/var/lib/boltwatch\"\nlog_format = \"json\"\npreface_timeout = \"2s\"\n\
+         max_message_bytes = 4194304\nshutdown_grace = \"1s\"\n",
+    )
+    .unwrap();
+    assert_eq!(c.grpc_listen, "0.0.0.0:50071".parse().unwrap());
+    assert_eq!(c.data_dir, PathBuf::from("/var/lib/boltwatch"));
+    assert_eq!(c.log_format, LogFormat::Json);
+    assert_eq!(c.preface_timeout, Duration::from_secs(2));
+    assert_eq!(c.max_message_bytes, 4_194_304);
+    assert_eq!(
+        c.db_path(),
+        PathBuf::from("/var/lib/boltwatch/boltwatch.db")
+    );
+}
+
+#[test]
+fn defaults_are_the_documented_ones() {
+    let c = Config::default();
+    assert_eq!(c.grpc_listen, "127.0.0.1:50071".parse().unwrap());
+    assert_eq!(c.http_listen, "127.0.0.1:9471".parse().unwrap());
+    assert_eq!(c.data_dir, PathBuf::from("./boltwatch-data"));
+    assert_eq!(c.log_format, LogFormat::Text);
+    assert_eq!(c.preface_timeout, Duration::from_secs(5));
+    assert_eq!(c.max_message_bytes, 8 * 1024 * 1024);
+    assert_eq!(c.shutdown_grace, Duration::from_secs(5));
+    assert_eq!((c.auth_tokens.is_none(), c.auth.is_none()), (true, true));
+    assert_eq!(
+        (c.max_batch_records, c.max_records_per_second),
+        (4096, 20_000)
+    );
+}
+
+#[test]
+fn example_file_states_the_defaults() {
+    let c = parse(include_str!("../../collector.example.toml")).unwrap();
+    assert_eq!(c, Config::default());
+}
+
+#[test]
+fn empty_file_gives_defaults() {
+    assert_eq!(parse("").unwrap(), Config::default());
+}
+
+#[test]
+fn bad_address_names_file_line_and_key() {
+    let e = err("log_format = \"text\"\n\nhttp_listen = \"localhost\"\n");
+    assert!(e.starts_with("collector.toml:3: key `http_listen`"), "{e}");
+}
+
+#[test]
+fn unknown_key_names_line_and_key() {
+    let e = err("grpc_listen = \"127.0.0.1:1\"\ndatadir = \"x\"\n");
+    assert!(e.starts_with("collector.toml:2:"), "{e}");
+    assert!(e.contains("datadir"), "{e}");
+}
+
+#[test]
+fn wrong_type_names_line() {
+    let e = err("max_message_bytes = \"big\"\n");
+    assert!(e.starts_with("collector.toml:1:"), "{e}");
+}
+
+#[test]
+fn unterminated_string_at_the_end_names_a_line_the_file_has() {
+    // The proptest finding of issue 12, as the collector reports it.
+    let e = err("_=\"\"\"\n");
+    assert!(e.starts_with("collector.toml:1: "), "{e}");
+    let e = err("\"\"\"\n");
+    assert!(e.starts_with("collector.toml:1: "), "{e}");
+}
+
+#[test]
+fn out_of_range_values_rejected() {
+    let e = err("preface_timeout = \"1ms\"\n");
+    assert!(e.contains("key `preface_timeout`"), "{e}");
+    let e = err("max_message_bytes = 10\n");
+    assert!(e.contains("key `max_message_bytes`"), "{e}");
+    let e = err("log_format = \"xml\"\n");
+    assert!(e.contains("key `log_format`"), "{e}");
+}
+
+#[test]
+fn flags_override_file_and_name_the_flag() {
+    let doc = Config::parse("f", "grpc_listen = \"127.0.0.1:1\"\n").unwrap();
+    let c = Config::build(
+        Some(&doc),
+        &Flags::from_pairs(&[("grpc-listen", "127.0.0.1:2"), ("data-dir", "/tmp/d")]),
+    )
+    .unwrap();
+    assert_eq!(c.grpc_listen.port(), 2);
+    assert_eq!(c.data_dir, PathBuf::from("/tmp/d"));
+    let e = Config::build(None, &Flags::from_pairs(&[("log-format", "yaml")]))
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("<flags>:0: key `--log-format`"), "{e}");
+}
+
+#[test]
+fn readme_serve_table_is_the_key_table() {
+    let readme = include_str!("../../../README.md");
+    let table = between_markers(readme, "collector-serve-flags").unwrap_or_default();
+    let want = markdown_table::<Config>();
+    assert!(
+        table == want,
+        "README.md's `boltwatch-collector serve` table (between <!-- BEGIN \
+         collector-serve-flags --> and <!-- END collector-serve-flags -->) differs from \
+         collector/src/config.rs; it should read:\n{want}"
+    );
+}

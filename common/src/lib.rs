@@ -1,0 +1,20 @@
+//! What both boltwatch binaries (agent and collector) use, written once.
+//!
+//! - [`config`]: one definition per config key (TOML key, flag, default,
+//!   validation, help), the file/flag/default merge, errors naming file,
+//!   line and key, and the README flag tables generated from the keys.
+//! - [`duration`]: `100ms`, `5s`, `5m` as the config and flags spell them.
+//! - [`log`]: [`log::LogFormat`] and the one log setup (`BOLTWATCH_LOG`).
+//! - [`signal`]: the SIGINT/SIGTERM shutdown future.
+//! - [`clock`]: realtime unix nanoseconds.
+//! - `testing` (feature `testing`): the seeded proptest config and
+//!   error-location helpers of the property tests.
+#![deny(missing_docs)]
+
+pub mod clock;
+pub mod config;
+pub mod duration;
+pub mod log;
+pub mod signal;
+#[cfg(feature = "testing")]
+pub mod testing;

@@ -1,0 +1,46 @@
+//! Helpers for the workspace's property tests (feature `testing`).
+//!
+//! One proptest configuration for all of them: a fixed
+//! seed, so CI runs the same cases every time, and regression files beside
+//! the test sources (`tests/props.proptest-regressions`), committed, so a
+//! case that once failed is replayed first forever.
+//!
+//! Exploring with fresh cases is a separate, deliberate act:
+//! `PROPTEST_RNG_SEED=$RANDOM cargo test -p boltwatch-agent --test props`
+//! (any u64); a failure is written to the regression file, to be committed
+//! with its fix.
+
+use proptest::test_runner::{Config, FileFailurePersistence, RngSeed};
+
+/// The seed CI uses.
+pub const SEED: u64 = 0x626f_6c74_7761_7463; // "boltwatc"
+
+/// `cases` cases from the fixed seed, unless `PROPTEST_RNG_SEED` names
+/// another.
+pub fn proptest_config(cases: u32) -> Config {
+    let default = Config::default();
+    let rng_seed = match default.rng_seed {
+        RngSeed::Random => RngSeed::Fixed(SEED),
+        chosen => chosen,
+    };
+    Config {
+        cases,
+        rng_seed,
+        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource(
+            "proptest-regressions",
+        ))),
+        ..default
+    }
+}
+
+/// The line a `FILE:LINE: ...` error names; panics, naming the message,
+/// when it does not start with `file` and a number.
+pub fn error_line(msg: &str, file: &str) -> usize {
+    let rest = msg
+        .strip_prefix(&format!("{file}:"))
+        .unwrap_or_else(|| panic!("error does not name {file}: {msg}"));
+    rest.split(':')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("error has no line number: {msg}"))
+}
