@@ -15,6 +15,7 @@ use boltwatch_agent::health::Health;
 use boltwatch_agent::run::{self, Listeners};
 use boltwatch_agent::stamp::ping::{self, PingOptions};
 use boltwatch_agent::stamp::spawn_reflector;
+use boltwatch_common::exit;
 use boltwatch_common::log::{self, LogFormat};
 use boltwatch_common::signal::shutdown_signal;
 use clap::{Parser, Subcommand};
@@ -51,6 +52,10 @@ struct RunArgs {
     /// TOML config file (see agent.example.toml).
     #[arg(long)]
     config: Option<PathBuf>,
+    /// Load and check the config (file, flags, token file), print a
+    /// summary and exit: 0 when it is good, 78 (EX_CONFIG) when not.
+    #[arg(long)]
+    check_config: bool,
     #[command(flatten)]
     flags: config::Flags,
 }
@@ -115,18 +120,36 @@ fn main() -> ExitCode {
     }
 }
 
-/// EX_CONFIG (78) from sysexits.h: bad configuration, nothing was started.
-/// The service units do not restart on it (`RestartPreventExitStatus`).
-const EXIT_CONFIG: u8 = 78;
-
 fn run_cmd(args: RunArgs) -> ExitCode {
     let (config, renamed) = match load_config(&args) {
         Ok(c) => c,
-        Err(e) => {
+        Err(e) if args.check_config => {
             eprintln!("boltwatch-agent: config error: {e}");
-            return ExitCode::from(EXIT_CONFIG);
+            return ExitCode::from(exit::EX_CONFIG);
+        }
+        Err(e) => {
+            // See boltwatch_common::exit: 78 unless launchd asked for 0.
+            let status = exit::config_error_status_from_env();
+            eprintln!(
+                "boltwatch-agent: config error: {e}; exiting with status {status}, the service stays stopped until the config is fixed"
+            );
+            return ExitCode::from(status);
         }
     };
+    if args.check_config {
+        for note in &renamed {
+            println!("note: {note}");
+        }
+        println!(
+            "config OK: node {}, {} peer(s), collector {}, reflector {}, spool {}",
+            config.node,
+            config.peers.len(),
+            config.collector,
+            config.listen,
+            config.spool_dir.display()
+        );
+        return ExitCode::SUCCESS;
+    }
     log::init(config.log_format, "info");
     for note in renamed {
         tracing::warn!("{note}");

@@ -6,6 +6,7 @@
 //! - [`duration`]: `100ms`, `5s`, `5m` as the config and flags spell them.
 //! - [`log`]: [`log::LogFormat`] and the one log setup (`BOLTWATCH_LOG`).
 //! - [`signal`]: the SIGINT/SIGTERM shutdown future.
+//! - [`exit`]: EX_CONFIG and its launchd override.
 //! - [`clock`]: realtime unix nanoseconds.
 //! - `testing` (feature `testing`): the seeded proptest config and
 //!   error-location helpers of the property tests.
@@ -14,6 +15,7 @@
 pub mod clock;
 pub mod config;
 pub mod duration;
+pub mod exit;
 pub mod log;
 pub mod signal;
 #[cfg(feature = "testing")]

@@ -246,6 +246,47 @@ fn config_errors_exit_78_and_name_file_line_and_key() {
     );
 }
 
+/// `--check-config` says yes or no without starting anything, and the
+/// launchd override turns a config error's status into 0 (so launchd's
+/// KeepAlive leaves the job stopped) while the message stays the same.
+#[test]
+fn check_config_and_the_launchd_config_error_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("good.toml");
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&good, "node = \"a\"\nlisten = \"127.0.0.1:0\"\n").unwrap();
+    std::fs::write(&bad, "node = \"a\"\nprobe_interval = \"often\"\n").unwrap();
+    let agent = |path: &std::path::Path, check: bool, env: Option<&str>| {
+        let mut cmd = Command::new(bin("boltwatch-agent"));
+        cmd.arg("run").arg("--config").arg(path);
+        if check {
+            cmd.arg("--check-config");
+        }
+        cmd.env_remove("BOLTWATCH_CONFIG_ERROR_EXIT_STATUS");
+        if let Some(v) = env {
+            cmd.env("BOLTWATCH_CONFIG_ERROR_EXIT_STATUS", v);
+        }
+        cmd.output().unwrap()
+    };
+    let out = agent(&good, true, None);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("config OK: node a"),
+        "{out:?}"
+    );
+    let out = agent(&bad, true, Some("0"));
+    assert_eq!(
+        out.status.code(),
+        Some(78),
+        "--check-config ignores the override: {out:?}"
+    );
+    let out = agent(&bad, false, Some("0"));
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("bad.toml:2: key `probe_interval`"), "{err}");
+    assert!(err.contains("exiting with status 0"), "{err}");
+}
+
 #[test]
 fn lab_runs_and_prints_a_table_per_link() {
     let out = Command::new(bin("boltwatch-lab"))
