@@ -625,6 +625,9 @@ fn emit_health(health: &Health, sink: &Sink, probe: &mut HealthProbe) {
         cpu_seconds,
         reflected_packets: Health::get(&health.reflected_packets),
         queued_records: Health::get(&health.queued_records),
+        stamp_refused_reflected: Health::get(&health.stamp_refused_reflected),
+        stamp_refused_own_address: Health::get(&health.stamp_refused_own_address),
+        stamp_refused_rate_limited: Health::get(&health.stamp_refused_rate_limited),
     }));
 }
 
