@@ -402,10 +402,19 @@ fn start_bandwidth(
 ) -> Result<(), Error> {
     let gate = TestGate::default();
     if let Some(l) = listener {
+        let defaults = bandwidth::ServerOptions::default();
         let opts = bandwidth::ServerOptions {
             gate: Some(gate.clone()),
             load: Some(load.clone()),
-            ..Default::default()
+            // Configured peers are served; `bandwidth_allow` CIDRs to come.
+            peers: config
+                .peers
+                .iter()
+                .flat_map(|p| [p.addr.ip(), config.bandwidth_addr(p).ip()])
+                .collect(),
+            // Peers run our own schedule: room for its test length.
+            max_duration: defaults.max_duration.max(config.bandwidth_duration),
+            ..defaults
         };
         let h =
             bandwidth::spawn_server_with(l, stop.clone(), opts).map_err(|source| Error::Spawn {
