@@ -146,7 +146,11 @@ fn spoofed_packet_between_two_reflectors_is_reflected_once() {
          in {WINDOW:?}, test process CPU {:?}",
         cpu() - cpu0
     );
-    assert_eq!(ca[0] + cb[0], 1, "one reflection in all, no loop: A {ca:?} B {cb:?}");
+    assert_eq!(
+        ca[0] + cb[0],
+        1,
+        "one reflection in all, no loop: A {ca:?} B {cb:?}"
+    );
     assert_eq!(ca[0], 1, "A answers the spoofed sender packet once");
     assert_eq!(cb[1], 1, "B refuses A's reflection as reflected");
     // Still a working reflector for a real sender.

@@ -29,9 +29,8 @@ use super::iperf3::{self, Mode, Params, Results, State};
 use super::load::{LoadBoard, TestGate};
 use super::BandwidthError;
 use deny::Denier;
-use report::intervals_json;
-use udp::{udp_accept, udp_listener, UdpFrom};
 use policy::{Admission, Limits};
+use report::intervals_json;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -39,6 +38,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+use udp::{udp_accept, udp_listener, UdpFrom};
 
 /// Server timeouts and limits.
 #[derive(Debug, Clone)]
@@ -243,9 +243,8 @@ fn accept_loop(
                     denier: denier.clone(),
                 };
                 let guard = SlotGuard(slot.clone());
-                let spawned = std::thread::Builder::new()
-                    .name("bw-session".into())
-                    .spawn(move || {
+                let spawned = std::thread::Builder::new().name("bw-session".into()).spawn(
+                    move || {
                         let _guard = guard;
                         let _gate = gate_guard;
                         let mut phase = "cookie";
@@ -255,7 +254,8 @@ fn accept_loop(
                                 tracing::warn!(%peer, phase, error = %e, "bandwidth test aborted")
                             }
                         }
-                    });
+                    },
+                );
                 match spawned {
                     Ok(h) => sessions.push(h),
                     Err(e) => tracing::warn!(error = %e, "cannot spawn session"),
@@ -306,7 +306,10 @@ impl<'a> Inbox<'a> {
 
 impl Drop for Inbox<'_> {
     fn drop(&mut self) {
-        self.slot.lock().unwrap_or_else(|p| p.into_inner()).streams_tx = None;
+        self.slot
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .streams_tx = None;
         while let Ok(s) = self.rx.try_recv() {
             self.denier.deny(s);
         }

@@ -39,7 +39,7 @@ const STOP_POLL: Duration = Duration::from_millis(100);
 const UNKNOWN_TTL: u8 = 255;
 
 pub use admission::RateLimit;
-use admission::{Refusal, RateLimiter};
+use admission::{RateLimiter, Refusal};
 
 /// How long the set of local addresses (for the own-address rule on a
 /// socket bound to the unspecified address) is trusted before re-reading.

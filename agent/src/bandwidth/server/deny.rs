@@ -21,7 +21,7 @@ use crate::bandwidth::iperf3::{State, COOKIE_SIZE};
 /// Connections waiting to be denied at most.
 const QUEUE: usize = 32;
 /// Longest wait for a client's cookie, then for its close.
-const STEP: Duration = Duration::from_millis(500);
+const STEP: Duration = Duration::from_millis(200);
 /// Most bytes read from a denied client while waiting for its close.
 const DRAIN_CAP: usize = 64 * 1024;
 

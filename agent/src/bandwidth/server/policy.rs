@@ -67,7 +67,11 @@ pub struct Accepted {
 }
 
 /// Checks `params` against `limits`; the error is what the client is told.
-pub fn accept(params: &Params, limits: &Limits, default_udp_block: usize) -> Result<Accepted, &'static str> {
+pub fn accept(
+    params: &Params,
+    limits: &Limits,
+    default_udp_block: usize,
+) -> Result<Accepted, &'static str> {
     let udp = params.is_udp();
     if params.parallel == 0 || params.parallel > MAX_STREAMS {
         return Err("bad parallel count");
@@ -92,7 +96,11 @@ pub fn accept(params: &Params, limits: &Limits, default_udp_block: usize) -> Res
     if udp && rate == 0 {
         return Err("unlimited UDP rate");
     }
-    let directions = if params.bidirectional == Some(true) { 2 } else { 1 };
+    let directions = if params.bidirectional == Some(true) {
+        2
+    } else {
+        1
+    };
     let total = u128::from(rate) * u128::from(params.parallel) * directions;
     if total > u128::from(limits.max_rate_bps) {
         return Err("rate above the server's cap");
@@ -135,10 +143,20 @@ mod tests {
     fn peers_allow_list_and_loopback() {
         let a = Admission {
             peers: vec!["10.0.0.2".parse().unwrap()],
-            allow: vec!["192.168.1.0/24".parse().unwrap(), "fd00::/8".parse().unwrap()],
+            allow: vec![
+                "192.168.1.0/24".parse().unwrap(),
+                "fd00::/8".parse().unwrap(),
+            ],
             loopback: true,
         };
-        for ok in ["10.0.0.2", "::ffff:10.0.0.2", "192.168.1.77", "fd12::1", "127.0.0.5", "::1"] {
+        for ok in [
+            "10.0.0.2",
+            "::ffff:10.0.0.2",
+            "192.168.1.77",
+            "fd12::1",
+            "127.0.0.5",
+            "::1",
+        ] {
             assert!(a.admits(ok.parse().unwrap()), "{ok}");
         }
         for no in ["10.0.0.3", "192.168.2.1", "fe80::1", "8.8.8.8"] {
@@ -156,15 +174,27 @@ mod tests {
     fn omit_counts_against_the_duration_cap() {
         assert!(accept(&tcp(10, 0), &limits(), 1460).is_ok());
         assert!(accept(&tcp(50, 9), &limits(), 1460).is_ok());
-        assert_eq!(accept(&tcp(1, 100_000), &limits(), 1460), Err("test too long"));
+        assert_eq!(
+            accept(&tcp(1, 100_000), &limits(), 1460),
+            Err("test too long")
+        );
         assert_eq!(accept(&tcp(1, 60), &limits(), 1460), Err("test too long"));
         assert_eq!(accept(&tcp(55, 6), &limits(), 1460), Err("test too long"));
         assert_eq!(accept(&tcp(61, 0), &limits(), 1460), Err("test too long"));
-        assert_eq!(accept(&tcp(1, u64::MAX), &limits(), 1460), Err("test too long"));
-        assert_eq!(accept(&tcp(u64::MAX, 1), &limits(), 1460), Err("test too long"));
+        assert_eq!(
+            accept(&tcp(1, u64::MAX), &limits(), 1460),
+            Err("test too long")
+        );
+        assert_eq!(
+            accept(&tcp(u64::MAX, 1), &limits(), 1460),
+            Err("test too long")
+        );
         // A byte-count test gets what the omit leaves of the cap.
         let a = accept(&tcp(0, 10), &limits(), 1460).unwrap();
-        assert_eq!((a.time, a.omit), (Duration::from_secs(50), Duration::from_secs(10)));
+        assert_eq!(
+            (a.time, a.omit),
+            (Duration::from_secs(50), Duration::from_secs(10))
+        );
     }
 
     #[test]
@@ -173,13 +203,22 @@ mod tests {
         p.bandwidth = Some(600_000_000);
         assert!(accept(&p, &limits(), 1460).is_ok());
         p.parallel = 2;
-        assert_eq!(accept(&p, &limits(), 1460), Err("rate above the server's cap"));
+        assert_eq!(
+            accept(&p, &limits(), 1460),
+            Err("rate above the server's cap")
+        );
         p.parallel = 1;
         p.bidirectional = Some(true);
-        assert_eq!(accept(&p, &limits(), 1460), Err("rate above the server's cap"));
+        assert_eq!(
+            accept(&p, &limits(), 1460),
+            Err("rate above the server's cap")
+        );
         p.bandwidth = Some(u64::MAX);
         p.parallel = MAX_STREAMS;
-        assert_eq!(accept(&p, &limits(), 1460), Err("rate above the server's cap"));
+        assert_eq!(
+            accept(&p, &limits(), 1460),
+            Err("rate above the server's cap")
+        );
         let mut u = tcp(10, 0);
         u.tcp = None;
         u.udp = Some(true);

@@ -218,14 +218,28 @@ mod tests {
     fn own_address_is_recognised() {
         let a = |s: &str| s.parse::<SocketAddr>().unwrap();
         let never = |_| false;
-        assert!(is_own_address(a("127.0.0.1:862"), a("127.0.0.1:862"), never));
-        assert!(!is_own_address(a("127.0.0.1:863"), a("127.0.0.1:862"), never));
-        assert!(!is_own_address(a("127.0.0.2:862"), a("127.0.0.1:862"), never));
+        assert!(is_own_address(
+            a("127.0.0.1:862"),
+            a("127.0.0.1:862"),
+            never
+        ));
+        assert!(!is_own_address(
+            a("127.0.0.1:863"),
+            a("127.0.0.1:862"),
+            never
+        ));
+        assert!(!is_own_address(
+            a("127.0.0.2:862"),
+            a("127.0.0.1:862"),
+            never
+        ));
         // Unspecified bind: loopback and our own addresses, same port.
         assert!(is_own_address(a("127.0.0.9:862"), a("0.0.0.0:862"), never));
-        assert!(is_own_address(a("[::ffff:10.0.0.1]:862"), a("[::]:862"), |ip| {
-            ip == "10.0.0.1".parse::<IpAddr>().unwrap()
-        }));
+        assert!(is_own_address(
+            a("[::ffff:10.0.0.1]:862"),
+            a("[::]:862"),
+            |ip| { ip == "10.0.0.1".parse::<IpAddr>().unwrap() }
+        ));
         assert!(!is_own_address(a("10.0.0.2:862"), a("0.0.0.0:862"), never));
     }
 
