@@ -67,7 +67,12 @@ fn build_products(profile_dir: &Path) -> Result<(), String> {
 /// `cargo build` of [`PRODUCTS`] matching the running test's profile,
 /// target triple and target directory.
 fn build_command(profile_dir: &Path) -> Result<Command, String> {
-    let unknown = || format!("cannot tell the target directory from {}", profile_dir.display());
+    let unknown = || {
+        format!(
+            "cannot tell the target directory from {}",
+            profile_dir.display()
+        )
+    };
     let profile = profile_dir
         .file_name()
         .and_then(|n| n.to_str())
