@@ -92,9 +92,12 @@ fn run(
 ) {
     let mut buf = vec![0u8; MAX_DATAGRAM];
     let mut out = vec![0u8; MAX_DATAGRAM];
-    let mut limiter = RateLimiter::new(opts.rate);
-    let mut locals = LocalAddrs::default();
-    let epoch = Instant::now();
+    let mut gate = Gatekeeper {
+        local,
+        limiter: RateLimiter::new(opts.rate),
+        locals: LocalAddrs::default(),
+        epoch: Instant::now(),
+    };
     while !stop.load(Ordering::Relaxed) {
         let rx = match imp::recv(socket, &mut buf, false) {
             Ok(rx) => rx,
@@ -108,22 +111,7 @@ fn run(
         };
         let Some(from) = rx.from else { continue };
         let request = &buf[..rx.len.min(buf.len())];
-        let verdict = admission::check_packet(request)
-            .and_then(|()| {
-                if admission::is_own_address(from, local, |ip| locals.contains(ip)) {
-                    Err(Refusal::OwnAddress)
-                } else {
-                    Ok(())
-                }
-            })
-            .and_then(|()| {
-                let now = epoch.elapsed().as_nanos() as u64;
-                if limiter.allow(from.ip(), now) {
-                    Ok(())
-                } else {
-                    Err(Refusal::RateLimited)
-                }
-            });
+        let verdict = gate.admit(from, request);
         if let Err(why) = verdict {
             Health::incr(match why {
                 Refusal::Malformed => &health.malformed_packets,
@@ -168,6 +156,30 @@ pub(crate) fn reply_into(
 /// Writes t3 into a built reply (octets 4-11).
 pub(crate) fn stamp_t3(out: &mut [u8], t3_unix_ns: u64) {
     out[4..12].copy_from_slice(&NtpTimestamp::from_unix_ns(t3_unix_ns).0.to_be_bytes());
+}
+
+/// The admission rules of [`admission`] with their state for one socket.
+struct Gatekeeper {
+    local: SocketAddr,
+    limiter: RateLimiter,
+    locals: LocalAddrs,
+    epoch: Instant,
+}
+
+impl Gatekeeper {
+    /// `Ok` when `request` from `from` may be answered; cheapest checks
+    /// first, and a refused datagram never takes a token.
+    fn admit(&mut self, from: SocketAddr, request: &[u8]) -> Result<(), Refusal> {
+        admission::check_packet(request)?;
+        if admission::is_own_address(from, self.local, |ip| self.locals.contains(ip)) {
+            return Err(Refusal::OwnAddress);
+        }
+        let now_ns = self.epoch.elapsed().as_nanos() as u64;
+        if !self.limiter.allow(from.ip(), now_ns) {
+            return Err(Refusal::RateLimited);
+        }
+        Ok(())
+    }
 }
 
 /// This host's addresses, read lazily: only a datagram from our own port
