@@ -13,6 +13,13 @@ pub struct Health {
     pub malformed_packets: AtomicU64,
     /// STAMP packets the reflector answered.
     pub reflected_packets: AtomicU64,
+    /// Datagrams the reflector refused as already reflected (octets 16-43
+    /// not zero): what would otherwise start a reflector loop.
+    pub stamp_refused_reflected: AtomicU64,
+    /// Datagrams the reflector refused for coming from its own address.
+    pub stamp_refused_own_address: AtomicU64,
+    /// Datagrams the reflector refused over a source's rate limit.
+    pub stamp_refused_rate_limited: AtomicU64,
     /// Records dropped: spool over its cap, or a failed spool write.
     pub dropped_records: AtomicU64,
     /// Connections made to the collector after the first.

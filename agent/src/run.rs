@@ -402,10 +402,19 @@ fn start_bandwidth(
 ) -> Result<(), Error> {
     let gate = TestGate::default();
     if let Some(l) = listener {
+        let defaults = bandwidth::ServerOptions::default();
         let opts = bandwidth::ServerOptions {
             gate: Some(gate.clone()),
             load: Some(load.clone()),
-            ..Default::default()
+            // Configured peers are served; `bandwidth_allow` CIDRs to come.
+            peers: config
+                .peers
+                .iter()
+                .flat_map(|p| [p.addr.ip(), config.bandwidth_addr(p).ip()])
+                .collect(),
+            // Peers run our own schedule: room for its test length.
+            max_duration: defaults.max_duration.max(config.bandwidth_duration),
+            ..defaults
         };
         let h =
             bandwidth::spawn_server_with(l, stop.clone(), opts).map_err(|source| Error::Spawn {
@@ -625,6 +634,9 @@ fn emit_health(health: &Health, sink: &Sink, probe: &mut HealthProbe) {
         cpu_seconds,
         reflected_packets: Health::get(&health.reflected_packets),
         queued_records: Health::get(&health.queued_records),
+        stamp_refused_reflected: Health::get(&health.stamp_refused_reflected),
+        stamp_refused_own_address: Health::get(&health.stamp_refused_own_address),
+        stamp_refused_rate_limited: Health::get(&health.stamp_refused_rate_limited),
     }));
 }
 

@@ -5,10 +5,19 @@
 use std::net::{SocketAddr, TcpListener, UdpSocket};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-/// Path of a binary built by `cargo test --workspace` (which builds the
-/// agent's and collector's binaries before any test runs).
+/// The binaries the tests drive that belong to other packages: cargo
+/// builds a package's own binaries before its integration tests, but not
+/// these, so `cargo test -p boltwatch-tests` alone would run whatever
+/// stale build sits in target/.
+const PRODUCTS: [&str; 2] = ["boltwatch-agent", "boltwatch-collector"];
+
+/// Path of a binary in this test's target directory. The agent and
+/// collector are (re)built first, once per test process, with the same
+/// profile and target directory as the test itself, so a test never runs
+/// a stale binary; a build failure fails the test with cargo's message.
 pub fn bin(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("current_exe");
     // target/<profile>/deps/e2e-<hash> -> target/<profile>/<name>; a
@@ -17,13 +26,95 @@ pub fn bin(name: &str) -> PathBuf {
     if dir.file_name().is_some_and(|n| n == "deps") {
         dir = dir.parent().expect("target dir");
     }
+    if PRODUCTS.contains(&name) {
+        if let Err(e) = build_products(dir) {
+            panic!("{e}");
+        }
+    }
     let p = dir.join(name);
     assert!(
         p.exists(),
-        "{} not built; run the whole suite with `cargo test --workspace` (see README)",
+        "{} not built; run the whole suite with `bash .ci/test` (see README)",
         p.display()
     );
     p
+}
+
+/// Builds [`PRODUCTS`] into `profile_dir` (target/<profile>, or
+/// target/<triple>/<profile>) once per process.
+fn build_products(profile_dir: &Path) -> Result<(), String> {
+    static BUILT: OnceLock<Result<(), String>> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let cmd = build_command(profile_dir)?;
+            let shown = format!("{cmd:?}");
+            let mut cmd = cmd;
+            let out = cmd
+                .output()
+                .map_err(|e| format!("cannot run `{shown}`: {e}"))?;
+            if out.status.success() {
+                Ok(())
+            } else {
+                Err(format!(
+                    "building the agent and collector for the tests failed: `{shown}`\n{}",
+                    String::from_utf8_lossy(&out.stderr)
+                ))
+            }
+        })
+        .clone()
+}
+
+/// `cargo build` of [`PRODUCTS`] matching the running test's profile,
+/// target triple and target directory.
+fn build_command(profile_dir: &Path) -> Result<Command, String> {
+    let unknown = || {
+        format!(
+            "cannot tell the target directory from {}",
+            profile_dir.display()
+        )
+    };
+    let profile = profile_dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .ok_or_else(unknown)?;
+    let mut target_dir = profile_dir.parent().ok_or_else(unknown)?;
+    // Cargo marks its target directory with CACHEDIR.TAG; one level up
+    // means a cross build in target/<triple>/<profile>.
+    let mut triple = None;
+    if !target_dir.join("CACHEDIR.TAG").exists() {
+        let up = target_dir.parent().ok_or_else(unknown)?;
+        if up.join("CACHEDIR.TAG").exists() {
+            triple = target_dir.file_name().and_then(|n| n.to_str());
+            target_dir = up;
+        }
+    }
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ sits in the workspace");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.arg("build")
+        .arg("--manifest-path")
+        .arg(workspace.join("Cargo.toml"))
+        .arg("--target-dir")
+        .arg(target_dir)
+        .args(["--bins", "--quiet"]);
+    for p in PRODUCTS {
+        cmd.args(["-p", p]);
+    }
+    match profile {
+        "debug" => {}
+        "release" => {
+            cmd.arg("--release");
+        }
+        other => {
+            cmd.args(["--profile", other]);
+        }
+    }
+    if let Some(t) = triple {
+        cmd.args(["--target", t]);
+    }
+    Ok(cmd)
 }
 
 /// A free TCP port on 127.0.0.1 (released before use; fine for tests).

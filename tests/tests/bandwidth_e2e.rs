@@ -1,4 +1,4 @@
-//! Issue 4 end to end on the network-namespace bed: two real agents, each
+//! Bandwidth end to end on the network-namespace bed: two real agents, each
 //! in its own namespace, test each other's bandwidth on a schedule over the
 //! veth "cable" while probing RTT; the collector runs on the host and is
 //! reached over the management network.
@@ -229,7 +229,10 @@ fn check_tags(rtt: &[Value], tests: &[Bw]) -> Vec<(String, usize, usize)> {
 }
 
 /// A stock `iperf3 -c` in node a against agent b's server: served (the
-/// agent may be busy with its own schedule; retried).
+/// agent may be busy with its own schedule; retried). Busy must be said
+/// the iperf3 way: a client that reached the server just as a scheduled
+/// test took its last stream used to be reset instead (see
+/// agent/tests/bandwidth_hostile.rs), which failed this test now and then.
 fn stock_client_is_served(bed: &TestBed) {
     let iperf3 = find_tool("iperf3", "iperf3").unwrap_or_else(|e| panic!("{e}"));
     let server = bed.link_addr(1, 0).unwrap().to_string();

@@ -10,9 +10,9 @@
 //! variables) must be in it or be a recording rule of `recording.yml`, so a
 //! renamed metric breaks this test rather than silently emptying a panel.
 //!
-//! The rule files are plain YAML kept to a small subset (`key: value` on one
-//! line, or a `|` block for `expr`), read here line by line because the tests
-//! crate has no YAML parser; promtool parses them properly.
+//! The YAML files (rules, rule tests, the Prometheus config) are parsed with
+//! `serde_norway` into a tree and read by key, so any valid YAML layout
+//! (block or flow, quoted or plain, `|` or `>`) reads the same.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -162,78 +162,56 @@ fn rule_test_files() -> Vec<PathBuf> {
     files
 }
 
-// --- the restricted YAML reader -------------------------------------------
+// --- YAML ------------------------------------------------------------------
 
-/// Every value of `key` in a YAML text, one-line or `|`/`>` block.
-fn yaml_values(text: &str, key: &str) -> Vec<String> {
-    let lines: Vec<&str> = text.lines().collect();
-    let prefix = format!("{key}:");
-    let mut values = Vec::new();
-    let mut i = 0;
-    while i < lines.len() {
-        let line = lines[i];
-        let indent = line.len() - line.trim_start().len();
-        let body = line.trim_start();
-        let body = body.strip_prefix("- ").unwrap_or(body);
-        i += 1;
-        let Some(rest) = body.strip_prefix(&prefix) else {
-            continue;
-        };
-        let rest = rest.trim();
-        if rest.starts_with('|') || rest.starts_with('>') {
-            let mut block = Vec::new();
-            while i < lines.len() {
-                let next = lines[i];
-                let next_indent = next.len() - next.trim_start().len();
-                if !next.trim().is_empty() && next_indent <= indent {
-                    break;
+/// A YAML file as a tree (every key these files use is a string).
+fn yaml(path: &Path) -> Value {
+    yaml_text(&read(path)).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn yaml_text(text: &str) -> Result<Value, serde_norway::Error> {
+    serde_norway::from_str(text)
+}
+
+/// Every string value of `key` anywhere in `tree`, in document order for
+/// sequences.
+fn values_of(tree: &Value, key: &str) -> Vec<String> {
+    fn walk(v: &Value, key: &str, out: &mut Vec<String>) {
+        match v {
+            Value::Object(map) => {
+                for (k, child) in map {
+                    if k == key {
+                        if let Some(s) = child.as_str() {
+                            out.push(s.to_string());
+                        }
+                    }
+                    walk(child, key, out);
                 }
-                block.push(next.trim());
-                i += 1;
             }
-            values.push(block.join("\n"));
-        } else {
-            values.push(unquote(rest));
+            Value::Array(list) => list.iter().for_each(|c| walk(c, key, out)),
+            _ => {}
         }
     }
-    values
+    let mut out = Vec::new();
+    walk(tree, key, &mut out);
+    out
 }
 
-fn unquote(value: &str) -> String {
-    if let Some(inner) = value.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')) {
-        inner.replace("''", "'")
-    } else if let Some(inner) = value.strip_prefix('"').and_then(|v| v.strip_suffix('"')) {
-        inner.replace("\\\"", "\"").replace("\\\\", "\\")
-    } else {
-        value.to_string()
-    }
-}
-
-/// The rule blocks of a rule file, keyed by their `alert:` or `record:` name.
-fn rule_blocks(text: &str, kind: &str) -> BTreeMap<String, String> {
-    let marker = format!("- {kind}:");
-    let mut blocks = BTreeMap::new();
-    let mut current: Option<(String, String)> = None;
-    for line in text.lines() {
-        let trimmed = line.trim_start();
-        let starts_rule = trimmed.starts_with("- alert:") || trimmed.starts_with("- record:");
-        if starts_rule || trimmed.starts_with("- name:") {
-            if let Some((name, body)) = current.take() {
-                assert!(blocks.insert(name.clone(), body).is_none(), "{name} twice");
+/// The rules of a rule file (`groups[].rules[]`) that carry `kind`
+/// (`alert` or `record`), keyed by that name; a name used twice fails.
+fn rule_map(doc: &Value, kind: &str) -> BTreeMap<String, Value> {
+    let mut rules = BTreeMap::new();
+    for group in doc["groups"].as_array().expect("groups: a list") {
+        for rule in group["rules"].as_array().expect("rules: a list") {
+            if let Some(name) = rule[kind].as_str() {
+                assert!(
+                    rules.insert(name.to_string(), rule.clone()).is_none(),
+                    "{name} twice"
+                );
             }
         }
-        if let Some(name) = trimmed.strip_prefix(&marker) {
-            current = Some((name.trim().to_string(), String::new()));
-        }
-        if let Some((_, body)) = current.as_mut() {
-            body.push_str(line);
-            body.push('\n');
-        }
     }
-    if let Some((name, body)) = current {
-        assert!(blocks.insert(name.clone(), body).is_none(), "{name} twice");
-    }
-    blocks
+    rules
 }
 
 // --- PromQL metric-name extraction ----------------------------------------
@@ -374,15 +352,15 @@ fn known_metrics() -> BTreeSet<String> {
     known
 }
 
-fn recording_rules() -> BTreeMap<String, String> {
-    rule_blocks(
-        &read(&dashboards().join("prometheus/recording.yml")),
+fn recording_rules() -> BTreeMap<String, Value> {
+    rule_map(
+        &yaml(&dashboards().join("prometheus/recording.yml")),
         "record",
     )
 }
 
-fn alerts() -> BTreeMap<String, String> {
-    rule_blocks(&read(&dashboards().join("prometheus/alerts.yml")), "alert")
+fn alerts() -> BTreeMap<String, Value> {
+    rule_map(&yaml(&dashboards().join("prometheus/alerts.yml")), "alert")
 }
 
 fn dashboard() -> Value {
@@ -491,28 +469,42 @@ fn example_config_passes_promtool_check() {
     let dir = dashboards().join("prometheus");
     let out = promtool(&["check", "config", "prometheus.yml"], &dir);
     assert!(out.contains("SUCCESS: 2 rule files found"), "{out}");
-    let config = read(&dir.join("prometheus.yml"));
-    assert!(config.contains("127.0.0.1:9471"), "scrapes the collector");
+    let config = yaml(&dir.join("prometheus.yml"));
     // BoltwatchCollectorDown selects this job by name.
-    assert!(config.contains("job_name: boltwatch-collector"));
-    assert!(alerts()["BoltwatchCollectorDown"].contains("job=\"boltwatch-collector\""));
+    let jobs = config["scrape_configs"].as_array().expect("scrape_configs");
+    let job = jobs
+        .iter()
+        .find(|j| j["job_name"] == "boltwatch-collector")
+        .expect("a job named boltwatch-collector");
+    assert!(
+        job["static_configs"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|c| c["targets"].as_array().into_iter().flatten())
+            .any(|t| t == "127.0.0.1:9471"),
+        "scrapes the collector: {job}"
+    );
+    let expr = alerts()["BoltwatchCollectorDown"]["expr"].clone();
+    assert!(expr
+        .as_str()
+        .is_some_and(|e| e.contains("job=\"boltwatch-collector\"")));
 }
 
 #[test]
 fn every_alert_is_complete_and_tested_both_ways() {
     let alerts = alerts();
     assert!(alerts.len() >= 15, "only {} alerts", alerts.len());
-    for (name, block) in &alerts {
+    for (name, rule) in &alerts {
         assert!(name.starts_with("Boltwatch"), "{name}: prefix");
-        let fors = yaml_values(block, "for");
-        assert_eq!(fors.len(), 1, "{name}: one for: duration");
-        let severity = yaml_values(block, "severity");
+        assert!(rule["for"].is_string(), "{name}: one for: duration");
+        let severity = values_of(&rule["labels"], "severity");
         assert!(
             severity.len() == 1 && SEVERITIES.contains(&severity[0].as_str()),
             "{name}: severity {severity:?} not one of {SEVERITIES:?}"
         );
         for key in ["summary", "description", "runbook"] {
-            let v = yaml_values(block, key);
+            let v = values_of(&rule["annotations"], key);
             assert!(v.len() == 1 && v[0].len() > 10, "{name}: annotation {key}");
         }
     }
@@ -521,24 +513,24 @@ fn every_alert_is_complete_and_tested_both_ways() {
     let mut fires = BTreeSet::new();
     let mut silent = BTreeSet::new();
     for file in rule_test_files() {
-        let text = read(&file);
-        let mut current = None;
-        for line in text.lines() {
-            let body = line.trim_start().trim_start_matches("- ");
-            if let Some(name) = body.strip_prefix("alertname:") {
-                current = Some(name.trim().to_string());
-            } else if let Some(rest) = body.strip_prefix("exp_alerts:") {
-                let name = current.take().expect("exp_alerts after alertname");
-                assert!(
-                    alerts.contains_key(&name),
-                    "{}: unknown alert {name}",
-                    file.display()
-                );
-                if rest.trim() == "[]" {
-                    silent.insert(name);
-                } else {
-                    fires.insert(name);
-                }
+        let doc = yaml(&file);
+        let cases = doc["tests"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|t| t["alert_rule_test"].as_array().into_iter().flatten());
+        for case in cases {
+            let name = case["alertname"].as_str().expect("alertname").to_string();
+            assert!(
+                alerts.contains_key(&name),
+                "{}: unknown alert {name}",
+                file.display()
+            );
+            let expected = case["exp_alerts"].as_array().expect("exp_alerts: a list");
+            if expected.is_empty() {
+                silent.insert(name);
+            } else {
+                fires.insert(name);
             }
         }
     }
@@ -560,7 +552,7 @@ fn every_recording_rule_is_named_by_convention_and_tested() {
     assert!(rules.len() >= 15, "only {} recording rules", rules.len());
     let tested: BTreeSet<String> = rule_test_files()
         .iter()
-        .flat_map(|f| yaml_values(&read(f), "expr"))
+        .flat_map(|f| values_of(&yaml(f), "expr"))
         .flat_map(|e| metric_names(&e).expect("test expr parses"))
         .collect();
     for name in rules.keys() {
@@ -609,10 +601,12 @@ fn metric_name_extraction_sees_what_promql_selects() {
         "unknown function"
     );
     assert!(metric_names("sum(a{b=\"c\"").is_err(), "unbalanced braces");
-    // The YAML reader finds block and one-line expressions alike.
-    let yaml =
-        "rules:\n  - record: x\n    expr: |\n      a\n        + b\n  - alert: Y\n    expr: c > 1\n";
-    assert_eq!(yaml_values(yaml, "expr"), ["a\n+ b", "c > 1"]);
+    // The YAML tree yields block and one-line expressions alike.
+    let doc = yaml_text(
+        "rules:\n  - record: x\n    expr: |\n      a\n        + b\n  - alert: Y\n    expr: c > 1\n",
+    )
+    .unwrap();
+    assert_eq!(values_of(&doc, "expr"), ["a\n  + b\n", "c > 1"]);
 }
 
 #[test]
@@ -620,15 +614,15 @@ fn every_metric_referenced_is_in_the_contract_or_recorded() {
     let known = known_metrics();
     let mut exprs: Vec<(String, String)> = Vec::new();
     for file in ["recording.yml", "alerts.yml"] {
-        for expr in yaml_values(&read(&dashboards().join("prometheus").join(file)), "expr") {
+        for expr in values_of(&yaml(&dashboards().join("prometheus").join(file)), "expr") {
             exprs.push((file.to_string(), expr));
         }
     }
     for file in rule_test_files() {
-        let text = read(&file);
+        let doc = yaml(&file);
         let origin = file.display().to_string();
         for key in ["expr", "series", "labels"] {
-            for value in yaml_values(&text, key) {
+            for value in values_of(&doc, key) {
                 if key == "labels" && !value.contains('{') {
                     continue; // exp_labels blocks, not series selectors
                 }
@@ -816,20 +810,18 @@ fn grafana_dashboard_is_well_formed() {
 fn grafana_expressions_parse_in_promtool() {
     // promtool has no bare query parser; a rule file with one recording rule
     // per dashboard expression gets every one parsed by Prometheus' own code.
-    let mut file = String::from("groups:\n  - name: grafana_expressions\n    rules:\n");
     let exprs = dashboard_exprs(&dashboard());
+    let mut rules = Vec::new();
     for (n, (origin, expr)) in exprs.iter().enumerate() {
         let expr = substitute_grafana_variables(expr);
         assert!(
             !expr.contains('$'),
             "{origin}: unhandled Grafana variable in {expr}"
         );
-        // JSON strings are valid YAML double-quoted scalars.
-        let quoted = serde_json::to_string(&expr).expect("string serialises");
-        file.push_str(&format!(
-            "      - record: grafana:expression:n{n}\n        expr: {quoted}\n"
-        ));
+        rules.push(serde_json::json!({"record": format!("grafana:expression:n{n}"), "expr": expr}));
     }
+    let doc = serde_json::json!({"groups": [{"name": "grafana_expressions", "rules": rules}]});
+    let file = serde_norway::to_string(&doc).expect("rules serialise");
     let dir = tempfile::tempdir().expect("temp dir");
     std::fs::write(dir.path().join("grafana.yml"), file).expect("write rules");
     let out = promtool(&["check", "rules", "grafana.yml"], dir.path());

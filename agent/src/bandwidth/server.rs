@@ -3,25 +3,42 @@
 //! `ACCESS_DENIED` and is closed; stream connections are matched to the
 //! running test by cookie.
 //!
+//! Hostile clients are the normal case on an unauthenticated port: only
+//! admitted clients get a test ([`policy::Admission`]: configured peers,
+//! an allow-list, loopback), a test's length and rate are capped
+//! ([`policy::accept`]), data sockets (TCP streams and the UDP connect
+//! datagram) are taken only from the control connection's IP, so nobody
+//! can aim a test's traffic at a third address, and every refusal is an
+//! iperf3 `ACCESS_DENIED` sent by [`deny::Denier`], never a reset.
+//!
 //! One accept thread owns the listener and hands each test to a session
 //! thread. Every wait on a client has a deadline (setup steps, the test time
 //! plus a grace period, the results exchange), and the session frees the
 //! server slot from a drop guard, so a client that resets, goes silent or
 //! panics the session never leaves the server stuck busy.
 
-use super::client::{bps, our_results, IntervalSampler};
+mod deny;
+pub mod policy;
+mod report;
+mod udp;
+
+use super::client::{our_results, IntervalSampler};
 use super::control::{read_frame, read_state, write_frame, write_state};
 use super::engine::{self, DataSocket, Engine, EngineConfig, StreamSpec};
 use super::iperf3::{self, Mode, Params, Results, State};
 use super::load::{LoadBoard, TestGate};
 use super::BandwidthError;
+use deny::Denier;
+use policy::{Admission, Limits};
+use report::intervals_json;
 use std::io::{ErrorKind, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+use udp::{udp_accept, udp_listener, UdpFrom};
 
 /// Server timeouts and limits.
 #[derive(Debug, Clone)]
@@ -30,8 +47,24 @@ pub struct ServerOptions {
     pub setup_timeout: Duration,
     /// How long past the announced test time a silent client is tolerated.
     pub grace: Duration,
-    /// Longest test accepted.
+    /// Longest test accepted, `time` plus `omit`. 60 s by default: a
+    /// scheduled test runs `bandwidth_duration` (10 s by default) and the
+    /// duty cycle keeps tests short, so a minute is room to spare, while
+    /// any longer only lets a stranger keep the node "busy".
     pub max_duration: Duration,
+    /// Highest total rate a client may ask for (all streams, both
+    /// directions), bits/s; 40 Gbit/s by default, a Thunderbolt 4 link.
+    /// UDP tests must name a rate.
+    pub max_rate_bps: u64,
+    /// Configured peers' addresses: always served.
+    pub peers: Vec<IpAddr>,
+    /// Anyone else inside one of these networks is served too
+    /// (`--bandwidth-allow CIDR`).
+    pub allow: Vec<ipnet::IpNet>,
+    /// Clients on loopback are served (true by default).
+    pub allow_loopback: bool,
+    /// Refusals, by reason.
+    pub refusals: Arc<Refusals>,
     /// Interval of the receiver-side figures sent back with the results.
     pub interval: Duration,
     /// The node-wide one-test gate shared with the agent's own scheduler:
@@ -46,7 +79,12 @@ impl Default for ServerOptions {
         ServerOptions {
             setup_timeout: Duration::from_secs(10),
             grace: Duration::from_secs(10),
-            max_duration: Duration::from_secs(3600),
+            max_duration: Duration::from_secs(60),
+            max_rate_bps: 40_000_000_000,
+            peers: Vec::new(),
+            allow: Vec::new(),
+            allow_loopback: true,
+            refusals: Arc::default(),
             interval: Duration::from_secs(1),
             gate: None,
             load: None,
@@ -54,10 +92,40 @@ impl Default for ServerOptions {
     }
 }
 
-/// Largest parallel count accepted (iperf3 caps at 128 too).
-const MAX_STREAMS: u64 = 128;
-/// Largest TCP block accepted.
-const MAX_BLOCK: u64 = 16 * 1024 * 1024;
+impl ServerOptions {
+    fn admission(&self) -> Admission {
+        Admission {
+            peers: self.peers.clone(),
+            allow: self.allow.clone(),
+            loopback: self.allow_loopback,
+        }
+    }
+
+    fn limits(&self) -> Limits {
+        Limits {
+            max_duration: self.max_duration,
+            max_rate_bps: self.max_rate_bps,
+        }
+    }
+}
+
+/// Connections and datagrams the server refused, by reason.
+#[derive(Debug, Default)]
+pub struct Refusals {
+    /// A test was running (or the node's own client held the gate).
+    pub busy: AtomicU64,
+    /// The client is neither a peer nor allowed.
+    pub not_allowed: AtomicU64,
+    /// A data stream or UDP connect datagram from another IP than the
+    /// test's control connection.
+    pub foreign_data_source: AtomicU64,
+    /// Parameters over the limits (length, rate, streams, block).
+    pub over_limits: AtomicU64,
+}
+
+fn count(c: &AtomicU64) {
+    c.fetch_add(1, Ordering::Relaxed);
+}
 
 #[derive(Default)]
 struct Slot {
@@ -111,6 +179,14 @@ fn accept_loop(
 ) {
     let slot = Arc::new(Mutex::new(Slot::default()));
     let mut sessions: Vec<JoinHandle<()>> = Vec::new();
+    let (denier, deny_thread) = match Denier::spawn() {
+        Ok(d) => d,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot start the bandwidth server");
+            return;
+        }
+    };
+    let admission = opts.admission();
     tracing::info!(%local, "bandwidth server listening");
     while !stop.load(Ordering::Relaxed) {
         sessions.retain(|h| !h.is_finished());
@@ -120,49 +196,69 @@ fn accept_loop(
                     continue;
                 }
                 let mut g = slot.lock().unwrap_or_else(|p| p.into_inner());
-                // The gate is only tried for a free slot: a busy slot's
-                // connections are its data streams.
-                let gate = if g.busy {
-                    None
-                } else {
-                    match &opts.gate {
-                        Some(gate) => gate.try_enter().map(Some),
-                        None => Some(None),
+                if g.busy {
+                    // A busy slot's connections are its data streams (or
+                    // intruders: the session checks address and cookie).
+                    // Sent under the lock, so a session that closed its
+                    // inbox never misses one.
+                    if let Some(tx) = &g.streams_tx {
+                        if let Err(mpsc::SendError(s)) = tx.send(s) {
+                            denier.deny(s);
+                        }
+                    } else {
+                        drop(g);
+                        count(&opts.refusals.busy);
+                        denier.deny(s);
                     }
+                    continue;
+                }
+                if !admission.admits(peer.ip()) {
+                    drop(g);
+                    count(&opts.refusals.not_allowed);
+                    tracing::debug!(%peer, "bandwidth client not allowed");
+                    denier.deny(s);
+                    continue;
+                }
+                // The gate is only tried for a free slot.
+                let gate_guard = match &opts.gate {
+                    Some(gate) => match gate.try_enter() {
+                        Some(gg) => Some(gg),
+                        None => {
+                            drop(g);
+                            count(&opts.refusals.busy);
+                            denier.deny(s);
+                            continue;
+                        }
+                    },
+                    None => None,
                 };
-                if let Some(gate_guard) = gate {
-                    g.busy = true;
-                    g.streams_tx = None;
-                    drop(g);
-                    let session_slot = slot.clone();
-                    let guard = SlotGuard(slot.clone());
-                    let stop = stop.clone();
-                    let opts = opts.clone();
-                    let spawned = std::thread::Builder::new()
-                        .name("bw-session".into())
-                        .spawn(move || {
-                            let _guard = guard;
-                            let _gate = gate_guard;
-                            let mut phase = "cookie";
-                            let r = session(s, local, &session_slot, &stop, &opts, &mut phase);
-                            match r {
-                                Ok(()) => tracing::info!(%peer, "bandwidth test done"),
-                                Err(e) => {
-                                    tracing::warn!(%peer, phase, error = %e, "bandwidth test aborted")
-                                }
+                g.busy = true;
+                g.streams_tx = None;
+                drop(g);
+                let ctx = SessionCtx {
+                    local,
+                    slot: slot.clone(),
+                    stop: stop.clone(),
+                    opts: opts.clone(),
+                    denier: denier.clone(),
+                };
+                let guard = SlotGuard(slot.clone());
+                let spawned = std::thread::Builder::new().name("bw-session".into()).spawn(
+                    move || {
+                        let _guard = guard;
+                        let _gate = gate_guard;
+                        let mut phase = "cookie";
+                        match session(s, &ctx, &mut phase) {
+                            Ok(()) => tracing::info!(%peer, "bandwidth test done"),
+                            Err(e) => {
+                                tracing::warn!(%peer, phase, error = %e, "bandwidth test aborted")
                             }
-                        });
-                    match spawned {
-                        Ok(h) => sessions.push(h),
-                        Err(e) => tracing::warn!(error = %e, "cannot spawn session"),
-                    }
-                } else if let Some(tx) = g.streams_tx.clone() {
-                    // A data stream, or an intruder; the session checks the cookie.
-                    drop(g);
-                    let _ = tx.send(s);
-                } else {
-                    drop(g);
-                    deny(s);
+                        }
+                    },
+                );
+                match spawned {
+                    Ok(h) => sessions.push(h),
+                    Err(e) => tracing::warn!(error = %e, "cannot spawn session"),
                 }
             }
             Err(e) if e.kind() == ErrorKind::WouldBlock => {
@@ -177,13 +273,47 @@ fn accept_loop(
     for h in sessions {
         let _ = h.join();
     }
+    drop(denier);
+    let _ = deny_thread.join();
 }
 
-/// Writes `ACCESS_DENIED` without reading anything (reading could block on
-/// a client that sends nothing) and closes.
-fn deny(mut s: TcpStream) {
-    let _ = s.set_write_timeout(Some(Duration::from_secs(1)));
-    let _ = s.write_all(&[State::AccessDenied.to_byte()]);
+/// What a session needs from its server.
+struct SessionCtx {
+    local: SocketAddr,
+    slot: Arc<Mutex<Slot>>,
+    stop: Arc<AtomicBool>,
+    opts: ServerOptions,
+    denier: Denier,
+}
+
+/// A TCP test's stream connections, forwarded by the accept loop. When
+/// dropped (the streams are in, or the session failed) it closes the slot's
+/// channel under the lock, then denies whatever was still queued: a client
+/// that arrived in that window hears "busy", not a reset.
+struct Inbox<'a> {
+    rx: mpsc::Receiver<TcpStream>,
+    slot: &'a Mutex<Slot>,
+    denier: &'a Denier,
+}
+
+impl<'a> Inbox<'a> {
+    fn open(slot: &'a Mutex<Slot>, denier: &'a Denier) -> Inbox<'a> {
+        let (tx, rx) = mpsc::channel();
+        slot.lock().unwrap_or_else(|p| p.into_inner()).streams_tx = Some(tx);
+        Inbox { rx, slot, denier }
+    }
+}
+
+impl Drop for Inbox<'_> {
+    fn drop(&mut self) {
+        self.slot
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .streams_tx = None;
+        while let Ok(s) = self.rx.try_recv() {
+            self.denier.deny(s);
+        }
+    }
 }
 
 fn server_error(ctrl: &mut TcpStream, msg: &str) -> BandwidthError {
@@ -193,12 +323,11 @@ fn server_error(ctrl: &mut TcpStream, msg: &str) -> BandwidthError {
 
 fn session(
     mut ctrl: TcpStream,
-    local: SocketAddr,
-    slot: &Arc<Mutex<Slot>>,
-    stop: &AtomicBool,
-    opts: &ServerOptions,
+    cx: &SessionCtx,
     phase: &mut &'static str,
 ) -> Result<(), BandwidthError> {
+    let opts = &cx.opts;
+    let client = ctrl.peer_addr()?.ip();
     ctrl.set_nodelay(true)?;
     ctrl.set_read_timeout(Some(opts.setup_timeout))?;
     ctrl.set_write_timeout(Some(opts.setup_timeout))?;
@@ -208,32 +337,16 @@ fn session(
     write_state(&mut ctrl, State::ParamExchange)?;
     let params = Params::from_json(&read_frame(&mut ctrl, iperf3::MAX_PARAMS_JSON)?)?;
     let udp = params.is_udp();
-    if params.parallel == 0 || params.parallel > MAX_STREAMS {
-        return Err(server_error(&mut ctrl, "bad parallel count"));
-    }
-    let max_block = if udp { 65_507 } else { MAX_BLOCK };
-    if params.len > max_block {
-        return Err(server_error(&mut ctrl, "block too large"));
-    }
-    let test_time = Duration::from_secs(if params.time == 0 {
-        // Byte- or block-count tests: bounded by the longest test instead.
-        opts.max_duration.as_secs()
-    } else {
-        params.time
-    });
-    if test_time > opts.max_duration {
-        return Err(server_error(&mut ctrl, "test too long"));
-    }
+    let ok = match policy::accept(&params, &opts.limits(), super::client::DEFAULT_UDP_BLOCK) {
+        Ok(ok) => ok,
+        Err(why) => {
+            count(&opts.refusals.over_limits);
+            return Err(server_error(&mut ctrl, why));
+        }
+    };
     let mode = params.mode();
     let p = params.parallel as usize;
     let total = if mode == Mode::Bidir { 2 * p } else { p };
-    let block = if params.len > 0 {
-        params.len as usize
-    } else if udp {
-        super::client::DEFAULT_UDP_BLOCK
-    } else {
-        iperf3::DEFAULT_TCP_BLKSIZE
-    };
     let window = params.window.map(|w| w as usize);
     let deadline = Instant::now() + opts.setup_timeout;
 
@@ -247,10 +360,15 @@ fn session(
         Mode::Bidir => i >= p,
     };
     if udp {
-        let mut listener = udp_listener(local)?;
+        let mut listener = udp_listener(cx.local)?;
         write_state(&mut ctrl, State::CreateStreams)?;
         for i in 0..total {
-            let (sock, next) = udp_accept(listener, local, deadline, window)?;
+            let from = UdpFrom {
+                client,
+                deadline,
+                refused: &opts.refusals.foreign_data_source,
+            };
+            let (sock, next) = udp_accept(listener, cx.local, &from, window)?;
             listener = next;
             specs.push(StreamSpec {
                 id: iperf3::stream_id(i),
@@ -259,18 +377,27 @@ fn session(
             });
         }
     } else {
-        let (tx, rx) = mpsc::channel();
-        slot.lock().unwrap_or_else(|p| p.into_inner()).streams_tx = Some(tx);
+        let inbox = Inbox::open(&cx.slot, &cx.denier);
         write_state(&mut ctrl, State::CreateStreams)?;
         while specs.len() < total {
             let left = deadline.saturating_duration_since(Instant::now());
-            let mut s = rx
+            let mut s = inbox
+                .rx
                 .recv_timeout(left)
                 .map_err(|_| BandwidthError::Protocol("streams did not arrive".into()))?;
+            // Only the client's own address may join its test: a stream
+            // from elsewhere is an intruder (or a client who finds us busy).
+            if s.peer_addr().map(|a| a.ip().to_canonical()).ok() != Some(client.to_canonical()) {
+                count(&opts.refusals.foreign_data_source);
+                cx.denier.deny(s);
+                continue;
+            }
             let mut c = [0u8; iperf3::COOKIE_SIZE];
             s.set_read_timeout(Some(Duration::from_secs(2)))?;
             if s.read_exact(&mut c).is_err() || c != cookie {
-                deny(s);
+                // Another client from the same address: it hears "busy".
+                count(&opts.refusals.busy);
+                cx.denier.deny_after_cookie(s);
                 continue;
             }
             engine::tune_tcp(&s, window)?;
@@ -281,23 +408,22 @@ fn session(
                 socket: DataSocket::Tcp(s),
             });
         }
-        slot.lock().unwrap_or_else(|p| p.into_inner()).streams_tx = None;
+        drop(inbox);
     }
     *phase = "running";
     write_state(&mut ctrl, State::TestStart)?;
     write_state(&mut ctrl, State::TestRunning)?;
     let cfg = EngineConfig {
-        block_size: block,
-        rate_bps: params.bandwidth.unwrap_or(0),
+        block_size: ok.block,
+        rate_bps: ok.rate_bps,
         udp_64bit: params.udp_counters_64bit.unwrap_or(0) != 0,
     };
-    let client = ctrl.peer_addr()?.ip();
     let span = opts.load.as_ref().map(|b| b.begin_ip(client));
     let mut eng = Engine::start(specs, &cfg)?;
     let started = Instant::now();
-    let omit = Duration::from_secs(params.omit);
+    let omit = ok.omit;
     let mut omit_at = (!omit.is_zero()).then_some(started + omit);
-    let end_by = started + test_time + omit + opts.grace;
+    let end_by = started + ok.time + omit + opts.grace;
     let mut sampler = IntervalSampler::new(eng.snapshot());
     let mut intervals = Vec::new();
     let mut next_tick = started + opts.interval;
@@ -310,7 +436,7 @@ fn session(
             intervals.clear();
             next_tick = Instant::now() + opts.interval;
         }
-        if stop.load(Ordering::Relaxed) {
+        if cx.stop.load(Ordering::Relaxed) {
             let _ = write_state(&mut ctrl, State::ServerTerminate);
             return Err(BandwidthError::Protocol("server stopping".into()));
         }
@@ -361,66 +487,4 @@ fn session(
     // The client answers IPERF_DONE and closes; either is fine.
     let _ = read_state(&mut ctrl);
     Ok(())
-}
-
-/// Receiver-side intervals in iperf3's JSON shape (`intervals[].sum`).
-fn intervals_json(list: &[boltwatch_proto::v1::BandwidthInterval]) -> serde_json::Value {
-    let ivs: Vec<serde_json::Value> = list
-        .iter()
-        .map(|iv| {
-            let start = iv.offset_ns as f64 / 1e9;
-            let secs = iv.duration_ns as f64 / 1e9;
-            serde_json::json!({"sum": {
-                "start": start,
-                "end": start + secs,
-                "seconds": secs,
-                "bytes": iv.bytes,
-                "bits_per_second": bps(iv.bytes, Duration::from_nanos(iv.duration_ns)),
-                "sender": false,
-            }})
-        })
-        .collect();
-    serde_json::json!({ "intervals": ivs })
-}
-
-fn udp_listener(local: SocketAddr) -> std::io::Result<UdpSocket> {
-    use socket2::{Domain, Protocol, Socket, Type};
-    let s = Socket::new(Domain::for_address(local), Type::DGRAM, Some(Protocol::UDP))?;
-    s.set_reuse_address(true)?;
-    // BSDs need SO_REUSEPORT to bind the same address twice.
-    #[cfg(target_os = "macos")]
-    s.set_reuse_port(true)?;
-    s.bind(&local.into())?;
-    Ok(s.into())
-}
-
-/// Waits for a client's connect datagram on `listener`, connects it to the
-/// client, opens the next listener, then replies (so the client's next
-/// datagram finds it).
-fn udp_accept(
-    listener: UdpSocket,
-    local: SocketAddr,
-    deadline: Instant,
-    window: Option<usize>,
-) -> Result<(UdpSocket, UdpSocket), BandwidthError> {
-    let mut b = [0u8; 64];
-    let peer = loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(BandwidthError::Protocol(
-                "UDP streams did not arrive".into(),
-            ));
-        }
-        listener.set_read_timeout(Some(left))?;
-        match listener.recv_from(&mut b) {
-            Ok((_, peer)) => break peer,
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
-            Err(e) => return Err(e.into()),
-        }
-    };
-    listener.connect(peer)?;
-    let next = udp_listener(local)?;
-    engine::tune_udp(&listener, window)?;
-    listener.send(&iperf3::UDP_CONNECT_REPLY.to_ne_bytes())?;
-    Ok((listener, next))
 }

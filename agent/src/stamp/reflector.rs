@@ -1,6 +1,11 @@
 //! The stateless STAMP Session-Reflector (RFC 8762 section 4.3): answers
-//! every datagram of at least 44 octets with a reflector packet of the same
-//! length, on its own thread with a blocking socket.
+//! Session-Sender packets of at least 44 octets with a reflector packet of
+//! the same length, on its own thread with a blocking socket.
+//!
+//! Before answering, [`admission`] refuses what must not be answered: a
+//! reflected packet (so two reflectors, or one reflector and itself, never
+//! ping-pong), a packet from the reflector's own address, and a source over
+//! its rate. Each refusal is counted in [`Health`] by reason.
 //!
 //! t2 is the kernel's RX timestamp (userspace time if the OS gave none);
 //! t3 is read right before `sendto`, after the reply is built, so the
@@ -8,12 +13,15 @@
 //! see. Shorter datagrams are counted in `health.malformed_packets` and
 //! dropped. The caller binds the socket, so tests bind port 0.
 
+mod admission;
+
+use std::collections::HashSet;
 use std::io;
-use std::net::UdpSocket;
+use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tracing::{debug, info, warn};
 
@@ -30,13 +38,37 @@ const STOP_POLL: Duration = Duration::from_millis(100);
 /// the received TTL; 255 is what a one-hop sender would have set).
 const UNKNOWN_TTL: u8 = 255;
 
-/// Starts the reflector on `socket` (already bound). It answers until
-/// `stop` is set, then returns within about 100 ms. Fails only if the
-/// socket cannot be configured or the thread cannot start.
+pub use admission::RateLimit;
+use admission::{RateLimiter, Refusal};
+
+/// How long the set of local addresses (for the own-address rule on a
+/// socket bound to the unspecified address) is trusted before re-reading.
+const LOCAL_ADDRS_TTL: Duration = Duration::from_secs(10);
+
+/// The reflector's limits.
+#[derive(Debug, Clone, Default)]
+pub struct ReflectorOptions {
+    /// Replies per source IP.
+    pub rate: RateLimit,
+}
+
+/// Starts the reflector on `socket` (already bound) with default limits.
+/// It answers until `stop` is set, then returns within about 100 ms. Fails
+/// only if the socket cannot be configured or the thread cannot start.
 pub fn spawn_reflector(
     socket: UdpSocket,
     health: Arc<Health>,
     stop: Arc<AtomicBool>,
+) -> io::Result<JoinHandle<()>> {
+    spawn_reflector_with(socket, health, stop, ReflectorOptions::default())
+}
+
+/// [`spawn_reflector`] with explicit limits.
+pub fn spawn_reflector_with(
+    socket: UdpSocket,
+    health: Arc<Health>,
+    stop: Arc<AtomicBool>,
+    opts: ReflectorOptions,
 ) -> io::Result<JoinHandle<()>> {
     socket.set_nonblocking(false)?;
     socket.set_read_timeout(Some(STOP_POLL))?;
@@ -46,14 +78,26 @@ pub fn spawn_reflector(
         .name("stamp-reflector".into())
         .spawn(move || {
             info!(%local, "STAMP reflector started");
-            run(&socket, &health, &stop);
+            run(&socket, local, &health, &stop, &opts);
             info!(%local, "STAMP reflector stopped");
         })
 }
 
-fn run(socket: &UdpSocket, health: &Health, stop: &AtomicBool) {
+fn run(
+    socket: &UdpSocket,
+    local: SocketAddr,
+    health: &Health,
+    stop: &AtomicBool,
+    opts: &ReflectorOptions,
+) {
     let mut buf = vec![0u8; MAX_DATAGRAM];
     let mut out = vec![0u8; MAX_DATAGRAM];
+    let mut gate = Gatekeeper {
+        local,
+        limiter: RateLimiter::new(opts.rate),
+        locals: LocalAddrs::default(),
+        epoch: Instant::now(),
+    };
     while !stop.load(Ordering::Relaxed) {
         let rx = match imp::recv(socket, &mut buf, false) {
             Ok(rx) => rx,
@@ -67,10 +111,20 @@ fn run(socket: &UdpSocket, health: &Health, stop: &AtomicBool) {
         };
         let Some(from) = rx.from else { continue };
         let request = &buf[..rx.len.min(buf.len())];
+        let verdict = gate.admit(from, request);
+        if let Err(why) = verdict {
+            Health::incr(match why {
+                Refusal::Malformed => &health.malformed_packets,
+                Refusal::Reflected => &health.stamp_refused_reflected,
+                Refusal::OwnAddress => &health.stamp_refused_own_address,
+                Refusal::RateLimited => &health.stamp_refused_rate_limited,
+            });
+            debug!(%from, len = rx.len, reason = ?why, "STAMP reflector refused a datagram");
+            continue;
+        }
         let t2 = rx.kernel_rx_unix_ns.unwrap_or_else(now_unix_ns);
         let Some(len) = reply_into(request, t2, rx.ttl.unwrap_or(UNKNOWN_TTL), &mut out) else {
             Health::incr(&health.malformed_packets);
-            debug!(%from, len = rx.len, "STAMP reflector dropped a malformed datagram");
             continue;
         };
         stamp_t3(&mut out, now_unix_ns());
@@ -102,6 +156,64 @@ pub(crate) fn reply_into(
 /// Writes t3 into a built reply (octets 4-11).
 pub(crate) fn stamp_t3(out: &mut [u8], t3_unix_ns: u64) {
     out[4..12].copy_from_slice(&NtpTimestamp::from_unix_ns(t3_unix_ns).0.to_be_bytes());
+}
+
+/// The admission rules of [`admission`] with their state for one socket.
+struct Gatekeeper {
+    local: SocketAddr,
+    limiter: RateLimiter,
+    locals: LocalAddrs,
+    epoch: Instant,
+}
+
+impl Gatekeeper {
+    /// `Ok` when `request` from `from` may be answered; cheapest checks
+    /// first, and a refused datagram never takes a token.
+    fn admit(&mut self, from: SocketAddr, request: &[u8]) -> Result<(), Refusal> {
+        admission::check_packet(request)?;
+        if admission::is_own_address(from, self.local, |ip| self.locals.contains(ip)) {
+            return Err(Refusal::OwnAddress);
+        }
+        let now_ns = self.epoch.elapsed().as_nanos() as u64;
+        if !self.limiter.allow(from.ip(), now_ns) {
+            return Err(Refusal::RateLimited);
+        }
+        Ok(())
+    }
+}
+
+/// This host's addresses, read lazily: only a datagram from our own port
+/// asks, so normal traffic never pays for `getifaddrs`.
+#[derive(Default)]
+struct LocalAddrs {
+    ips: HashSet<IpAddr>,
+    read_at: Option<Instant>,
+}
+
+impl LocalAddrs {
+    fn contains(&mut self, ip: IpAddr) -> bool {
+        if self.read_at.is_none_or(|t| t.elapsed() > LOCAL_ADDRS_TTL) {
+            self.ips = local_ips();
+            self.read_at = Some(Instant::now());
+        }
+        self.ips.contains(&ip.to_canonical())
+    }
+}
+
+fn local_ips() -> HashSet<IpAddr> {
+    let Ok(addrs) = nix::ifaddrs::getifaddrs() else {
+        return HashSet::new();
+    };
+    addrs
+        .filter_map(|a| a.address)
+        .filter_map(|a| {
+            if let Some(v4) = a.as_sockaddr_in() {
+                Some(IpAddr::V4(v4.ip()))
+            } else {
+                a.as_sockaddr_in6().map(|v6| IpAddr::V6(v6.ip()))
+            }
+        })
+        .collect()
 }
 
 fn is_timeout(e: &io::Error) -> bool {

@@ -1,0 +1,216 @@
+//! The reflector under spoofed traffic, on loopback with a raw socket
+//! (`IP_HDRINCL`) forging the source address: one datagram spoofed from
+//! reflector B to reflector A must give at most one reflection, never a
+//! ping-pong; one spoofed from A's own address to A must not loop on A; a
+//! source over its rate is refused. Counts over a bounded window are
+//! asserted, never times. Needs root (raw sockets); without it the test
+//! fails loudly.
+
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use boltwatch_agent::health::Health;
+use boltwatch_agent::stamp::packet::{ErrorEstimate, NtpTimestamp, SenderPacket};
+use boltwatch_agent::stamp::reflector::{spawn_reflector_with, RateLimit, ReflectorOptions};
+use socket2::{Domain, Protocol, SockAddr, Socket, Type};
+
+/// How long a loop is given to show itself. The old reflector pair
+/// exchanged ~150k packets/s, so even a slow machine sees thousands here.
+const WINDOW: Duration = Duration::from_millis(500);
+
+struct Reflector {
+    addr: SocketAddr,
+    health: Arc<Health>,
+    stop: Arc<AtomicBool>,
+    handle: Option<JoinHandle<()>>,
+}
+
+impl Reflector {
+    fn start(opts: ReflectorOptions) -> Reflector {
+        let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let addr = socket.local_addr().unwrap();
+        let health = Arc::new(Health::default());
+        let stop = Arc::new(AtomicBool::new(false));
+        let handle = spawn_reflector_with(socket, health.clone(), stop.clone(), opts).unwrap();
+        Reflector {
+            addr,
+            health,
+            stop,
+            handle: Some(handle),
+        }
+    }
+
+    fn counts(&self) -> [u64; 4] {
+        let h = &self.health;
+        [
+            Health::get(&h.reflected_packets),
+            Health::get(&h.stamp_refused_reflected),
+            Health::get(&h.stamp_refused_own_address),
+            Health::get(&h.stamp_refused_rate_limited),
+        ]
+    }
+}
+
+impl Drop for Reflector {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(h) = self.handle.take() {
+            h.join().expect("reflector thread must not panic");
+        }
+    }
+}
+
+fn sender_packet(seq: u32) -> [u8; 44] {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64;
+    SenderPacket {
+        seq,
+        timestamp: NtpTimestamp::from_unix_ns(now),
+        error_estimate: ErrorEstimate::AGENT,
+        ssid: 0,
+    }
+    .encode()
+}
+
+/// Sends `payload` as a UDP datagram from `from` to `to` through a raw
+/// IPv4 socket with our own header: the kernel fills in the IP checksum
+/// and id, the UDP checksum is 0 (none, allowed over IPv4).
+fn spoof(from: SocketAddrV4, to: SocketAddrV4, payload: &[u8]) {
+    let raw = Socket::new(Domain::IPV4, Type::RAW, Some(Protocol::UDP))
+        .expect("raw socket (this test needs root; it does not skip)");
+    raw.set_header_included_v4(true).unwrap();
+    let total = 20 + 8 + payload.len();
+    let mut p = Vec::with_capacity(total);
+    p.extend_from_slice(&[0x45, 0, (total >> 8) as u8, total as u8]);
+    p.extend_from_slice(&[0, 0, 0x40, 0]); // id 0 (kernel fills), DF
+    p.extend_from_slice(&[64, 17, 0, 0]); // TTL, UDP, checksum (kernel)
+    p.extend_from_slice(&from.ip().octets());
+    p.extend_from_slice(&to.ip().octets());
+    p.extend_from_slice(&from.port().to_be_bytes());
+    p.extend_from_slice(&to.port().to_be_bytes());
+    p.extend_from_slice(&((8 + payload.len()) as u16).to_be_bytes());
+    p.extend_from_slice(&[0, 0]);
+    p.extend_from_slice(payload);
+    let n = raw
+        .send_to(&p, &SockAddr::from(SocketAddr::V4(to)))
+        .unwrap();
+    assert_eq!(n, total);
+}
+
+fn v4(a: SocketAddr) -> SocketAddrV4 {
+    match a {
+        SocketAddr::V4(a) => a,
+        SocketAddr::V6(_) => unreachable!("bound on 127.0.0.1"),
+    }
+}
+
+/// Waits (at most 5 s) until `counter` reaches 1.
+fn first(counter: &AtomicU64) {
+    let t = Instant::now();
+    while Health::get(counter) == 0 && t.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// This process's CPU time from /proc/self/stat (utime + stime, at the
+/// usual 100 ticks/s), for the figures printed (not asserted).
+fn cpu() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let after_comm = stat.rsplit(')').next().unwrap_or_default();
+    let f: Vec<u64> = after_comm
+        .split_whitespace()
+        .map(|x| x.parse().unwrap_or(0))
+        .collect();
+    // Fields 14 and 15 of stat; 12 and 13 after "pid (comm)".
+    let ticks = f.get(11).copied().unwrap_or(0) + f.get(12).copied().unwrap_or(0);
+    Duration::from_millis(ticks * 10)
+}
+
+#[test]
+fn spoofed_packet_between_two_reflectors_is_reflected_once() {
+    let a = Reflector::start(ReflectorOptions::default());
+    let b = Reflector::start(ReflectorOptions::default());
+    let cpu0 = cpu();
+    // From B's address to A: A answers B once, B sees a reflected packet.
+    spoof(v4(b.addr), v4(a.addr), &sender_packet(1));
+    first(&a.health.reflected_packets);
+    std::thread::sleep(WINDOW);
+    let (ca, cb) = (a.counts(), b.counts());
+    eprintln!(
+        "spoofed B->A: A {ca:?} B {cb:?} [reflected, refused reflected, own address, rate] \
+         in {WINDOW:?}, test process CPU {:?}",
+        cpu() - cpu0
+    );
+    assert_eq!(
+        ca[0] + cb[0],
+        1,
+        "one reflection in all, no loop: A {ca:?} B {cb:?}"
+    );
+    assert_eq!(ca[0], 1, "A answers the spoofed sender packet once");
+    assert_eq!(cb[1], 1, "B refuses A's reflection as reflected");
+    // Still a working reflector for a real sender.
+    let c = UdpSocket::bind("127.0.0.1:0").unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    c.send_to(&sender_packet(2), a.addr).unwrap();
+    let mut buf = [0u8; 128];
+    let (n, from) = c.recv_from(&mut buf).unwrap();
+    assert_eq!((n, from), (44, a.addr));
+}
+
+#[test]
+fn spoofed_packet_from_the_reflectors_own_address_does_not_loop() {
+    let a = Reflector::start(ReflectorOptions::default());
+    let cpu0 = cpu();
+    spoof(v4(a.addr), v4(a.addr), &sender_packet(1));
+    first(&a.health.stamp_refused_own_address);
+    std::thread::sleep(WINDOW);
+    let ca = a.counts();
+    eprintln!(
+        "spoofed A->A: A {ca:?} in {WINDOW:?}, test process CPU {:?}",
+        cpu() - cpu0
+    );
+    assert_eq!(ca, [0, 0, 1, 0], "refused once as our own, never answered");
+}
+
+#[test]
+fn spoofed_packet_from_a_third_address_is_reflected_at_most_once() {
+    let a = Reflector::start(ReflectorOptions::default());
+    // 127.0.0.2 is loopback too, but no reflector listens there.
+    let victim = SocketAddrV4::new(Ipv4Addr::new(127, 0, 0, 2), a.addr.port() + 1);
+    let sink = UdpSocket::bind(victim).unwrap();
+    sink.set_read_timeout(Some(WINDOW)).unwrap();
+    spoof(victim, v4(a.addr), &sender_packet(1));
+    let mut got = 0;
+    let mut buf = [0u8; 128];
+    while sink.recv_from(&mut buf).is_ok() {
+        got += 1;
+    }
+    assert_eq!(got, 1, "the victim address got one reflection");
+    assert_eq!(a.counts(), [1, 0, 0, 0]);
+}
+
+#[test]
+fn a_source_over_its_rate_is_refused_and_counted() {
+    // A bucket of 5 that refills one token in 1000 s: deterministic counts.
+    let a = Reflector::start(ReflectorOptions {
+        rate: RateLimit {
+            per_second: 0.001,
+            burst: 5.0,
+            max_sources: 16,
+        },
+    });
+    let c = UdpSocket::bind("127.0.0.1:0").unwrap();
+    for seq in 0..50 {
+        c.send_to(&sender_packet(seq), a.addr).unwrap();
+    }
+    let t = Instant::now();
+    while a.counts()[0] + a.counts()[3] < 50 && t.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(a.counts(), [5, 0, 0, 45]);
+}
