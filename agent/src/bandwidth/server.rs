@@ -17,11 +17,11 @@ use super::load::{LoadBoard, TestGate};
 use super::BandwidthError;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
 
 /// Server timeouts and limits.
 #[derive(Debug, Clone)]
@@ -76,7 +76,8 @@ impl Drop for SlotGuard {
     }
 }
 
-/// Serves tests on `listener` until `stop` is set, with default options.
+/// Serves tests on `listener` until `stop` is cancelled, with default
+/// options.
 ///
 /// The caller owns the socket (tests bind `127.0.0.1:0`; the agent binds
 /// `0.0.0.0:5202`). UDP tests bind UDP sockets on the listener's address.
@@ -85,7 +86,7 @@ impl Drop for SlotGuard {
 /// timeout; the returned thread joins its sessions before it exits.
 pub fn spawn_server(
     listener: TcpListener,
-    stop: Arc<AtomicBool>,
+    stop: CancellationToken,
 ) -> std::io::Result<JoinHandle<()>> {
     spawn_server_with(listener, stop, ServerOptions::default())
 }
@@ -93,7 +94,7 @@ pub fn spawn_server(
 /// [`spawn_server`] with explicit timeouts and limits.
 pub fn spawn_server_with(
     listener: TcpListener,
-    stop: Arc<AtomicBool>,
+    stop: CancellationToken,
     opts: ServerOptions,
 ) -> std::io::Result<JoinHandle<()>> {
     listener.set_nonblocking(true)?;
@@ -106,13 +107,13 @@ pub fn spawn_server_with(
 fn accept_loop(
     listener: TcpListener,
     local: SocketAddr,
-    stop: Arc<AtomicBool>,
+    stop: CancellationToken,
     opts: ServerOptions,
 ) {
     let slot = Arc::new(Mutex::new(Slot::default()));
     let mut sessions: Vec<JoinHandle<()>> = Vec::new();
     tracing::info!(%local, "bandwidth server listening");
-    while !stop.load(Ordering::Relaxed) {
+    while !stop.is_cancelled() {
         sessions.retain(|h| !h.is_finished());
         match listener.accept() {
             Ok((s, peer)) => {
@@ -195,7 +196,7 @@ fn session(
     mut ctrl: TcpStream,
     local: SocketAddr,
     slot: &Arc<Mutex<Slot>>,
-    stop: &AtomicBool,
+    stop: &CancellationToken,
     opts: &ServerOptions,
     phase: &mut &'static str,
 ) -> Result<(), BandwidthError> {
@@ -310,7 +311,7 @@ fn session(
             intervals.clear();
             next_tick = Instant::now() + opts.interval;
         }
-        if stop.load(Ordering::Relaxed) {
+        if stop.is_cancelled() {
             let _ = write_state(&mut ctrl, State::ServerTerminate);
             return Err(BandwidthError::Protocol("server stopping".into()));
         }

@@ -10,11 +10,11 @@
 
 use std::io;
 use std::net::UdpSocket;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
 use super::imp;
@@ -31,12 +31,12 @@ const STOP_POLL: Duration = Duration::from_millis(100);
 const UNKNOWN_TTL: u8 = 255;
 
 /// Starts the reflector on `socket` (already bound). It answers until
-/// `stop` is set, then returns within about 100 ms. Fails only if the
+/// `stop` is cancelled, then returns within about 100 ms. Fails only if the
 /// socket cannot be configured or the thread cannot start.
 pub fn spawn_reflector(
     socket: UdpSocket,
     health: Arc<Health>,
-    stop: Arc<AtomicBool>,
+    stop: CancellationToken,
 ) -> io::Result<JoinHandle<()>> {
     socket.set_nonblocking(false)?;
     socket.set_read_timeout(Some(STOP_POLL))?;
@@ -51,10 +51,10 @@ pub fn spawn_reflector(
         })
 }
 
-fn run(socket: &UdpSocket, health: &Health, stop: &AtomicBool) {
+fn run(socket: &UdpSocket, health: &Health, stop: &CancellationToken) {
     let mut buf = vec![0u8; MAX_DATAGRAM];
     let mut out = vec![0u8; MAX_DATAGRAM];
-    while !stop.load(Ordering::Relaxed) {
+    while !stop.is_cancelled() {
         let rx = match imp::recv(socket, &mut buf, false) {
             Ok(rx) => rx,
             Err(e) if is_timeout(&e) => continue,
