@@ -174,6 +174,15 @@ struct Run {
     health: Arc<Health>,
 }
 
+/// Probes every 10 ms, lost after `timeout_ms`.
+fn every_10ms(timeout_ms: u64) -> SenderOptions {
+    SenderOptions {
+        interval: Duration::from_millis(10),
+        timeout: Duration::from_millis(timeout_ms),
+        ..Default::default()
+    }
+}
+
 /// Runs a sender against `addr` until `done(records)` or 15 s, then stops it.
 fn run_sender(
     addr: SocketAddr,
@@ -253,12 +262,9 @@ fn check_invariants(records: &[(u64, RttSummary)], addr: SocketAddr) {
 #[test]
 fn sender_and_reflector_on_loopback() {
     let r = Reflector::start();
-    let opts = SenderOptions {
-        interval: Duration::from_millis(10),
-        timeout: Duration::from_millis(500),
-        ..Default::default()
-    };
-    let run = run_sender(r.addr, opts, |recs| total(recs, |s| s.sent) >= 30);
+    let run = run_sender(r.addr, every_10ms(500), |recs| {
+        total(recs, |s| s.sent) >= 30
+    });
     let recs = &run.records;
     assert!(total(recs, |s| s.sent) >= 30, "{recs:?}");
     check_invariants(recs, r.addr);
@@ -322,12 +328,7 @@ fn black_hole_probes_are_lost_and_overdue() {
     // Bound but never read: the datagrams vanish into its queue.
     let hole = UdpSocket::bind("127.0.0.1:0").unwrap();
     let addr = hole.local_addr().unwrap();
-    let opts = SenderOptions {
-        interval: Duration::from_millis(10),
-        timeout: Duration::from_millis(100),
-        ..Default::default()
-    };
-    let run = run_sender(addr, opts, |recs| total(recs, |s| s.lost) >= 10);
+    let run = run_sender(addr, every_10ms(100), |recs| total(recs, |s| s.lost) >= 10);
     assert_all_lost(&run, addr);
     drop(hole);
 }
@@ -339,12 +340,7 @@ fn closed_port_probes_are_lost() {
         .unwrap()
         .local_addr()
         .unwrap();
-    let opts = SenderOptions {
-        interval: Duration::from_millis(10),
-        timeout: Duration::from_millis(100),
-        ..Default::default()
-    };
-    let run = run_sender(addr, opts, |recs| total(recs, |s| s.lost) >= 10);
+    let run = run_sender(addr, every_10ms(100), |recs| total(recs, |s| s.lost) >= 10);
     assert_all_lost(&run, addr);
 }
 
@@ -382,12 +378,7 @@ fn spawn_noisy_reflector(stop: Arc<AtomicBool>) -> (SocketAddr, JoinHandle<()>) 
 fn sender_survives_malformed_foreign_and_duplicate_replies() {
     let stop = Arc::new(AtomicBool::new(false));
     let (addr, h) = spawn_noisy_reflector(stop.clone());
-    let opts = SenderOptions {
-        interval: Duration::from_millis(10),
-        timeout: Duration::from_millis(500),
-        ..Default::default()
-    };
-    let run = run_sender(addr, opts, |recs| total(recs, |s| s.sent) >= 20);
+    let run = run_sender(addr, every_10ms(500), |recs| total(recs, |s| s.sent) >= 20);
     stop.store(true, Ordering::Relaxed);
     h.join().unwrap();
     let recs = &run.records;

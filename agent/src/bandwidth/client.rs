@@ -14,7 +14,7 @@ use super::iperf3::{self, Mode, Params, Results, State};
 use super::{resolve, BandwidthError, DEFAULT_PORT};
 use boltwatch_proto::v1::{BandwidthInterval, BandwidthResult, Direction, Protocol};
 pub(crate) use results::our_results;
-use results::{build_results, Measured};
+use results::{build_results, Measured, Sampled};
 use std::io::{ErrorKind, Write};
 use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::time::{Duration, Instant};
@@ -187,10 +187,10 @@ pub fn run_client(
                 let r = run_intervals(&mut ctrl, eng, &opts, observer);
                 let fin = eng.stop();
                 observer.load(false);
-                let (up, down) = r?;
+                let sampled = r?;
                 ctrl.set_read_timeout(Some(RESULTS_TIMEOUT))?;
                 write_state(&mut ctrl, State::TestEnd)?;
-                measured = Some(Measured { fin, up, down });
+                measured = Some(Measured { fin, sampled });
             }
             State::ExchangeResults => {
                 let Some(m) = &measured else {
@@ -328,12 +328,11 @@ fn run_intervals(
     eng: &Engine,
     opts: &ClientOptions,
     observer: &mut dyn ClientObserver,
-) -> Result<(Vec<BandwidthInterval>, Vec<BandwidthInterval>), BandwidthError> {
+) -> Result<Sampled, BandwidthError> {
     let start = Instant::now();
     let deadline = start + opts.duration;
     let mut sampler = IntervalSampler::new(eng.snapshot());
-    let mut up = Vec::new();
-    let mut down = Vec::new();
+    let mut sampled = Sampled::default();
     let mut next_tick = start + opts.interval;
     loop {
         let now = Instant::now();
@@ -364,8 +363,8 @@ fn run_intervals(
         let snap = eng.snapshot();
         let (u, d) = sampler.next(&snap);
         for (iv, list, dir) in [
-            (u, &mut up, Direction::Upload),
-            (d, &mut down, Direction::Download),
+            (u, &mut sampled.up, Direction::Upload),
+            (d, &mut sampled.down, Direction::Download),
         ] {
             if let Some(iv) = iv {
                 observer.interval(&IntervalReport {
@@ -376,7 +375,7 @@ fn run_intervals(
             }
         }
         if now >= deadline {
-            return Ok((up, down));
+            return Ok(sampled);
         }
         next_tick += opts.interval;
     }

@@ -9,23 +9,18 @@
 //! Threads poll a stop token between blocking calls, which carry short
 //! socket timeouts so a stalled peer never pins a thread.
 
-use super::iperf3::{UdpHeader, UdpReceiverStats};
+use super::iperf3::UdpReceiverStats;
 use super::sys::{sys, CpuTimes, SocketStats};
-use std::io::{self, Read, Write};
+use std::io;
 use std::net::{TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 /// How often a blocked stream thread wakes to look at the stop token.
 const POLL: Duration = Duration::from_millis(100);
-/// Receive buffer for TCP reads. Measured here with bench/bandwidth.sh
-/// (alternating runs, single stream): 128 KiB reads beat 256 KiB ones by
-/// 10-40 % on loopback and veth (the buffer stays in cache), and beat
-/// 1 MiB reads with SO_RCVLOWAT 256 KiB on loopback.
-const TCP_READ_BUF: usize = 128 * 1024;
 /// UDP socket buffer (UDP has no autotuning): 80 Gb/s × 0.1 ms RTT is
 /// 1 MB; 4 MiB leaves room for bursts. The kernel caps it at
 /// `net.core.{w,r}mem_max` / `kern.ipc.maxsockbuf`.
@@ -271,12 +266,16 @@ impl Engine {
             let name = format!("bw-{}-{}", if sender { "tx" } else { "rx" }, spec.id);
             let handle = std::thread::Builder::new().name(name).spawn(move || {
                 let r = match (spec.socket, sender) {
-                    (DataSocket::Tcp(s), true) => tcp_send(s, &th_cfg, &th_shared, &th_stop),
-                    (DataSocket::Tcp(s), false) => tcp_recv(s, &th_shared, &th_stop),
-                    (DataSocket::Udp(s), true) => {
-                        udp_send(s, &th_cfg, started, &th_shared, &th_stop)
+                    (DataSocket::Tcp(s), true) => {
+                        streams::tcp_send(s, &th_cfg, &th_shared, &th_stop)
                     }
-                    (DataSocket::Udp(s), false) => udp_recv(s, &th_cfg, &th_shared, &th_stop),
+                    (DataSocket::Tcp(s), false) => streams::tcp_recv(s, &th_shared, &th_stop),
+                    (DataSocket::Udp(s), true) => {
+                        streams::udp_send(s, &th_cfg, started, &th_shared, &th_stop)
+                    }
+                    (DataSocket::Udp(s), false) => {
+                        streams::udp_recv(s, &th_cfg, &th_shared, &th_stop)
+                    }
                 };
                 if let Err(e) = r {
                     if !th_stop.is_cancelled() {
@@ -395,157 +394,6 @@ impl Drop for Engine {
     }
 }
 
-fn is_timeout(e: &io::Error) -> bool {
-    matches!(
-        e.kind(),
-        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
-    )
-}
-
-fn tcp_send(
-    mut s: TcpStream,
-    cfg: &EngineConfig,
-    shared: &Shared,
-    stop: &CancellationToken,
-) -> io::Result<()> {
-    let buf = vec![0x5au8; cfg.block_size.max(1)];
-    let start = Instant::now();
-    let mut sent: u64 = 0;
-    while !stop.is_cancelled() {
-        if cfg.rate_bps > 0 {
-            pace(start, sent, cfg.rate_bps);
-        }
-        match s.write(&buf) {
-            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-            Ok(n) => {
-                sent += n as u64;
-                shared.bytes.fetch_add(n as u64, Ordering::Relaxed);
-            }
-            Err(e) if is_timeout(&e) => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
-}
-
-fn tcp_recv(mut s: TcpStream, shared: &Shared, stop: &CancellationToken) -> io::Result<()> {
-    let mut buf = vec![0u8; TCP_READ_BUF];
-    while !stop.is_cancelled() {
-        match s.read(&mut buf) {
-            Ok(0) => return Ok(()),
-            Ok(n) => {
-                if !stop.is_cancelled() {
-                    shared.bytes.fetch_add(n as u64, Ordering::Relaxed);
-                }
-            }
-            Err(e) if is_timeout(&e) => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
-}
-
-/// Sleeps until sending one more block keeps the stream at or under
-/// `rate_bps` on average since `start`.
-fn pace(start: Instant, sent_bytes: u64, rate_bps: u64) {
-    let due = Duration::from_secs_f64(sent_bytes as f64 * 8.0 / rate_bps as f64);
-    let now = start.elapsed();
-    if due > now {
-        // Sleep in short steps so a stop request is seen promptly.
-        std::thread::sleep((due - now).min(Duration::from_millis(5)));
-    }
-}
-
-fn wall_now() -> (u32, u32, f64) {
-    let d = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
-    (d.as_secs() as u32, d.subsec_micros(), d.as_secs_f64())
-}
-
-fn udp_send(
-    s: UdpSocket,
-    cfg: &EngineConfig,
-    start: Instant,
-    shared: &Shared,
-    stop: &CancellationToken,
-) -> io::Result<()> {
-    let len = cfg
-        .block_size
-        .clamp(super::iperf3::udp_header_len(cfg.udp_64bit), 65_507);
-    let mut buf = vec![0x5au8; len];
-    let mut pcount: u64 = 0;
-    let mut sent: u64 = 0;
-    while !stop.is_cancelled() {
-        if cfg.rate_bps > 0 {
-            let due = Duration::from_secs_f64(sent as f64 * 8.0 / cfg.rate_bps as f64);
-            let now = start.elapsed();
-            if due > now {
-                std::thread::sleep((due - now).min(Duration::from_millis(5)));
-                continue;
-            }
-        }
-        pcount += 1;
-        let (sec, usec, _) = wall_now();
-        UdpHeader { sec, usec, pcount }
-            .encode(&mut buf, cfg.udp_64bit)
-            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
-        match s.send(&buf) {
-            Ok(n) => {
-                sent += n as u64;
-                shared.bytes.fetch_add(n as u64, Ordering::Relaxed);
-                shared.packets.fetch_add(1, Ordering::Relaxed);
-            }
-            // A full queue or a transient ICMP error: the datagram is gone,
-            // which is the receiver's loss to count.
-            Err(e) if is_timeout(&e) => {}
-            Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {}
-            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
-}
-
-fn udp_recv(
-    s: UdpSocket,
-    cfg: &EngineConfig,
-    shared: &Shared,
-    stop: &CancellationToken,
-) -> io::Result<()> {
-    let mut buf = vec![0u8; 65_536];
-    let mut stats = UdpReceiverStats::default();
-    let mut since_publish = 0u32;
-    while !stop.is_cancelled() {
-        match s.recv(&mut buf) {
-            Ok(n) => {
-                if stop.is_cancelled() {
-                    break;
-                }
-                shared.bytes.fetch_add(n as u64, Ordering::Relaxed);
-                if let Ok(h) = UdpHeader::decode(&buf[..n], cfg.udp_64bit) {
-                    let (_, _, now) = wall_now();
-                    stats.on_packet(h.pcount, now - h.time_secs());
-                }
-                since_publish += 1;
-                if since_publish >= 1024 {
-                    since_publish = 0;
-                    *locked(&shared.udp) = stats.clone();
-                }
-            }
-            Err(e) if is_timeout(&e) => {}
-            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {}
-            Err(e) => {
-                *locked(&shared.udp) = stats;
-                return Err(e);
-            }
-        }
-    }
-    *locked(&shared.udp) = stats;
-    Ok(())
-}
-
+mod streams;
 #[cfg(test)]
 mod tests;

@@ -28,6 +28,12 @@ fn assert_carrier_outage_ended(end: &[Outage], start: &Outage, (from, to): (u64,
     assert_eq!(cause(&end[0]), OutageCause::Carrier);
 }
 
+/// `end` closes an outage of both causes that started at `start`.
+fn assert_both_from(end: &Outage, start: u64) {
+    assert_eq!(cause(end), OutageCause::Both);
+    assert_eq!(end.start_unix_ns, start);
+}
+
 #[test]
 fn flap_gives_one_outage_from_down_to_first_reply_after_up() {
     let mut l = tracker();
@@ -140,8 +146,7 @@ fn probe_loss_then_carrier_down_is_both() {
     assert!(l.on_carrier("tb0", true, sent(6)).is_empty());
     let end = l.on_probe_reply(7, sent(7), sent(7) + MS);
     assert_eq!(end.len(), 1);
-    assert_eq!(cause(&end[0]), OutageCause::Both);
-    assert_eq!(end[0].start_unix_ns, sent(1));
+    assert_both_from(&end[0], sent(1));
 }
 
 #[test]
@@ -153,8 +158,7 @@ fn carrier_back_but_probes_still_lost_is_both() {
         assert!(l.on_probe_missing(seq, sent(seq), sent(seq + 1)).is_empty());
     }
     let end = l.on_probe_reply(6, sent(6), sent(6) + MS);
-    assert_eq!(cause(&end[0]), OutageCause::Both);
-    assert_eq!(end[0].start_unix_ns, sent(1));
+    assert_both_from(&end[0], sent(1));
 }
 
 #[test]

@@ -9,16 +9,23 @@ use super::super::engine::Finished;
 use super::super::iperf3::{Results, StreamResult};
 use super::bps;
 
+/// The intervals this side sampled during a test, per direction.
+#[derive(Debug, Default)]
+pub(crate) struct Sampled {
+    /// Of data this side sent.
+    pub up: Vec<BandwidthInterval>,
+    /// Of data this side received.
+    pub down: Vec<BandwidthInterval>,
+}
+
 /// What this side measured: the engine's totals and the intervals it
 /// sampled, per direction.
 #[derive(Debug)]
 pub(crate) struct Measured {
     /// The engine's totals at the stop.
     pub fin: Finished,
-    /// Intervals of data this side sent.
-    pub up: Vec<BandwidthInterval>,
-    /// Intervals of data this side received.
-    pub down: Vec<BandwidthInterval>,
+    /// The intervals.
+    pub sampled: Sampled,
 }
 
 /// Our side's results document, shaped as iperf3 shapes it.
@@ -110,7 +117,10 @@ pub(crate) fn build_results(
     measured: &Measured,
     peer: &Results,
 ) -> Vec<BandwidthResult> {
-    let Measured { fin, up, down } = measured;
+    let Measured {
+        fin,
+        sampled: Sampled { up, down },
+    } = measured;
     let udp = template.protocol == Protocol::Udp as i32;
     let peer_by_id = |id: i64| peer.streams.iter().find(|s| s.id == id);
     let mut out = Vec::new();
