@@ -34,6 +34,8 @@ mod reflector;
 mod sampler;
 mod senders;
 mod services;
+#[cfg(test)]
+mod tests;
 mod topology;
 
 use std::future::Future;

@@ -88,13 +88,13 @@ pub struct ScheduleOptions {
 }
 
 /// Marks the link while data flows and lets shutdown end a test.
-struct Observer {
+struct LoadMarker {
     tag: Option<LoadTag>,
     span: Option<LoadSpan>,
     stop: CancellationToken,
 }
 
-impl ClientObserver for Observer {
+impl ClientObserver for LoadMarker {
     fn load(&mut self, running: bool) {
         self.span = if running {
             self.tag.as_ref().map(LoadTag::begin)
@@ -162,7 +162,7 @@ pub async fn run_schedule(
             // Our server is serving a test (likely this very peer's).
             None => Err(BandwidthError::Busy),
             Some(gate) => {
-                let mut obs = Observer {
+                let mut obs = LoadMarker {
                     tag: opts.load.tag(&peer),
                     span: None,
                     stop: stop.clone(),
