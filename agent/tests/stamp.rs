@@ -176,11 +176,7 @@ struct Run {
 
 /// Probes every 10 ms, lost after `timeout_ms`.
 fn every_10ms(timeout_ms: u64) -> SenderOptions {
-    SenderOptions {
-        interval: Duration::from_millis(10),
-        timeout: Duration::from_millis(timeout_ms),
-        ..Default::default()
-    }
+    SenderOptions::every(Duration::from_millis(10), Duration::from_millis(timeout_ms))
 }
 
 /// Runs a sender against `addr` until `done(records)` or 15 s, then stops it.

@@ -37,11 +37,13 @@ pub struct ClientOptions {
     pub server: String,
     /// Port used when `server` has none.
     pub default_port: u16,
-    /// Parallel streams per direction.
+    /// Parallel streams per direction (iperf3's `-P`): 1 to 128, what a
+    /// stock server accepts.
     pub streams: u32,
-    /// Test length.
+    /// Test length (`-t`): 1 s to 1 h.
     pub duration: Duration,
-    /// Direction(s).
+    /// Upload (we send), download (`-R`, the server sends) or both at once
+    /// (`--bidir`).
     pub mode: Mode,
     /// `Some(rate)` runs UDP at `rate` bits/s per stream (iperf3's `-b`
     /// semantics); `None` runs TCP as fast as possible.
@@ -51,7 +53,7 @@ pub struct ClientOptions {
     /// Socket buffer size (`-w`); default: kernel autotuning for TCP,
     /// [`engine::DEFAULT_SOCKET_BUFFER`] for UDP.
     pub window: Option<usize>,
-    /// Reporting interval.
+    /// Reporting interval (`-i`): at least 100 ms.
     pub interval: Duration,
     /// Peer node name for the result record.
     pub peer: String,

@@ -380,10 +380,9 @@ impl Engine {
     /// Stops every stream thread and waits for it.
     fn join(&mut self) {
         self.stop.cancel();
-        for r in &mut self.streams {
-            if let Some(h) = r.handle.take() {
-                let _ = h.join();
-            }
+        for h in self.streams.iter_mut().filter_map(|r| r.handle.take()) {
+            // A panicked stream thread left its counters; nothing to add.
+            let _ = h.join();
         }
     }
 }

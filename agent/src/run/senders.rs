@@ -25,10 +25,9 @@ pub(super) fn start(
             bind_device: config.interface.clone(),
         };
         let opts = SenderOptions {
-            interval: config.probe_interval,
-            timeout: config.probe_timeout,
             observer: Some(outage.probes(i)),
             load: load.tag(&peer.name),
+            ..SenderOptions::every(config.probe_interval, config.probe_timeout)
         };
         let spawned = stamp::spawn_sender(
             target,

@@ -56,14 +56,23 @@ pub struct SenderOptions {
     pub load: Option<LoadTag>,
 }
 
-impl Default for SenderOptions {
-    fn default() -> Self {
+impl SenderOptions {
+    /// Probes every `interval`, each lost when unanswered after `timeout`,
+    /// reporting to no observer and tagging no load.
+    pub fn every(interval: Duration, timeout: Duration) -> SenderOptions {
         SenderOptions {
-            interval: Duration::from_millis(100),
-            timeout: Duration::from_secs(1),
+            interval,
+            timeout,
             observer: None,
             load: None,
         }
+    }
+}
+
+impl Default for SenderOptions {
+    /// 10 probes a second, lost after 1 s.
+    fn default() -> Self {
+        SenderOptions::every(Duration::from_millis(100), Duration::from_secs(1))
     }
 }
 
