@@ -42,12 +42,15 @@ use std::future::Future;
 use std::net::{SocketAddr, TcpListener, UdpSocket};
 use std::time::Duration;
 
+use boltwatch_proto::v1::Hello;
+use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use crate::config::Config;
 use crate::error::Error;
+use crate::sink::Emitted;
 use crate::spool::{Spool, SpoolOptions};
 use crate::transport::{self, TransportOptions};
 use crew::Crew;
@@ -138,17 +141,7 @@ impl Agent {
         path_watch::start(&mut crew, &config, &topology);
         health_reporter::start(&mut crew);
         let hello = topology.hello(&config, &boot_id);
-        let transport = tokio::spawn(transport::run(
-            TransportOptions {
-                collector: config.collector.clone(),
-                hello,
-                token: config.token.clone(),
-                flush_timeout: Duration::from_secs(3),
-            },
-            spool,
-            records,
-            crew.health.clone(),
-        ));
+        let transport = start_transport(&config, hello, spool, records, &crew);
         info!(node = %config.node, boot_id = %boot_id, reflector = ?reflector_addr,
             peers = config.peers.len(), "agent started");
         Ok(Agent {
@@ -184,6 +177,24 @@ impl Agent {
             last_seq,
         }
     }
+}
+
+/// The transport: ships what the sink receives until the last sink is
+/// dropped, then flushes for at most 3 s and returns the spool.
+fn start_transport(
+    config: &Config,
+    hello: Hello,
+    spool: Spool,
+    records: UnboundedReceiver<Emitted>,
+    crew: &Crew,
+) -> JoinHandle<Spool> {
+    let opts = TransportOptions {
+        collector: config.collector.clone(),
+        hello,
+        token: config.token.clone(),
+        flush_timeout: Duration::from_secs(3),
+    };
+    tokio::spawn(transport::run(opts, spool, records, crew.health.clone()))
 }
 
 fn open_spool(config: &Config, boot_id: &str) -> Result<Spool, Error> {

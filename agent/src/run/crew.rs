@@ -89,3 +89,11 @@ impl Crew {
         }
     }
 }
+
+impl Drop for Crew {
+    /// A crew dropped without [`Crew::stop`] (an agent that failed to start
+    /// part-way) still stops the roles it started.
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
