@@ -77,6 +77,20 @@ impl Open {
     }
 }
 
+/// A carrier-down period that has ended: `[down, up)`, unix ns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct DownPeriod {
+    down: u64,
+    up: u64,
+}
+
+/// A service outage that has started and not yet ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct OpenService {
+    id: u64,
+    start: u64,
+}
+
 /// A run of consecutive missing probes sent while the carrier was up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct MissingRun {
@@ -96,9 +110,10 @@ pub struct OutageTracker {
     run: Option<MissingRun>,
     /// Start of the current carrier-down period, if the carrier is down.
     carrier_down_at: Option<u64>,
-    /// The most recent carrier-down period that has ended, `[down, up)`.
-    last_down: Option<(u64, u64)>,
-    services: HashMap<String, (u64, u64)>,
+    /// The most recent carrier-down period that has ended.
+    last_down: Option<DownPeriod>,
+    /// Open service outages by service name.
+    services: HashMap<String, OpenService>,
 }
 
 impl OutageTracker {
@@ -146,7 +161,10 @@ impl OutageTracker {
             // as the carrier's return; the late up event then finds the
             // carrier already up and changes nothing.
             self.carrier_down_at = None;
-            self.last_down = Some((down, sent_unix_ns));
+            self.last_down = Some(DownPeriod {
+                down,
+                up: sent_unix_ns,
+            });
         }
         if self.run.is_some_and(|r| sent_unix_ns > r.last_sent) {
             self.run = None;
@@ -211,7 +229,10 @@ impl OutageTracker {
         }
         if up {
             if let Some(down) = self.carrier_down_at.take() {
-                self.last_down = Some((down, at_unix_ns));
+                self.last_down = Some(DownPeriod {
+                    down,
+                    up: at_unix_ns,
+                });
             }
             return Vec::new();
         }
@@ -250,13 +271,16 @@ impl OutageTracker {
     pub fn on_service(&mut self, service: &str, up: bool, at_unix_ns: u64) -> Vec<Outage> {
         match (up, self.services.get(service).copied()) {
             (false, None) => {
-                let id = self.ids.next();
-                self.services.insert(service.to_owned(), (id, at_unix_ns));
-                vec![self.service_record(service, id, at_unix_ns, None)]
+                let open = OpenService {
+                    id: self.ids.next(),
+                    start: at_unix_ns,
+                };
+                self.services.insert(service.to_owned(), open);
+                vec![self.service_record(service, open, None)]
             }
-            (true, Some((id, start))) => {
+            (true, Some(open)) => {
                 self.services.remove(service);
-                vec![self.service_record(service, id, start, Some(at_unix_ns))]
+                vec![self.service_record(service, open, Some(at_unix_ns))]
             }
             _ => Vec::new(),
         }
@@ -266,15 +290,15 @@ impl OutageTracker {
         self.carrier_down_at.is_some_and(|down| sent >= down)
             || self
                 .last_down
-                .is_some_and(|(down, up)| sent >= down && sent < up)
+                .is_some_and(|p| sent >= p.down && sent < p.up)
     }
 
     fn record(&self, open: &Open, end: Option<u64>) -> Outage {
         self.outage(open.id, open.cause(), open.start, end, "")
     }
 
-    fn service_record(&self, service: &str, id: u64, start: u64, end: Option<u64>) -> Outage {
-        self.outage(id, OutageCause::Service, start, end, service)
+    fn service_record(&self, service: &str, open: OpenService, end: Option<u64>) -> Outage {
+        self.outage(open.id, OutageCause::Service, open.start, end, service)
     }
 
     fn outage(

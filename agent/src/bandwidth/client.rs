@@ -363,10 +363,10 @@ fn run_intervals(
             continue;
         }
         let snap = eng.snapshot();
-        let (u, d) = sampler.next(&snap);
+        let next = sampler.next(&snap);
         for (iv, list, dir) in [
-            (u, &mut sampled.up, Direction::Upload),
-            (d, &mut sampled.down, Direction::Download),
+            (next.sent, &mut sampled.up, Direction::Upload),
+            (next.received, &mut sampled.down, Direction::Download),
         ] {
             if let Some(iv) = iv {
                 observer.interval(&IntervalReport {
@@ -383,6 +383,16 @@ fn run_intervals(
     }
 }
 
+/// The interval since the previous snapshot, per direction; `None` for a
+/// direction this side has no streams in.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct NextInterval {
+    /// Data this side sent.
+    pub sent: Option<BandwidthInterval>,
+    /// Data this side received.
+    pub received: Option<BandwidthInterval>,
+}
+
 /// Turns successive snapshots into per-direction intervals.
 pub(crate) struct IntervalSampler {
     last: Snapshot,
@@ -393,10 +403,7 @@ impl IntervalSampler {
         IntervalSampler { last: first }
     }
 
-    pub(crate) fn next(
-        &mut self,
-        snap: &Snapshot,
-    ) -> (Option<BandwidthInterval>, Option<BandwidthInterval>) {
+    pub(crate) fn next(&mut self, snap: &Snapshot) -> NextInterval {
         let dur = snap.elapsed.saturating_sub(self.last.elapsed);
         let mk = |sender: bool, last: &Snapshot| {
             if !snap.streams.iter().any(|s| s.sender == sender) {
@@ -416,7 +423,10 @@ impl IntervalSampler {
                 retransmits,
             })
         };
-        let out = (mk(true, &self.last), mk(false, &self.last));
+        let out = NextInterval {
+            sent: mk(true, &self.last),
+            received: mk(false, &self.last),
+        };
         self.last = snap.clone();
         out
     }

@@ -322,7 +322,7 @@ fn session(
             ));
         }
         if now >= next_tick {
-            let (_, rx_iv) = sampler.next(&eng.snapshot());
+            let rx_iv = sampler.next(&eng.snapshot()).received;
             intervals.extend(rx_iv);
             next_tick += opts.interval;
             continue;
@@ -341,7 +341,7 @@ fn session(
             Err(e) => return Err(e),
         }
     }
-    let last = sampler.next(&eng.snapshot()).1;
+    let last = sampler.next(&eng.snapshot()).received;
     intervals.extend(last.filter(|iv| iv.duration_ns > 1_000_000));
     *phase = "results";
     let fin = eng.stop();
