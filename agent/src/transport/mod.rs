@@ -8,6 +8,12 @@
 //! (store full, rate limit, bad token): records pile up on disk (the oldest
 //! dropped and counted beyond the cap) and go out on the next stream, from
 //! the collector's per-boot watermarks in its `Welcome`.
+//!
+//! The transport needs no stop signal of its own: it flushes and returns
+//! when the record channel closes, that is when the last
+//! [`crate::sink::Sink`] is dropped. The agent drops its own only after
+//! every producer has stopped and the final health record is out, so the
+//! end of the channel is the end of the boot's records.
 
 pub mod backoff;
 
