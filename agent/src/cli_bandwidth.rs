@@ -2,12 +2,13 @@
 //! front of [`boltwatch_agent::bandwidth`] (iperf3-compatible tests).
 
 use anyhow::Context;
-use boltwatch_agent::bandwidth::{self, iperf3::Mode, ClientOptions, IntervalReport};
+use boltwatch_agent::bandwidth::{
+    self, iperf3::Mode, ClientObserver, ClientOptions, IntervalReport,
+};
 use boltwatch_proto::v1::{BandwidthResult, Direction, Protocol};
 use clap::Args;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
+use tokio_util::sync::CancellationToken;
 
 /// Flags of `boltwatch-agent bandwidth`, modelled on iperf3's.
 #[derive(Args, Debug)]
@@ -116,6 +117,32 @@ fn result_json(r: &BandwidthResult) -> serde_json::Value {
     })
 }
 
+/// Prints each interval as a text line, as iperf3 does, unless `quiet`
+/// (JSON output prints the results only).
+struct IntervalPrinter {
+    quiet: bool,
+}
+
+impl ClientObserver for IntervalPrinter {
+    fn interval(&mut self, r: &IntervalReport) {
+        if self.quiet {
+            return;
+        }
+        let iv = &r.interval;
+        let start = iv.offset_ns as f64 / 1e9;
+        let end = start + iv.duration_ns as f64 / 1e9;
+        println!(
+            "[{}] {:6.2}-{:6.2} s  {:10.3} MB  {:8.3} Gb/s  retr {}",
+            dir_name(r.direction),
+            start,
+            end,
+            iv.bytes as f64 / 1e6,
+            iv.bits_per_second / 1e9,
+            iv.retransmits
+        );
+    }
+}
+
 pub fn bandwidth_cmd(args: BandwidthArgs) -> anyhow::Result<()> {
     if args.udp && args.bitrate.is_none() {
         anyhow::bail!("--udp needs -b RATE (bits/s per stream)");
@@ -146,24 +173,7 @@ pub fn bandwidth_cmd(args: BandwidthArgs) -> anyhow::Result<()> {
         interface: String::new(),
     };
     let json = args.json;
-    let mut print = |r: &IntervalReport| {
-        if json {
-            return;
-        }
-        let iv = &r.interval;
-        let start = iv.offset_ns as f64 / 1e9;
-        let end = start + iv.duration_ns as f64 / 1e9;
-        println!(
-            "[{}] {:6.2}-{:6.2} s  {:10.3} MB  {:8.3} Gb/s  retr {}",
-            dir_name(r.direction),
-            start,
-            end,
-            iv.bytes as f64 / 1e6,
-            iv.bits_per_second / 1e9,
-            iv.retransmits
-        );
-    };
-    let results = bandwidth::run_client_with(opts, &mut print)
+    let results = bandwidth::run_client(opts, &mut IntervalPrinter { quiet: json })
         .with_context(|| format!("bandwidth test against {}", args.server))?;
     if json {
         let v: Vec<_> = results.iter().map(result_json).collect();
@@ -206,11 +216,9 @@ pub fn bandwidth_cmd(args: BandwidthArgs) -> anyhow::Result<()> {
 pub fn bandwidth_server_cmd(args: BandwidthServerArgs) -> anyhow::Result<()> {
     let listener = std::net::TcpListener::bind(&args.listen)
         .with_context(|| format!("binding {}", args.listen))?;
-    let stop = Arc::new(AtomicBool::new(false));
     eprintln!("bandwidth server listening on {}", listener.local_addr()?);
-    let handle = bandwidth::spawn_server(listener, stop.clone())?;
-    // Runs until killed; the thread only returns once `stop` is set.
+    // Runs until killed: nothing cancels the token.
+    let handle = bandwidth::spawn_server(listener, CancellationToken::new())?;
     let _ = handle.join();
-    stop.store(true, Ordering::Relaxed);
     Ok(())
 }

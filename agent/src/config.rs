@@ -106,6 +106,10 @@ pub struct Config {
     /// Per-peer bandwidth server addresses; a peer not listed is tested at
     /// its STAMP address's IP on our own `bandwidth_listen` port.
     pub bandwidth_peers: BTreeMap<String, SocketAddr>,
+    /// Networks whose hosts may run tests against our bandwidth server
+    /// besides the configured peers (and loopback). Everyone else is
+    /// refused: the server sends whatever rate a client asks for.
+    pub bandwidth_allow: Vec<ipnet::IpNet>,
 }
 
 impl Default for Config {

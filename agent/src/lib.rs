@@ -4,7 +4,8 @@
 //!
 //! # Layout
 //! - [`config`]: TOML file plus flags, checked once into a `Config`.
-//! - [`sink`]: the channel every measurement is emitted into.
+//! - [`sink`]: the channel every measurement is emitted into, and the
+//!   observers through which producers report events to other parts.
 //! - [`health`]: the agent's own counters (malformed packets, drops).
 //! - [`stamp`]: STAMP (RFC 8762) packet codec, reflector, session-sender and
 //!   the one-shot `ping`.
@@ -13,10 +14,12 @@
 //! - [`thermal`]: temperatures and throttling, one file per OS.
 //! - [`discovery`]: which interface reaches a peer, what kind of link it is.
 //! - [`link`]: event-driven link up/down, one file per OS.
-//! - [`outage`]: the per-peer outage ledger (carrier, probe loss, service); pure.
+//! - [`outage`]: the per-peer outage trackers (carrier, probe loss, service); pure.
 //! - [`service`]: TCP connect checks of peer services (SSH).
 //! - [`bandwidth`]: iperf3-compatible bandwidth tests.
-//! - [`run`]: assembles a running agent from the parts; `run(config,
+//! - [`run`]: the agent as roles (reflector, senders, link watcher, sampler,
+//!   services, bandwidth, outage tracker, path watch, health, transport),
+//!   each started by its own function and stopped by one token; `run(config,
 //!   listeners, shutdown)` is shared by `main`, the lab and the tests.
 //! - [`error`]: the library's error type.
 //! - [`spool`]: the durable on-disk log of records awaiting the collector's

@@ -5,7 +5,6 @@
 use std::net::{SocketAddr, UdpSocket};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,6 +18,7 @@ use boltwatch_common::exit;
 use boltwatch_common::log::{self, LogFormat};
 use boltwatch_common::signal::shutdown_signal;
 use clap::{Parser, Subcommand};
+use tokio_util::sync::CancellationToken;
 
 mod cli_bandwidth;
 use cli_bandwidth::{BandwidthArgs, BandwidthServerArgs};
@@ -203,9 +203,12 @@ fn ping_cmd(args: PingArgs) -> anyhow::Result<ExitCode> {
         bind_device: args.interface,
         kernel_tx: !args.userspace_tx,
     };
-    let stop = AtomicBool::new(false);
-    let report = ping::ping(&opts, &stop, &mut std::io::stdout().lock())
-        .with_context(|| format!("pinging {target}"))?;
+    let report = ping::ping(
+        &opts,
+        &CancellationToken::new(),
+        &mut std::io::stdout().lock(),
+    )
+    .with_context(|| format!("pinging {target}"))?;
     // Like ping(1): no answer at all is a failure exit.
     Ok(if report.received == 0 {
         ExitCode::FAILURE
@@ -219,8 +222,9 @@ fn reflect_cmd(args: ReflectArgs) -> anyhow::Result<ExitCode> {
         UdpSocket::bind(args.listen).with_context(|| format!("binding {}", args.listen))?;
     let local = socket.local_addr()?;
     let health = Arc::new(Health::default());
-    let stop = Arc::new(AtomicBool::new(false));
-    let handle = spawn_reflector(socket, health, stop).context("starting the reflector")?;
+    // Runs until killed: nothing cancels the token.
+    let handle = spawn_reflector(socket, health, CancellationToken::new())
+        .context("starting the reflector")?;
     eprintln!("STAMP reflector listening on {local}");
     handle
         .join()

@@ -1,13 +1,13 @@
 //! TCP connect checks of peer services (SSH by default): up or down, and how
 //! long the connection took. A soak's "SSH availability 100%" comes from
-//! these records and the service outages they open in the ledger.
+//! these records and the service outages they open in the outage tracker.
 
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 
 use boltwatch_proto::v1::{record::Payload, ServiceCheck};
 
-use crate::sink::Sink;
+use crate::sink::{now_unix_ns, Observer, Sink};
 
 /// What to check.
 #[derive(Debug, Clone)]
@@ -44,23 +44,39 @@ pub fn service_addr(peer_ip: IpAddr, port: u16) -> SocketAddr {
     SocketAddr::new(peer_ip, port)
 }
 
+/// A service found up or down, at the first check or the other way than
+/// at the check before.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServiceChange {
+    /// Service name.
+    pub service: String,
+    /// Up now.
+    pub up: bool,
+    /// When checked, unix ns.
+    pub at_unix_ns: u64,
+}
+
 /// Checks `target` every `every` until the task is dropped, emitting each
-/// result and passing state changes to `on_change`.
+/// result and telling `observer` of every change.
 pub async fn watch(
     target: ServiceTarget,
     every: Duration,
     sink: Sink,
-    mut on_change: impl FnMut(&ServiceCheck, u64) + Send,
+    observer: Observer<ServiceChange>,
 ) {
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut last: Option<bool> = None;
     loop {
         tick.tick().await;
-        let at = crate::sink::now_unix_ns();
+        let at = now_unix_ns();
         let r = check(&target, every.min(Duration::from_secs(3))).await;
         if last != Some(r.up) {
-            on_change(&r, at);
+            observer.observe(ServiceChange {
+                service: r.service.clone(),
+                up: r.up,
+                at_unix_ns: at,
+            });
             last = Some(r.up);
         }
         sink.emit_at(at, Payload::Service(r));

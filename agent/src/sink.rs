@@ -1,4 +1,5 @@
-//! The one way measurements leave a probe: [`Sink::emit`].
+//! The one way measurements leave a probe: [`Sink::emit`]; and the one way
+//! a producer tells another part of the agent what it saw: [`Observer`].
 //!
 //! Probes, watchers and readers never talk to the network or the spool.
 //! They hand a payload and its timestamp to the sink; the transport task
@@ -9,6 +10,10 @@
 
 use boltwatch_proto::v1::record::Payload;
 use tokio::sync::mpsc;
+
+pub use observer::Observer;
+
+mod observer;
 
 /// A payload with the time it was observed.
 #[derive(Debug, Clone, PartialEq)]

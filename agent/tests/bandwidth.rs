@@ -13,10 +13,9 @@ use boltwatch_proto::v1::{BandwidthResult, Direction, Protocol};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
 
 fn iperf3() -> &'static str {
     let ok = Command::new("iperf3")
@@ -117,7 +116,7 @@ impl Drop for StockServer {
 /// Our server on an ephemeral loopback port, stopped and joined on drop.
 struct OurServer {
     addr: SocketAddr,
-    stop: Arc<AtomicBool>,
+    stop: CancellationToken,
     handle: Option<JoinHandle<()>>,
 }
 
@@ -129,7 +128,7 @@ impl OurServer {
     fn start_with(opts: Option<ServerOptions>) -> OurServer {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = l.local_addr().unwrap();
-        let stop = Arc::new(AtomicBool::new(false));
+        let stop = CancellationToken::new();
         let handle = match opts {
             Some(o) => spawn_server_with(l, stop.clone(), o),
             None => spawn_server(l, stop.clone()),
@@ -145,7 +144,7 @@ impl OurServer {
 
 impl Drop for OurServer {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
+        self.stop.cancel();
         if let Some(h) = self.handle.take() {
             let _ = h.join();
         }
@@ -194,7 +193,11 @@ fn stock_end_bytes(v: &serde_json::Value, key: &str) -> f64 {
 #[test]
 fn client_tcp_one_stream_against_stock_server() {
     let srv = StockServer::start();
-    let r = run_client(opts(format!("127.0.0.1:{}", srv.port), 1, Mode::Upload)).unwrap();
+    let r = run_client(
+        opts(format!("127.0.0.1:{}", srv.port), 1, Mode::Upload),
+        &mut (),
+    )
+    .unwrap();
     assert_eq!(r.len(), 1);
     check_basic(&r[0], Direction::Upload, Protocol::Tcp, 1);
     assert_eq!(r[0].peer, "test-peer");
@@ -210,7 +213,11 @@ fn client_tcp_one_stream_against_stock_server() {
 #[test]
 fn client_tcp_four_streams_against_stock_server() {
     let srv = StockServer::start();
-    let r = run_client(opts(format!("127.0.0.1:{}", srv.port), 4, Mode::Upload)).unwrap();
+    let r = run_client(
+        opts(format!("127.0.0.1:{}", srv.port), 4, Mode::Upload),
+        &mut (),
+    )
+    .unwrap();
     check_basic(&r[0], Direction::Upload, Protocol::Tcp, 4);
     let rep = srv.report();
     assert_eq!(rep["end"]["streams"].as_array().unwrap().len(), 4);
@@ -225,7 +232,11 @@ fn client_tcp_four_streams_against_stock_server() {
 #[test]
 fn client_reverse_against_stock_server() {
     let srv = StockServer::start();
-    let r = run_client(opts(format!("127.0.0.1:{}", srv.port), 2, Mode::Download)).unwrap();
+    let r = run_client(
+        opts(format!("127.0.0.1:{}", srv.port), 2, Mode::Download),
+        &mut (),
+    )
+    .unwrap();
     assert_eq!(r.len(), 1);
     check_basic(&r[0], Direction::Download, Protocol::Tcp, 2);
     let rep = srv.report();
@@ -240,7 +251,11 @@ fn client_reverse_against_stock_server() {
 #[test]
 fn client_bidir_against_stock_server() {
     let srv = StockServer::start();
-    let r = run_client(opts(format!("127.0.0.1:{}", srv.port), 1, Mode::Bidir)).unwrap();
+    let r = run_client(
+        opts(format!("127.0.0.1:{}", srv.port), 1, Mode::Bidir),
+        &mut (),
+    )
+    .unwrap();
     assert_eq!(r.len(), 2);
     check_basic(&r[0], Direction::Upload, Protocol::Tcp, 1);
     check_basic(&r[1], Direction::Download, Protocol::Tcp, 1);
@@ -252,7 +267,7 @@ fn client_udp_against_stock_server() {
     let srv = StockServer::start();
     let mut o = opts(format!("127.0.0.1:{}", srv.port), 1, Mode::Upload);
     o.udp_rate_bps = Some(100_000_000);
-    let r = run_client(o).unwrap();
+    let r = run_client(o, &mut ()).unwrap();
     check_basic(&r[0], Direction::Upload, Protocol::Udp, 1);
     assert!(r[0].udp_packets > 0);
     let rep = srv.report();
@@ -349,14 +364,14 @@ fn stock_client_udp_against_our_server() {
 #[test]
 fn our_client_against_our_server_reports_receiver_intervals() {
     let srv = OurServer::start();
-    let r = run_client(opts(srv.addr.to_string(), 2, Mode::Upload)).unwrap();
+    let r = run_client(opts(srv.addr.to_string(), 2, Mode::Upload), &mut ()).unwrap();
     check_basic(&r[0], Direction::Upload, Protocol::Tcp, 2);
-    let r = run_client(opts(srv.addr.to_string(), 2, Mode::Bidir)).unwrap();
+    let r = run_client(opts(srv.addr.to_string(), 2, Mode::Bidir), &mut ()).unwrap();
     check_basic(&r[0], Direction::Upload, Protocol::Tcp, 2);
     check_basic(&r[1], Direction::Download, Protocol::Tcp, 2);
     let mut o = opts(srv.addr.to_string(), 1, Mode::Download);
     o.udp_rate_bps = Some(50_000_000);
-    let r = run_client(o).unwrap();
+    let r = run_client(o, &mut ()).unwrap();
     check_basic(&r[0], Direction::Download, Protocol::Udp, 1);
     assert!(r[0].udp_packets > 100);
 }
@@ -371,7 +386,7 @@ fn second_client_gets_busy_while_a_test_runs() {
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(1000));
-    let second = run_client(opts(srv.addr.to_string(), 1, Mode::Upload));
+    let second = run_client(opts(srv.addr.to_string(), 1, Mode::Upload), &mut ());
     assert!(
         matches!(second, Err(BandwidthError::Busy)),
         "second client: {second:?}"
@@ -499,7 +514,7 @@ fn stock_client_omit_is_honoured_by_our_server() {
     assert!(close(sent, recv, 0.10), "sent {sent} received {recv}");
 }
 
-/// Setting `stop` ends the server thread, also mid-test, and the client
+/// Cancelling `stop` ends the server thread, also mid-test, and the client
 /// hears about it instead of hanging.
 #[test]
 fn stop_ends_the_server_even_mid_test() {
@@ -508,10 +523,10 @@ fn stop_ends_the_server_even_mid_test() {
     let client = std::thread::spawn(move || {
         let mut o = opts(addr.to_string(), 1, Mode::Upload);
         o.duration = Duration::from_secs(30);
-        run_client(o)
+        run_client(o, &mut ())
     });
     std::thread::sleep(Duration::from_millis(1000));
-    srv.stop.store(true, Ordering::Relaxed);
+    srv.stop.cancel();
     let h = srv.handle.take().unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {

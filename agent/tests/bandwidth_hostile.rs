@@ -18,10 +18,11 @@ use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV4, TcpListener, TcpStream, UdpSocket};
 use std::process::{Command, Stdio};
 use std::sync::atomic::AtomicU64;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
 
 fn iperf3() -> &'static str {
     let ok = Command::new("iperf3")
@@ -42,7 +43,7 @@ fn iperf3() -> &'static str {
 struct OurServer {
     addr: SocketAddr,
     refusals: Arc<boltwatch_agent::bandwidth::server::Refusals>,
-    stop: Arc<AtomicBool>,
+    stop: CancellationToken,
     handle: Option<JoinHandle<()>>,
 }
 
@@ -50,7 +51,7 @@ impl OurServer {
     fn start(opts: ServerOptions) -> OurServer {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = l.local_addr().unwrap();
-        let stop = Arc::new(AtomicBool::new(false));
+        let stop = CancellationToken::new();
         let refusals = opts.refusals.clone();
         let handle = spawn_server_with(l, stop.clone(), opts).unwrap();
         OurServer {
@@ -64,7 +65,7 @@ impl OurServer {
 
 impl Drop for OurServer {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
+        self.stop.cancel();
         if let Some(h) = self.handle.take() {
             let _ = h.join();
         }

@@ -71,7 +71,7 @@ fn poll_reports_startup_missed_flaps_and_drops() {
         vec![IFACE.to_owned()],
         root.path().to_owned(),
         sink,
-        Some(obs_tx),
+        Some(obs_tx.into()),
     )
     .unwrap();
 

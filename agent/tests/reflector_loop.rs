@@ -7,10 +7,11 @@
 //! fails loudly.
 
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tokio_util::sync::CancellationToken;
 
 use boltwatch_agent::health::Health;
 use boltwatch_agent::stamp::packet::{ErrorEstimate, NtpTimestamp, SenderPacket};
@@ -24,7 +25,7 @@ const WINDOW: Duration = Duration::from_millis(500);
 struct Reflector {
     addr: SocketAddr,
     health: Arc<Health>,
-    stop: Arc<AtomicBool>,
+    stop: CancellationToken,
     handle: Option<JoinHandle<()>>,
 }
 
@@ -33,7 +34,7 @@ impl Reflector {
         let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
         let addr = socket.local_addr().unwrap();
         let health = Arc::new(Health::default());
-        let stop = Arc::new(AtomicBool::new(false));
+        let stop = CancellationToken::new();
         let handle = spawn_reflector_with(socket, health.clone(), stop.clone(), opts).unwrap();
         Reflector {
             addr,
@@ -56,7 +57,7 @@ impl Reflector {
 
 impl Drop for Reflector {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
+        self.stop.cancel();
         if let Some(h) = self.handle.take() {
             h.join().expect("reflector thread must not panic");
         }

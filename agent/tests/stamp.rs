@@ -16,6 +16,7 @@ use boltwatch_agent::stamp::ping::{ping, PingOptions};
 use boltwatch_agent::stamp::{spawn_reflector, spawn_sender, ProbeEvent, SenderOptions, Target};
 use boltwatch_proto::v1::record::Payload;
 use boltwatch_proto::v1::{RttSummary, TimestampSource};
+use tokio_util::sync::CancellationToken;
 
 const NTP_UNIX_OFFSET: u64 = 2_208_988_800;
 
@@ -42,7 +43,7 @@ fn ntp_to_unix_ns(b: &[u8]) -> u64 {
 struct Reflector {
     addr: SocketAddr,
     health: Arc<Health>,
-    stop: Arc<AtomicBool>,
+    stop: CancellationToken,
     handle: Option<JoinHandle<()>>,
 }
 
@@ -51,7 +52,7 @@ impl Reflector {
         let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
         let addr = socket.local_addr().unwrap();
         let health = Arc::new(Health::default());
-        let stop = Arc::new(AtomicBool::new(false));
+        let stop = CancellationToken::new();
         let handle = spawn_reflector(socket, health.clone(), stop.clone()).unwrap();
         Reflector {
             addr,
@@ -64,7 +65,7 @@ impl Reflector {
 
 impl Drop for Reflector {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
+        self.stop.cancel();
         if let Some(h) = self.handle.take() {
             h.join().expect("reflector thread must not panic");
         }
@@ -173,6 +174,11 @@ struct Run {
     health: Arc<Health>,
 }
 
+/// Probes every 10 ms, lost after `timeout_ms`.
+fn every_10ms(timeout_ms: u64) -> SenderOptions {
+    SenderOptions::every(Duration::from_millis(10), Duration::from_millis(timeout_ms))
+}
+
 /// Runs a sender against `addr` until `done(records)` or 15 s, then stops it.
 fn run_sender(
     addr: SocketAddr,
@@ -181,7 +187,7 @@ fn run_sender(
 ) -> Run {
     let (sink, mut rx) = Sink::new();
     let health = Arc::new(Health::default());
-    let stop = Arc::new(AtomicBool::new(false));
+    let stop = CancellationToken::new();
     let (otx, orx) = mpsc::channel();
     let target = Target {
         peer: "peer-b".into(),
@@ -189,7 +195,11 @@ fn run_sender(
         interface: "lo".into(),
         bind_device: None,
     };
-    let h = spawn_sender(target, opts, sink, health.clone(), Some(otx), stop.clone()).unwrap();
+    let opts = SenderOptions {
+        observer: Some(otx.into()),
+        ..opts
+    };
+    let h = spawn_sender(target, opts, sink, health.clone(), stop.clone()).unwrap();
     let mut records = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(15);
     while Instant::now() < deadline && !done(&records) {
@@ -201,7 +211,7 @@ fn run_sender(
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    stop.store(true, Ordering::Relaxed);
+    stop.cancel();
     h.join().expect("sender thread must not panic");
     Run {
         records,
@@ -248,11 +258,9 @@ fn check_invariants(records: &[(u64, RttSummary)], addr: SocketAddr) {
 #[test]
 fn sender_and_reflector_on_loopback() {
     let r = Reflector::start();
-    let opts = SenderOptions {
-        interval: Duration::from_millis(10),
-        timeout: Duration::from_millis(500),
-    };
-    let run = run_sender(r.addr, opts, |recs| total(recs, |s| s.sent) >= 30);
+    let run = run_sender(r.addr, every_10ms(500), |recs| {
+        total(recs, |s| s.sent) >= 30
+    });
     let recs = &run.records;
     assert!(total(recs, |s| s.sent) >= 30, "{recs:?}");
     check_invariants(recs, r.addr);
@@ -316,11 +324,7 @@ fn black_hole_probes_are_lost_and_overdue() {
     // Bound but never read: the datagrams vanish into its queue.
     let hole = UdpSocket::bind("127.0.0.1:0").unwrap();
     let addr = hole.local_addr().unwrap();
-    let opts = SenderOptions {
-        interval: Duration::from_millis(10),
-        timeout: Duration::from_millis(100),
-    };
-    let run = run_sender(addr, opts, |recs| total(recs, |s| s.lost) >= 10);
+    let run = run_sender(addr, every_10ms(100), |recs| total(recs, |s| s.lost) >= 10);
     assert_all_lost(&run, addr);
     drop(hole);
 }
@@ -332,11 +336,7 @@ fn closed_port_probes_are_lost() {
         .unwrap()
         .local_addr()
         .unwrap();
-    let opts = SenderOptions {
-        interval: Duration::from_millis(10),
-        timeout: Duration::from_millis(100),
-    };
-    let run = run_sender(addr, opts, |recs| total(recs, |s| s.lost) >= 10);
+    let run = run_sender(addr, every_10ms(100), |recs| total(recs, |s| s.lost) >= 10);
     assert_all_lost(&run, addr);
 }
 
@@ -374,11 +374,7 @@ fn spawn_noisy_reflector(stop: Arc<AtomicBool>) -> (SocketAddr, JoinHandle<()>) 
 fn sender_survives_malformed_foreign_and_duplicate_replies() {
     let stop = Arc::new(AtomicBool::new(false));
     let (addr, h) = spawn_noisy_reflector(stop.clone());
-    let opts = SenderOptions {
-        interval: Duration::from_millis(10),
-        timeout: Duration::from_millis(500),
-    };
-    let run = run_sender(addr, opts, |recs| total(recs, |s| s.sent) >= 20);
+    let run = run_sender(addr, every_10ms(500), |recs| total(recs, |s| s.sent) >= 20);
     stop.store(true, Ordering::Relaxed);
     h.join().unwrap();
     let recs = &run.records;
@@ -411,7 +407,7 @@ fn ping_against_the_reflector() {
     let mut out = Vec::new();
     let report = ping(
         &ping_opts(r.addr, 8, 1000),
-        &AtomicBool::new(false),
+        &CancellationToken::new(),
         &mut out,
     )
     .unwrap();
@@ -438,7 +434,7 @@ fn ping_against_the_reflector() {
         kernel_tx: false,
         ..ping_opts(r.addr, 3, 1000)
     };
-    let report = ping(&opts, &AtomicBool::new(false), &mut out).unwrap();
+    let report = ping(&opts, &CancellationToken::new(), &mut out).unwrap();
     let text = String::from_utf8(out).unwrap();
     assert!(report.received > 0 && !report.kernel_tx, "{text}");
     assert!(!text.contains("(kernel timestamps)"), "{text}");
@@ -449,7 +445,7 @@ fn ping_against_a_black_hole() {
     let hole = UdpSocket::bind("127.0.0.1:0").unwrap();
     let mut out = Vec::new();
     let opts = ping_opts(hole.local_addr().unwrap(), 4, 50);
-    let report = ping(&opts, &AtomicBool::new(false), &mut out).unwrap();
+    let report = ping(&opts, &CancellationToken::new(), &mut out).unwrap();
     let text = String::from_utf8(out).unwrap();
     assert_eq!((report.sent, report.received, report.lost), (4, 0, 4));
     assert_eq!(
@@ -466,11 +462,16 @@ fn ping_over_ipv6_loopback() {
     let socket = UdpSocket::bind("[::1]:0").expect("IPv6 loopback must be available");
     let addr = socket.local_addr().unwrap();
     let health = Arc::new(Health::default());
-    let stop = Arc::new(AtomicBool::new(false));
+    let stop = CancellationToken::new();
     let h = spawn_reflector(socket, health.clone(), stop.clone()).unwrap();
     let mut out = Vec::new();
-    let report = ping(&ping_opts(addr, 5, 1000), &AtomicBool::new(false), &mut out).unwrap();
-    stop.store(true, Ordering::Relaxed);
+    let report = ping(
+        &ping_opts(addr, 5, 1000),
+        &CancellationToken::new(),
+        &mut out,
+    )
+    .unwrap();
+    stop.cancel();
     h.join().unwrap();
     let text = String::from_utf8(out).unwrap();
     assert_eq!(report.sent, report.received + report.lost);

@@ -6,11 +6,15 @@
 //! `spawn_blocking`, the CLI calls it directly. Every wait on the peer has a
 //! timeout, so a vanished server costs at most the setup timeout.
 
+mod results;
+
 use super::control::{read_frame, read_server_error, read_state, write_frame, write_state};
-use super::engine::{self, DataSocket, Engine, EngineConfig, Finished, Snapshot, StreamSpec};
-use super::iperf3::{self, Mode, Params, Results, State, StreamResult};
+use super::engine::{self, DataSocket, Engine, EngineConfig, Snapshot, StreamSpec};
+use super::iperf3::{self, Mode, Params, Results, State};
 use super::{resolve, BandwidthError, DEFAULT_PORT};
 use boltwatch_proto::v1::{BandwidthInterval, BandwidthResult, Direction, Protocol};
+pub(crate) use results::our_results;
+use results::{build_results, Measured, Sampled};
 use std::io::{ErrorKind, Write};
 use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::time::{Duration, Instant};
@@ -33,11 +37,13 @@ pub struct ClientOptions {
     pub server: String,
     /// Port used when `server` has none.
     pub default_port: u16,
-    /// Parallel streams per direction.
+    /// Parallel streams per direction (iperf3's `-P`): 1 to 128, what a
+    /// stock server accepts.
     pub streams: u32,
-    /// Test length.
+    /// Test length (`-t`): 1 s to 1 h.
     pub duration: Duration,
-    /// Direction(s).
+    /// Upload (we send), download (`-R`, the server sends) or both at once
+    /// (`--bidir`).
     pub mode: Mode,
     /// `Some(rate)` runs UDP at `rate` bits/s per stream (iperf3's `-b`
     /// semantics); `None` runs TCP as fast as possible.
@@ -47,7 +53,7 @@ pub struct ClientOptions {
     /// Socket buffer size (`-w`); default: kernel autotuning for TCP,
     /// [`engine::DEFAULT_SOCKET_BUFFER`] for UDP.
     pub window: Option<usize>,
-    /// Reporting interval.
+    /// Reporting interval (`-i`): at least 100 ms.
     pub interval: Duration,
     /// Peer node name for the result record.
     pub peer: String,
@@ -82,8 +88,9 @@ pub struct IntervalReport {
     pub interval: BandwidthInterval,
 }
 
-/// What a caller may watch and steer while a test runs (the agent's
-/// scheduler: load tagging and shutdown).
+/// What a caller may watch and steer while a test runs: the CLI prints
+/// intervals, the agent's scheduler marks the link loaded and ends a test
+/// at shutdown. `&mut ()` watches nothing.
 pub trait ClientObserver {
     /// An interval completed.
     fn interval(&mut self, _report: &IntervalReport) {}
@@ -97,31 +104,13 @@ pub trait ClientObserver {
     }
 }
 
-struct IntervalFn<'a>(&'a mut dyn FnMut(&IntervalReport));
+impl ClientObserver for () {}
 
-impl ClientObserver for IntervalFn<'_> {
-    fn interval(&mut self, report: &IntervalReport) {
-        (self.0)(report)
-    }
-}
-
-/// Runs one test and returns one result per direction (two for bidir).
-pub fn run_client(opts: ClientOptions) -> Result<Vec<BandwidthResult>, BandwidthError> {
-    run_client_with(opts, &mut |_| {})
-}
-
-/// [`run_client`], calling `on_interval` as each interval completes.
-pub fn run_client_with(
+/// Runs one test and returns one result per direction (two for bidir),
+/// reporting to `observer` as it goes.
+pub fn run_client(
     opts: ClientOptions,
-    on_interval: &mut dyn FnMut(&IntervalReport),
-) -> Result<Vec<BandwidthResult>, BandwidthError> {
-    run_client_observed(opts, &mut IntervalFn(on_interval))
-}
-
-/// [`run_client`], reporting to `obs`.
-pub fn run_client_observed(
-    opts: ClientOptions,
-    obs: &mut dyn ClientObserver,
+    observer: &mut dyn ClientObserver,
 ) -> Result<Vec<BandwidthResult>, BandwidthError> {
     if opts.streams == 0 || opts.streams > 128 {
         return Err(BandwidthError::Options("streams must be 1..=128".into()));
@@ -178,7 +167,7 @@ pub fn run_client_observed(
         udp_64bit: false,
     };
     let mut specs: Vec<StreamSpec> = Vec::new();
-    let mut run: Option<(Finished, Vec<BandwidthInterval>, Vec<BandwidthInterval>)> = None;
+    let mut measured: Option<Measured> = None;
     let mut peer_results: Option<Results> = None;
     // Lives until the function returns, keeping the data sockets open
     // through the results exchange.
@@ -196,20 +185,20 @@ pub fn run_client_observed(
             State::TestStart => {}
             State::TestRunning => {
                 let eng = _engine.insert(Engine::start(std::mem::take(&mut specs), &cfg)?);
-                obs.load(true);
-                let r = run_intervals(&mut ctrl, eng, &opts, obs);
+                observer.load(true);
+                let r = run_intervals(&mut ctrl, eng, &opts, observer);
                 let fin = eng.stop();
-                obs.load(false);
-                let (up, down) = r?;
+                observer.load(false);
+                let sampled = r?;
                 ctrl.set_read_timeout(Some(RESULTS_TIMEOUT))?;
                 write_state(&mut ctrl, State::TestEnd)?;
-                run = Some((fin, up, down));
+                measured = Some(Measured { fin, sampled });
             }
             State::ExchangeResults => {
-                let Some((fin, _, _)) = &run else {
+                let Some(m) = &measured else {
                     return Err(BandwidthError::Protocol("results before the test".into()));
                 };
-                write_frame(&mut ctrl, &our_results(fin).to_json())?;
+                write_frame(&mut ctrl, &our_results(&m.fin).to_json())?;
                 let doc = read_frame(&mut ctrl, iperf3::MAX_RESULTS_JSON)?;
                 peer_results = Some(Results::from_json(&doc)?);
             }
@@ -228,21 +217,38 @@ pub fn run_client_observed(
             }
         }
     }
-    let (Some((fin, up, down)), Some(peer)) = (run, peer_results) else {
+    let (Some(measured), Some(peer)) = (measured, peer_results) else {
         return Err(BandwidthError::Protocol(
             "test ended without results".into(),
         ));
     };
-    Ok(build_results(
-        &opts,
-        addr,
+    let template = BandwidthResult {
+        peer_address: addr.to_string(),
         start_unix_ns,
-        udp,
-        &fin,
-        &peer,
-        up,
-        down,
-    ))
+        ..result_template(&opts)
+    };
+    Ok(build_results(&template, &measured, &peer))
+}
+
+/// The fields every result of a test shares, from its options: peer,
+/// address as given, interface, direction by mode, protocol, streams.
+pub(crate) fn result_template(opts: &ClientOptions) -> BandwidthResult {
+    BandwidthResult {
+        peer: opts.peer.clone(),
+        peer_address: opts.server.clone(),
+        interface: opts.interface.clone(),
+        direction: match opts.mode {
+            Mode::Download => Direction::Download,
+            _ => Direction::Upload,
+        } as i32,
+        protocol: if opts.udp_rate_bps.is_some() {
+            Protocol::Udp
+        } else {
+            Protocol::Tcp
+        } as i32,
+        streams: opts.streams,
+        ..Default::default()
+    }
 }
 
 fn create_streams(
@@ -323,18 +329,17 @@ fn run_intervals(
     ctrl: &mut TcpStream,
     eng: &Engine,
     opts: &ClientOptions,
-    obs: &mut dyn ClientObserver,
-) -> Result<(Vec<BandwidthInterval>, Vec<BandwidthInterval>), BandwidthError> {
+    observer: &mut dyn ClientObserver,
+) -> Result<Sampled, BandwidthError> {
     let start = Instant::now();
     let deadline = start + opts.duration;
     let mut sampler = IntervalSampler::new(eng.snapshot());
-    let mut up = Vec::new();
-    let mut down = Vec::new();
+    let mut sampled = Sampled::default();
     let mut next_tick = start + opts.interval;
     loop {
         let now = Instant::now();
         let until = next_tick.min(deadline);
-        if obs.stopped() {
+        if observer.stopped() {
             let _ = write_state(ctrl, State::ClientTerminate);
             return Err(BandwidthError::Stopped);
         }
@@ -358,13 +363,13 @@ fn run_intervals(
             continue;
         }
         let snap = eng.snapshot();
-        let (u, d) = sampler.next(&snap);
+        let next = sampler.next(&snap);
         for (iv, list, dir) in [
-            (u, &mut up, Direction::Upload),
-            (d, &mut down, Direction::Download),
+            (next.sent, &mut sampled.up, Direction::Upload),
+            (next.received, &mut sampled.down, Direction::Download),
         ] {
             if let Some(iv) = iv {
-                obs.interval(&IntervalReport {
+                observer.interval(&IntervalReport {
                     direction: dir,
                     interval: iv,
                 });
@@ -372,10 +377,20 @@ fn run_intervals(
             }
         }
         if now >= deadline {
-            return Ok((up, down));
+            return Ok(sampled);
         }
         next_tick += opts.interval;
     }
+}
+
+/// The interval since the previous snapshot, per direction; `None` for a
+/// direction this side has no streams in.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct NextInterval {
+    /// Data this side sent.
+    pub sent: Option<BandwidthInterval>,
+    /// Data this side received.
+    pub received: Option<BandwidthInterval>,
 }
 
 /// Turns successive snapshots into per-direction intervals.
@@ -388,10 +403,7 @@ impl IntervalSampler {
         IntervalSampler { last: first }
     }
 
-    pub(crate) fn next(
-        &mut self,
-        snap: &Snapshot,
-    ) -> (Option<BandwidthInterval>, Option<BandwidthInterval>) {
+    pub(crate) fn next(&mut self, snap: &Snapshot) -> NextInterval {
         let dur = snap.elapsed.saturating_sub(self.last.elapsed);
         let mk = |sender: bool, last: &Snapshot| {
             if !snap.streams.iter().any(|s| s.sender == sender) {
@@ -411,7 +423,10 @@ impl IntervalSampler {
                 retransmits,
             })
         };
-        let out = (mk(true, &self.last), mk(false, &self.last));
+        let out = NextInterval {
+            sent: mk(true, &self.last),
+            received: mk(false, &self.last),
+        };
         self.last = snap.clone();
         out
     }
@@ -425,173 +440,4 @@ pub fn bps(bytes: u64, dur: Duration) -> f64 {
     } else {
         0.0
     }
-}
-
-/// Our side's results document, shaped as iperf3 shapes it.
-pub(crate) fn our_results(fin: &Finished) -> Results {
-    let has_tcp_sender = fin.streams.iter().any(|s| s.count.sender && !s.udp);
-    let any_sender = fin.streams.iter().any(|s| s.count.sender);
-    let sender_has_retransmits =
-        if has_tcp_sender && cfg!(any(target_os = "linux", target_os = "macos")) {
-            1
-        } else if any_sender {
-            0
-        } else {
-            -1
-        };
-    Results {
-        cpu_util_total: fin.cpu_percent,
-        cpu_util_user: fin.cpu_user_percent,
-        cpu_util_system: fin.cpu_system_percent,
-        sender_has_retransmits,
-        congestion_used: None,
-        streams: fin
-            .streams
-            .iter()
-            .map(|s| StreamResult {
-                id: s.count.id,
-                bytes: s.count.bytes,
-                retransmits: if s.count.sender && !s.udp {
-                    s.count.retransmits as i64
-                } else {
-                    -1
-                },
-                jitter: if s.count.sender {
-                    0.0
-                } else {
-                    s.udp_stats.jitter
-                },
-                errors: if s.count.sender {
-                    0
-                } else {
-                    s.udp_stats.lost as i64
-                },
-                packets: if s.count.sender {
-                    s.packets_sent as i64
-                } else {
-                    s.udp_stats.highest as i64
-                },
-                start_time: 0.0,
-                end_time: fin.elapsed.as_secs_f64(),
-            })
-            .collect(),
-        server_output_json: None,
-        server_output_text: None,
-    }
-}
-
-/// Receiver-side intervals from our own server's `server_output_json`
-/// (`intervals[].sum` with `sender: false`); None from a stock server.
-pub(crate) fn receiver_intervals(peer: &Results) -> Option<Vec<BandwidthInterval>> {
-    let list = peer
-        .server_output_json
-        .as_ref()?
-        .get("intervals")?
-        .as_array()?;
-    let mut out = Vec::with_capacity(list.len());
-    for iv in list {
-        let sum = iv.get("sum")?;
-        if sum.get("sender").and_then(|v| v.as_bool()) != Some(false) {
-            return None;
-        }
-        let start = sum.get("start")?.as_f64()?;
-        let secs = sum.get("seconds")?.as_f64()?;
-        let bytes = sum.get("bytes")?.as_u64()?;
-        let dur = Duration::from_secs_f64(secs.max(0.0));
-        out.push(BandwidthInterval {
-            offset_ns: (start.max(0.0) * 1e9) as u64,
-            duration_ns: dur.as_nanos() as u64,
-            bytes,
-            bits_per_second: bps(bytes, dur),
-            retransmits: 0,
-        });
-    }
-    Some(out)
-}
-
-#[allow(clippy::too_many_arguments)]
-fn build_results(
-    opts: &ClientOptions,
-    addr: SocketAddr,
-    start_unix_ns: u64,
-    udp: bool,
-    fin: &Finished,
-    peer: &Results,
-    up: Vec<BandwidthInterval>,
-    down: Vec<BandwidthInterval>,
-) -> Vec<BandwidthResult> {
-    let peer_by_id = |id: i64| peer.streams.iter().find(|s| s.id == id);
-    let mut out = Vec::new();
-    for sender in [true, false] {
-        let ours: Vec<_> = fin
-            .streams
-            .iter()
-            .filter(|s| s.count.sender == sender)
-            .collect();
-        if ours.is_empty() {
-            continue;
-        }
-        let mut r = BandwidthResult {
-            peer: opts.peer.clone(),
-            peer_address: addr.to_string(),
-            interface: opts.interface.clone(),
-            direction: if sender {
-                Direction::Upload
-            } else {
-                Direction::Download
-            } as i32,
-            protocol: if udp { Protocol::Udp } else { Protocol::Tcp } as i32,
-            streams: opts.streams,
-            start_unix_ns,
-            duration_ns: fin.elapsed.as_nanos() as u64,
-            cpu_percent: fin.cpu_percent,
-            ..Default::default()
-        };
-        let mut missing = Vec::new();
-        let mut jitter_sum = 0.0;
-        for s in &ours {
-            let p = peer_by_id(s.count.id);
-            if p.is_none() {
-                missing.push(s.count.id);
-            }
-            if sender {
-                // The peer received: its count is the truth.
-                let p = p.cloned().unwrap_or_default();
-                r.bytes += p.bytes;
-                r.retransmits += s.count.retransmits;
-                if udp {
-                    let lost = p.errors.max(0) as u64;
-                    r.udp_lost += lost;
-                    r.udp_packets += (p.packets.max(0) as u64).saturating_sub(lost);
-                    jitter_sum += p.jitter;
-                }
-            } else {
-                r.bytes += s.count.bytes;
-                if let Some(p) = p {
-                    r.retransmits += p.retransmits.max(0) as u64;
-                }
-                if udp {
-                    r.udp_lost += s.udp_stats.lost;
-                    r.udp_packets += s.udp_stats.received;
-                    jitter_sum += s.udp_stats.jitter;
-                }
-            }
-        }
-        if udp {
-            r.udp_jitter_seconds = jitter_sum / ours.len() as f64;
-        }
-        r.bits_per_second = bps(r.bytes, fin.elapsed);
-        r.intervals = if sender {
-            receiver_intervals(peer).unwrap_or(up.clone())
-        } else {
-            down.clone()
-        };
-        if !missing.is_empty() {
-            r.error = format!("peer results lack stream ids {missing:?}");
-        } else if let Some(e) = ours.iter().find_map(|s| s.error.clone()) {
-            r.error = format!("stream ended early: {e}");
-        }
-        out.push(r);
-    }
-    out
 }

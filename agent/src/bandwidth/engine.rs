@@ -6,25 +6,21 @@
 //! EAGAIN/re-arm syscalls and competes with the agent's gRPC tasks. The
 //! control protocol (client.rs, server.rs) owns the sockets' setup and hands
 //! connected sockets here; this module only moves bytes and counts them.
-//! Threads poll a stop flag between blocking calls, which carry short socket
-//! timeouts so a stalled peer never pins a thread.
+//! Threads poll a stop token between blocking calls, which carry short
+//! socket timeouts so a stalled peer never pins a thread.
 
-use super::iperf3::{UdpHeader, UdpReceiverStats};
+use super::iperf3::UdpReceiverStats;
 use super::sys::{sys, CpuTimes, SocketStats};
-use std::io::{self, Read, Write};
+use std::io;
 use std::net::{TcpStream, UdpSocket};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
 
-/// How often a blocked stream thread wakes to look at the stop flag.
+/// How often a blocked stream thread wakes to look at the stop token.
 const POLL: Duration = Duration::from_millis(100);
-/// Receive buffer for TCP reads. Measured here with bench/bandwidth.sh
-/// (alternating runs, single stream): 128 KiB reads beat 256 KiB ones by
-/// 10-40 % on loopback and veth (the buffer stays in cache), and beat
-/// 1 MiB reads with SO_RCVLOWAT 256 KiB on loopback.
-const TCP_READ_BUF: usize = 128 * 1024;
 /// UDP socket buffer (UDP has no autotuning): 80 Gb/s × 0.1 ms RTT is
 /// 1 MB; 4 MiB leaves room for bursts. The kernel caps it at
 /// `net.core.{w,r}mem_max` / `kern.ipc.maxsockbuf`.
@@ -80,14 +76,58 @@ struct Running {
     /// kill the peer's test before results are exchanged.
     _keep: DataSocket,
     handle: Option<JoinHandle<()>>,
-    /// Counters at the last [`Engine::rebase`]: (bytes, packets, retransmits).
-    base: (u64, u64, u64),
+    /// Counters at the last [`Engine::rebase`].
+    base: Baseline,
+}
+
+/// A stream's counters when counting (re)started.
+#[derive(Debug, Clone, Copy, Default)]
+struct Baseline {
+    bytes: u64,
+    packets: u64,
+    retransmits: u64,
+}
+
+impl Running {
+    /// The kernel's retransmit count of a sending TCP stream, else 0.
+    fn raw_retransmits(&self) -> u64 {
+        match (&self.tcp, self.sender) {
+            (Some(t), true) => sys().tcp_retransmits(t).unwrap_or(0),
+            _ => 0,
+        }
+    }
+
+    /// The counters now, raw (not rebased).
+    fn raw(&self) -> Baseline {
+        Baseline {
+            bytes: self.shared.bytes.load(Ordering::Relaxed),
+            packets: self.shared.packets.load(Ordering::Relaxed),
+            retransmits: self.raw_retransmits(),
+        }
+    }
+
+    /// Counters since the last rebase.
+    fn count(&self) -> StreamCount {
+        let now = self.raw();
+        StreamCount {
+            id: self.id,
+            sender: self.sender,
+            bytes: now.bytes.saturating_sub(self.base.bytes),
+            retransmits: now.retransmits.saturating_sub(self.base.retransmits),
+        }
+    }
+}
+
+/// A poisoned lock still holds the figures: a panicking stream thread must
+/// not hide them.
+fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Running streams of one test.
 pub struct Engine {
     streams: Vec<Running>,
-    stop: Arc<AtomicBool>,
+    stop: CancellationToken,
     started: Instant,
     cpu_start: Option<CpuTimes>,
 }
@@ -200,7 +240,7 @@ impl Engine {
     /// Starts one thread per stream. Data flows at once; callers start the
     /// engine when the protocol says `TEST_RUNNING`.
     pub fn start(specs: Vec<StreamSpec>, cfg: &EngineConfig) -> io::Result<Engine> {
-        let stop = Arc::new(AtomicBool::new(false));
+        let stop = CancellationToken::new();
         let cpu_start = sys().process_cpu().ok();
         let started = Instant::now();
         // Built first so an error part-way drops it, and its Drop stops and
@@ -226,18 +266,21 @@ impl Engine {
             let name = format!("bw-{}-{}", if sender { "tx" } else { "rx" }, spec.id);
             let handle = std::thread::Builder::new().name(name).spawn(move || {
                 let r = match (spec.socket, sender) {
-                    (DataSocket::Tcp(s), true) => tcp_send(s, &th_cfg, &th_shared, &th_stop),
-                    (DataSocket::Tcp(s), false) => tcp_recv(s, &th_shared, &th_stop),
-                    (DataSocket::Udp(s), true) => {
-                        udp_send(s, &th_cfg, started, &th_shared, &th_stop)
+                    (DataSocket::Tcp(s), true) => {
+                        streams::tcp_send(s, &th_cfg, &th_shared, &th_stop)
                     }
-                    (DataSocket::Udp(s), false) => udp_recv(s, &th_cfg, &th_shared, &th_stop),
+                    (DataSocket::Tcp(s), false) => streams::tcp_recv(s, &th_shared, &th_stop),
+                    (DataSocket::Udp(s), true) => {
+                        streams::udp_send(s, &th_cfg, started, &th_shared, &th_stop)
+                    }
+                    (DataSocket::Udp(s), false) => {
+                        streams::udp_recv(s, &th_cfg, &th_shared, &th_stop)
+                    }
                 };
                 if let Err(e) = r {
-                    if !th_stop.load(Ordering::Relaxed) {
+                    if !th_stop.is_cancelled() {
                         tracing::debug!(error = %e, "stream ended early");
-                        *th_shared.error.lock().unwrap_or_else(|p| p.into_inner()) =
-                            Some(e.to_string());
+                        *locked(&th_shared.error) = Some(e.to_string());
                     }
                 }
             })?;
@@ -249,7 +292,7 @@ impl Engine {
                 tcp,
                 _keep: keep,
                 handle: Some(handle),
-                base: (0, 0, 0),
+                base: Baseline::default(),
             });
         }
         Ok(eng)
@@ -257,28 +300,9 @@ impl Engine {
 
     /// Reads every stream's counters without stopping anything.
     pub fn snapshot(&self) -> Snapshot {
-        let s = sys();
         Snapshot {
             elapsed: self.started.elapsed(),
-            streams: self
-                .streams
-                .iter()
-                .map(|r| StreamCount {
-                    id: r.id,
-                    sender: r.sender,
-                    bytes: r
-                        .shared
-                        .bytes
-                        .load(Ordering::Relaxed)
-                        .saturating_sub(r.base.0),
-                    retransmits: match (&r.tcp, r.sender) {
-                        (Some(t), true) => {
-                            s.tcp_retransmits(t).unwrap_or(0).saturating_sub(r.base.2)
-                        }
-                        _ => 0,
-                    },
-                })
-                .collect(),
+            streams: self.streams.iter().map(Running::count).collect(),
         }
     }
 
@@ -286,17 +310,8 @@ impl Engine {
     /// (omit the first seconds, e.g. TCP slow start). UDP loss and jitter
     /// keep their history.
     pub fn rebase(&mut self) {
-        let s = sys();
         for r in &mut self.streams {
-            let retr = match (&r.tcp, r.sender) {
-                (Some(t), true) => s.tcp_retransmits(t).unwrap_or(0),
-                _ => 0,
-            };
-            r.base = (
-                r.shared.bytes.load(Ordering::Relaxed),
-                r.shared.packets.load(Ordering::Relaxed),
-                retr,
-            );
+            r.base = r.raw();
         }
         self.started = Instant::now();
         self.cpu_start = sys().process_cpu().ok();
@@ -311,28 +326,20 @@ impl Engine {
 
     /// The first stream error, if any stream ended early.
     pub fn first_error(&self) -> Option<String> {
-        self.streams.iter().find_map(|r| {
-            r.shared
-                .error
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .clone()
-        })
+        self.streams
+            .iter()
+            .find_map(|r| locked(&r.shared.error).clone())
     }
 
     /// Stops counting, joins every thread and returns the totals. The
     /// sockets stay open until the engine is dropped, which callers do
     /// after the results exchange.
     pub fn stop(&mut self) -> Finished {
-        self.stop.store(true, Ordering::Relaxed);
+        self.stop.cancel();
         let elapsed = self.started.elapsed();
         // Retransmits are read before the threads let go of their sockets.
         let snap = self.snapshot();
-        for r in &mut self.streams {
-            if let Some(h) = r.handle.take() {
-                let _ = h.join();
-            }
-        }
+        self.join();
         let cpu_end = sys().process_cpu().ok();
         let (cpu_user_percent, cpu_system_percent) = match (self.cpu_start, cpu_end) {
             (Some(a), Some(b)) if elapsed > Duration::ZERO => {
@@ -349,32 +356,15 @@ impl Engine {
             .iter()
             .zip(snap.streams)
             .map(|(r, mut count)| {
-                // Receivers stop counting at the flag; take the settled value.
-                count.bytes = r
-                    .shared
-                    .bytes
-                    .load(Ordering::Relaxed)
-                    .saturating_sub(r.base.0);
+                // Receivers stop counting at the token; take the settled value.
+                let now = r.raw();
+                count.bytes = now.bytes.saturating_sub(r.base.bytes);
                 StreamFinal {
                     count,
                     udp: r.udp,
-                    packets_sent: r
-                        .shared
-                        .packets
-                        .load(Ordering::Relaxed)
-                        .saturating_sub(r.base.1),
-                    udp_stats: r
-                        .shared
-                        .udp
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .clone(),
-                    error: r
-                        .shared
-                        .error
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .clone(),
+                    packets_sent: now.packets.saturating_sub(r.base.packets),
+                    udp_stats: locked(&r.shared.udp).clone(),
+                    error: locked(&r.shared.error).clone(),
                 }
             })
             .collect();
@@ -386,268 +376,23 @@ impl Engine {
             cpu_system_percent,
         }
     }
+
+    /// Stops every stream thread and waits for it.
+    fn join(&mut self) {
+        self.stop.cancel();
+        for h in self.streams.iter_mut().filter_map(|r| r.handle.take()) {
+            // A panicked stream thread left its counters; nothing to add.
+            let _ = h.join();
+        }
+    }
 }
 
 impl Drop for Engine {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        for r in &mut self.streams {
-            if let Some(h) = r.handle.take() {
-                let _ = h.join();
-            }
-        }
+        self.join();
     }
 }
 
-fn is_timeout(e: &io::Error) -> bool {
-    matches!(
-        e.kind(),
-        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
-    )
-}
-
-fn tcp_send(
-    mut s: TcpStream,
-    cfg: &EngineConfig,
-    shared: &Shared,
-    stop: &AtomicBool,
-) -> io::Result<()> {
-    let buf = vec![0x5au8; cfg.block_size.max(1)];
-    let start = Instant::now();
-    let mut sent: u64 = 0;
-    while !stop.load(Ordering::Relaxed) {
-        if cfg.rate_bps > 0 {
-            pace(start, sent, cfg.rate_bps);
-        }
-        match s.write(&buf) {
-            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-            Ok(n) => {
-                sent += n as u64;
-                shared.bytes.fetch_add(n as u64, Ordering::Relaxed);
-            }
-            Err(e) if is_timeout(&e) => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
-}
-
-fn tcp_recv(mut s: TcpStream, shared: &Shared, stop: &AtomicBool) -> io::Result<()> {
-    let mut buf = vec![0u8; TCP_READ_BUF];
-    while !stop.load(Ordering::Relaxed) {
-        match s.read(&mut buf) {
-            Ok(0) => return Ok(()),
-            Ok(n) => {
-                if !stop.load(Ordering::Relaxed) {
-                    shared.bytes.fetch_add(n as u64, Ordering::Relaxed);
-                }
-            }
-            Err(e) if is_timeout(&e) => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
-}
-
-/// Sleeps until sending one more block keeps the stream at or under
-/// `rate_bps` on average since `start`.
-fn pace(start: Instant, sent_bytes: u64, rate_bps: u64) {
-    let due = Duration::from_secs_f64(sent_bytes as f64 * 8.0 / rate_bps as f64);
-    let now = start.elapsed();
-    if due > now {
-        // Sleep in short steps so a stop request is seen promptly.
-        std::thread::sleep((due - now).min(Duration::from_millis(5)));
-    }
-}
-
-fn wall_now() -> (u32, u32, f64) {
-    let d = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
-    (d.as_secs() as u32, d.subsec_micros(), d.as_secs_f64())
-}
-
-fn udp_send(
-    s: UdpSocket,
-    cfg: &EngineConfig,
-    start: Instant,
-    shared: &Shared,
-    stop: &AtomicBool,
-) -> io::Result<()> {
-    let len = cfg
-        .block_size
-        .clamp(super::iperf3::udp_header_len(cfg.udp_64bit), 65_507);
-    let mut buf = vec![0x5au8; len];
-    let mut pcount: u64 = 0;
-    let mut sent: u64 = 0;
-    while !stop.load(Ordering::Relaxed) {
-        if cfg.rate_bps > 0 {
-            let due = Duration::from_secs_f64(sent as f64 * 8.0 / cfg.rate_bps as f64);
-            let now = start.elapsed();
-            if due > now {
-                std::thread::sleep((due - now).min(Duration::from_millis(5)));
-                continue;
-            }
-        }
-        pcount += 1;
-        let (sec, usec, _) = wall_now();
-        UdpHeader { sec, usec, pcount }
-            .encode(&mut buf, cfg.udp_64bit)
-            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
-        match s.send(&buf) {
-            Ok(n) => {
-                sent += n as u64;
-                shared.bytes.fetch_add(n as u64, Ordering::Relaxed);
-                shared.packets.fetch_add(1, Ordering::Relaxed);
-            }
-            // A full queue or a transient ICMP error: the datagram is gone,
-            // which is the receiver's loss to count.
-            Err(e) if is_timeout(&e) => {}
-            Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {}
-            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
-}
-
-fn udp_recv(
-    s: UdpSocket,
-    cfg: &EngineConfig,
-    shared: &Shared,
-    stop: &AtomicBool,
-) -> io::Result<()> {
-    let mut buf = vec![0u8; 65_536];
-    let mut stats = UdpReceiverStats::default();
-    let mut since_publish = 0u32;
-    while !stop.load(Ordering::Relaxed) {
-        match s.recv(&mut buf) {
-            Ok(n) => {
-                if stop.load(Ordering::Relaxed) {
-                    break;
-                }
-                shared.bytes.fetch_add(n as u64, Ordering::Relaxed);
-                if let Ok(h) = UdpHeader::decode(&buf[..n], cfg.udp_64bit) {
-                    let (_, _, now) = wall_now();
-                    stats.on_packet(h.pcount, now - h.time_secs());
-                }
-                since_publish += 1;
-                if since_publish >= 1024 {
-                    since_publish = 0;
-                    *shared.udp.lock().unwrap_or_else(|p| p.into_inner()) = stats.clone();
-                }
-            }
-            Err(e) if is_timeout(&e) => {}
-            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {}
-            Err(e) => {
-                *shared.udp.lock().unwrap_or_else(|p| p.into_inner()) = stats;
-                return Err(e);
-            }
-        }
-    }
-    *shared.udp.lock().unwrap_or_else(|p| p.into_inner()) = stats;
-    Ok(())
-}
-
+mod streams;
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn tcp_streams_count_what_the_peer_receives() {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let a = TcpStream::connect(l.local_addr().unwrap()).unwrap();
-        let (b, _) = l.accept().unwrap();
-        tune_tcp(&a, None).unwrap();
-        tune_tcp(&b, None).unwrap();
-        let cfg = EngineConfig {
-            block_size: 64 * 1024,
-            rate_bps: 200_000_000,
-            udp_64bit: false,
-        };
-        let mut tx = Engine::start(
-            vec![StreamSpec {
-                id: 1,
-                sender: true,
-                socket: DataSocket::Tcp(a),
-            }],
-            &cfg,
-        )
-        .unwrap();
-        let mut rx = Engine::start(
-            vec![StreamSpec {
-                id: 1,
-                sender: false,
-                socket: DataSocket::Tcp(b),
-            }],
-            &cfg,
-        )
-        .unwrap();
-        while rx.snapshot().bytes(false) < 1_000_000 {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        let sent = tx.stop();
-        // Let the receiver drain what is in flight, then compare exactly.
-        let want = sent.streams[0].count.bytes;
-        for _ in 0..500 {
-            if rx.snapshot().bytes(false) == want {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        let got = rx.stop();
-        assert!(want > 0);
-        assert_eq!(got.streams[0].count.bytes, want);
-        assert!(!got.streams[0].udp);
-    }
-
-    #[test]
-    fn udp_streams_carry_sequence_numbers() {
-        let a = UdpSocket::bind("127.0.0.1:0").unwrap();
-        let b = UdpSocket::bind("127.0.0.1:0").unwrap();
-        a.connect(b.local_addr().unwrap()).unwrap();
-        b.connect(a.local_addr().unwrap()).unwrap();
-        tune_udp(&a, None).unwrap();
-        tune_udp(&b, None).unwrap();
-        let cfg = EngineConfig {
-            block_size: 1200,
-            rate_bps: 20_000_000,
-            udp_64bit: false,
-        };
-        let mut rx = Engine::start(
-            vec![StreamSpec {
-                id: 1,
-                sender: false,
-                socket: DataSocket::Udp(b),
-            }],
-            &cfg,
-        )
-        .unwrap();
-        let mut tx = Engine::start(
-            vec![StreamSpec {
-                id: 1,
-                sender: true,
-                socket: DataSocket::Udp(a),
-            }],
-            &cfg,
-        )
-        .unwrap();
-        while rx.snapshot().bytes(false) < 200 * 1200 {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        let sent = tx.stop();
-        std::thread::sleep(Duration::from_millis(200));
-        let got = rx.stop();
-        let s = &got.streams[0].udp_stats;
-        assert!(s.received >= 200);
-        assert_eq!(s.received * 1200, got.streams[0].count.bytes);
-        assert!(s.highest <= sent.streams[0].packets_sent);
-        assert_eq!(s.highest, s.received + s.lost);
-        assert_eq!(
-            sent.streams[0].count.bytes,
-            sent.streams[0].packets_sent * 1200
-        );
-    }
-}
+mod tests;

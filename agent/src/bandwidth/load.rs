@@ -26,11 +26,25 @@ use crate::sink::now_unix_ns;
 /// end, so a few dozen is plenty.
 const KEPT_SPANS: usize = 64;
 
+/// A test's time on a link, unix ns; `end` is inclusive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Span {
+    start: u64,
+    end: u64,
+}
+
+/// A span still running, by the id [`LoadLog::begin`] gave it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Running {
+    id: u64,
+    start: u64,
+}
+
 /// Load spans of one link; pure (times are passed in, unix ns).
 #[derive(Debug, Default)]
 pub struct LoadLog {
-    running: Vec<(u64, u64)>,
-    done: VecDeque<(u64, u64)>,
+    running: Vec<Running>,
+    done: VecDeque<Span>,
     next_id: u64,
 }
 
@@ -39,25 +53,28 @@ impl LoadLog {
     pub fn begin(&mut self, now: u64) -> u64 {
         let id = self.next_id;
         self.next_id += 1;
-        self.running.push((id, now));
+        self.running.push(Running { id, start: now });
         id
     }
 
     /// Span `id` ends at `now`. Unknown ids are ignored.
     pub fn end(&mut self, id: u64, now: u64) {
-        if let Some(i) = self.running.iter().position(|&(r, _)| r == id) {
-            let (_, start) = self.running.swap_remove(i);
+        if let Some(i) = self.running.iter().position(|r| r.id == id) {
+            let Running { start, .. } = self.running.swap_remove(i);
             if self.done.len() == KEPT_SPANS {
                 self.done.pop_front();
             }
-            self.done.push_back((start, now.max(start)));
+            self.done.push_back(Span {
+                start,
+                end: now.max(start),
+            });
         }
     }
 
     /// True when any span, running or finished, overlaps `[start, end)`.
     pub fn overlaps(&self, start: u64, end: u64) -> bool {
-        self.running.iter().any(|&(_, s)| s < end)
-            || self.done.iter().any(|&(s, e)| s < end && e >= start)
+        self.running.iter().any(|r| r.start < end)
+            || self.done.iter().any(|s| s.start < end && s.end >= start)
     }
 
     /// True while a span runs.

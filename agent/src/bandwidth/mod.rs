@@ -12,7 +12,7 @@
 //! - [`load`]: the node-wide one-test gate and per-peer load spans (RTT
 //!   windows overlapping a test are tagged `under_load`).
 //! - [`schedule`]: the agent's scheduler task: [`plan`] driving
-//!   [`run_client_observed`], results into the sink.
+//!   [`run_client`], results into the sink.
 //! - `control`: state bytes and JSON frames on the control socket.
 //! - `sys`: TCP retransmit counters and process CPU time, one file per OS.
 //!
@@ -31,9 +31,7 @@ pub mod schedule;
 pub mod server;
 mod sys;
 
-pub use client::{
-    run_client, run_client_observed, run_client_with, ClientObserver, ClientOptions, IntervalReport,
-};
+pub use client::{run_client, ClientObserver, ClientOptions, IntervalReport};
 pub use server::{spawn_server, spawn_server_with, ServerOptions};
 
 /// The agent's default bandwidth server port (iperf3's own is 5201).
@@ -128,24 +126,10 @@ pub fn failed_result(
     start_unix_ns: u64,
     err: &BandwidthError,
 ) -> boltwatch_proto::v1::BandwidthResult {
-    use boltwatch_proto::v1::{BandwidthResult, Direction, Protocol};
-    BandwidthResult {
-        peer: opts.peer.clone(),
-        peer_address: opts.server.clone(),
-        interface: opts.interface.clone(),
-        direction: match opts.mode {
-            iperf3::Mode::Download => Direction::Download,
-            _ => Direction::Upload,
-        } as i32,
-        protocol: if opts.udp_rate_bps.is_some() {
-            Protocol::Udp
-        } else {
-            Protocol::Tcp
-        } as i32,
-        streams: opts.streams,
+    boltwatch_proto::v1::BandwidthResult {
         start_unix_ns,
         error: err.to_string(),
-        ..Default::default()
+        ..client::result_template(opts)
     }
 }
 

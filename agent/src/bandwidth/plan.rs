@@ -297,6 +297,14 @@ mod tests {
         Planner::new(cfg, StdRng::seed_from_u64(1)).unwrap()
     }
 
+    /// The defaults without a duty-cycle cap.
+    fn uncapped() -> PlanConfig {
+        PlanConfig {
+            duty_cycle: 1.0,
+            ..Default::default()
+        }
+    }
+
     /// Drives the planner with a fake clock: every test takes its full
     /// duration and ends with `outcome(peer)`. Returns (start, peer).
     fn simulate(
@@ -409,10 +417,7 @@ mod tests {
     #[test]
     fn busy_peer_is_retried_soon_with_jitter_then_given_up() {
         let t0 = Instant::now();
-        let cfg = PlanConfig {
-            duty_cycle: 1.0,
-            ..Default::default()
-        };
+        let cfg = uncapped();
         let mut p = planner(cfg.clone());
         p.set_peers(["a".to_string()], t0);
         let runs = simulate(&mut p, t0, s(1200), |_| Outcome::Busy);
@@ -429,10 +434,7 @@ mod tests {
     #[test]
     fn one_test_at_a_time() {
         let t0 = Instant::now();
-        let mut p = planner(PlanConfig {
-            duty_cycle: 1.0,
-            ..Default::default()
-        });
+        let mut p = planner(uncapped());
         p.set_peers(["a".to_string(), "b".to_string()], t0);
         let now = t0 + s(400);
         let first = p.poll(now);
@@ -458,10 +460,7 @@ mod tests {
     #[test]
     fn used_counts_only_the_window() {
         let t0 = Instant::now();
-        let mut p = planner(PlanConfig {
-            duty_cycle: 1.0,
-            ..Default::default()
-        });
+        let mut p = planner(uncapped());
         p.set_peers(["a".to_string()], t0);
         let Decision::Wait { until } = p.poll(t0) else {
             panic!("not due yet")

@@ -1,5 +1,5 @@
 //! The agent's bandwidth scheduler: one task that asks the [`Planner`]
-//! what to do, runs each test with [`run_client_observed`] on a blocking
+//! what to do, runs each test with [`run_client`] on a blocking
 //! thread, and emits the results as `Payload::Bandwidth` records (one per
 //! direction; a failed test is one record with `error` set).
 //!
@@ -19,14 +19,13 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rand::SeedableRng;
+use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
-use super::client::{run_client_observed, ClientObserver, ClientOptions};
+use super::client::{run_client, ClientObserver, ClientOptions};
 use super::iperf3::Mode;
 use super::load::{LoadBoard, LoadSpan, LoadTag, TestGate};
 use super::plan::{Decision, Outcome, PlanConfig, PlanError, Planner};
@@ -89,13 +88,13 @@ pub struct ScheduleOptions {
 }
 
 /// Marks the link while data flows and lets shutdown end a test.
-struct Observer {
+struct LoadMarker {
     tag: Option<LoadTag>,
     span: Option<LoadSpan>,
-    stop: Arc<AtomicBool>,
+    stop: CancellationToken,
 }
 
-impl ClientObserver for Observer {
+impl ClientObserver for LoadMarker {
     fn load(&mut self, running: bool) {
         self.span = if running {
             self.tag.as_ref().map(LoadTag::begin)
@@ -105,17 +104,18 @@ impl ClientObserver for Observer {
     }
 
     fn stopped(&self) -> bool {
-        self.stop.load(Ordering::Relaxed)
+        self.stop.is_cancelled()
     }
 }
 
-/// Tests `peers` as planned until `stop` is set (or the task is aborted).
-/// Returns at once, after a warning, when the plan is unusable.
+/// Tests `peers` as planned until `stop` is cancelled; a test running then
+/// is ended early and leaves no record. Returns at once, after a warning,
+/// when the plan is unusable.
 pub async fn run_schedule(
     peers: Vec<PeerServer>,
     opts: ScheduleOptions,
     sink: Sink,
-    stop: Arc<AtomicBool>,
+    stop: CancellationToken,
 ) {
     let rng = rand::rngs::StdRng::from_rng(&mut rand::rng());
     let mut planner = match Planner::new(opts.plan.clone(), rng) {
@@ -131,15 +131,15 @@ pub async fn run_schedule(
     info!(peers = by_name.len(), interval = ?opts.plan.interval, duration = ?opts.plan.duration,
         duty_cycle = opts.plan.duty_cycle, "bandwidth scheduler started");
     let mut busy_in_a_row: BTreeMap<String, u32> = BTreeMap::new();
-    while !stop.load(Ordering::Relaxed) {
+    while !stop.is_cancelled() {
         let now = Instant::now();
         let (peer, duration) = match planner.poll(now) {
             Decision::Wait { until } => {
-                // Short naps so `stop` is seen without an abort.
-                let nap = until
-                    .saturating_duration_since(now)
-                    .min(Duration::from_secs(1));
-                tokio::time::sleep(nap.max(Duration::from_millis(10))).await;
+                let nap = until.saturating_duration_since(now);
+                tokio::select! {
+                    _ = tokio::time::sleep(nap.max(Duration::from_millis(10))) => {}
+                    _ = stop.cancelled() => {}
+                }
                 continue;
             }
             Decision::Run { peer, duration } => (peer, duration),
@@ -162,14 +162,14 @@ pub async fn run_schedule(
             // Our server is serving a test (likely this very peer's).
             None => Err(BandwidthError::Busy),
             Some(gate) => {
-                let mut obs = Observer {
+                let mut obs = LoadMarker {
                     tag: opts.load.tag(&peer),
                     span: None,
                     stop: stop.clone(),
                 };
                 let c = client.clone();
                 let joined = tokio::task::spawn_blocking(move || {
-                    let r = run_client_observed(c, &mut obs);
+                    let r = run_client(c, &mut obs);
                     drop(obs);
                     drop(gate);
                     r
@@ -259,7 +259,7 @@ mod tests {
         use boltwatch_proto::v1::record::Payload;
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
-        let stop = Arc::new(AtomicBool::new(false));
+        let stop = CancellationToken::new();
         let server = super::super::spawn_server(listener, stop.clone()).unwrap();
         let gate = TestGate::default();
         let board = LoadBoard::new([("p".to_string(), vec![addr.ip()])]);
@@ -287,7 +287,7 @@ mod tests {
                 got.push(b);
             }
         }
-        stop.store(true, Ordering::SeqCst);
+        stop.cancel();
         task.await.unwrap();
         server.join().unwrap();
         let dirs: Vec<i32> = got.iter().map(|b| b.direction).collect();
@@ -312,7 +312,7 @@ mod tests {
         use super::super::server::{spawn_server_with, ServerOptions};
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
-        let stop = Arc::new(AtomicBool::new(false));
+        let stop = CancellationToken::new();
         let gate = TestGate::default();
         let board = LoadBoard::new([("c".to_string(), vec![addr.ip()])]);
         let opts = ServerOptions {
@@ -328,20 +328,17 @@ mod tests {
             ..ClientOptions::default()
         };
         let held = gate.try_enter().unwrap();
-        let e = run_client_observed(client.clone(), &mut NoObs).unwrap_err();
+        let e = run_client(client.clone(), &mut ()).unwrap_err();
         assert!(e.is_busy(), "{e}");
         drop(held);
-        let r = run_client_observed(client, &mut NoObs).unwrap();
+        let r = run_client(client, &mut ()).unwrap();
         assert!(r[0].error.is_empty() && r[0].bytes > 0, "{r:?}");
         let tag = board.tag("c").unwrap();
         assert!(tag.overlaps(r[0].start_unix_ns, r[0].start_unix_ns + r[0].duration_ns));
-        stop.store(true, Ordering::SeqCst);
+        stop.cancel();
         server.join().unwrap();
         assert!(!gate.busy() && !tag.active());
     }
-
-    struct NoObs;
-    impl ClientObserver for NoObs {}
 
     /// The cap as configured holds when driven by the planner: 3 peers
     /// every 30 s for 10 s would be 100 % busy; 5 % allows 30 s per 10 min.

@@ -33,11 +33,12 @@ use policy::{Admission, Limits};
 use report::intervals_json;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
 use udp::{udp_accept, udp_listener, UdpFrom};
 
 /// Server timeouts and limits.
@@ -144,7 +145,8 @@ impl Drop for SlotGuard {
     }
 }
 
-/// Serves tests on `listener` until `stop` is set, with default options.
+/// Serves tests on `listener` until `stop` is cancelled, with default
+/// options.
 ///
 /// The caller owns the socket (tests bind `127.0.0.1:0`; the agent binds
 /// `0.0.0.0:5202`). UDP tests bind UDP sockets on the listener's address.
@@ -153,7 +155,7 @@ impl Drop for SlotGuard {
 /// timeout; the returned thread joins its sessions before it exits.
 pub fn spawn_server(
     listener: TcpListener,
-    stop: Arc<AtomicBool>,
+    stop: CancellationToken,
 ) -> std::io::Result<JoinHandle<()>> {
     spawn_server_with(listener, stop, ServerOptions::default())
 }
@@ -161,7 +163,7 @@ pub fn spawn_server(
 /// [`spawn_server`] with explicit timeouts and limits.
 pub fn spawn_server_with(
     listener: TcpListener,
-    stop: Arc<AtomicBool>,
+    stop: CancellationToken,
     opts: ServerOptions,
 ) -> std::io::Result<JoinHandle<()>> {
     listener.set_nonblocking(true)?;
@@ -174,7 +176,7 @@ pub fn spawn_server_with(
 fn accept_loop(
     listener: TcpListener,
     local: SocketAddr,
-    stop: Arc<AtomicBool>,
+    stop: CancellationToken,
     opts: ServerOptions,
 ) {
     let slot = Arc::new(Mutex::new(Slot::default()));
@@ -188,7 +190,7 @@ fn accept_loop(
     };
     let admission = opts.admission();
     tracing::info!(%local, "bandwidth server listening");
-    while !stop.load(Ordering::Relaxed) {
+    while !stop.is_cancelled() {
         sessions.retain(|h| !h.is_finished());
         match listener.accept() {
             Ok((s, peer)) => {
@@ -281,7 +283,7 @@ fn accept_loop(
 struct SessionCtx {
     local: SocketAddr,
     slot: Arc<Mutex<Slot>>,
-    stop: Arc<AtomicBool>,
+    stop: CancellationToken,
     opts: ServerOptions,
     denier: Denier,
 }
@@ -436,7 +438,7 @@ fn session(
             intervals.clear();
             next_tick = Instant::now() + opts.interval;
         }
-        if cx.stop.load(Ordering::Relaxed) {
+        if cx.stop.is_cancelled() {
             let _ = write_state(&mut ctrl, State::ServerTerminate);
             return Err(BandwidthError::Protocol("server stopping".into()));
         }
@@ -447,7 +449,7 @@ fn session(
             ));
         }
         if now >= next_tick {
-            let (_, rx_iv) = sampler.next(&eng.snapshot());
+            let rx_iv = sampler.next(&eng.snapshot()).received;
             intervals.extend(rx_iv);
             next_tick += opts.interval;
             continue;
@@ -466,7 +468,7 @@ fn session(
             Err(e) => return Err(e),
         }
     }
-    let last = sampler.next(&eng.snapshot()).1;
+    let last = sampler.next(&eng.snapshot()).received;
     intervals.extend(last.filter(|iv| iv.duration_ns > 1_000_000));
     *phase = "results";
     let fin = eng.stop();

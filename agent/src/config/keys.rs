@@ -216,7 +216,9 @@ pub const KEYS: &[K] = &[
         "bandwidth.duration",
         "length of each test (whole seconds)",
         |c, v| {
-            let d = v.duration(secs(1)..=secs(3600))?;
+            // The server refuses tests longer than a minute from anyone
+            // (a long test keeps a node busy for strangers); ours fit too.
+            let d = v.duration(secs(1)..=secs(60))?;
             if d.subsec_nanos() != 0 {
                 return Err(format!("{d:?}: must be whole seconds"));
             }
@@ -263,6 +265,23 @@ pub const KEYS: &[K] = &[
     )
     .default_doc("peer's IP, our port")
     .was("bandwidth_peers"),
+    K::new(
+        "bandwidth.allow",
+        "CIDR whose hosts may test against our server besides the peers",
+        |c, v| {
+            c.bandwidth_allow = v
+                .list()?
+                .iter()
+                .map(|e| {
+                    e.parse::<ipnet::IpNet>()
+                        .map_err(|err| format!("`{e}`: {err} (expected a CIDR, e.g. 10.0.0.0/24)"))
+                })
+                .collect::<Result<_, _>>()?;
+            Ok(())
+        },
+    )
+    .repeated("bandwidth-allow", "CIDR")
+    .default_doc("peers and loopback only"),
 ];
 
 /// Placeholders every key's default overwrites (see
@@ -295,6 +314,7 @@ pub(super) fn blank() -> Config {
         bandwidth_streams: 0,
         bandwidth_duty_cycle: 0.0,
         bandwidth_peers: BTreeMap::new(),
+        bandwidth_allow: Vec::new(),
     }
 }
 

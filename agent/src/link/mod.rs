@@ -16,7 +16,6 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -24,7 +23,7 @@ use std::time::Duration;
 use boltwatch_proto::v1::record::Payload;
 use boltwatch_proto::v1::LinkEventSource;
 
-use crate::sink::Sink;
+use crate::sink::{Observer, Sink};
 
 pub mod debounce;
 pub mod kev;
@@ -66,8 +65,8 @@ impl LinkState {
     }
 }
 
-/// A reported link change, for the outage ledger
-/// ([`crate::outage::PeerLedger::on_carrier`]).
+/// A reported link change, for the outage tracker
+/// ([`crate::outage::OutageTracker::on_carrier`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LinkChange {
     /// Interface name.
@@ -80,7 +79,7 @@ pub struct LinkChange {
     /// admin-only change or a counters-only report).
     pub carrier_changed: bool,
     /// Down transitions the counters show but no event or poll saw: flaps
-    /// too short to time. The ledger cannot place them; they are counted.
+    /// too short to time. The outage tracker cannot place them; they are counted.
     pub missed_flaps: u64,
     /// Where it was observed.
     pub source: LinkEventSource,
@@ -122,7 +121,7 @@ struct Watch {
     #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     sysfs_root: PathBuf,
     sink: Sink,
-    observer: Option<Sender<LinkChange>>,
+    observer: Option<Observer<LinkChange>>,
     stop: Arc<AtomicBool>,
 }
 
@@ -150,7 +149,7 @@ impl Watch {
             "link event"
         );
         if let Some(obs) = &self.observer {
-            let _ = obs.send(accepted.change);
+            obs.observe(accepted.change);
         }
         self.sink
             .emit_at(at_unix_ns, Payload::LinkEvent(accepted.event));
@@ -171,7 +170,7 @@ pub fn spawn_watcher(
     interfaces: Vec<String>,
     #[cfg_attr(not(target_os = "linux"), allow(dead_code))] sysfs_root: PathBuf,
     sink: Sink,
-    observer: Option<Sender<LinkChange>>,
+    observer: Option<Observer<LinkChange>>,
 ) -> std::io::Result<WatcherHandle> {
     let stop = Arc::new(AtomicBool::new(false));
     let watch = Watch {

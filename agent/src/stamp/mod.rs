@@ -8,7 +8,9 @@
 //!   late and foreign answers, overdue and lost probes; pure.
 //! - [`window`]: per-second accounting of probes into `RttSummary`; pure.
 //! - [`reflector`]: the reflector thread.
-//! - [`sender`]: the session-sender loop and thread (shared by `ping`).
+//! - `session`: one session's socket, probe table and send loop, shared by
+//!   the session-sender and `ping`.
+//! - [`sender`]: the session-sender thread.
 //! - [`ping`]: one-shot probes printed like `ping`.
 //! - `timestamp_{linux,macos,other}`: kernel RX timestamps, TTL and device
 //!   binding, one file per OS behind the same functions.
@@ -28,6 +30,7 @@ pub mod ping;
 pub mod probe;
 pub mod reflector;
 pub mod sender;
+mod session;
 pub mod window;
 
 #[cfg(target_os = "linux")]
@@ -42,7 +45,7 @@ mod imp;
 
 pub use packet::{DecodeError, DEFAULT_PORT, PACKET_LEN};
 pub use reflector::spawn_reflector;
-pub use sender::{spawn_sender, spawn_sender_tagged, ProbeEvent, SenderOptions, Target};
+pub use sender::{spawn_sender, ProbeEvent, SenderOptions, Target};
 
 /// One datagram as the OS delivered it.
 #[derive(Debug, Clone, Copy)]

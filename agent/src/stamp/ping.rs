@@ -7,13 +7,15 @@
 
 use std::io::{self, Write};
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use tokio_util::sync::CancellationToken;
+
 use super::imp;
 use super::packet::DEFAULT_PORT;
-use super::sender::{Outcome, SenderOptions, Session, Target};
+use super::sender::Target;
+use super::session::{Outcome, Session};
 use crate::health::Health;
 use crate::stats::{Accumulator, Summary};
 
@@ -97,19 +99,25 @@ pub fn parse_target(input: &str) -> Result<SocketAddr, TargetError> {
 pub use boltwatch_common::duration::parse_seconds_or_duration as parse_duration;
 
 /// Sends `opts.count` probes, printing each answer or loss to `out`, then
-/// the summary. Returns early (with what it has) when `stop` is set.
-pub fn ping(opts: &PingOptions, stop: &AtomicBool, out: &mut dyn Write) -> io::Result<PingReport> {
+/// the summary. Returns early (with what it has) when `stop` is cancelled.
+pub fn ping(
+    opts: &PingOptions,
+    stop: &CancellationToken,
+    out: &mut dyn Write,
+) -> io::Result<PingReport> {
     let target = Target {
         peer: opts.target.to_string(),
         addr: opts.target,
         interface: String::new(),
         bind_device: opts.bind_device.clone(),
     };
-    let sopts = SenderOptions {
-        interval: opts.interval,
-        timeout: opts.timeout,
-    };
-    let mut session = Session::open(&target, sopts, Arc::new(Health::default()), opts.kernel_tx)?;
+    let mut session = Session::open(
+        &target,
+        opts.interval,
+        opts.timeout,
+        Arc::new(Health::default()),
+        opts.kernel_tx,
+    )?;
     writeln!(
         out,
         "STAMP PING {}: {} probes of 44 octets every {:?}, timeout {:?}",

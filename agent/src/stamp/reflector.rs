@@ -18,11 +18,11 @@ mod admission;
 use std::collections::HashSet;
 use std::io;
 use std::net::{IpAddr, SocketAddr, UdpSocket};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
 use super::imp;
@@ -53,12 +53,12 @@ pub struct ReflectorOptions {
 }
 
 /// Starts the reflector on `socket` (already bound) with default limits.
-/// It answers until `stop` is set, then returns within about 100 ms. Fails
+/// It answers until `stop` is cancelled, then returns within about 100 ms. Fails
 /// only if the socket cannot be configured or the thread cannot start.
 pub fn spawn_reflector(
     socket: UdpSocket,
     health: Arc<Health>,
-    stop: Arc<AtomicBool>,
+    stop: CancellationToken,
 ) -> io::Result<JoinHandle<()>> {
     spawn_reflector_with(socket, health, stop, ReflectorOptions::default())
 }
@@ -67,7 +67,7 @@ pub fn spawn_reflector(
 pub fn spawn_reflector_with(
     socket: UdpSocket,
     health: Arc<Health>,
-    stop: Arc<AtomicBool>,
+    stop: CancellationToken,
     opts: ReflectorOptions,
 ) -> io::Result<JoinHandle<()>> {
     socket.set_nonblocking(false)?;
@@ -87,7 +87,7 @@ fn run(
     socket: &UdpSocket,
     local: SocketAddr,
     health: &Health,
-    stop: &AtomicBool,
+    stop: &CancellationToken,
     opts: &ReflectorOptions,
 ) {
     let mut buf = vec![0u8; MAX_DATAGRAM];
@@ -98,7 +98,7 @@ fn run(
         locals: LocalAddrs::default(),
         epoch: Instant::now(),
     };
-    while !stop.load(Ordering::Relaxed) {
+    while !stop.is_cancelled() {
         let rx = match imp::recv(socket, &mut buf, false) {
             Ok(rx) => rx,
             Err(e) if is_timeout(&e) => continue,

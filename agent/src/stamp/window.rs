@@ -26,25 +26,26 @@ struct Window {
     samples: Accumulator,
 }
 
-/// Open windows of one session.
+/// The open RTT windows of one session, each counting the probes sent in
+/// it until it can be emitted as an `RttSummary`.
 #[derive(Debug)]
-pub struct WindowLedger {
+pub struct RttWindows {
     window_ns: u64,
     template: RttSummary,
     kernel_rx: bool,
     windows: BTreeMap<u64, Window>,
 }
 
-impl WindowLedger {
-    /// A ledger of `window_ns`-long windows whose records copy `peer`,
+impl RttWindows {
+    /// Windows `window_ns` long whose records copy `peer`,
     /// `peer_address` and `interface` from `template`. `kernel_rx` says
     /// whether the platform gives kernel RX timestamps at all.
     ///
     /// # Panics
     /// If `window_ns` is zero.
-    pub fn new(window_ns: u64, template: RttSummary, kernel_rx: bool) -> WindowLedger {
+    pub fn new(window_ns: u64, template: RttSummary, kernel_rx: bool) -> RttWindows {
         assert!(window_ns > 0, "window length must be positive");
-        WindowLedger {
+        RttWindows {
             window_ns,
             template,
             kernel_rx,
@@ -98,15 +99,10 @@ impl WindowLedger {
     }
 
     /// Removes and returns every complete window as `(window end unix ns,
-    /// record)`, oldest first.
-    pub fn drain_complete(&mut self, now_unix_ns: u64) -> Vec<(u64, RttSummary)> {
-        self.drain_complete_tagged(now_unix_ns, |_, _| false)
-    }
-
-    /// [`WindowLedger::drain_complete`], setting `under_load` on each
-    /// record for which `under_load(window start, window end)` (unix ns,
-    /// end exclusive) says a bandwidth test overlapped it.
-    pub fn drain_complete_tagged(
+    /// record)`, oldest first, setting `under_load` on each record for
+    /// which `under_load(window start, window end)` (unix ns, end
+    /// exclusive) says a bandwidth test overlapped it.
+    pub fn drain_complete(
         &mut self,
         now_unix_ns: u64,
         under_load: impl Fn(u64, u64) -> bool,
@@ -171,8 +167,13 @@ mod tests {
     const S: u64 = 1_000_000_000;
     const T0: u64 = 1_764_470_000 * S;
 
-    fn ledger() -> WindowLedger {
-        WindowLedger::new(
+    /// No bandwidth test ever overlaps.
+    fn idle(_: u64, _: u64) -> bool {
+        false
+    }
+
+    fn windows() -> RttWindows {
+        RttWindows::new(
             S,
             RttSummary {
                 peer: "b".into(),
@@ -186,17 +187,20 @@ mod tests {
 
     #[test]
     fn window_waits_for_its_end_and_its_probes() {
-        let mut l = ledger();
+        let mut l = windows();
         l.sent(T0 + 100);
         l.sent(T0 + S / 2);
         l.received(T0 + 100, Some(40_000), true);
         assert!(
-            l.drain_complete(T0 + S + 1).is_empty(),
+            l.drain_complete(T0 + S + 1, idle).is_empty(),
             "one still in flight"
         );
         l.lost(T0 + S / 2);
-        assert!(l.drain_complete(T0 + S - 1).is_empty(), "window not over");
-        let out = l.drain_complete(T0 + S);
+        assert!(
+            l.drain_complete(T0 + S - 1, idle).is_empty(),
+            "window not over"
+        );
+        let out = l.drain_complete(T0 + S, idle);
         assert_eq!(out.len(), 1);
         let (end, r) = &out[0];
         assert_eq!(*end, T0 + S);
@@ -213,7 +217,7 @@ mod tests {
 
     #[test]
     fn probes_go_to_the_window_they_were_sent_in() {
-        let mut l = ledger();
+        let mut l = windows();
         l.sent(T0 + S - 1);
         l.sent(T0 + S);
         l.sent(T0 + S + 5);
@@ -222,7 +226,7 @@ mod tests {
         l.received(T0 + S - 1, Some(20), false);
         assert!(l.duplicate(T0 + S));
         l.received(T0 + S + 5, None, true);
-        let out = l.drain_complete(T0 + 3 * S);
+        let out = l.drain_complete(T0 + 3 * S, idle);
         assert_eq!(out.len(), 2);
         let (a, b) = (&out[0].1, &out[1].1);
         assert_eq!((a.sent, a.received, a.min_ns), (1, 1, 20));
@@ -234,29 +238,29 @@ mod tests {
 
     #[test]
     fn windows_overlapping_a_test_are_tagged() {
-        let mut l = ledger();
+        let mut l = windows();
         for i in 0..4 {
             l.sent(T0 + i * S);
             l.received(T0 + i * S, Some(50_000), true);
         }
         // A test from 1.5 s to 2.2 s touches windows 1 and 2 only.
         let test = (T0 + 3 * S / 2, T0 + 22 * S / 10);
-        let out = l.drain_complete_tagged(T0 + 4 * S, |s, e| test.0 < e && test.1 >= s);
+        let out = l.drain_complete(T0 + 4 * S, |s, e| test.0 < e && test.1 >= s);
         let tags: Vec<bool> = out.iter().map(|(_, r)| r.under_load).collect();
         assert_eq!(tags, [false, true, true, false]);
         l.sent(T0 + 5 * S);
         l.received(T0 + 5 * S, Some(1), true);
-        assert!(!l.drain_complete(T0 + 6 * S)[0].1.under_load);
+        assert!(!l.drain_complete(T0 + 6 * S, idle)[0].1.under_load);
     }
 
     #[test]
     fn all_lost_window_has_zero_stats() {
-        let mut l = ledger();
+        let mut l = windows();
         for i in 0..10 {
             l.sent(T0 + i * 100_000_000);
             l.lost(T0 + i * 100_000_000);
         }
-        let out = l.drain_complete(T0 + S);
+        let out = l.drain_complete(T0 + S, idle);
         let r = &out[0].1;
         assert_eq!((r.sent, r.received, r.lost), (10, 0, 10));
         assert_eq!((r.min_ns, r.max_ns, r.sum_ns), (0, 0, 0));

@@ -8,6 +8,12 @@
 //! (store full, rate limit, bad token): records pile up on disk (the oldest
 //! dropped and counted beyond the cap) and go out on the next stream, from
 //! the collector's per-boot watermarks in its `Welcome`.
+//!
+//! The transport needs no stop signal of its own: it flushes and returns
+//! when the record channel closes, that is when the last
+//! [`crate::sink::Sink`] is dropped. The agent drops its own only after
+//! every producer has stopped and the final health record is out, so the
+//! end of the channel is the end of the boot's records.
 
 pub mod backoff;
 
@@ -16,10 +22,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use boltwatch_proto::v1::{
-    agent_message, collector_message, telemetry_client::TelemetryClient, AgentMessage, Hello,
-    RecordBatch,
+    agent_message, collector_message, telemetry_client::TelemetryClient, AgentMessage,
+    CollectorMessage, Hello, RecordBatch,
 };
-use tokio::sync::{mpsc, watch};
+use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tracing::{debug, info, warn};
 
@@ -66,178 +72,234 @@ pub enum TransportError {
 }
 
 enum End {
+    /// Every sink is gone and what could be flushed was.
     Shutdown,
     Failed(TransportError),
 }
 
-/// Runs until `shutdown` becomes true, then flushes for at most
+/// Runs until every [`crate::sink::Sink`] feeding `rx` is dropped (the
+/// agent's producers have stopped), then flushes for at most
 /// `flush_timeout`. Returns the spool (synced) so callers (and tests) can
 /// see what was left undelivered.
 pub async fn run(
     opts: TransportOptions,
-    mut queue: Spool,
-    mut rx: mpsc::UnboundedReceiver<Emitted>,
+    spool: Spool,
+    rx: mpsc::UnboundedReceiver<Emitted>,
     health: Arc<Health>,
-    mut shutdown: watch::Receiver<bool>,
 ) -> Spool {
     let mut sync = tokio::time::interval(SYNC_EVERY);
     sync.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    publish(&queue, &health);
-    let mut backoff = Backoff::new(Duration::from_millis(200), Duration::from_secs(15));
-    let mut connected_before = false;
+    let mut t = Transport {
+        opts,
+        queue: spool,
+        rx,
+        health,
+        sync,
+        backoff: Backoff::new(Duration::from_millis(200), Duration::from_secs(15)),
+        connected_before: false,
+    };
+    t.publish();
     loop {
-        let end = session(
-            &opts,
-            &mut queue,
-            &mut rx,
-            &health,
-            &mut shutdown,
-            &mut connected_before,
-            &mut backoff,
-            &mut sync,
-        )
-        .await;
-        match end {
+        match t.session().await {
             End::Shutdown => break,
             End::Failed(e) => {
-                let delay = backoff.next_delay(rand::random::<f64>());
-                warn!(error = %e, retry_in = ?delay, unacked = queue.unacked(), "collector unavailable");
-                let sleep = tokio::time::sleep(delay);
-                tokio::pin!(sleep);
-                let stop = loop {
-                    tokio::select! {
-                        _ = &mut sleep => break false,
-                        e = rx.recv() => match e {
-                            Some(e) => enqueue(&mut queue, e, &mut rx, &health),
-                            None => break true,
-                        },
-                        _ = sync.tick() => sync_spool(&mut queue),
-                        _ = shutdown.changed() => break true,
-                    }
-                };
-                if stop {
+                if t.wait_to_retry(e).await {
                     break;
                 }
             }
         }
     }
-    while let Ok(e) = rx.try_recv() {
-        enqueue(&mut queue, e, &mut rx, &health);
+    while let Ok(e) = t.rx.try_recv() {
+        t.enqueue(e);
     }
-    sync_spool(&mut queue);
-    queue
+    t.sync_spool();
+    t.queue
 }
 
-fn sync_spool(queue: &mut Spool) {
-    if let Err(e) = queue.sync() {
-        warn!(error = %e, "spool fsync failed");
-    }
+/// The transport's state across streams.
+struct Transport {
+    opts: TransportOptions,
+    queue: Spool,
+    rx: mpsc::UnboundedReceiver<Emitted>,
+    health: Arc<Health>,
+    sync: tokio::time::Interval,
+    backoff: Backoff,
+    connected_before: bool,
 }
 
-fn publish(queue: &Spool, health: &Health) {
-    health
-        .dropped_records
-        .store(queue.dropped(), Ordering::Relaxed);
-    health
-        .queued_records
-        .store(queue.unacked(), Ordering::Relaxed);
-}
-
-/// Appends `e` and whatever else is already waiting, with one write.
-fn enqueue(
-    queue: &mut Spool,
-    e: Emitted,
-    rx: &mut mpsc::UnboundedReceiver<Emitted>,
-    health: &Health,
-) {
-    let mut batch = vec![e];
-    while batch.len() < 4096 {
-        match rx.try_recv() {
-            Ok(e) => batch.push(e),
-            Err(_) => break,
-        }
-    }
-    if let Err(e) = queue.append(batch) {
-        warn!(error = %e, "spool write failed; records lost");
-    }
-    publish(queue, health);
-}
-
-#[allow(clippy::too_many_arguments)]
-async fn session(
-    opts: &TransportOptions,
-    queue: &mut Spool,
-    rx: &mut mpsc::UnboundedReceiver<Emitted>,
-    health: &Health,
-    shutdown: &mut watch::Receiver<bool>,
-    connected_before: &mut bool,
-    backoff: &mut Backoff,
-    sync: &mut tokio::time::Interval,
-) -> End {
-    // Connecting can take seconds; keep draining probes meanwhile.
-    let connect = connect(opts);
-    tokio::pin!(connect);
-    let (out_tx, mut inbound) = loop {
-        tokio::select! {
-            r = &mut connect => match r {
-                Ok(c) => break c,
-                Err(e) => return End::Failed(e),
-            },
-            e = rx.recv() => match e {
-                Some(e) => enqueue(queue, e, rx, health),
-                None => return End::Shutdown,
-            },
-            _ = sync.tick() => sync_spool(queue),
-            _ = shutdown.changed() => return End::Shutdown,
-        }
-    };
-    let welcome = match tokio::time::timeout(Duration::from_secs(10), inbound.message()).await {
-        Ok(Ok(Some(m))) => m,
-        Ok(Ok(None)) => {
-            return End::Failed(TransportError::Protocol(
-                "stream closed before Welcome".into(),
-            ))
-        }
-        Ok(Err(s)) => return End::Failed(s.into()),
-        Err(_) => return End::Failed(TransportError::Protocol("no Welcome within 10s".into())),
-    };
-    match welcome.msg {
-        Some(collector_message::Msg::Welcome(w)) => {
-            for b in &w.boots {
-                queue.ack(&b.boot_id, b.highest_seq);
+impl Transport {
+    /// Waits out the backoff after `e`, spooling records meanwhile. True
+    /// when the sinks closed while waiting.
+    async fn wait_to_retry(&mut self, e: TransportError) -> bool {
+        let delay = self.backoff.next_delay(rand::random::<f64>());
+        warn!(error = %e, retry_in = ?delay, unacked = self.queue.unacked(), "collector unavailable");
+        let sleep = tokio::time::sleep(delay);
+        tokio::pin!(sleep);
+        loop {
+            tokio::select! {
+                _ = &mut sleep => return false,
+                e = self.rx.recv() => match e {
+                    Some(e) => self.enqueue(e),
+                    None => return true,
+                },
+                _ = self.sync.tick() => self.sync_spool(),
             }
-            publish(queue, health);
-            info!(collector = %opts.collector, collector_version = %w.collector_version,
-                unacked = queue.unacked(), "connected to collector");
-        }
-        _ => {
-            return End::Failed(TransportError::Protocol(
-                "first message was not Welcome".into(),
-            ))
         }
     }
-    if *connected_before {
-        Health::incr(&health.reconnects);
-    }
-    *connected_before = true;
-    // The backoff resets on the first Ack, not here: a collector that
-    // welcomes and then refuses (store full, rate limit) must not be
-    // hammered.
-    queue.rewind();
 
-    let mut shutting_down = false;
-    let flush_deadline = tokio::time::sleep(Duration::from_secs(86_400 * 365));
-    tokio::pin!(flush_deadline);
-    loop {
-        // Send whatever is unsent while the stream has room.
-        while let Ok(permit) = out_tx.try_reserve() {
-            let records = match queue.next_batch(BATCH_MAX) {
-                Ok(r) => r,
-                Err(e) => {
-                    warn!(error = %e, "reading the spool failed");
-                    return End::Failed(TransportError::Protocol(format!("spool: {e}")));
+    fn sync_spool(&mut self) {
+        if let Err(e) = self.queue.sync() {
+            warn!(error = %e, "spool fsync failed");
+        }
+    }
+
+    fn publish(&self) {
+        self.health
+            .dropped_records
+            .store(self.queue.dropped(), Ordering::Relaxed);
+        self.health
+            .queued_records
+            .store(self.queue.unacked(), Ordering::Relaxed);
+    }
+
+    /// Appends `e` and whatever else is already waiting, with one write.
+    fn enqueue(&mut self, e: Emitted) {
+        let mut batch = vec![e];
+        while batch.len() < 4096 {
+            match self.rx.try_recv() {
+                Ok(e) => batch.push(e),
+                Err(_) => break,
+            }
+        }
+        if let Err(e) = self.queue.append(batch) {
+            warn!(error = %e, "spool write failed; records lost");
+        }
+        self.publish();
+    }
+
+    /// Applies the collector's per-boot watermarks.
+    fn ack(&mut self, boots: &[boltwatch_proto::v1::BootWatermark]) {
+        for b in boots {
+            self.queue.ack(&b.boot_id, b.highest_seq);
+        }
+        self.publish();
+    }
+
+    /// One stream, from connecting to its end.
+    async fn session(&mut self) -> End {
+        // Connecting can take seconds; keep spooling records meanwhile.
+        let opts = self.opts.clone();
+        let connect = connect(&opts);
+        tokio::pin!(connect);
+        let (out_tx, mut inbound) = loop {
+            tokio::select! {
+                r = &mut connect => match r {
+                    Ok(c) => break c,
+                    Err(e) => return End::Failed(e),
+                },
+                e = self.rx.recv() => match e {
+                    Some(e) => self.enqueue(e),
+                    None => return End::Shutdown,
+                },
+                _ = self.sync.tick() => self.sync_spool(),
+            }
+        };
+        if let Err(e) = self.welcome(&mut inbound).await {
+            return End::Failed(e);
+        }
+        // The backoff resets on the first Ack, not here: a collector that
+        // welcomes and then refuses (store full, rate limit) must not be
+        // hammered.
+        self.queue.rewind();
+        self.stream(&out_tx, &mut inbound).await
+    }
+
+    /// Reads the collector's `Welcome` and applies its watermarks.
+    async fn welcome(
+        &mut self,
+        inbound: &mut tonic::Streaming<CollectorMessage>,
+    ) -> Result<(), TransportError> {
+        let welcome = match tokio::time::timeout(Duration::from_secs(10), inbound.message()).await {
+            Ok(Ok(Some(m))) => m,
+            Ok(Ok(None)) => {
+                return Err(TransportError::Protocol(
+                    "stream closed before Welcome".into(),
+                ))
+            }
+            Ok(Err(s)) => return Err(s.into()),
+            Err(_) => return Err(TransportError::Protocol("no Welcome within 10s".into())),
+        };
+        let Some(collector_message::Msg::Welcome(w)) = welcome.msg else {
+            return Err(TransportError::Protocol(
+                "first message was not Welcome".into(),
+            ));
+        };
+        self.ack(&w.boots);
+        info!(collector = %self.opts.collector, collector_version = %w.collector_version,
+            unacked = self.queue.unacked(), "connected to collector");
+        if self.connected_before {
+            Health::incr(&self.health.reconnects);
+        }
+        self.connected_before = true;
+        Ok(())
+    }
+
+    /// Sends the spool and applies acks until the stream fails or, once
+    /// the sinks closed, everything is acknowledged or the flush times out.
+    async fn stream(
+        &mut self,
+        out_tx: &mpsc::Sender<AgentMessage>,
+        inbound: &mut tonic::Streaming<CollectorMessage>,
+    ) -> End {
+        let mut shutting_down = false;
+        let flush_deadline = tokio::time::sleep(Duration::from_secs(86_400 * 365));
+        tokio::pin!(flush_deadline);
+        loop {
+            if let Err(e) = self.fill(out_tx) {
+                return End::Failed(e);
+            }
+            if shutting_down && self.queue.is_empty() {
+                return End::Shutdown;
+            }
+            let has_unsent = self.queue.has_unsent();
+            tokio::select! {
+                m = inbound.message() => match m {
+                    Ok(Some(m)) => {
+                        if let Some(collector_message::Msg::Ack(a)) = m.msg {
+                            self.backoff.reset();
+                            self.ack(&a.boots);
+                        }
+                    }
+                    Ok(None) => return End::Failed(TransportError::Protocol("collector closed the stream".into())),
+                    Err(s) => return End::Failed(s.into()),
+                },
+                e = self.rx.recv(), if !shutting_down => match e {
+                    Some(e) => self.enqueue(e),
+                    None => {
+                        shutting_down = true;
+                        flush_deadline.as_mut().reset(tokio::time::Instant::now() + self.opts.flush_timeout);
+                    }
+                },
+                _ = self.sync.tick() => self.sync_spool(),
+                p = out_tx.reserve(), if has_unsent => {
+                    // Room again: loop around and fill it.
+                    drop(p);
                 }
-            };
+                _ = &mut flush_deadline, if shutting_down => {
+                    warn!(undelivered = self.queue.unacked(), "shutdown flush timed out; kept in the spool");
+                    return End::Shutdown;
+                }
+            }
+        }
+    }
+
+    /// Sends whatever is unsent while the stream has room.
+    fn fill(&mut self, out_tx: &mpsc::Sender<AgentMessage>) -> Result<(), TransportError> {
+        while let Ok(permit) = out_tx.try_reserve() {
+            let records = self.queue.next_batch(BATCH_MAX).map_err(|e| {
+                warn!(error = %e, "reading the spool failed");
+                TransportError::Protocol(format!("spool: {e}"))
+            })?;
             if records.is_empty() {
                 break;
             }
@@ -246,45 +308,7 @@ async fn session(
                 msg: Some(agent_message::Msg::Batch(RecordBatch { records })),
             });
         }
-        if shutting_down && queue.is_empty() {
-            return End::Shutdown;
-        }
-        let has_unsent = queue.has_unsent();
-        tokio::select! {
-            m = inbound.message() => match m {
-                Ok(Some(m)) => {
-                    if let Some(collector_message::Msg::Ack(a)) = m.msg {
-                        backoff.reset();
-                        for b in &a.boots {
-                            queue.ack(&b.boot_id, b.highest_seq);
-                        }
-                        publish(queue, health);
-                    }
-                }
-                Ok(None) => return End::Failed(TransportError::Protocol("collector closed the stream".into())),
-                Err(s) => return End::Failed(s.into()),
-            },
-            e = rx.recv(), if !shutting_down => match e {
-                Some(e) => enqueue(queue, e, rx, health),
-                None => shutting_down = true,
-            },
-            _ = sync.tick() => sync_spool(queue),
-            p = out_tx.reserve(), if has_unsent => {
-                // Room again: loop around and fill it.
-                drop(p);
-            }
-            _ = shutdown.changed(), if !shutting_down => {
-                shutting_down = true;
-                while let Ok(e) = rx.try_recv() {
-                    enqueue(queue, e, rx, health);
-                }
-                flush_deadline.as_mut().reset(tokio::time::Instant::now() + opts.flush_timeout);
-            }
-            _ = &mut flush_deadline, if shutting_down => {
-                warn!(undelivered = queue.unacked(), "shutdown flush timed out; kept in the spool");
-                return End::Shutdown;
-            }
-        }
+        Ok(())
     }
 }
 
@@ -293,7 +317,7 @@ async fn connect(
 ) -> Result<
     (
         mpsc::Sender<AgentMessage>,
-        tonic::Streaming<boltwatch_proto::v1::CollectorMessage>,
+        tonic::Streaming<CollectorMessage>,
     ),
     TransportError,
 > {

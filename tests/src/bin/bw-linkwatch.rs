@@ -37,7 +37,7 @@ fn main() -> anyhow::Result<()> {
     }
     let (sink, mut records) = Sink::new();
     let (obs_tx, obs_rx) = std::sync::mpsc::channel();
-    let watcher = spawn_watcher(interfaces, sysfs_root, sink, Some(obs_tx))
+    let watcher = spawn_watcher(interfaces, sysfs_root, sink, Some(obs_tx.into()))
         .context("starting the link watcher")?;
     let out = std::sync::Arc::new(std::sync::Mutex::new(std::io::stdout()));
     let print = {

@@ -1,0 +1,313 @@
+//! The outage rules replayed on exact input sequences.
+
+use super::*;
+
+const MS: u64 = 1_000_000;
+const T0: u64 = 1_700_000_000_000_000_000;
+
+fn tracker() -> OutageTracker {
+    OutageTracker::new("b", "tb0", DEFAULT_MISSING_PROBES, OutageIds::new())
+}
+
+fn cause(o: &Outage) -> OutageCause {
+    OutageCause::try_from(o.cause).unwrap()
+}
+
+/// Probe `seq` sent at T0 + seq*10ms.
+fn sent(seq: u64) -> u64 {
+    T0 + seq * 10 * MS
+}
+
+/// `end` is the one end record of the carrier outage `start` opened,
+/// spanning `(from, to)`.
+fn assert_carrier_outage_ended(end: &[Outage], start: &Outage, (from, to): (u64, u64)) {
+    assert_eq!(end.len(), 1, "{end:?}");
+    assert_eq!(end[0].outage_id, start.outage_id);
+    assert_eq!(end[0].start_unix_ns, from);
+    assert_eq!(end[0].end_unix_ns, Some(to));
+    assert_eq!(cause(&end[0]), OutageCause::Carrier);
+}
+
+/// `end` closes an outage of both causes that started at `start`.
+fn assert_both_from(end: &Outage, start: u64) {
+    assert_eq!(cause(end), OutageCause::Both);
+    assert_eq!(end.start_unix_ns, start);
+}
+
+#[test]
+fn flap_gives_one_outage_from_down_to_first_reply_after_up() {
+    let mut l = tracker();
+    assert!(l.on_probe_reply(1, sent(1), sent(1) + 80_000).is_empty());
+    let down_at = sent(1) + 5 * MS;
+    let start = l.on_carrier("tb0", false, down_at);
+    assert_eq!(start.len(), 1);
+    assert_eq!(start[0].start_unix_ns, down_at);
+    assert_eq!(start[0].end_unix_ns, None);
+    assert_eq!(cause(&start[0]), OutageCause::Carrier);
+    // Probes during the down period go missing: no second outage.
+    for seq in 2..8 {
+        assert!(l.on_probe_missing(seq, sent(seq), sent(seq + 1)).is_empty());
+    }
+    let up_at = sent(8) + 2 * MS;
+    assert!(l.on_carrier("tb0", true, up_at).is_empty());
+    assert!(l.in_outage(), "carrier up alone does not end it");
+    let reply_at = sent(9) + 90_000;
+    let end = l.on_probe_reply(9, sent(9), reply_at);
+    assert_carrier_outage_ended(&end, &start[0], (down_at, reply_at));
+    assert!(!l.in_outage());
+    assert!(l.on_probe_reply(10, sent(10), sent(10) + 1).is_empty());
+}
+
+#[test]
+fn three_missing_start_at_first_missing_send_time() {
+    let mut l = tracker();
+    assert!(l.on_probe_missing(5, sent(5), sent(6)).is_empty());
+    assert!(l.on_probe_missing(6, sent(6), sent(7)).is_empty());
+    let start = l.on_probe_missing(7, sent(7), sent(8));
+    assert_eq!(start.len(), 1);
+    assert_eq!(cause(&start[0]), OutageCause::ProbeLoss);
+    assert_eq!(start[0].start_unix_ns, sent(5));
+    assert_eq!(start[0].end_unix_ns, None);
+    // More missing probes do not start another outage.
+    assert!(l.on_probe_missing(8, sent(8), sent(9)).is_empty());
+    let end = l.on_probe_reply(9, sent(9), sent(9) + 70_000);
+    assert_eq!(end.len(), 1);
+    assert_eq!(end[0].outage_id, start[0].outage_id);
+    assert_eq!(end[0].end_unix_ns, Some(sent(9) + 70_000));
+}
+
+#[test]
+fn two_missing_then_reply_is_no_outage() {
+    let mut l = tracker();
+    assert!(l.on_probe_missing(1, sent(1), sent(2)).is_empty());
+    assert!(l.on_probe_missing(2, sent(2), sent(3)).is_empty());
+    assert!(l.on_probe_reply(3, sent(3), sent(3) + 1).is_empty());
+    // The run was broken: two more missing are again not enough.
+    assert!(l.on_probe_missing(4, sent(4), sent(5)).is_empty());
+    assert!(l.on_probe_missing(5, sent(5), sent(6)).is_empty());
+    assert!(!l.in_outage());
+    assert_eq!(l.on_probe_missing(6, sent(6), sent(7)).len(), 1);
+}
+
+#[test]
+fn stale_reply_while_carrier_down_does_not_end_it() {
+    let mut l = tracker();
+    let down_at = sent(2);
+    assert_eq!(l.on_carrier("tb0", false, down_at).len(), 1);
+    // Replies to probes sent before (or at) the drop arrive while the
+    // carrier is down, and after it is back: they end nothing.
+    assert!(l.on_probe_reply(1, sent(1), sent(2) + MS).is_empty());
+    assert!(l.on_probe_reply(2, sent(2), sent(3)).is_empty());
+    assert!(l.in_outage());
+    assert!(l.on_carrier("tb0", true, sent(5)).is_empty());
+    assert!(l.on_probe_reply(1, sent(1), sent(5) + MS).is_empty());
+    assert!(l.in_outage());
+    let end = l.on_probe_reply(6, sent(6), sent(6) + MS);
+    assert_eq!(end.len(), 1);
+    assert_eq!(end[0].end_unix_ns, Some(sent(6) + MS));
+}
+
+#[test]
+fn reply_to_probe_sent_after_drop_ends_it_before_the_late_up_event() {
+    let mut l = tracker();
+    let down_at = sent(2) + MS;
+    let start = l.on_carrier("tb0", false, down_at);
+    assert_eq!(start.len(), 1);
+    // Probes 3..5 go out during the down period and are lost.
+    for seq in 3..6 {
+        assert!(l.on_probe_missing(seq, sent(seq), sent(seq + 1)).is_empty());
+    }
+    // The link is back; probe 6 is answered before the kernel's
+    // carrier-up notification arrives.
+    let reply_at = sent(6) + 50_000;
+    let end = l.on_probe_reply(6, sent(6), reply_at);
+    assert_carrier_outage_ended(&end, &start[0], (down_at, reply_at));
+    assert!(!l.in_outage());
+    // Late overdue reports of probes sent while down start nothing.
+    for seq in 3..6 {
+        assert!(l.on_probe_missing(seq, sent(seq), sent(9)).is_empty());
+    }
+    // The late up event changes nothing, and no outage reopens.
+    assert!(l.on_carrier("tb0", true, sent(8)).is_empty());
+    assert!(!l.in_outage());
+    assert!(l.on_probe_reply(9, sent(9), sent(9) + 1).is_empty());
+    // The next drop is a new outage.
+    assert_eq!(l.on_carrier("tb0", false, sent(10)).len(), 1);
+}
+
+#[test]
+fn probe_loss_then_carrier_down_is_both() {
+    let mut l = tracker();
+    for seq in 1..=3 {
+        l.on_probe_missing(seq, sent(seq), sent(seq + 1));
+    }
+    assert!(l.in_outage());
+    assert!(l.on_carrier("tb0", false, sent(4)).is_empty());
+    assert!(l.on_carrier("tb0", true, sent(6)).is_empty());
+    let end = l.on_probe_reply(7, sent(7), sent(7) + MS);
+    assert_eq!(end.len(), 1);
+    assert_both_from(&end[0], sent(1));
+}
+
+#[test]
+fn carrier_back_but_probes_still_lost_is_both() {
+    let mut l = tracker();
+    l.on_carrier("tb0", false, sent(1));
+    l.on_carrier("tb0", true, sent(2) + MS);
+    for seq in 3..=5 {
+        assert!(l.on_probe_missing(seq, sent(seq), sent(seq + 1)).is_empty());
+    }
+    let end = l.on_probe_reply(6, sent(6), sent(6) + MS);
+    assert_both_from(&end[0], sent(1));
+}
+
+#[test]
+fn probes_sent_during_down_do_not_count_after_up() {
+    let mut l = tracker();
+    l.on_carrier("tb0", false, sent(1));
+    l.on_carrier("tb0", true, sent(4));
+    // Missing reports for probes 1..3 arrive after the carrier returned.
+    for seq in 1..4 {
+        assert!(l.on_probe_missing(seq, sent(seq), sent(4) + MS).is_empty());
+    }
+    let end = l.on_probe_reply(5, sent(5), sent(5) + MS);
+    assert_eq!(cause(&end[0]), OutageCause::Carrier);
+}
+
+#[test]
+fn reply_to_probe_sent_before_outage_start_does_not_end_it() {
+    let mut l = tracker();
+    for seq in 2..=4 {
+        l.on_probe_missing(seq, sent(seq), sent(seq + 1));
+    }
+    // A late answer to probe 1 (sent before the run) arrives.
+    assert!(l.on_probe_reply(1, sent(1), sent(5)).is_empty());
+    assert!(l.in_outage());
+}
+
+#[test]
+fn other_interface_and_repeated_down_are_ignored() {
+    let mut l = tracker();
+    assert!(l.on_carrier("en9", false, sent(1)).is_empty());
+    assert!(!l.in_outage());
+    assert_eq!(l.on_carrier("tb0", false, sent(1)).len(), 1);
+    assert!(l.on_carrier("tb0", false, sent(2)).is_empty());
+    l.on_carrier("tb0", true, sent(3));
+    let end = l.on_probe_reply(4, sent(4), sent(4) + 1);
+    assert_eq!(end[0].start_unix_ns, sent(1));
+}
+
+#[test]
+fn ids_are_unique_across_peers_and_outages() {
+    let ids = OutageIds::new();
+    let mut a = OutageTracker::new("a", "tb0", 3, ids.clone());
+    let mut b = OutageTracker::new("b", "tb1", 3, ids);
+    let a1 = a.on_carrier("tb0", false, sent(1))[0].outage_id;
+    let b1 = b.on_carrier("tb1", false, sent(1))[0].outage_id;
+    a.on_carrier("tb0", true, sent(2));
+    a.on_probe_reply(3, sent(3), sent(3) + 1);
+    let a2 = a.on_carrier("tb0", false, sent(4))[0].outage_id;
+    assert_eq!((a1, b1, a2), (1, 2, 3));
+}
+
+#[test]
+fn service_outage_starts_and_ends() {
+    let mut l = tracker();
+    assert!(l.on_service("ssh", true, sent(1)).is_empty());
+    let start = l.on_service("ssh", false, sent(2));
+    assert_eq!(start.len(), 1);
+    assert_eq!(cause(&start[0]), OutageCause::Service);
+    assert_eq!(start[0].service, "ssh");
+    assert!(l.on_service("ssh", false, sent(3)).is_empty());
+    // A second service is independent.
+    assert_eq!(l.on_service("http", false, sent(3)).len(), 1);
+    let end = l.on_service("ssh", true, sent(4));
+    assert_eq!(end[0].outage_id, start[0].outage_id);
+    assert_eq!(end[0].start_unix_ns, sent(2));
+    assert_eq!(end[0].end_unix_ns, Some(sent(4)));
+    assert!(!l.in_outage(), "service outages are not link outages");
+}
+
+#[test]
+fn link_changes_drive_the_carrier_rules() {
+    use boltwatch_proto::v1::LinkEventSource;
+    let change = |carrier, at, changed| crate::link::LinkChange {
+        interface: "tb0".into(),
+        at_unix_ns: at,
+        carrier,
+        carrier_changed: changed,
+        missed_flaps: 0,
+        source: LinkEventSource::Netlink,
+    };
+    let mut l = tracker();
+    // Startup sighting with the carrier down: an outage from then.
+    let start = l.on_link_change(&change(false, sent(1), false));
+    assert_eq!(start.len(), 1);
+    assert!(l.on_link_change(&change(true, sent(2), true)).is_empty());
+    assert_eq!(
+        l.on_probe_reply(3, sent(3), sent(3) + 1)[0].start_unix_ns,
+        sent(1)
+    );
+    // A counters-only report with the carrier up changes nothing.
+    assert!(l.on_link_change(&change(true, sent(4), false)).is_empty());
+    assert!(!l.in_outage());
+}
+
+#[test]
+fn k_of_one_starts_at_first_missing() {
+    let mut l = OutageTracker::new("b", "tb0", 1, OutageIds::new());
+    assert_eq!(l.on_probe_missing(1, sent(1), sent(2)).len(), 1);
+}
+
+#[test]
+fn inputs_reach_the_peer_they_name() {
+    use crate::stamp::ProbeEvent;
+    let ids = OutageIds::new();
+    let mut all = OutageTrackers::new(vec![
+        OutageTracker::new("a", "tb0", 1, ids.clone()),
+        OutageTracker::new("b", "tb1", 1, ids),
+    ]);
+    let missing = |peer, seq: u32| OutageInput::Probe {
+        peer,
+        event: ProbeEvent::Overdue {
+            seq,
+            sent_unix_ns: sent(u64::from(seq)),
+        },
+    };
+    let out = all.apply(missing(1, 1), sent(2));
+    assert_eq!((out.len(), out[0].peer.as_str()), (1, "b"));
+    assert!(all.apply(missing(7, 1), sent(2)).is_empty(), "unknown peer");
+    let reply = OutageInput::Probe {
+        peer: 1,
+        event: ProbeEvent::Reply {
+            seq: 2,
+            sent_unix_ns: sent(2),
+            rtt_ns: 1,
+        },
+    };
+    assert_eq!(all.apply(reply, sent(3))[0].end_unix_ns, Some(sent(3)));
+    let down = OutageInput::Service {
+        peer: 0,
+        change: crate::service::ServiceChange {
+            service: "ssh".into(),
+            up: false,
+            at_unix_ns: sent(4),
+        },
+    };
+    let out = all.apply(down, sent(4));
+    assert_eq!(
+        (out[0].peer.as_str(), out[0].service.as_str()),
+        ("a", "ssh")
+    );
+    // A link change goes to every peer; only tb1's tracker cares.
+    let change = crate::link::LinkChange {
+        interface: "tb1".into(),
+        at_unix_ns: sent(5),
+        carrier: false,
+        carrier_changed: true,
+        missed_flaps: 0,
+        source: boltwatch_proto::v1::LinkEventSource::Netlink,
+    };
+    let out = all.apply(OutageInput::Link(change), sent(5));
+    assert_eq!((out.len(), out[0].peer.as_str()), (1, "b"));
+}

@@ -1,0 +1,71 @@
+//! The path watch role: re-checks every 5 s which interface the route to
+//! each peer leaves through; emits a record when the answer changes and
+//! once a minute.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use boltwatch_proto::v1::{record::Payload, PathCheck};
+use tracing::warn;
+
+use super::crew::Crew;
+use super::topology::Topology;
+use crate::config::Config;
+use crate::discovery;
+use crate::sink::Sink;
+
+/// How often the route is looked up.
+const EVERY: Duration = Duration::from_secs(5);
+/// An unchanged answer is emitted again after this many lookups.
+const REPEAT_AFTER: u32 = 12;
+
+pub(super) fn start(crew: &mut Crew, config: &Config, topology: &Topology) {
+    for (p, cfg) in topology.peers.iter().zip(&config.peers) {
+        let watch = watch_path(
+            p.name.clone(),
+            cfg.addr,
+            p.interface.clone(),
+            crew.sink.clone(),
+        );
+        crew.task(watch);
+    }
+}
+
+/// The route as last emitted: whether it left through `expected`, and the
+/// interface it left through ("" when there was no route).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Route {
+    ok: bool,
+    interface: String,
+}
+
+async fn watch_path(peer: String, addr: SocketAddr, expected: String, sink: Sink) {
+    let mut tick = tokio::time::interval(EVERY);
+    let mut last: Option<Route> = None;
+    let mut since_emit = 0u32;
+    loop {
+        tick.tick().await;
+        let interface = tokio::task::spawn_blocking(move || discovery::route_interface(addr))
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .unwrap_or_default();
+        let ok = !interface.is_empty() && interface == expected;
+        let route = Route { ok, interface };
+        since_emit += 1;
+        if last.as_ref() != Some(&route) || since_emit >= REPEAT_AFTER {
+            if last.as_ref().is_some_and(|l| l.ok && !ok) {
+                warn!(peer = %peer, expected = %expected, route = %route.interface,
+                    "route to peer left the expected interface");
+            }
+            sink.emit(Payload::Path(PathCheck {
+                peer: peer.clone(),
+                expected_interface: expected.clone(),
+                route_interface: route.interface.clone(),
+                ok,
+            }));
+            last = Some(route);
+            since_emit = 0;
+        }
+    }
+}

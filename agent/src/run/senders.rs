@@ -1,0 +1,42 @@
+//! The STAMP sender role: one session-sender thread per peer, reporting
+//! each probe's fate to the outage tracker and tagging the RTT windows a
+//! bandwidth test overlapped.
+
+use super::crew::Crew;
+use super::outage_tracker::Tracker;
+use super::topology::Topology;
+use crate::bandwidth::load::LoadBoard;
+use crate::config::Config;
+use crate::error::Error;
+use crate::stamp::{self, SenderOptions, Target};
+
+pub(super) fn start(
+    crew: &mut Crew,
+    config: &Config,
+    topology: &Topology,
+    load: &LoadBoard,
+    outage: &Tracker,
+) -> Result<(), Error> {
+    for (i, (peer, cfg)) in topology.peers.iter().zip(&config.peers).enumerate() {
+        let target = Target {
+            peer: peer.name.clone(),
+            addr: cfg.addr,
+            interface: peer.interface.clone(),
+            bind_device: config.interface.clone(),
+        };
+        let opts = SenderOptions {
+            observer: Some(outage.probes(i)),
+            load: load.tag(&peer.name),
+            ..SenderOptions::every(config.probe_interval, config.probe_timeout)
+        };
+        let spawned = stamp::spawn_sender(
+            target,
+            opts,
+            crew.sink.clone(),
+            crew.health.clone(),
+            crew.stop.clone(),
+        );
+        crew.thread(format!("STAMP sender to {}", peer.name), spawned)?;
+    }
+    Ok(())
+}
