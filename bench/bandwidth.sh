@@ -92,7 +92,8 @@ run_iperf3() { # client_ns server_ns addr streams
 # One boltwatch run: prints receiver Gb/s.
 run_bolt() { # client_ns server_ns addr streams
   PORT=$((PORT + 1))
-  spawn_ns "$2" "$BIN" bandwidth-server --listen "$3:$PORT" >/dev/null 2>&1 &
+  # The bench namespaces are ours alone: let any client in.
+  spawn_ns "$2" "$BIN" bandwidth-server --listen "$3:$PORT" --allow 0.0.0.0/0 --allow ::/0 >/dev/null 2>&1 &
   local spid=$!
   PIDS+=($spid)
   wait_listen "$2" "$PORT"

@@ -54,6 +54,10 @@ pub struct BandwidthServerArgs {
     /// Address to listen on.
     #[arg(long, default_value = "0.0.0.0:5202")]
     listen: String,
+    /// Also serve clients in this network (CIDR, repeatable); loopback is
+    /// always served, everyone else refused with ACCESS_DENIED.
+    #[arg(long, value_name = "CIDR")]
+    allow: Vec<ipnet::IpNet>,
 }
 
 fn parse_suffixed(s: &str, k: f64) -> Result<f64, String> {
@@ -218,7 +222,11 @@ pub fn bandwidth_server_cmd(args: BandwidthServerArgs) -> anyhow::Result<()> {
         .with_context(|| format!("binding {}", args.listen))?;
     eprintln!("bandwidth server listening on {}", listener.local_addr()?);
     // Runs until killed: nothing cancels the token.
-    let handle = bandwidth::spawn_server(listener, CancellationToken::new())?;
+    let opts = bandwidth::ServerOptions {
+        allow: args.allow,
+        ..Default::default()
+    };
+    let handle = bandwidth::spawn_server_with(listener, CancellationToken::new(), opts)?;
     let _ = handle.join();
     Ok(())
 }
