@@ -21,6 +21,7 @@ families! {
     DUPLICATES = Counter("boltwatch_records_duplicate_total", "", labels::NODE, "Records received that were already stored.");
     MALFORMED = Counter("boltwatch_agent_malformed_packets_total", "", labels::NODE, "STAMP packets the agent dropped as malformed, summed over its boots.");
     DROPPED = Counter("boltwatch_agent_dropped_records_total", "", labels::NODE, "Records the agent dropped (queue or spool full), summed over its boots.");
+    STAMP_REFUSED = Counter("boltwatch_agent_stamp_refused_total", "", &["node", "reason"], "STAMP packets the agent's reflector refused to answer (reflected: already a reflection, a loop; own_address: from its own socket; rate_limited: over the per-source budget), summed over its boots.");
 }
 
 /// What a node's latest `Hello` said about its agent.
@@ -40,7 +41,12 @@ struct BootStats {
     seq: u64,
     malformed: u64,
     dropped: u64,
+    /// Reflector refusals, in [`REFUSAL_REASONS`] order.
+    refused: [u64; 3],
 }
+
+/// The `reason` label values of [`STAMP_REFUSED`].
+const REFUSAL_REASONS: [&str; 3] = ["reflected", "own_address", "rate_limited"];
 
 #[derive(Debug, Default)]
 struct AgentState {
@@ -116,6 +122,11 @@ impl Domain for AgentMetrics {
                 seq: r.seq,
                 malformed: s.malformed_packets,
                 dropped: s.dropped_records,
+                refused: [
+                    s.stamp_refused_reflected,
+                    s.stamp_refused_own_address,
+                    s.stamp_refused_rate_limited,
+                ],
             };
         }
     }
@@ -146,6 +157,15 @@ impl Domain for AgentMetrics {
             &DROPPED,
             a.iter()
                 .map(|(n, s)| ([n.as_str()], s.total(|b| b.dropped))),
+        );
+        e.family(
+            &STAMP_REFUSED,
+            a.iter().flat_map(|(n, s)| {
+                REFUSAL_REASONS.iter().enumerate().map(move |(i, reason)| {
+                    let total: u64 = s.stats.values().map(|b| b.refused[i]).sum();
+                    ([n.as_str(), *reason], total)
+                })
+            }),
         );
     }
 
