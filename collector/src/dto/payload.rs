@@ -133,6 +133,9 @@ pub enum PayloadDto {
         cpu_seconds: f64,
         reflected_packets: u64,
         queued_records: u64,
+        stamp_refused_reflected: u64,
+        stamp_refused_own_address: u64,
+        stamp_refused_rate_limited: u64,
     },
 }
 
@@ -284,6 +287,9 @@ impl From<&Payload> for PayloadDto {
                 cpu_seconds: s.cpu_seconds,
                 reflected_packets: s.reflected_packets,
                 queued_records: s.queued_records,
+                stamp_refused_reflected: s.stamp_refused_reflected,
+                stamp_refused_own_address: s.stamp_refused_own_address,
+                stamp_refused_rate_limited: s.stamp_refused_rate_limited,
             },
             Payload::Path(p) => PayloadDto::Path {
                 peer: p.peer.clone(),
