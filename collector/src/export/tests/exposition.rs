@@ -92,6 +92,9 @@ const LABELS: &[&str] = &[
     "version",
     "os",
     "boot_id",
+    "soak",
+    "nodes",
+    "slo",
 ];
 
 #[test]
