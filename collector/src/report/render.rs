@@ -391,7 +391,7 @@ mod tests {
         })
         .finish();
         let t = table(&r);
-        let rows: Vec<&str> = t.lines().skip(3).take(5).map(|l| l.split("  ").next().unwrap()).collect();
+        let rows: Vec<&str> = t.lines().skip(4).take(5).map(|l| l.split("  ").next().unwrap()).collect();
         assert_eq!(
             rows,
             ["RTT (ms)", "TCP bandwidth (Gbps)", "link interruptions", "SSH availability", "case temperature (C)"],

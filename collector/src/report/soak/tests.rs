@@ -79,10 +79,11 @@ fn outage(peer: &str, id: u64, start: u64, end: Option<u64>) -> Payload {
 /// A 10-second soak of a and b with every kind of event.
 fn report() -> Report {
     let mut b = Builder::new(scope(&["a", "b"]));
-    let mut seq = 0;
+    let mut seqs = std::collections::BTreeMap::<String, u64>::new();
     let mut add = |b: &mut Builder, node: &str, t: u64, p: Payload| {
-        seq += 1;
-        b.add(node, "boot", seq, t, Some(&p));
+        let seq = seqs.entry(node.to_string()).or_default();
+        *seq += 1;
+        b.add(node, "boot", *seq, t, Some(&p));
     };
     for i in 0..10 {
         let t = (1000 + i) * S;
@@ -112,8 +113,10 @@ fn report() -> Report {
     add(&mut b, "b", 1004 * S, bw("a", 1004 * S, 60.0, Direction::Download));
     add(&mut b, "a", 1008 * S, bw("b", 1008 * S, 0.0, Direction::Upload));
     // An outage that began before the range and one still open.
-    add(&mut b, "a", 999 * S, outage("b", 1, 990 * S, None));
-    add(&mut b, "a", 1001 * S, outage("b", 1, 990 * S, Some(1001 * S)));
+    // (Recorded by an earlier boot of a, whose other records fall before
+    // the range.)
+    b.add("a", "old", 1, 999 * S, Some(&outage("b", 1, 990 * S, None)));
+    b.add("a", "old", 2, 1001 * S, Some(&outage("b", 1, 990 * S, Some(1001 * S))));
     add(&mut b, "b", 1009 * S, outage("a", 2, 1009 * S, None));
     add(&mut b, "a", 1009 * S, Payload::AgentStats(AgentStats { dropped_records: 3, ..Default::default() }));
     // Another boot with a hole in its sequence numbers.
