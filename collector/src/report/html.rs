@@ -17,7 +17,7 @@ use crate::soak::time;
 
 const W: f64 = 960.0;
 const H: f64 = 200.0;
-const PAD_L: f64 = 56.0;
+const PAD_L: f64 = 80.0;
 const PAD_R: f64 = 56.0;
 const PAD_T: f64 = 12.0;
 const PAD_B: f64 = 24.0;
@@ -98,8 +98,9 @@ fn frame(o: &mut String, a: &Axes, left: (f64, f64), left_unit: &str, right: Opt
     for (v, anchor, x) in [(left.1, "end", PAD_L - 4.0), (left.0, "end", PAD_L - 4.0)] {
         let _ = write!(
             o,
-            r#"<text x="{x}" y="{:.1}" text-anchor="{anchor}">{v:.3} {left_unit}</text>"#,
-            y(v, left) + 4.0
+            r#"<text x="{x}" y="{:.1}" text-anchor="{anchor}">{v:.digits$} {left_unit}</text>"#,
+            y(v, left) + 4.0,
+            digits = if left_unit == "ms" { 3 } else { 1 }
         );
     }
     if let Some((sc, unit)) = right {
