@@ -36,11 +36,14 @@ async fn main() -> anyhow::Result<()> {
             "--nodes" => nodes = v()?.parse()?,
             "--data-dir" => dir = Some(v()?.into()),
             "--html" => html = Some(v()?.into()),
-            _ => anyhow::bail!("usage: soak_sim [--hours H] [--nodes N] [--data-dir DIR] [--html FILE]"),
+            _ => anyhow::bail!(
+                "usage: soak_sim [--hours H] [--nodes N] [--data-dir DIR] [--html FILE]"
+            ),
         }
     }
     let dir = dir.context("--data-dir DIR")?;
-    let c = common::Collector::start_with(&dir, |cfg| cfg.max_records_per_second = 10_000_000).await;
+    let c =
+        common::Collector::start_with(&dir, |cfg| cfg.max_records_per_second = 10_000_000).await;
     // 2026-11-30T00:00:00Z
     let start = 1_795_996_800 * S;
     let mut sc = sim::Scenario::standard(nodes, start, hours * 3600 * S);

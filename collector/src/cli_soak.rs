@@ -122,7 +122,10 @@ pub struct ReportArgs {
 pub const EXIT_FAIL: u8 = 3;
 
 fn t(s: &Option<String>) -> anyhow::Result<Option<u64>> {
-    s.as_deref().map(time::parse).transpose().map_err(anyhow::Error::msg)
+    s.as_deref()
+        .map(time::parse)
+        .transpose()
+        .map_err(anyhow::Error::msg)
 }
 
 fn load_slo(p: &Option<PathBuf>) -> anyhow::Result<Slo> {
@@ -155,20 +158,30 @@ fn show(conn: &rusqlite::Connection, name: &str) -> anyhow::Result<String> {
             .map(|e| format!(", ended {}", time::format(e)))
             .unwrap_or_default(),
         time::format_duration(to - from),
-        if s.nodes.is_empty() { "all".into() } else { s.nodes.join(",") },
+        if s.nodes.is_empty() {
+            "all".into()
+        } else {
+            s.nodes.join(",")
+        },
     );
     o.push_str(&format!("verdict so far: {}\n", r.verdict.word()));
     for l in &r.verdict.lines {
         o.push_str(&format!(
             "  {:<30} {:>14} {:>14}  {}\n",
             l.name,
-            l.measured.map_or("no data".into(), |m| format!("{m:.3} {}", l.unit)),
-            l.threshold.map_or("not set".into(), |t| format!("{} {t}", l.op)),
+            l.measured
+                .map_or("no data".into(), |m| format!("{m:.3} {}", l.unit)),
+            l.threshold
+                .map_or("not set".into(), |t| format!("{} {t}", l.op)),
             l.word()
         ));
     }
     for m in &r.marks {
-        o.push_str(&format!("  mark {} {}\n", time::format(m.at_unix_ns), m.text));
+        o.push_str(&format!(
+            "  mark {} {}\n",
+            time::format(m.at_unix_ns),
+            m.text
+        ));
     }
     Ok(o)
 }
@@ -179,7 +192,14 @@ pub fn soak(store: &StoreArgs, op: SoakOp) -> anyhow::Result<String> {
     let conn = soaks::open_writer(&path).with_context(|| format!("opening {}", path.display()))?;
     let now = now_unix_ns();
     Ok(match op {
-        SoakOp::Start { name, slo, nodes, from, to, label } => {
+        SoakOp::Start {
+            name,
+            slo,
+            nodes,
+            from,
+            to,
+            label,
+        } => {
             let s = Soak {
                 name: name.clone(),
                 start_unix_ns: t(&from)?.unwrap_or(now),
@@ -209,13 +229,22 @@ pub fn soak(store: &StoreArgs, op: SoakOp) -> anyhow::Result<String> {
                     s.name,
                     time::format(s.start_unix_ns),
                     s.end_unix_ns.map_or("(running)".into(), time::format),
-                    if s.nodes.is_empty() { "all".into() } else { s.nodes.join(",") }
+                    if s.nodes.is_empty() {
+                        "all".into()
+                    } else {
+                        s.nodes.join(",")
+                    }
                 ));
             }
             o
         }
         SoakOp::Show { name } => show(&conn, &name)?,
-        SoakOp::Mark { name, text, at, until } => {
+        SoakOp::Mark {
+            name,
+            text,
+            at,
+            until,
+        } => {
             let m = Mark {
                 text,
                 at_unix_ns: t(&at)?.unwrap_or(now),

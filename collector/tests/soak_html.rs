@@ -25,7 +25,11 @@ fn collector(dir: &Path, args: &[&str]) -> String {
         .arg(dir)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout).unwrap()
 }
 
@@ -35,7 +39,12 @@ fn chromium(profile: &Path, args: &[&str], page: &Path) -> Output {
         "{CHROMIUM} is missing: apt-get install -y chromium (.ci/test does)"
     );
     Command::new(CHROMIUM)
-        .args(["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars"])
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+        ])
         .arg(format!("--user-data-dir={}", profile.display()))
         .args(args)
         .arg(format!("file://{}", page.display()))
@@ -48,7 +57,13 @@ fn points(svg: &str) -> usize {
     svg.split("<polyline")
         .skip(1)
         .map(|p| {
-            let list = p.split("points=\"").nth(1).unwrap().split('"').next().unwrap();
+            let list = p
+                .split("points=\"")
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap();
             list.split_whitespace().count()
         })
         .sum()
@@ -65,7 +80,13 @@ async fn html_report_renders_in_chromium() {
     // The soak commands on the store the running collector writes.
     let (from, to) = ((T0 / S).to_string(), ((T0 + sc.duration) / S).to_string());
     let nodes = sc.nodes.join(",");
-    collector(dir.path(), &["soak", "start", "sim", "--from", &from, "--to", &to, "--nodes", &nodes, "--label", "rack=2"]);
+    collector(
+        dir.path(),
+        &[
+            "soak", "start", "sim", "--from", &from, "--to", &to, "--nodes", &nodes, "--label",
+            "rack=2",
+        ],
+    );
     for (at, until, text) in &sc.marks {
         let at = (at / S).to_string();
         let mut args = vec!["soak", "mark", "sim", text.as_str(), "--at", at.as_str()];
@@ -76,41 +97,93 @@ async fn html_report_renders_in_chromium() {
         collector(dir.path(), &args);
     }
     let list = collector(dir.path(), &["soak", "list"]);
-    assert!(list.contains("sim") && list.contains("2026-11-30T00:00:00Z"), "{list}");
+    assert!(
+        list.contains("sim") && list.contains("2026-11-30T00:00:00Z"),
+        "{list}"
+    );
     let show = collector(dir.path(), &["soak", "show", "sim"]);
-    assert!(show.contains("elapsed 03:00:00") && show.contains("verdict so far: FAIL"), "{show}");
+    assert!(
+        show.contains("elapsed 03:00:00") && show.contains("verdict so far: FAIL"),
+        "{show}"
+    );
     assert!(show.contains("xcode incremental build"), "{show}");
 
     let page = dir.path().join("report.html");
-    collector(dir.path(), &["report", "--soak", "sim", "--format", "html", "--out", page.to_str().unwrap()]);
+    collector(
+        dir.path(),
+        &[
+            "report",
+            "--soak",
+            "sim",
+            "--format",
+            "html",
+            "--out",
+            page.to_str().unwrap(),
+        ],
+    );
     c.stop().await;
     let html = std::fs::read_to_string(&page).unwrap();
-    assert!(!html.contains("http://") && !html.contains("https://"), "the page fetches nothing");
+    assert!(
+        !html.contains("http://") && !html.contains("https://"),
+        "the page fetches nothing"
+    );
 
     // Every chart holds its points, in the DOM the browser built.
     let profile = tempfile::tempdir().unwrap();
     let dom = chromium(profile.path(), &["--dump-dom"], &page);
-    assert!(dom.status.success(), "{}", String::from_utf8_lossy(&dom.stderr));
+    assert!(
+        dom.status.success(),
+        "{}",
+        String::from_utf8_lossy(&dom.stderr)
+    );
     let dom = String::from_utf8(dom.stdout).unwrap();
-    let charts: Vec<&str> = dom.split("<svg class=\"chart").skip(1).map(|s| s.split("</svg>").next().unwrap()).collect();
+    let charts: Vec<&str> = dom
+        .split("<svg class=\"chart")
+        .skip(1)
+        .map(|s| s.split("</svg>").next().unwrap())
+        .collect();
     let links = sc.nodes.len() * (sc.nodes.len() - 1);
-    assert_eq!(charts.len(), 2 * links, "an RTT and a bandwidth chart per link");
+    assert_eq!(
+        charts.len(),
+        2 * links,
+        "an RTT and a bandwidth chart per link"
+    );
     for svg in &charts {
-        let declared: usize = svg.split("data-points=\"").nth(1).unwrap().split('"').next().unwrap().parse().unwrap();
+        let declared: usize = svg
+            .split("data-points=\"")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
         assert!(declared > 10, "{declared} points");
         assert_eq!(points(svg), declared);
     }
-    assert_eq!(dom.matches("class=\"mark\"").count(), sc.marks.len() * links);
+    assert_eq!(
+        dom.matches("class=\"mark\"").count(),
+        sc.marks.len() * links
+    );
     assert!(dom.contains("class=\"throttle\"") && dom.contains("class=\"outage\""));
 
     // The screenshot is not blank, and the console is clean.
     let shot = dir.path().join("report.png");
     let run = chromium(
         profile.path(),
-        &["--enable-logging=stderr", "--v=0", "--window-size=1100,1500", &format!("--screenshot={}", shot.display())],
+        &[
+            "--enable-logging=stderr",
+            "--v=0",
+            "--window-size=1100,1500",
+            &format!("--screenshot={}", shot.display()),
+        ],
         &page,
     );
-    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
     let log = String::from_utf8_lossy(&run.stderr);
     for bad in ["Uncaught", ":CONSOLE(", "console error"] {
         assert!(!log.contains(bad), "console: {log}");
@@ -132,9 +205,18 @@ async fn html_report_renders_in_chromium() {
         }
     }
     let total = pixels.len() / px;
-    eprintln!("screenshot {}x{}: {ink} inked, {colour} coloured of {total} pixels", info.width, info.height);
-    assert!(ink * 100 > total * 2, "page looks blank: {ink} of {total} pixels inked");
-    assert!(colour * 1000 > total, "no chart colour: {colour} of {total} pixels");
+    eprintln!(
+        "screenshot {}x{}: {ink} inked, {colour} coloured of {total} pixels",
+        info.width, info.height
+    );
+    assert!(
+        ink * 100 > total * 2,
+        "page looks blank: {ink} of {total} pixels inked"
+    );
+    assert!(
+        colour * 1000 > total,
+        "no chart colour: {colour} of {total} pixels"
+    );
     if let Ok(keep) = std::env::var("BOLTWATCH_KEEP_SCREENSHOT") {
         std::fs::copy(&shot, keep).unwrap();
     }

@@ -76,22 +76,53 @@ fn check_links(r: &Value, truth: &Truth) {
             0.001,
             &format!("{what} RTT mean"),
         );
-        assert_eq!(rtt["worst_ms"].as_f64().unwrap(), t.worst_ns as f64 / 1e6, "{what} worst");
+        assert_eq!(
+            rtt["worst_ms"].as_f64().unwrap(),
+            t.worst_ns as f64 / 1e6,
+            "{what} worst"
+        );
         let mut sorted = t.samples.clone();
         sorted.sort_unstable();
-        within_a_bucket(rtt["p50_ms"].as_f64().unwrap(), quantile(&sorted, 0.5), &format!("{what} p50"));
-        within_a_bucket(rtt["p99_ms"].as_f64().unwrap(), quantile(&sorted, 0.99), &format!("{what} p99"));
+        within_a_bucket(
+            rtt["p50_ms"].as_f64().unwrap(),
+            quantile(&sorted, 0.5),
+            &format!("{what} p50"),
+        );
+        within_a_bucket(
+            rtt["p99_ms"].as_f64().unwrap(),
+            quantile(&sorted, 0.99),
+            &format!("{what} p99"),
+        );
         let bw = &l["bandwidth"];
-        assert_eq!((bw["tests"].as_u64(), bw["failed"].as_u64()), (Some(t.tests), Some(t.failed)), "{what} tests");
+        assert_eq!(
+            (bw["tests"].as_u64(), bw["failed"].as_u64()),
+            (Some(t.tests), Some(t.failed)),
+            "{what} tests"
+        );
         let mean = t.gbps.iter().sum::<f64>() / t.gbps.len() as f64;
-        within(bw["mean_gbps"].as_f64().unwrap(), mean, 0.001, &format!("{what} bandwidth mean"));
+        within(
+            bw["mean_gbps"].as_f64().unwrap(),
+            mean,
+            0.001,
+            &format!("{what} bandwidth mean"),
+        );
         let worst = t.gbps.iter().copied().fold(f64::INFINITY, f64::min);
-        within(bw["worst_gbps"].as_f64().unwrap(), worst, 1e-9, &format!("{what} bandwidth worst"));
+        within(
+            bw["worst_gbps"].as_f64().unwrap(),
+            worst,
+            1e-9,
+            &format!("{what} bandwidth worst"),
+        );
         let got: Vec<(u64, u64)> = l["interruptions"]["outages"]
             .as_array()
             .unwrap()
             .iter()
-            .map(|o| (o["start_unix_ns"].as_u64().unwrap(), o["end_unix_ns"].as_u64().unwrap()))
+            .map(|o| {
+                (
+                    o["start_unix_ns"].as_u64().unwrap(),
+                    o["end_unix_ns"].as_u64().unwrap(),
+                )
+            })
             .collect();
         assert_eq!(got, t.outages, "{what} outages, exact");
         let down: u64 = t.outages.iter().map(|(s, e)| e - s).sum();
@@ -128,17 +159,37 @@ fn check_rest(r: &Value, truth: &Truth) {
         assert_eq!(t["worst_celsius"].as_f64().unwrap(), worst, "{node}");
     }
     for s in r["services"].as_array().unwrap() {
-        let key = (s["node"].as_str().unwrap().to_string(), s["peer"].as_str().unwrap().to_string());
+        let key = (
+            s["node"].as_str().unwrap().to_string(),
+            s["peer"].as_str().unwrap().to_string(),
+        );
         let (checks, up) = truth.ssh[&key];
-        assert_eq!((s["checks"].as_u64(), s["up"].as_u64()), (Some(checks), Some(up)), "{key:?}");
+        assert_eq!(
+            (s["checks"].as_u64(), s["up"].as_u64()),
+            (Some(checks), Some(up)),
+            "{key:?}"
+        );
     }
     let corr = &r["correlation"];
     let m = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
     assert_eq!(corr["throttled"]["tests"], truth.bw_throttled.len());
     assert_eq!(corr["normal"]["tests"], truth.bw_normal.len());
-    within(corr["throttled"]["mean_gbps"].as_f64().unwrap(), m(&truth.bw_throttled), 0.001, "throttled mean");
-    within(corr["normal"]["mean_gbps"].as_f64().unwrap(), m(&truth.bw_normal), 0.001, "normal mean");
-    assert!(corr["bandwidth_difference_gbps"].as_f64().unwrap() < -5.0, "{corr}");
+    within(
+        corr["throttled"]["mean_gbps"].as_f64().unwrap(),
+        m(&truth.bw_throttled),
+        0.001,
+        "throttled mean",
+    );
+    within(
+        corr["normal"]["mean_gbps"].as_f64().unwrap(),
+        m(&truth.bw_normal),
+        0.001,
+        "normal mean",
+    );
+    assert!(
+        corr["bandwidth_difference_gbps"].as_f64().unwrap() < -5.0,
+        "{corr}"
+    );
     let interruptions: usize = truth.links.values().map(|l| l.outages.len()).sum();
     assert_eq!(r["headline"]["interruptions"], interruptions);
 }
@@ -164,14 +215,27 @@ async fn report_reproduces_the_simulated_truth() {
     .await;
     assert_eq!(code, 201, "{body}");
     for (at, until, text) in &sc.marks {
-        let (code, body) = post(&c, "/api/v1/soaks/sim/marks", json!({"text": text, "at": at / S, "until": until.map(|u| u / S)})).await;
+        let (code, body) = post(
+            &c,
+            "/api/v1/soaks/sim/marks",
+            json!({"text": text, "at": at / S, "until": until.map(|u| u / S)}),
+        )
+        .await;
         assert_eq!(code, 201, "{body}");
     }
     let (code, _) = post(&c, "/api/v1/soaks", json!({"name": "sim"})).await;
     assert_eq!(code, 409);
-    let (code, body) = post(&c, "/api/v1/soaks", json!({"name": "bad", "slo": {"rtt_p99": 1}})).await;
+    let (code, body) = post(
+        &c,
+        "/api/v1/soaks",
+        json!({"name": "bad", "slo": {"rtt_p99": 1}}),
+    )
+    .await;
     assert_eq!(code, 400);
-    assert!(body["error"].as_str().unwrap().contains("rtt_p99"), "{body}");
+    assert!(
+        body["error"].as_str().unwrap().contains("rtt_p99"),
+        "{body}"
+    );
 
     // The report of the running collector's store, by the real binary.
     let out = collector_bin()
@@ -179,14 +243,26 @@ async fn report_reproduces_the_simulated_truth() {
         .arg(dir.path())
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let r: Value = serde_json::from_slice(&out.stdout).unwrap();
     check_links(&r, &truth);
     check_rest(&r, &truth);
     assert_eq!(r["marks"].as_array().unwrap().len(), sc.marks.len());
     // Interruptions and completeness fail the default SLO.
     assert_eq!(r["verdict"]["pass"], false);
-    let line = |k: &str| r["verdict"]["lines"].as_array().unwrap().iter().find(|l| l["key"] == k).unwrap().clone();
+    let line = |k: &str| {
+        r["verdict"]["lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["key"] == k)
+            .unwrap()
+            .clone()
+    };
     assert_eq!(line("interruptions")["pass"], false);
     assert_eq!(line("rtt_worst")["pass"], true);
     assert_eq!(line("bandwidth_mean")["threshold"], 60.0);
@@ -202,7 +278,10 @@ async fn report_reproduces_the_simulated_truth() {
         .unwrap();
     assert_eq!(check.status.code(), Some(3));
     let table = String::from_utf8(check.stdout).unwrap();
-    assert!(table.contains("RTT (ms)") && table.contains("verdict: FAIL"), "{table}");
+    assert!(
+        table.contains("RTT (ms)") && table.contains("verdict: FAIL"),
+        "{table}"
+    );
     c.stop().await;
 }
 

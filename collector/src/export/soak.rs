@@ -49,13 +49,23 @@ impl Domain for SoakMetrics {
 
     fn render(&self, e: &mut Exposition, _: &Subjects) {
         let s = &self.running;
-        e.family(&INFO, s.iter().map(|x| ([x.name.as_str(), x.nodes.as_str()], 1u64)));
-        e.family(&ELAPSED, s.iter().map(|x| ([x.name.as_str()], x.elapsed_seconds)));
+        e.family(
+            &INFO,
+            s.iter()
+                .map(|x| ([x.name.as_str(), x.nodes.as_str()], 1u64)),
+        );
+        e.family(
+            &ELAPSED,
+            s.iter().map(|x| ([x.name.as_str()], x.elapsed_seconds)),
+        );
         e.family(&PASS, s.iter().map(|x| ([x.name.as_str()], x.pass)));
         e.family(
             &SLO_PASS,
-            s.iter()
-                .flat_map(|x| x.lines.iter().map(move |(k, p)| ([x.name.as_str(), *k], *p))),
+            s.iter().flat_map(|x| {
+                x.lines
+                    .iter()
+                    .map(move |(k, p)| ([x.name.as_str(), *k], *p))
+            }),
         );
     }
 

@@ -88,7 +88,13 @@ fn bands(o: &mut String, a: &Axes, spans: &[(u64, u64)], class: &str, what: &str
     }
 }
 
-fn frame(o: &mut String, a: &Axes, left: (f64, f64), left_unit: &str, right: Option<((f64, f64), &str)>) {
+fn frame(
+    o: &mut String,
+    a: &Axes,
+    left: (f64, f64),
+    left_unit: &str,
+    right: Option<((f64, f64), &str)>,
+) {
     let _ = write!(
         o,
         r#"<rect class="frame" x="{PAD_L}" y="{PAD_T}" width="{:.1}" height="{:.1}"/>"#,
@@ -180,7 +186,11 @@ svg{display:block;margin:4px 0 12px;background:#fafafa}svg text{font-size:11px;f
 /// The whole page.
 pub fn page(r: &Report) -> String {
     let mut o = String::from("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">");
-    let _ = write!(o, "<title>soak {} report</title><style>{STYLE}</style></head><body>", esc(&r.soak));
+    let _ = write!(
+        o,
+        "<title>soak {} report</title><style>{STYLE}</style></head><body>",
+        esc(&r.soak)
+    );
     let _ = write!(
         o,
         "<h1>soak {}: {}</h1><p>{} .. {} ({}), nodes {}</p>",
@@ -197,8 +207,13 @@ pub fn page(r: &Report) -> String {
             o,
             "<tr class=\"{w}\"><td>{}</td><td>{}</td><td>{}</td><td>{w}</td></tr>",
             esc(l.name),
-            l.measured.map_or("no data".into(), |m| format!("{m:.3} {}", l.unit)),
-            l.threshold.map_or("not set".into(), |t| format!("{} {t} {}", esc(l.op), l.unit)),
+            l.measured
+                .map_or("no data".into(), |m| format!("{m:.3} {}", l.unit)),
+            l.threshold.map_or("not set".into(), |t| format!(
+                "{} {t} {}",
+                esc(l.op),
+                l.unit
+            )),
             w = l.word()
         );
     }
@@ -206,7 +221,11 @@ pub fn page(r: &Report) -> String {
     let _ = write!(o, "<p>{}</p>", esc(&r.correlation.sentence));
     // The text table's sections, for the detail below the charts.
     let detail = render::markdown(r);
-    let marks: Vec<(u64, String)> = r.marks.iter().map(|m| (m.at_unix_ns, m.text.clone())).collect();
+    let marks: Vec<(u64, String)> = r
+        .marks
+        .iter()
+        .map(|m| (m.at_unix_ns, m.text.clone()))
+        .collect();
     let a = Axes {
         from: r.from_unix_ns,
         to: r.to_unix_ns.max(r.from_unix_ns + 1),
@@ -217,7 +236,11 @@ pub fn page(r: &Report) -> String {
         rtt_chart(&mut o, &a, c, &marks);
         bandwidth_chart(&mut o, &a, c);
     }
-    let _ = write!(o, "<h2>detail</h2><pre>{}</pre></body></html>\n", esc(&detail));
+    let _ = writeln!(
+        o,
+        "<h2>detail</h2><pre>{}</pre></body></html>",
+        esc(&detail)
+    );
     o
 }
 

@@ -62,7 +62,11 @@ fn sections(r: &Report) -> Vec<Section> {
         title: "headline".into(),
         header: vec!["indicator", "mean", "worst"],
         rows: vec![
-            vec!["RTT (ms)".into(), num(h.rtt_mean_ms, 2), num(h.rtt_worst_ms, 2)],
+            vec![
+                "RTT (ms)".into(),
+                num(h.rtt_mean_ms, 2),
+                num(h.rtt_worst_ms, 2),
+            ],
             vec![
                 "TCP bandwidth (Gbps)".into(),
                 num(h.bandwidth_mean_gbps, 1),
@@ -93,10 +97,15 @@ fn sections(r: &Report) -> Vec<Section> {
             .lines
             .iter()
             .map(|l| {
-                let unit = if l.unit.is_empty() { String::new() } else { format!(" {}", l.unit) };
+                let unit = if l.unit.is_empty() {
+                    String::new()
+                } else {
+                    format!(" {}", l.unit)
+                };
                 vec![
                     l.name.to_string(),
-                    l.measured.map_or("no data".into(), |m| format!("{m:.3}{unit}")),
+                    l.measured
+                        .map_or("no data".into(), |m| format!("{m:.3}{unit}")),
                     l.threshold
                         .map_or("not set".into(), |t| format!("{} {t}{unit}", l.op)),
                     l.word().to_string(),
@@ -106,18 +115,31 @@ fn sections(r: &Report) -> Vec<Section> {
     });
     let mut rtt = Vec::new();
     for l in r.links.iter().chain([&r.overall]) {
-        let name = if l.node == "*" { "overall".to_string() } else { format!("{} -> {}", l.node, l.peer) };
+        let name = if l.node == "*" {
+            "overall".to_string()
+        } else {
+            format!("{} -> {}", l.node, l.peer)
+        };
         rtt.push(rtt_row(format!("{name} rest"), &l.rtt_rest));
         rtt.push(rtt_row(format!("{name} load"), &l.rtt_load));
     }
     s.push(Section {
         title: "RTT per directed link (at rest, under load)".into(),
-        header: vec!["link", "probes", "lost", "loss %", "mean ms", "p50 ms", "p99 ms", "worst ms"],
+        header: vec![
+            "link", "probes", "lost", "loss %", "mean ms", "p50 ms", "p99 ms", "worst ms",
+        ],
         rows: rtt,
     });
     s.push(Section {
         title: "TCP bandwidth per direction".into(),
-        header: vec!["link", "tests", "failed", "mean Gbps", "worst Gbps", "best Gbps"],
+        header: vec![
+            "link",
+            "tests",
+            "failed",
+            "mean Gbps",
+            "worst Gbps",
+            "best Gbps",
+        ],
         rows: r
             .links
             .iter()
@@ -125,7 +147,11 @@ fn sections(r: &Report) -> Vec<Section> {
             .map(|l| {
                 let b = &l.bandwidth;
                 vec![
-                    if l.node == "*" { "overall".into() } else { format!("{} -> {}", l.node, l.peer) },
+                    if l.node == "*" {
+                        "overall".into()
+                    } else {
+                        format!("{} -> {}", l.node, l.peer)
+                    },
                     b.tests.to_string(),
                     b.failed.to_string(),
                     num(b.mean_gbps, 2),
@@ -137,7 +163,15 @@ fn sections(r: &Report) -> Vec<Section> {
     });
     s.push(Section {
         title: "link interruptions".into(),
-        header: vec!["link", "count", "total down s", "longest s", "windows expected", "stored", "gaps"],
+        header: vec![
+            "link",
+            "count",
+            "total down s",
+            "longest s",
+            "windows expected",
+            "stored",
+            "gaps",
+        ],
         rows: r
             .links
             .iter()
@@ -167,7 +201,15 @@ fn sections(r: &Report) -> Vec<Section> {
     });
     s.push(Section {
         title: "service availability".into(),
-        header: vec!["node -> peer", "service", "checks", "up", "availability", "outages", "down s"],
+        header: vec![
+            "node -> peer",
+            "service",
+            "checks",
+            "up",
+            "availability",
+            "outages",
+            "down s",
+        ],
         rows: r
             .services
             .iter()
@@ -186,7 +228,15 @@ fn sections(r: &Report) -> Vec<Section> {
     });
     s.push(Section {
         title: "temperature and throttling".into(),
-        header: vec!["node", "sensor", "readings", "mean C", "worst C", "throttle episodes", "throttled s"],
+        header: vec![
+            "node",
+            "sensor",
+            "readings",
+            "mean C",
+            "worst C",
+            "throttle episodes",
+            "throttled s",
+        ],
         rows: r
             .thermal
             .iter()
@@ -208,7 +258,13 @@ fn sections(r: &Report) -> Vec<Section> {
     let c = &r.correlation;
     s.push(Section {
         title: format!("thermal correlation: {}", c.sentence),
-        header: vec!["", "bandwidth tests", "mean Gbps", "RTT windows", "RTT mean ms"],
+        header: vec![
+            "",
+            "bandwidth tests",
+            "mean Gbps",
+            "RTT windows",
+            "RTT mean ms",
+        ],
         rows: [("during throttling", &c.throttled), ("outside", &c.normal)]
             .iter()
             .map(|(n, side)| {
@@ -225,7 +281,15 @@ fn sections(r: &Report) -> Vec<Section> {
     let k = &r.completeness;
     s.push(Section {
         title: "data completeness".into(),
-        header: vec!["RTT windows expected", "stored", "complete", "gaps", "records", "sequence holes", "spool drops"],
+        header: vec![
+            "RTT windows expected",
+            "stored",
+            "complete",
+            "gaps",
+            "records",
+            "sequence holes",
+            "spool drops",
+        ],
         rows: vec![vec![
             k.expected_windows.to_string(),
             k.stored_windows.to_string(),
@@ -261,7 +325,11 @@ fn title(r: &Report) -> String {
         time::format(r.from_unix_ns),
         time::format(r.to_unix_ns),
         time::format_duration(r.to_unix_ns - r.from_unix_ns),
-        if r.nodes.is_empty() { "-".into() } else { r.nodes.join(", ") }
+        if r.nodes.is_empty() {
+            "-".into()
+        } else {
+            r.nodes.join(", ")
+        }
     )
 }
 
@@ -391,10 +459,21 @@ mod tests {
         })
         .finish();
         let t = table(&r);
-        let rows: Vec<&str> = t.lines().skip(4).take(5).map(|l| l.split("  ").next().unwrap()).collect();
+        let rows: Vec<&str> = t
+            .lines()
+            .skip(4)
+            .take(5)
+            .map(|l| l.split("  ").next().unwrap())
+            .collect();
         assert_eq!(
             rows,
-            ["RTT (ms)", "TCP bandwidth (Gbps)", "link interruptions", "SSH availability", "case temperature (C)"],
+            [
+                "RTT (ms)",
+                "TCP bandwidth (Gbps)",
+                "link interruptions",
+                "SSH availability",
+                "case temperature (C)"
+            ],
             "{t}"
         );
         assert!(t.contains("verdict: FAIL"), "{t}");

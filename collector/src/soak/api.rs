@@ -97,7 +97,7 @@ fn when(v: &Option<Value>, what: &str) -> std::result::Result<Option<u64>, SoakE
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => time::parse(s).map(Some),
         Some(Value::Number(n)) => time::parse(&n.to_string()).map(Some),
-        Some(_) => Err(format!("a time, RFC 3339 or unix seconds")),
+        Some(_) => Err("a time, RFC 3339 or unix seconds".to_string()),
     }
     .map_err(|e| SoakError::Invalid(format!("`{what}`: {e}")))
 }
@@ -148,7 +148,12 @@ async fn create(
     let soak = Soak {
         start_unix_ns: when(&body.start, "start")?.unwrap_or(now),
         end_unix_ns: when(&body.end, "end")?,
-        slo: body.slo.as_ref().map(slo_of).transpose()?.unwrap_or_default(),
+        slo: body
+            .slo
+            .as_ref()
+            .map(slo_of)
+            .transpose()?
+            .unwrap_or_default(),
         name: body.name,
         nodes: body.nodes,
         labels: body.labels,
@@ -165,7 +170,9 @@ async fn create(
 async fn list(State(store): State<StoreHandle>) -> Result<Json<Value>> {
     let now = now_unix_ns();
     let all = read(&store, |c| Ok(soaks::list(c)?)).await?;
-    Ok(Json(json!({ "soaks": all.iter().map(|s| describe(s, now)).collect::<Vec<_>>() })))
+    Ok(Json(
+        json!({ "soaks": all.iter().map(|s| describe(s, now)).collect::<Vec<_>>() }),
+    ))
 }
 
 async fn show(State(store): State<StoreHandle>, Path(name): Path<String>) -> Result<Json<Value>> {

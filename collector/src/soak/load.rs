@@ -14,7 +14,10 @@ use crate::store::soaks;
 /// Opens the store read-only (a report never writes; safe beside `serve`).
 pub fn open_reader(path: &Path) -> Result<Connection, SoakError> {
     if !path.exists() {
-        return Err(SoakError::Invalid(format!("no store at {}", path.display())));
+        return Err(SoakError::Invalid(format!(
+            "no store at {}",
+            path.display()
+        )));
     }
     let c = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
     c.busy_timeout(std::time::Duration::from_secs(10))?;

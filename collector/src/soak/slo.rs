@@ -146,10 +146,20 @@ mod tests {
 
     #[test]
     fn file_overrides_and_errors_name_file_line_key() {
-        let s = Slo::parse("slo.toml", "rtt_worst_ms = 1\nbandwidth_mean_min_gbps = 60\n").unwrap();
-        assert_eq!((s.rtt_worst_ms, s.bandwidth_mean_min_gbps), (1.0, Some(60.0)));
+        let s = Slo::parse(
+            "slo.toml",
+            "rtt_worst_ms = 1\nbandwidth_mean_min_gbps = 60\n",
+        )
+        .unwrap();
+        assert_eq!(
+            (s.rtt_worst_ms, s.bandwidth_mean_min_gbps),
+            (1.0, Some(60.0))
+        );
         let e = Slo::parse("slo.toml", "rtt_p99_ms = 0.2\n\nrtt_p99_ms_typo = 3\n").unwrap_err();
-        assert_eq!(e.to_string(), "slo.toml:3: key `rtt_p99_ms_typo`: unknown key");
+        assert_eq!(
+            e.to_string(),
+            "slo.toml:3: key `rtt_p99_ms_typo`: unknown key"
+        );
         let e = Slo::parse("slo.toml", "availability_min_percent = 101\n").unwrap_err();
         assert!(
             e.to_string()
@@ -157,6 +167,10 @@ mod tests {
             "{e}"
         );
         let e = Slo::parse("slo.toml", "interruptions_max = \"x\"\n").unwrap_err();
-        assert!(e.to_string().starts_with("slo.toml:1: key `interruptions_max`"), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("slo.toml:1: key `interruptions_max`"),
+            "{e}"
+        );
     }
 }

@@ -195,7 +195,10 @@ mod tests {
         let path = dir.path().join("boltwatch.db");
         let c = open_writer(&path).unwrap();
         create(&c, &soak("s1"), 1).unwrap();
-        assert!(matches!(create(&c, &soak("s1"), 1), Err(SoakError::Exists(_))));
+        assert!(matches!(
+            create(&c, &soak("s1"), 1),
+            Err(SoakError::Exists(_))
+        ));
         assert!(matches!(get(&c, "nope"), Err(SoakError::NotFound(_))));
         add_mark(
             &c,

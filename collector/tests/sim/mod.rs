@@ -75,21 +75,34 @@ impl Scenario {
         assert!(nodes >= 3, "the scenario needs three nodes");
         let at = |f: f64| align(start + (duration as f64 * f) as u64, 60 * S);
         Scenario {
-            nodes: (0..nodes).map(|i| format!("mini-{}", (b'a' + i as u8) as char)).collect(),
+            nodes: (0..nodes)
+                .map(|i| format!("mini-{}", (b'a' + i as u8) as char))
+                .collect(),
             start,
             duration,
             outages: vec![
                 (0, 1, at(0.2) + 7 * S, at(0.2) + 44 * S, false),
                 (1, 0, at(0.55), at(0.55) + 3 * S, true),
             ],
-            throttles: vec![(0, at(0.3), at(0.3) + duration / 12 / THERMAL * THERMAL), (1, at(0.7), at(0.7) + 600 * S)],
+            throttles: vec![
+                (0, at(0.3), at(0.3) + duration / 12 / THERMAL * THERMAL),
+                (1, at(0.7), at(0.7) + 600 * S),
+            ],
             restart: (at(0.45), at(0.45) + 120 * S),
             drop_at: at(0.6) + 13 * S,
             service_outage: (at(0.8), at(0.8) + 90 * S),
             spike: (400_000, at(0.5) + 17 * S),
             marks: vec![
-                (at(0.1), Some(at(0.1) + 1800 * S), "xcode incremental build".into()),
-                (at(0.3), Some(at(0.4)), "llama.cpp inference, both nodes".into()),
+                (
+                    at(0.1),
+                    Some(at(0.1) + 1800 * S),
+                    "xcode incremental build".into(),
+                ),
+                (
+                    at(0.3),
+                    Some(at(0.4)),
+                    "llama.cpp inference, both nodes".into(),
+                ),
                 (at(0.65), None, "NFS copy 200 GB".into()),
             ],
             keep_samples: true,
@@ -229,7 +242,12 @@ fn second(sc: &Scenario, i: usize, t: u64, g: &mut NodeGen, truth: &mut Truth) {
         if sc.keep_samples {
             link.samples.extend(&rtts);
         }
-        let p = |q: f64| sorted.get(((sorted.len() as f64 * q) as usize).min(sorted.len().saturating_sub(1))).copied().unwrap_or(0);
+        let p = |q: f64| {
+            sorted
+                .get(((sorted.len() as f64 * q) as usize).min(sorted.len().saturating_sub(1)))
+                .copied()
+                .unwrap_or(0)
+        };
         let rtt = Payload::Rtt(RttSummary {
             peer: peer.clone(),
             window_start_unix_ns: t,
@@ -239,7 +257,11 @@ fn second(sc: &Scenario, i: usize, t: u64, g: &mut NodeGen, truth: &mut Truth) {
             lost: PROBES - rtts.len() as u64,
             min_ns: sorted.first().copied().unwrap_or(0),
             max_ns: sorted.last().copied().unwrap_or(0),
-            mean_ns: if rtts.is_empty() { 0 } else { rtts.iter().sum::<u64>() / rtts.len() as u64 },
+            mean_ns: if rtts.is_empty() {
+                0
+            } else {
+                rtts.iter().sum::<u64>() / rtts.len() as u64
+            },
             sum_ns: rtts.iter().sum(),
             p50_ns: p(0.5),
             p99_ns: p(0.99),
@@ -250,11 +272,13 @@ fn second(sc: &Scenario, i: usize, t: u64, g: &mut NodeGen, truth: &mut Truth) {
         push(g, truth, rtt);
         let link = truth.links.get_mut(&(me.clone(), peer.clone())).unwrap();
         // Bandwidth test, uploading i -> j.
-        if t >= start_bw && (t - start_bw) % BW_EVERY == 0 {
+        if t >= start_bw && (t - start_bw).is_multiple_of(BW_EVERY) {
             let k = (t - start_bw) / BW_EVERY;
             let fail = out || (i == 0 && j == 1 && k == 7);
             let throttled = sc.throttled(i, t) || sc.throttled(j, t);
-            let gbps = 70.0 - if throttled { 6.5 } else { 0.0 } + (mix(t ^ k) % 1000) as f64 / 1000.0 - 0.5;
+            let gbps = 70.0 - if throttled { 6.5 } else { 0.0 }
+                + (mix(t ^ k) % 1000) as f64 / 1000.0
+                - 0.5;
             link.tests += 1;
             if fail {
                 link.failed += 1;
@@ -274,8 +298,16 @@ fn second(sc: &Scenario, i: usize, t: u64, g: &mut NodeGen, truth: &mut Truth) {
                 start_unix_ns: t,
                 duration_ns: BW_LEN,
                 bits_per_second: if fail { 0.0 } else { gbps * 1e9 },
-                bytes: if fail { 0 } else { (gbps * 1e9 / 8.0 * 10.0) as u64 },
-                error: if fail { "connection refused".into() } else { String::new() },
+                bytes: if fail {
+                    0
+                } else {
+                    (gbps * 1e9 / 8.0 * 10.0) as u64
+                },
+                error: if fail {
+                    "connection refused".into()
+                } else {
+                    String::new()
+                },
                 ..Default::default()
             });
             push(g, truth, bw);
@@ -286,7 +318,18 @@ fn second(sc: &Scenario, i: usize, t: u64, g: &mut NodeGen, truth: &mut Truth) {
             .iter()
             .enumerate()
             .filter(|(_, o)| o.0 == i && o.1 == j)
-            .map(|(k, o)| (o.2, o.3, if o.4 { OutageCause::Carrier } else { OutageCause::ProbeLoss }, k as u64 + 1))
+            .map(|(k, o)| {
+                (
+                    o.2,
+                    o.3,
+                    if o.4 {
+                        OutageCause::Carrier
+                    } else {
+                        OutageCause::ProbeLoss
+                    },
+                    k as u64 + 1,
+                )
+            })
             .collect();
         if j == n - 1 {
             outages.push((sc.restart.0, sc.restart.1, OutageCause::ProbeLoss, 100));
@@ -294,7 +337,12 @@ fn second(sc: &Scenario, i: usize, t: u64, g: &mut NodeGen, truth: &mut Truth) {
         for (s, e, cause, id) in outages {
             if t == s || t == e {
                 if t == s {
-                    truth.links.get_mut(&(me.clone(), peer.clone())).unwrap().outages.push((s, e));
+                    truth
+                        .links
+                        .get_mut(&(me.clone(), peer.clone()))
+                        .unwrap()
+                        .outages
+                        .push((s, e));
                 }
                 let o = Payload::Outage(Outage {
                     peer: peer.clone(),
@@ -309,9 +357,10 @@ fn second(sc: &Scenario, i: usize, t: u64, g: &mut NodeGen, truth: &mut Truth) {
             }
         }
         // ssh checks.
-        if (t - sc.start) % SERVICE == 0 {
-            let refused = (i == 0 && j == 1 && (sc.service_outage.0..sc.service_outage.1).contains(&t))
-                || sc.down(j, t);
+        if (t - sc.start).is_multiple_of(SERVICE) {
+            let refused =
+                (i == 0 && j == 1 && (sc.service_outage.0..sc.service_outage.1).contains(&t))
+                    || sc.down(j, t);
             let e = truth.ssh.entry((me.clone(), peer.clone())).or_default();
             e.0 += 1;
             e.1 += u64::from(!refused);
@@ -321,31 +370,60 @@ fn second(sc: &Scenario, i: usize, t: u64, g: &mut NodeGen, truth: &mut Truth) {
                 address: format!("10.0.0.{}:22", j + 1),
                 up: !refused,
                 connect_ns: if refused { 0 } else { 150_000 },
-                error: if refused { "connection refused".into() } else { String::new() },
+                error: if refused {
+                    "connection refused".into()
+                } else {
+                    String::new()
+                },
             });
             push(g, truth, c);
         }
     }
     // Thermals.
-    if (t - sc.start) % THERMAL == 0 {
+    if (t - sc.start).is_multiple_of(THERMAL) {
         let day = ((t - sc.start) % (86_400 * S)) as f64 / (86_400 * S) as f64;
         let throttled = sc.throttled(i, t);
-        let case = 36.0 + i as f64 * 0.5 + 3.0 * (day * std::f64::consts::TAU).sin().abs() + if throttled { 4.0 } else { 0.0 };
+        let case = 36.0
+            + i as f64 * 0.5
+            + 3.0 * (day * std::f64::consts::TAU).sin().abs()
+            + if throttled { 4.0 } else { 0.0 };
         g.thermal_sum += case;
         g.thermal_n += 1;
         g.thermal_max = g.thermal_max.max(case);
         let th = Payload::Thermal(ThermalReading {
             sensors: vec![
-                TemperatureSensor { name: "case".into(), celsius: case, source: "sim".into(), critical_celsius: 0.0 },
-                TemperatureSensor { name: "ssd".into(), celsius: case - 6.0, source: "sim".into(), critical_celsius: 0.0 },
+                TemperatureSensor {
+                    name: "case".into(),
+                    celsius: case,
+                    source: "sim".into(),
+                    critical_celsius: 0.0,
+                },
+                TemperatureSensor {
+                    name: "ssd".into(),
+                    celsius: case - 6.0,
+                    source: "sim".into(),
+                    critical_celsius: 0.0,
+                },
             ],
-            throttle: Some(Throttle { throttled, pressure_level: u32::from(throttled), cpu_frequency_ratio: if throttled { 0.7 } else { 1.0 }, ..Default::default() }),
+            throttle: Some(Throttle {
+                throttled,
+                pressure_level: u32::from(throttled),
+                cpu_frequency_ratio: if throttled { 0.7 } else { 1.0 },
+                ..Default::default()
+            }),
         });
         push(g, truth, th);
     }
     if (t - sc.start) % STATS == STATS - S {
         let dropped = if i == 1 && t > sc.drop_at { DROPPED } else { 0 };
-        push(g, truth, Payload::AgentStats(AgentStats { dropped_records: dropped, ..Default::default() }));
+        push(
+            g,
+            truth,
+            Payload::AgentStats(AgentStats {
+                dropped_records: dropped,
+                ..Default::default()
+            }),
+        );
     }
 }
 
@@ -409,7 +487,9 @@ pub async fn run(sc: &Scenario, grpc: SocketAddr, batch: usize) -> Truth {
 }
 
 async fn open(grpc: SocketAddr, node: &str, boot: &str) -> Agent {
-    let mut a = Agent::open(grpc, common::hello(node, boot)).await.expect("stream opened");
+    let mut a = Agent::open(grpc, common::hello(node, boot))
+        .await
+        .expect("stream opened");
     a.next().await.expect("welcome");
     a
 }
@@ -421,5 +501,9 @@ async fn flush(a: &mut Agent, out: &mut Vec<Record>) {
     let records = std::mem::take(out);
     let last = records.last().map(|r| (r.boot_id.clone(), r.seq)).unwrap();
     let wm = a.send(records).await.expect("batch acknowledged");
-    assert!(wm.iter().any(|w| w.boot_id == last.0 && w.highest_seq == last.1), "{wm:?}");
+    assert!(
+        wm.iter()
+            .any(|w| w.boot_id == last.0 && w.highest_seq == last.1),
+        "{wm:?}"
+    );
 }

@@ -148,10 +148,10 @@ impl Builder {
                 let acc = self.thermal.entry(node.into()).or_default();
                 let mut hottest: Option<f64> = None;
                 for s in &th.sensors {
-                    let e = acc
-                        .sensors
-                        .entry(s.name.clone())
-                        .or_insert((0, 0.0, f64::NEG_INFINITY));
+                    let e =
+                        acc.sensors
+                            .entry(s.name.clone())
+                            .or_insert((0, 0.0, f64::NEG_INFINITY));
                     e.0 += 1;
                     e.1 += s.celsius;
                     e.2 = e.2.max(s.celsius);
@@ -204,7 +204,11 @@ impl Builder {
                 .any(|n| episodes.get(n).is_some_and(|e| events::inside(e, t)))
         };
         let outages = events::clip_outages(std::mem::take(&mut self.outages), from, to);
-        let default_window = events::mode(self.links.values().flat_map(|l| l.windows.iter().map(|w| w.window_ns)));
+        let default_window = events::mode(
+            self.links
+                .values()
+                .flat_map(|l| l.windows.iter().map(|w| w.window_ns)),
+        );
 
         let mut links = Vec::new();
         let mut charts = Vec::new();
@@ -253,7 +257,12 @@ impl Builder {
                 bandwidth: tests.iter().filter_map(|t| Some((t.t, t.gbps?))).collect(),
                 temperature: downsample(
                     &temps
-                        .map(|n| n.readings.iter().filter_map(|r| Some((r.0, r.1?))).collect::<Vec<_>>())
+                        .map(|n| {
+                            n.readings
+                                .iter()
+                                .filter_map(|r| Some((r.0, r.1?)))
+                                .collect::<Vec<_>>()
+                        })
                         .unwrap_or_default(),
                     from,
                     to,
@@ -264,7 +273,10 @@ impl Builder {
                     .flat_map(|n| episodes.get(n.as_str()).copied().unwrap_or_default())
                     .map(|e| (e.start_unix_ns, e.end_unix_ns))
                     .collect(),
-                outages: link_outages.iter().map(|o| (o.start_unix_ns, o.end_unix_ns)).collect(),
+                outages: link_outages
+                    .iter()
+                    .map(|o| (o.start_unix_ns, o.end_unix_ns))
+                    .collect(),
             });
             links.push(Link {
                 node: node.clone(),
@@ -287,7 +299,11 @@ impl Builder {
             rtt: rtt(&all),
             bandwidth: bandwidth(self.tests.iter()),
             interruptions: interruptions(
-                outages.iter().filter(|o| o.service.is_none()).cloned().collect(),
+                outages
+                    .iter()
+                    .filter(|o| o.service.is_none())
+                    .cloned()
+                    .collect(),
             ),
             coverage: Coverage {
                 window_ns: default_window.unwrap_or(0),
@@ -313,9 +329,15 @@ impl Builder {
                 throttled: th,
             });
         }
-        corr.tests.sort_by(|a, b| (a.start_unix_ns, &a.from).cmp(&(b.start_unix_ns, &b.from)));
+        corr.tests
+            .sort_by(|a, b| (a.start_unix_ns, &a.from).cmp(&(b.start_unix_ns, &b.from)));
         for (side, on) in [(&mut corr.throttled, true), (&mut corr.normal, false)] {
-            let g: Vec<f64> = corr.tests.iter().filter(|t| t.throttled == on).filter_map(|t| t.gbps).collect();
+            let g: Vec<f64> = corr
+                .tests
+                .iter()
+                .filter(|t| t.throttled == on)
+                .filter_map(|t| t.gbps)
+                .collect();
             side.tests = g.len() as u64;
             side.mean_gbps = mean(&g);
             let (sum, n) = if on { thr_rtt } else { norm_rtt };

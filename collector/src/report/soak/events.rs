@@ -26,7 +26,10 @@ pub(super) fn mode(v: impl Iterator<Item = u64>) -> Option<u64> {
     for x in v.filter(|x| *x > 0) {
         *counts.entry(x).or_default() += 1;
     }
-    counts.into_iter().max_by_key(|(x, n)| (*n, *x)).map(|(x, _)| x)
+    counts
+        .into_iter()
+        .max_by_key(|(x, n)| (*n, *x))
+        .map(|(x, _)| x)
 }
 
 /// Whether `t` falls in one of the (sorted) episodes.
@@ -199,7 +202,11 @@ pub(super) fn headline(overall: &Link, services: &[Service], thermal: &[Thermal]
     // sensor alike.
     let (mut n, mut sum) = (0u64, 0.0);
     for t in thermal {
-        if let Some(s) = t.sensors.iter().find(|s| Some(&s.sensor) == t.sensor.as_ref()) {
+        if let Some(s) = t
+            .sensors
+            .iter()
+            .find(|s| Some(&s.sensor) == t.sensor.as_ref())
+        {
             n += s.readings;
             sum += s.mean_celsius * s.readings as f64;
         }

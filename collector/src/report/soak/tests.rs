@@ -60,7 +60,11 @@ fn bw(peer: &str, t: u64, gbps: f64, dir: Direction) -> Payload {
         direction: dir as i32,
         start_unix_ns: t,
         bits_per_second: gbps * 1e9,
-        error: if gbps > 0.0 { String::new() } else { "refused".into() },
+        error: if gbps > 0.0 {
+            String::new()
+        } else {
+            "refused".into()
+        },
         ..Default::default()
     })
 }
@@ -91,11 +95,21 @@ fn report() -> Report {
         // is missing.
         if i != 7 {
             let load = i == 5;
-            add(&mut b, "a", t, rtt("b", t, &[if load { 160_000 } else { 80_000 }; 10], load));
+            add(
+                &mut b,
+                "a",
+                t,
+                rtt("b", t, &[if load { 160_000 } else { 80_000 }; 10], load),
+            );
         }
         add(&mut b, "b", t, rtt("a", t, &[90_000; 10], false));
         // b throttled from second 4 to 6.
-        add(&mut b, "b", t, thermal(40.0 + i as f64, (4..6).contains(&i)));
+        add(
+            &mut b,
+            "b",
+            t,
+            thermal(40.0 + i as f64, (4..6).contains(&i)),
+        );
         add(&mut b, "a", t, thermal(35.0, false));
         add(
             &mut b,
@@ -109,16 +123,45 @@ fn report() -> Report {
             }),
         );
     }
-    add(&mut b, "a", 1002 * S, bw("b", 1002 * S, 70.0, Direction::Upload));
-    add(&mut b, "b", 1004 * S, bw("a", 1004 * S, 60.0, Direction::Download));
-    add(&mut b, "a", 1008 * S, bw("b", 1008 * S, 0.0, Direction::Upload));
+    add(
+        &mut b,
+        "a",
+        1002 * S,
+        bw("b", 1002 * S, 70.0, Direction::Upload),
+    );
+    add(
+        &mut b,
+        "b",
+        1004 * S,
+        bw("a", 1004 * S, 60.0, Direction::Download),
+    );
+    add(
+        &mut b,
+        "a",
+        1008 * S,
+        bw("b", 1008 * S, 0.0, Direction::Upload),
+    );
     // An outage that began before the range and one still open.
     // (Recorded by an earlier boot of a, whose other records fall before
     // the range.)
     b.add("a", "old", 1, 999 * S, Some(&outage("b", 1, 990 * S, None)));
-    b.add("a", "old", 2, 1001 * S, Some(&outage("b", 1, 990 * S, Some(1001 * S))));
+    b.add(
+        "a",
+        "old",
+        2,
+        1001 * S,
+        Some(&outage("b", 1, 990 * S, Some(1001 * S))),
+    );
     add(&mut b, "b", 1009 * S, outage("a", 2, 1009 * S, None));
-    add(&mut b, "a", 1009 * S, Payload::AgentStats(AgentStats { dropped_records: 3, ..Default::default() }));
+    add(
+        &mut b,
+        "a",
+        1009 * S,
+        Payload::AgentStats(AgentStats {
+            dropped_records: 3,
+            ..Default::default()
+        }),
+    );
     // Another boot with a hole in its sequence numbers.
     b.add("b", "boot2", 5, 1001 * S, None);
     b.add("b", "boot2", 8, 1001 * S, None);
@@ -130,7 +173,11 @@ fn report() -> Report {
 #[test]
 fn rtt_rest_load_and_percentiles() {
     let r = report();
-    let ab = r.links.iter().find(|l| l.node == "a" && l.peer == "b").unwrap();
+    let ab = r
+        .links
+        .iter()
+        .find(|l| l.node == "a" && l.peer == "b")
+        .unwrap();
     assert_eq!((ab.rtt_rest.windows, ab.rtt_load.windows), (8, 1));
     assert_eq!(ab.rtt.probes, 90);
     assert_eq!(ab.rtt.worst_ms, Some(0.16));
@@ -143,11 +190,18 @@ fn rtt_rest_load_and_percentiles() {
 #[test]
 fn bandwidth_is_per_direction_of_data() {
     let r = report();
-    let ab = r.links.iter().find(|l| l.node == "a" && l.peer == "b").unwrap();
+    let ab = r
+        .links
+        .iter()
+        .find(|l| l.node == "a" && l.peer == "b")
+        .unwrap();
     // b's download from a moved data a -> b.
     assert_eq!((ab.bandwidth.tests, ab.bandwidth.failed), (3, 1));
     assert_eq!(ab.bandwidth.mean_gbps, Some(65.0));
-    assert_eq!((ab.bandwidth.worst_gbps, ab.bandwidth.best_gbps), (Some(60.0), Some(70.0)));
+    assert_eq!(
+        (ab.bandwidth.worst_gbps, ab.bandwidth.best_gbps),
+        (Some(60.0), Some(70.0))
+    );
     assert_eq!(r.headline.bandwidth_worst_gbps, Some(60.0));
 }
 
@@ -174,10 +228,18 @@ fn throttling_services_and_correlation() {
     assert_eq!((c.throttled.tests, c.throttled.mean_gbps), (1, Some(60.0)));
     assert_eq!((c.normal.tests, c.normal.mean_gbps), (1, Some(70.0)));
     assert_eq!(c.bandwidth_difference_gbps, Some(-10.0));
-    assert!(c.sentence.contains("60.0 Gbps over 1 tests"), "{}", c.sentence);
+    assert!(
+        c.sentence.contains("60.0 Gbps over 1 tests"),
+        "{}",
+        c.sentence
+    );
     // Windows at 4 and 5 on both links are during throttling.
     assert_eq!(c.throttled.rtt_windows, 4);
-    let at4 = c.tests.iter().find(|t| t.start_unix_ns == 1004 * S).unwrap();
+    let at4 = c
+        .tests
+        .iter()
+        .find(|t| t.start_unix_ns == 1004 * S)
+        .unwrap();
     assert_eq!(at4.celsius, Some(35.0), "temperature of the sender, a");
     let ssh = &r.services[0];
     assert_eq!((ssh.checks, ssh.up), (10, 9));

@@ -85,8 +85,22 @@ fn line(
 /// Judges the report's figures against `slo`.
 pub fn judge(slo: &Slo, overall: &Link, h: &Headline, c: &Completeness) -> Verdict {
     let lines = vec![
-        line("rtt_worst", "RTT worst", "ms", "<=", overall.rtt.worst_ms, Some(slo.rtt_worst_ms)),
-        line("rtt_p99", "RTT p99", "ms", "<=", overall.rtt.p99_ms, Some(slo.rtt_p99_ms)),
+        line(
+            "rtt_worst",
+            "RTT worst",
+            "ms",
+            "<=",
+            overall.rtt.worst_ms,
+            Some(slo.rtt_worst_ms),
+        ),
+        line(
+            "rtt_p99",
+            "RTT p99",
+            "ms",
+            "<=",
+            overall.rtt.p99_ms,
+            Some(slo.rtt_p99_ms),
+        ),
         line(
             "interruptions",
             "link interruptions",
