@@ -450,7 +450,8 @@ fn bandwidth<'a>(tests: impl Iterator<Item = &'a Test>) -> Bandwidth {
 pub(super) fn interruptions(outages: Vec<OutageItem>) -> Interruptions {
     Interruptions {
         count: outages.len() as u64,
-        total_down_seconds: outages.iter().map(|o| o.seconds).sum(),
+        // A fold from +0: an empty f64 sum is -0.0, which prints as "-0".
+        total_down_seconds: outages.iter().map(|o| o.seconds).fold(0.0, |a, b| a + b),
         longest_seconds: outages.iter().map(|o| o.seconds).fold(0.0, f64::max),
         outages,
     }

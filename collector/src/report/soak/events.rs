@@ -92,7 +92,7 @@ pub(super) fn thermal(nodes: &mut BTreeMap<String, NodeAcc>, to: u64) -> Vec<The
             throttled_seconds: episodes
                 .iter()
                 .map(|e| secs(e.end_unix_ns - e.start_unix_ns))
-                .sum(),
+                .fold(0.0, |a, b| a + b),
             episodes,
             sensors,
         });

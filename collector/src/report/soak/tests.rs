@@ -224,6 +224,9 @@ fn throttling_services_and_correlation() {
     assert_eq!(b.throttled_seconds, 2.0);
     assert_eq!((b.mean_celsius, b.worst_celsius), (Some(44.5), Some(49.0)));
     assert_eq!(r.thermal.len(), 2, "node z is not in the soak");
+    // Nothing throttled is +0 (an empty f64 sum would print "-0").
+    let a = r.thermal.iter().find(|t| t.node == "a").unwrap();
+    assert!(a.throttled_seconds == 0.0 && a.throttled_seconds.is_sign_positive());
     let c = &r.correlation;
     assert_eq!((c.throttled.tests, c.throttled.mean_gbps), (1, Some(60.0)));
     assert_eq!((c.normal.tests, c.normal.mean_gbps), (1, Some(70.0)));
