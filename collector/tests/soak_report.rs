@@ -288,3 +288,55 @@ async fn report_reproduces_the_simulated_truth() {
 fn sc_duration(sc: &Scenario) -> u64 {
     sc.duration
 }
+
+/// A running soak is on `/metrics` with its verdict so far, from the moment
+/// it is created over HTTP, and leaves when it is stopped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn running_soak_is_on_metrics_until_stopped() {
+    let (_dir, c) = Collector::temp().await;
+    let before = c.metrics().await;
+    assert!(
+        before.contains("# TYPE boltwatch_soak_info gauge"),
+        "{before}"
+    );
+    assert!(!before.contains("boltwatch_soak_info{"), "{before}");
+    let (code, body) = post(
+        &c,
+        "/api/v1/soaks",
+        json!({"name": "live", "nodes": ["a", "b"]}),
+    )
+    .await;
+    assert_eq!(code, 201, "{body}");
+    assert_eq!(body["running"], true);
+    let m = c.metrics().await;
+    common::expect_metrics(
+        &m,
+        &[
+            ("boltwatch_soak_info{soak=\"live\",nodes=\"a,b\"}", 1.0),
+            ("boltwatch_soak_pass{soak=\"live\"}", 0.0),
+            // No records yet: no RTT, so that line fails for lack of data.
+            (
+                "boltwatch_soak_slo_pass{soak=\"live\",slo=\"rtt_worst\"}",
+                0.0,
+            ),
+            (
+                "boltwatch_soak_slo_pass{soak=\"live\",slo=\"interruptions\"}",
+                1.0,
+            ),
+        ],
+    );
+    assert!(
+        common::metric(&m, "boltwatch_soak_elapsed_seconds{soak=\"live\"}")
+            .is_some_and(|v| v >= 0.0)
+    );
+    // bandwidth_mean has no threshold: not judged, no series.
+    assert!(!m.contains("slo=\"bandwidth_mean\""), "{m}");
+    let show = c.json("/api/v1/soaks/live").await;
+    assert_eq!(show["verdict"]["pass"], false);
+    let (code, body) = post(&c, "/api/v1/soaks/live/stop", json!({})).await;
+    assert_eq!(code, 200, "{body}");
+    assert!(!c.metrics().await.contains("boltwatch_soak_info{"));
+    let (code, _) = post(&c, "/api/v1/soaks/nope/stop", json!({})).await;
+    assert_eq!(code, 404);
+    c.stop().await;
+}
