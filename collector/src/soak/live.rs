@@ -11,9 +11,12 @@ use crate::export::soak::LiveSoak;
 use crate::export::SharedMetrics;
 use crate::store::{soaks, StoreHandle};
 
-/// Time between verdict refreshes. A report of a long soak is a full scan;
-/// once a minute keeps that cost small against the soak's length.
+/// Shortest time between verdict refreshes.
 pub const REFRESH: Duration = Duration::from_secs(60);
+/// A refresh rescans the soak's records (a 72-hour soak is millions), so
+/// the pause after one is at least this many times what it took: the
+/// verdict refresh never takes more than a tenth of a core.
+const PAUSE_FACTOR: u32 = 10;
 
 /// Recomputes the running soaks' state once.
 pub async fn refresh(store: &StoreHandle, metrics: &SharedMetrics) {
@@ -51,9 +54,11 @@ pub async fn refresh(store: &StoreHandle, metrics: &SharedMetrics) {
 /// Refreshes until `stop` turns true.
 pub async fn run(store: StoreHandle, metrics: SharedMetrics, mut stop: watch::Receiver<bool>) {
     loop {
+        let took = tokio::time::Instant::now();
         refresh(&store, &metrics).await;
+        let pause = REFRESH.max(took.elapsed() * PAUSE_FACTOR);
         tokio::select! {
-            _ = tokio::time::sleep(REFRESH) => {}
+            _ = tokio::time::sleep(pause) => {}
             _ = stop.wait_for(|s| *s) => return,
         }
     }

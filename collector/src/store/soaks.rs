@@ -148,30 +148,46 @@ pub fn marks(conn: &Connection, soak: &str) -> rusqlite::Result<Vec<Mark>> {
 }
 
 /// Calls `f` with (node, boot_id, seq, unix_ns, encoded record) of every
-/// record with `from <= unix_ns < to`, in time order, plus every outage
-/// record whatever its time (an outage that began before the range ends in
-/// it; the report clips). Streams: a 72-hour soak never sits in memory.
+/// outage record before `from` (an outage that began before the range may
+/// still be open in it; the report clips), then of every record with
+/// `from <= unix_ns < to` in time order. Both scans follow an index (the
+/// time index; per node the (node, kind, time) one), so a soak costs its own
+/// records, not the whole store's. Streams: a 72-hour soak never sits in
+/// memory.
 pub fn scan_range(
     conn: &Connection,
     from_ns: u64,
     to_ns: u64,
     mut f: impl FnMut(&str, &str, u64, u64, &[u8]),
 ) -> rusqlite::Result<()> {
-    let mut stmt = conn.prepare(
+    let mut each = |stmt: &mut rusqlite::Statement<'_>, args: &[&dyn rusqlite::ToSql]| {
+        let mut rows = stmt.query(args)?;
+        while let Some(r) = rows.next()? {
+            let node = r.get_ref(0)?.as_str()?;
+            let boot = r.get_ref(1)?.as_str()?;
+            let seq = r.get::<_, i64>(2)? as u64;
+            let t = r.get::<_, i64>(3)? as u64;
+            let raw = r.get_ref(4)?.as_blob()?;
+            f(node, boot, seq, t, raw);
+        }
+        rusqlite::Result::Ok(())
+    };
+    let nodes: Vec<String> = conn
+        .prepare("SELECT DISTINCT node FROM boots ORDER BY node")?
+        .query_map([], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut earlier = conn.prepare(
         "SELECT node, boot_id, seq, unix_ns, record FROM records
-         WHERE (unix_ns >= ?1 AND unix_ns < ?2) OR kind = 'outage'
-         ORDER BY unix_ns",
+         WHERE node = ?1 AND kind = 'outage' AND unix_ns < ?2 ORDER BY unix_ns",
     )?;
-    let mut rows = stmt.query(params![from_ns as i64, to_ns as i64])?;
-    while let Some(r) = rows.next()? {
-        let node = r.get_ref(0)?.as_str()?;
-        let boot = r.get_ref(1)?.as_str()?;
-        let seq = r.get::<_, i64>(2)? as u64;
-        let t = r.get::<_, i64>(3)? as u64;
-        let raw = r.get_ref(4)?.as_blob()?;
-        f(node, boot, seq, t, raw);
+    for node in &nodes {
+        each(&mut earlier, &[node, &(from_ns as i64)])?;
     }
-    Ok(())
+    let mut range = conn.prepare(
+        "SELECT node, boot_id, seq, unix_ns, record FROM records
+         WHERE unix_ns >= ?1 AND unix_ns < ?2 ORDER BY unix_ns",
+    )?;
+    each(&mut range, &[&(from_ns as i64), &(to_ns as i64)])
 }
 
 #[cfg(test)]
@@ -231,5 +247,32 @@ mod tests {
         assert_eq!(all[0].nodes, ["a", "b"]);
         assert_eq!(all[0].labels["team"], "ops");
         assert_eq!(marks(&c, "s1").unwrap()[0].text, "xcode build");
+    }
+
+    #[test]
+    fn range_scan_adds_earlier_outage_records_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = open_writer(&dir.path().join("boltwatch.db")).unwrap();
+        for (seq, t, kind) in [
+            (1, 5, "outage"),
+            (2, 6, "rtt"),
+            (3, 15, "rtt"),
+            (4, 16, "outage"),
+            (5, 25, "rtt"),
+        ] {
+            let r = crate::store::NewRecord {
+                node: "a".into(),
+                boot_id: "b".into(),
+                seq,
+                unix_ns: t,
+                kind,
+                raw: vec![seq as u8],
+            };
+            crate::store::queries::insert_record(&c, &r).unwrap();
+        }
+        crate::store::queries::add_boot_records(&c, "a", "b", 1, 5, 5).unwrap();
+        let mut got = Vec::new();
+        scan_range(&c, 10, 20, |_, _, seq, _, _| got.push(seq)).unwrap();
+        assert_eq!(got, [1, 3, 4]);
     }
 }
