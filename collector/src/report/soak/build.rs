@@ -77,6 +77,12 @@ impl Builder {
         }
     }
 
+    /// A peer outside the soak's nodes (a soak of a and b ignores a's
+    /// probes of c).
+    fn foreign(&self, peer: &str) -> bool {
+        !self.only.is_empty() && !self.only.contains(peer)
+    }
+
     fn in_range(&self, t: u64) -> bool {
         (self.scope.from_unix_ns..self.scope.to_unix_ns).contains(&t)
     }
@@ -102,6 +108,9 @@ impl Builder {
         b.max_seq = b.max_seq.max(seq);
         b.count += 1;
         match p {
+            Some(Payload::Rtt(r)) if self.foreign(&r.peer) => {}
+            Some(Payload::Bandwidth(bw)) if self.foreign(&bw.peer) => {}
+            Some(Payload::Service(c)) if self.foreign(&c.peer) => {}
             Some(Payload::Rtt(r)) => {
                 let acc = self.links.entry((node.into(), r.peer.clone())).or_default();
                 if r.under_load {

@@ -165,8 +165,15 @@ fn report() -> Report {
     // Another boot with a hole in its sequence numbers.
     b.add("b", "boot2", 5, 1001 * S, None);
     b.add("b", "boot2", 8, 1001 * S, None);
-    // A node outside the soak is ignored.
+    // A node outside the soak is ignored, and so are probes of it.
     b.add("z", "boot", 1, 1001 * S, Some(&thermal(99.0, true)));
+    b.add(
+        "a",
+        "boot3",
+        1,
+        1001 * S,
+        Some(&rtt("z", 1001 * S, &[900_000], false)),
+    );
     b.finish()
 }
 
@@ -183,7 +190,8 @@ fn rtt_rest_load_and_percentiles() {
     assert_eq!(ab.rtt.worst_ms, Some(0.16));
     assert!((ab.rtt.mean_ms.unwrap() - (80.0 * 0.08 + 10.0 * 0.16) / 90.0).abs() < 1e-12);
     assert_eq!(ab.rtt_rest.p99_ms, Some(0.08));
-    assert_eq!(r.overall.rtt.probes, 190);
+    assert_eq!(r.overall.rtt.probes, 190, "probes of z are not the soak's");
+    assert_eq!(r.links.len(), 2);
     assert_eq!(r.headline.rtt_worst_ms, Some(0.16));
 }
 
