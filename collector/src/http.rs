@@ -41,6 +41,7 @@ pub fn router(state: AppState) -> Router {
         .route("/metrics", get(metrics))
         .route("/healthz", get(healthz))
         .merge(crate::api::routes())
+        .merge(crate::soak::api::routes())
         .with_state(state)
 }
 

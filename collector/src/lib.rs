@@ -14,6 +14,8 @@
 //! - [`api`] and [`dto`]: the `/api/v1` JSON routes and their shapes.
 //! - [`http`]: the axum server for `/metrics`, `/healthz` and `/api/v1`.
 //! - [`report`]: report math over stored records (lab table, soak reports).
+//! - [`soak`]: soak runs as stored objects, their HTTP routes, the report
+//!   loader and the live soak state on `/metrics`.
 //!
 //! # Restarts
 //! Records, boots and watermarks live in the store and survive a restart
@@ -35,6 +37,7 @@ pub mod export;
 pub mod http;
 pub mod ingest;
 pub mod report;
+pub mod soak;
 pub mod store;
 
 use std::future::Future;
@@ -156,6 +159,11 @@ pub async fn run(
             stopped(stop_rx.clone()),
         ),
     );
+    let soaks = tokio::spawn(soak::live::run(
+        handle.clone(),
+        metrics.clone(),
+        stop_rx.clone(),
+    ));
     let state = http::AppState {
         store: handle,
         metrics,
@@ -197,6 +205,8 @@ pub async fn run(
     }
     acceptor.abort();
     let _ = acceptor.await;
+    soaks.abort();
+    let _ = soaks.await;
     store.close().await;
     match early {
         Some(e) => Err(e),

@@ -13,6 +13,8 @@ use boltwatch_collector::{Config, Listeners};
 use boltwatch_common::{log, signal::shutdown_signal};
 use clap::{Parser, Subcommand};
 
+mod cli_soak;
+
 #[derive(Parser)]
 #[command(name = "boltwatch-collector", version, about = "boltwatch collector")]
 struct Cli {
@@ -29,6 +31,20 @@ enum Command {
         config: Option<PathBuf>,
         #[command(flatten)]
         flags: config::Flags,
+    },
+    /// Soak runs: start, stop, list, show, mark (on the store `serve` uses).
+    Soak {
+        #[command(flatten)]
+        store: cli_soak::StoreArgs,
+        #[command(subcommand)]
+        op: cli_soak::SoakOp,
+    },
+    /// The verdict of a soak or a time range: table, md, json or html.
+    Report {
+        #[command(flatten)]
+        store: cli_soak::StoreArgs,
+        #[command(flatten)]
+        args: cli_soak::ReportArgs,
     },
 }
 
@@ -65,8 +81,38 @@ fn load_config(
     Ok(c)
 }
 
+/// Prints an error of a `soak` or `report` command: a bad SLO or config
+/// file exits 78 like `serve`, anything else 1.
+fn failed(e: anyhow::Error) -> ExitCode {
+    eprintln!("boltwatch-collector: {e:#}");
+    if e.downcast_ref::<config::ConfigError>().is_some() {
+        ExitCode::from(EXIT_CONFIG)
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
 fn main() -> ExitCode {
-    let Command::Serve { config, flags } = Cli::parse().command;
+    let (config, flags) = match Cli::parse().command {
+        Command::Serve { config, flags } => (config, flags),
+        Command::Soak { store, op } => {
+            return match cli_soak::soak(&store, op) {
+                Ok(out) => {
+                    print!("{out}");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => failed(e),
+            }
+        }
+        Command::Report { store, args } => {
+            let check = args.check;
+            return match cli_soak::report(&store, args) {
+                Ok(pass) if check && !pass => ExitCode::from(cli_soak::EXIT_FAIL),
+                Ok(_) => ExitCode::SUCCESS,
+                Err(e) => failed(e),
+            };
+        }
+    };
     let config = match load_config(config.as_deref(), &flags) {
         Ok(c) => c,
         Err(e) => {

@@ -14,6 +14,7 @@
 //! | [`outage`] | `outage` | link and service outage counts and seconds |
 //! | [`service`] | `service` | service checks |
 //! | [`bandwidth`] | `bandwidth` | bandwidth test results and counters |
+//! | [`soak`] | none (the soaks table) | running soaks: info, elapsed, verdict per SLO line |
 //! | [`agent`] | `agent_stats` (and Hello, stream close) | agent up, info, its own drops |
 //! | [`health`] | every record (and commits, refusals) | the collector's ingest and store health |
 //!
@@ -50,6 +51,7 @@ pub mod outage;
 pub mod rate;
 pub mod rtt;
 pub mod service;
+pub mod soak;
 pub mod thermal;
 
 use std::collections::BTreeSet;
@@ -121,6 +123,7 @@ domains! {
     outage: outage::OutageMetrics,
     service: service::ServiceMetrics,
     bandwidth: bandwidth::BandwidthMetrics,
+    soak: soak::SoakMetrics,
     health: health::HealthMetrics,
 }
 
@@ -184,6 +187,11 @@ impl Metrics {
     ) {
         self.agent.on_duplicates(node, duplicates);
         self.health.on_commit(total_records, commit_seconds);
+    }
+
+    /// The running soaks and their verdict so far.
+    pub fn set_soaks(&mut self, running: Vec<soak::LiveSoak>) {
+        self.soak.set(running);
     }
 
     /// Sets the stored-records gauge (at startup).

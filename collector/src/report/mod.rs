@@ -1,4 +1,9 @@
-//! Reports over stored records. [`summary`] holds the math (pure): per-link
-//! RTT, loss and thermal summaries, which the lab's closing table prints.
+//! Reports over stored records, pure: [`summary`] holds the per-link RTT,
+//! loss and thermal math the lab's closing table prints; [`soak`] builds a
+//! soak's report and verdict; [`render`] writes it as a table, Markdown or
+//! JSON, [`html`] as one self-contained page with SVG charts.
 
+pub mod html;
+pub mod render;
+pub mod soak;
 pub mod summary;

@@ -9,6 +9,7 @@
 
 pub mod queries;
 pub mod schema;
+pub mod soaks;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -299,6 +300,11 @@ impl StoreHandle {
         tokio::task::spawn_blocking(move || pool.with(f))
             .await
             .map_err(|e| StoreError::Join(e.to_string()))?
+    }
+
+    /// The SQLite file (soak commands open their own short-lived writer).
+    pub fn path(&self) -> &Path {
+        &self.readers.path
     }
 
     /// Every boot of every node.

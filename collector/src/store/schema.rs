@@ -37,6 +37,25 @@ const MIGRATIONS: &[&str] = &[
         hello              BLOB,
         PRIMARY KEY (node, boot_id)
     );",
+    // soak: soak runs and their workload marks (issue 10). Nodes, SLO and
+    // labels are JSON text: read whole, never queried inside.
+    "CREATE TABLE soaks (
+        name            TEXT    PRIMARY KEY,
+        start_unix_ns   INTEGER NOT NULL,
+        end_unix_ns     INTEGER,
+        nodes           TEXT    NOT NULL,
+        slo             TEXT    NOT NULL,
+        labels          TEXT    NOT NULL,
+        created_unix_ns INTEGER NOT NULL
+    );
+    CREATE TABLE soak_marks (
+        id            INTEGER PRIMARY KEY,
+        soak          TEXT    NOT NULL REFERENCES soaks (name) ON DELETE CASCADE,
+        text          TEXT    NOT NULL,
+        at_unix_ns    INTEGER NOT NULL,
+        until_unix_ns INTEGER
+    );
+    CREATE INDEX soak_marks_by_soak ON soak_marks (soak, at_unix_ns);",
 ];
 
 /// The schema version this build writes.

@@ -46,7 +46,8 @@ fn exposition_is_unchanged_family_by_family_but_for_the_removed_duplicates() {
     let mut m = Metrics::new();
     sequence::drive(&mut m);
     let mut after = by_family(&m.render());
-    for name in ADDED {
+    let soak = crate::export::soak::FAMILIES.iter().map(|f| f.name);
+    for name in ADDED.into_iter().chain(soak) {
         assert!(after.remove(name).is_some(), "{name} is not rendered");
     }
     let names = |f: &BTreeMap<String, String>| f.keys().cloned().collect::<Vec<_>>();
@@ -100,6 +101,9 @@ const LABELS: &[&str] = &[
     "os",
     "boot_id",
     "reason",
+    "soak",
+    "nodes",
+    "slo",
 ];
 
 #[test]

@@ -1,0 +1,486 @@
+//! Text renderings of a soak [`Report`]: an aligned table (the seed's rows
+//! first, then the verdict and the detail), the same as Markdown, and JSON.
+//! Both text forms come from one list of sections, so they cannot disagree.
+
+use std::fmt::Write;
+
+use super::soak::{Interruptions, Report, Rtt};
+use crate::soak::time;
+
+/// One titled table.
+struct Section {
+    title: String,
+    header: Vec<&'static str>,
+    rows: Vec<Vec<String>>,
+}
+
+fn num(v: Option<f64>, digits: usize) -> String {
+    v.map_or("-".into(), |v| format!("{v:.digits$}"))
+}
+
+fn pct(v: Option<f64>) -> String {
+    match v {
+        Some(v) if v >= 100.0 => "100%".into(),
+        Some(v) => format!("{v:.3}%"),
+        None => "-".into(),
+    }
+}
+
+fn rtt_row(label: String, r: &Rtt) -> Vec<String> {
+    vec![
+        label,
+        r.probes.to_string(),
+        r.lost.to_string(),
+        format!("{:.3}", r.loss_percent),
+        num(r.mean_ms, 3),
+        num(r.p50_ms, 3),
+        num(r.p99_ms, 3),
+        num(r.worst_ms, 3),
+    ]
+}
+
+fn outages(title: String, i: &Interruptions, rows: &mut Vec<Vec<String>>) {
+    for o in &i.outages {
+        rows.push(vec![
+            title.clone(),
+            format!("{} -> {}", o.node, o.peer),
+            o.service.clone().unwrap_or(o.cause.clone()),
+            time::format(o.start_unix_ns),
+            if o.open {
+                "(open)".into()
+            } else {
+                time::format(o.end_unix_ns)
+            },
+            format!("{:.3}", o.seconds),
+        ]);
+    }
+}
+
+fn sections(r: &Report) -> Vec<Section> {
+    let h = &r.headline;
+    let mut s = vec![Section {
+        title: "headline".into(),
+        header: vec!["indicator", "mean", "worst"],
+        rows: vec![
+            vec![
+                "RTT (ms)".into(),
+                num(h.rtt_mean_ms, 2),
+                num(h.rtt_worst_ms, 2),
+            ],
+            vec![
+                "TCP bandwidth (Gbps)".into(),
+                num(h.bandwidth_mean_gbps, 1),
+                num(h.bandwidth_worst_gbps, 1),
+            ],
+            vec![
+                "link interruptions".into(),
+                h.interruptions.to_string(),
+                h.interruptions_worst_link.to_string(),
+            ],
+            vec![
+                format!("{} availability", h.service.to_uppercase()),
+                pct(h.availability_mean_percent),
+                pct(h.availability_worst_percent),
+            ],
+            vec![
+                "case temperature (C)".into(),
+                num(h.temperature_mean_celsius, 1),
+                num(h.temperature_worst_celsius, 1),
+            ],
+        ],
+    }];
+    s.push(Section {
+        title: format!("verdict: {}", r.verdict.word()),
+        header: vec!["SLO", "measured", "threshold", "result"],
+        rows: r
+            .verdict
+            .lines
+            .iter()
+            .map(|l| {
+                let unit = if l.unit.is_empty() {
+                    String::new()
+                } else {
+                    format!(" {}", l.unit)
+                };
+                vec![
+                    l.name.to_string(),
+                    l.measured
+                        .map_or("no data".into(), |m| format!("{m:.3}{unit}")),
+                    l.threshold
+                        .map_or("not set".into(), |t| format!("{} {t}{unit}", l.op)),
+                    l.word().to_string(),
+                ]
+            })
+            .collect(),
+    });
+    let mut rtt = Vec::new();
+    for l in r.links.iter().chain([&r.overall]) {
+        let name = if l.node == "*" {
+            "overall".to_string()
+        } else {
+            format!("{} -> {}", l.node, l.peer)
+        };
+        rtt.push(rtt_row(format!("{name} rest"), &l.rtt_rest));
+        rtt.push(rtt_row(format!("{name} load"), &l.rtt_load));
+    }
+    s.push(Section {
+        title: "RTT per directed link (at rest, under load)".into(),
+        header: vec![
+            "link", "probes", "lost", "loss %", "mean ms", "p50 ms", "p99 ms", "worst ms",
+        ],
+        rows: rtt,
+    });
+    s.push(Section {
+        title: "TCP bandwidth per direction".into(),
+        header: vec![
+            "link",
+            "tests",
+            "failed",
+            "mean Gbps",
+            "worst Gbps",
+            "best Gbps",
+        ],
+        rows: r
+            .links
+            .iter()
+            .chain([&r.overall])
+            .map(|l| {
+                let b = &l.bandwidth;
+                vec![
+                    if l.node == "*" {
+                        "overall".into()
+                    } else {
+                        format!("{} -> {}", l.node, l.peer)
+                    },
+                    b.tests.to_string(),
+                    b.failed.to_string(),
+                    num(b.mean_gbps, 2),
+                    num(b.worst_gbps, 2),
+                    num(b.best_gbps, 2),
+                ]
+            })
+            .collect(),
+    });
+    s.push(Section {
+        title: "link interruptions".into(),
+        header: vec![
+            "link",
+            "count",
+            "total down s",
+            "longest s",
+            "windows expected",
+            "stored",
+            "gaps",
+        ],
+        rows: r
+            .links
+            .iter()
+            .map(|l| {
+                let i = &l.interruptions;
+                vec![
+                    format!("{} -> {}", l.node, l.peer),
+                    i.count.to_string(),
+                    format!("{:.3}", i.total_down_seconds),
+                    format!("{:.3}", i.longest_seconds),
+                    l.coverage.expected.to_string(),
+                    l.coverage.stored.to_string(),
+                    l.coverage.gaps.len().to_string(),
+                ]
+            })
+            .collect(),
+    });
+    let mut list = Vec::new();
+    outages("link".into(), &r.overall.interruptions, &mut list);
+    for sv in &r.services {
+        outages("service".into(), &sv.outages, &mut list);
+    }
+    s.push(Section {
+        title: "outages".into(),
+        header: vec!["kind", "link", "cause", "start", "end", "seconds"],
+        rows: list,
+    });
+    s.push(Section {
+        title: "service availability".into(),
+        header: vec![
+            "node -> peer",
+            "service",
+            "checks",
+            "up",
+            "availability",
+            "outages",
+            "down s",
+        ],
+        rows: r
+            .services
+            .iter()
+            .map(|sv| {
+                vec![
+                    format!("{} -> {}", sv.node, sv.peer),
+                    sv.service.clone(),
+                    sv.checks.to_string(),
+                    sv.up.to_string(),
+                    pct(sv.availability_percent),
+                    sv.outages.count.to_string(),
+                    format!("{:.3}", sv.outages.total_down_seconds),
+                ]
+            })
+            .collect(),
+    });
+    s.push(Section {
+        title: "temperature and throttling".into(),
+        header: vec![
+            "node",
+            "sensor",
+            "readings",
+            "mean C",
+            "worst C",
+            "throttle episodes",
+            "throttled s",
+        ],
+        rows: r
+            .thermal
+            .iter()
+            .flat_map(|t| {
+                t.sensors.iter().map(move |x| {
+                    vec![
+                        t.node.clone(),
+                        x.sensor.clone(),
+                        x.readings.to_string(),
+                        format!("{:.1}", x.mean_celsius),
+                        format!("{:.1}", x.worst_celsius),
+                        t.throttle_episodes.to_string(),
+                        format!("{:.0}", t.throttled_seconds),
+                    ]
+                })
+            })
+            .collect(),
+    });
+    let c = &r.correlation;
+    s.push(Section {
+        title: format!("thermal correlation: {}", c.sentence),
+        header: vec![
+            "",
+            "bandwidth tests",
+            "mean Gbps",
+            "RTT windows",
+            "RTT mean ms",
+        ],
+        rows: [("during throttling", &c.throttled), ("outside", &c.normal)]
+            .iter()
+            .map(|(n, side)| {
+                vec![
+                    n.to_string(),
+                    side.tests.to_string(),
+                    num(side.mean_gbps, 2),
+                    side.rtt_windows.to_string(),
+                    num(side.rtt_mean_ms, 4),
+                ]
+            })
+            .collect(),
+    });
+    let k = &r.completeness;
+    s.push(Section {
+        title: "data completeness".into(),
+        header: vec![
+            "RTT windows expected",
+            "stored",
+            "complete",
+            "gaps",
+            "records",
+            "sequence holes",
+            "spool drops",
+        ],
+        rows: vec![vec![
+            k.expected_windows.to_string(),
+            k.stored_windows.to_string(),
+            pct(k.percent),
+            k.gaps.to_string(),
+            k.records.to_string(),
+            k.sequence_holes.to_string(),
+            k.spool_drops.to_string(),
+        ]],
+    });
+    s.push(Section {
+        title: "workload marks".into(),
+        header: vec!["from", "until", "what"],
+        rows: r
+            .marks
+            .iter()
+            .map(|m| {
+                vec![
+                    time::format(m.at_unix_ns),
+                    m.until_unix_ns.map_or("-".into(), time::format),
+                    m.text.clone(),
+                ]
+            })
+            .collect(),
+    });
+    s
+}
+
+fn title(r: &Report) -> String {
+    format!(
+        "soak {}: {} .. {} ({}), nodes {}",
+        r.soak,
+        time::format(r.from_unix_ns),
+        time::format(r.to_unix_ns),
+        time::format_duration(r.to_unix_ns - r.from_unix_ns),
+        if r.nodes.is_empty() {
+            "-".into()
+        } else {
+            r.nodes.join(", ")
+        }
+    )
+}
+
+/// The aligned-text table.
+pub fn table(r: &Report) -> String {
+    let mut o = format!("{}\n", title(r));
+    for s in sections(r) {
+        if s.rows.is_empty() {
+            continue;
+        }
+        let _ = writeln!(o, "\n{}", s.title);
+        let cols = s.header.len();
+        let mut w: Vec<usize> = s.header.iter().map(|h| h.len()).collect();
+        for row in &s.rows {
+            for (i, c) in row.iter().enumerate().take(cols) {
+                w[i] = w[i].max(c.chars().count());
+            }
+        }
+        let line = |cells: Vec<&str>| {
+            let mut l = String::new();
+            for (i, c) in cells.iter().enumerate() {
+                let pad = w[i] - c.chars().count();
+                if i == 0 {
+                    l.push_str(c);
+                    l.push_str(&" ".repeat(pad));
+                } else {
+                    l.push_str("  ");
+                    l.push_str(&" ".repeat(pad));
+                    l.push_str(c);
+                }
+            }
+            l.trim_end().to_string()
+        };
+        let _ = writeln!(o, "{}", line(s.header.clone()));
+        for row in &s.rows {
+            let _ = writeln!(o, "{}", line(row.iter().map(String::as_str).collect()));
+        }
+    }
+    o
+}
+
+/// Markdown: a heading, then one table per section.
+pub fn markdown(r: &Report) -> String {
+    let mut o = format!("# {}\n", title(r));
+    for s in sections(r) {
+        if s.rows.is_empty() {
+            continue;
+        }
+        let _ = writeln!(o, "\n## {}\n", s.title);
+        let _ = writeln!(o, "| {} |", s.header.join(" | "));
+        let _ = writeln!(o, "|{}", "---|".repeat(s.header.len()));
+        for row in &s.rows {
+            let cells: Vec<String> = row.iter().map(|c| c.replace('|', "\\|")).collect();
+            let _ = writeln!(o, "| {} |", cells.join(" | "));
+        }
+    }
+    o
+}
+
+/// Pretty JSON.
+pub fn json(r: &Report) -> String {
+    serde_json::to_string_pretty(r).expect("the report serializes") + "\n"
+}
+
+/// The formats `report --format` accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Aligned text.
+    Table,
+    /// Markdown.
+    Md,
+    /// JSON.
+    Json,
+    /// One HTML page.
+    Html,
+}
+
+impl std::str::FromStr for Format {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Format, String> {
+        Ok(match s {
+            "table" => Format::Table,
+            "md" | "markdown" => Format::Md,
+            "json" => Format::Json,
+            "html" => Format::Html,
+            _ => return Err(format!("format `{s}`: use table, md, json or html")),
+        })
+    }
+}
+
+impl Format {
+    /// Renders `r`.
+    pub fn render(self, r: &Report) -> String {
+        match self {
+            Format::Table => table(r),
+            Format::Md => markdown(r),
+            Format::Json => json(r),
+            Format::Html => super::html::page(r),
+        }
+    }
+
+    /// The HTTP content type.
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Format::Table => "text/plain; charset=utf-8",
+            Format::Md => "text/markdown; charset=utf-8",
+            Format::Json => "application/json",
+            Format::Html => "text/html; charset=utf-8",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::soak::{Builder, Scope};
+
+    #[test]
+    fn table_starts_with_the_seed_rows_and_md_matches() {
+        let r = Builder::new(Scope {
+            name: "empty".into(),
+            from_unix_ns: 0,
+            to_unix_ns: 3_600_000_000_000,
+            nodes: vec![],
+            slo: Default::default(),
+            marks: vec![],
+        })
+        .finish();
+        let t = table(&r);
+        let rows: Vec<&str> = t
+            .lines()
+            .skip(4)
+            .take(5)
+            .map(|l| l.split("  ").next().unwrap())
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                "RTT (ms)",
+                "TCP bandwidth (Gbps)",
+                "link interruptions",
+                "SSH availability",
+                "case temperature (C)"
+            ],
+            "{t}"
+        );
+        assert!(t.contains("verdict: FAIL"), "{t}");
+        assert!(t.contains("no data"), "{t}");
+        let md = markdown(&r);
+        assert!(md.contains("| RTT (ms) | - | - |"), "{md}");
+        assert_eq!("html".parse::<Format>(), Ok(Format::Html));
+        assert!("pdf".parse::<Format>().is_err());
+    }
+}

@@ -1,0 +1,390 @@
+//! The soak report: per directed link and overall, from stored records, and
+//! the SLO verdict. Pure: [`Builder::add`] takes decoded records one by one
+//! (the loader streams them from the store), [`Builder::finish`] computes
+//! the [`Report`]; nothing here reads a clock or does I/O.
+//!
+//! Definitions (the README's "Run a soak" repeats them):
+//! - A directed link `a -> b` is what `a` measured towards `b`: RTT windows
+//!   recorded by `a` with peer `b`, and bandwidth tests moving data from `a`
+//!   to `b` (an upload by `a`, or a download by `b`).
+//! - Percentiles come from the merged schema-3 histograms
+//!   ([`super::summary::LinkStats`]), so they are exact to one bucket.
+//! - A throttle episode runs from the first reading that says throttled to
+//!   the first that does not (or the range's end). A test or an RTT window is
+//!   "during throttling" when either end of its link is throttled at its
+//!   start.
+//! - Completeness counts RTT windows: expected `(to - from) / window` per
+//!   link (the link's most common window length), stored, and the gaps
+//!   (runs of missing windows); plus sequence holes per agent boot and the
+//!   agents' own spool drops.
+
+mod build;
+mod events;
+pub mod verdict;
+
+use serde::Serialize;
+
+pub use build::Builder;
+
+use crate::soak::{Mark, Slo};
+
+/// What a report covers.
+#[derive(Debug, Clone)]
+pub struct Scope {
+    /// Soak name (or `from-to` for an ad-hoc range).
+    pub name: String,
+    /// Range start, unix ns (inclusive).
+    pub from_unix_ns: u64,
+    /// Range end, unix ns (exclusive).
+    pub to_unix_ns: u64,
+    /// Only these nodes (empty: all).
+    pub nodes: Vec<String>,
+    /// Thresholds.
+    pub slo: Slo,
+    /// Workload marks.
+    pub marks: Vec<Mark>,
+}
+
+/// RTT figures of a set of probe windows.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Rtt {
+    /// Probe windows merged.
+    pub windows: u64,
+    /// Probes sent.
+    pub probes: u64,
+    /// Probes answered.
+    pub received: u64,
+    /// Probes lost.
+    pub lost: u64,
+    /// Lost over sent, percent.
+    pub loss_percent: f64,
+    /// Exact mean, ms.
+    pub mean_ms: Option<f64>,
+    /// Median, ms (one histogram bucket).
+    pub p50_ms: Option<f64>,
+    /// 99th percentile, ms (one histogram bucket).
+    pub p99_ms: Option<f64>,
+    /// Exact largest, ms.
+    pub worst_ms: Option<f64>,
+}
+
+/// Bandwidth tests of a direction.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Bandwidth {
+    /// Tests run.
+    pub tests: u64,
+    /// Tests that failed (no throughput).
+    pub failed: u64,
+    /// Mean of successful tests, Gbps.
+    pub mean_gbps: Option<f64>,
+    /// Lowest successful test, Gbps.
+    pub worst_gbps: Option<f64>,
+    /// Highest, Gbps.
+    pub best_gbps: Option<f64>,
+}
+
+/// One outage, clipped to the range.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OutageItem {
+    /// Node that recorded it.
+    pub node: String,
+    /// Peer it concerns.
+    pub peer: String,
+    /// `carrier`, `probe_loss`, `both` or `service`.
+    pub cause: String,
+    /// Service, for service outages.
+    pub service: Option<String>,
+    /// Start (clipped), unix ns.
+    pub start_unix_ns: u64,
+    /// End (clipped; the range end while still open), unix ns.
+    pub end_unix_ns: u64,
+    /// Still open at the range end.
+    pub open: bool,
+    /// Length inside the range, s.
+    pub seconds: f64,
+}
+
+/// Link interruptions.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Interruptions {
+    /// How many.
+    pub count: u64,
+    /// Total down time, s.
+    pub total_down_seconds: f64,
+    /// Longest, s.
+    pub longest_seconds: f64,
+    /// Each one.
+    pub outages: Vec<OutageItem>,
+}
+
+/// RTT-window completeness of one link.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Coverage {
+    /// Window length used, ns.
+    pub window_ns: u64,
+    /// Windows the schedule implies.
+    pub expected: u64,
+    /// Windows stored.
+    pub stored: u64,
+    /// Runs of missing windows.
+    pub gaps: Vec<Gap>,
+}
+
+/// A run of missing RTT windows.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Gap {
+    /// First missing window's start, unix ns.
+    pub start_unix_ns: u64,
+    /// End of the last missing window, unix ns.
+    pub end_unix_ns: u64,
+    /// Windows missing.
+    pub missing: u64,
+}
+
+/// One directed link (or `*` -> `*` overall).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Link {
+    /// Measuring node.
+    pub node: String,
+    /// Measured peer.
+    pub peer: String,
+    /// Windows no bandwidth test overlapped.
+    pub rtt_rest: Rtt,
+    /// Windows a bandwidth test overlapped.
+    pub rtt_load: Rtt,
+    /// Both.
+    pub rtt: Rtt,
+    /// TCP tests moving data node -> peer.
+    pub bandwidth: Bandwidth,
+    /// Link outages (carrier, probe loss).
+    pub interruptions: Interruptions,
+    /// RTT-window coverage.
+    pub coverage: Coverage,
+}
+
+/// One checked service.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Service {
+    /// Checking node.
+    pub node: String,
+    /// Peer whose service it is.
+    pub peer: String,
+    /// Service name.
+    pub service: String,
+    /// Checks.
+    pub checks: u64,
+    /// Checks that connected.
+    pub up: u64,
+    /// up / checks, percent.
+    pub availability_percent: Option<f64>,
+    /// Service outages and their time.
+    pub outages: Interruptions,
+}
+
+/// One sensor of a node.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Sensor {
+    /// Sensor name.
+    pub sensor: String,
+    /// Readings.
+    pub readings: u64,
+    /// Mean, C.
+    pub mean_celsius: f64,
+    /// Highest, C.
+    pub worst_celsius: f64,
+}
+
+/// A throttle episode.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Episode {
+    /// Start, unix ns.
+    pub start_unix_ns: u64,
+    /// End, unix ns.
+    pub end_unix_ns: u64,
+}
+
+/// Temperatures and throttling of a node.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Thermal {
+    /// Node.
+    pub node: String,
+    /// The sensor with the highest reading (the table's "case temperature").
+    pub sensor: Option<String>,
+    /// Its mean, C.
+    pub mean_celsius: Option<f64>,
+    /// Its highest, C.
+    pub worst_celsius: Option<f64>,
+    /// Every sensor.
+    pub sensors: Vec<Sensor>,
+    /// Throttle episodes.
+    pub throttle_episodes: u64,
+    /// Time throttled, s.
+    pub throttled_seconds: f64,
+    /// Each episode.
+    pub episodes: Vec<Episode>,
+}
+
+/// One side of the thermal correlation.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Side {
+    /// Successful TCP tests.
+    pub tests: u64,
+    /// Their mean, Gbps.
+    pub mean_gbps: Option<f64>,
+    /// RTT windows.
+    pub rtt_windows: u64,
+    /// Exact mean RTT over their probes, ms.
+    pub rtt_mean_ms: Option<f64>,
+}
+
+/// A bandwidth test with its thermal context.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TestPoint {
+    /// Sending node.
+    pub from: String,
+    /// Receiving node.
+    pub to: String,
+    /// Start, unix ns.
+    pub start_unix_ns: u64,
+    /// Throughput, Gbps (None: failed).
+    pub gbps: Option<f64>,
+    /// Hottest sensor of the sending node at the start, C.
+    pub celsius: Option<f64>,
+    /// Either end throttled at the start.
+    pub throttled: bool,
+}
+
+/// Bandwidth and RTT during throttling vs outside it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Correlation {
+    /// During throttling.
+    pub throttled: Side,
+    /// Outside.
+    pub normal: Side,
+    /// throttled - normal mean bandwidth, Gbps.
+    pub bandwidth_difference_gbps: Option<f64>,
+    /// The same relative to normal, percent.
+    pub bandwidth_difference_percent: Option<f64>,
+    /// throttled - normal mean RTT, ms.
+    pub rtt_difference_ms: Option<f64>,
+    /// The report's sentence.
+    pub sentence: String,
+    /// Every test.
+    pub tests: Vec<TestPoint>,
+}
+
+/// The report's own coverage.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Completeness {
+    /// RTT windows expected over all links.
+    pub expected_windows: u64,
+    /// Stored.
+    pub stored_windows: u64,
+    /// stored / expected, percent.
+    pub percent: Option<f64>,
+    /// Gaps over all links.
+    pub gaps: u64,
+    /// Records in range (of the soak's nodes).
+    pub records: u64,
+    /// Sequence numbers missing inside each boot's stored range.
+    pub sequence_holes: u64,
+    /// Records the agents dropped (spool or queue full), growth in range.
+    pub spool_drops: u64,
+}
+
+/// The seed's hand-made table, computed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Headline {
+    /// RTT mean, ms.
+    pub rtt_mean_ms: Option<f64>,
+    /// RTT worst, ms.
+    pub rtt_worst_ms: Option<f64>,
+    /// TCP bandwidth mean, Gbps.
+    pub bandwidth_mean_gbps: Option<f64>,
+    /// TCP bandwidth worst, Gbps.
+    pub bandwidth_worst_gbps: Option<f64>,
+    /// Link interruptions, all links.
+    pub interruptions: u64,
+    /// Link interruptions on the worst link.
+    pub interruptions_worst_link: u64,
+    /// The service the availability row is about (`ssh` when checked).
+    pub service: String,
+    /// Its mean availability over checkers and peers, percent.
+    pub availability_mean_percent: Option<f64>,
+    /// The lowest, percent.
+    pub availability_worst_percent: Option<f64>,
+    /// Mean of each node's hottest sensor, C.
+    pub temperature_mean_celsius: Option<f64>,
+    /// Highest reading of those, C.
+    pub temperature_worst_celsius: Option<f64>,
+}
+
+/// Chart series of one directed link, downsampled with min and max kept.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Chart {
+    /// Measuring node.
+    pub node: String,
+    /// Peer.
+    pub peer: String,
+    /// RTT p50 per window, ms.
+    pub p50: Vec<(u64, f64)>,
+    /// RTT p99 per window, ms.
+    pub p99: Vec<(u64, f64)>,
+    /// Bandwidth tests, Gbps.
+    pub bandwidth: Vec<(u64, f64)>,
+    /// The node's hottest sensor, C.
+    pub temperature: Vec<(u64, f64)>,
+    /// Throttle episodes of either end.
+    pub throttled: Vec<(u64, u64)>,
+    /// Link outages.
+    pub outages: Vec<(u64, u64)>,
+}
+
+/// The whole report.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Report {
+    /// Soak name.
+    pub soak: String,
+    /// Range start, unix ns.
+    pub from_unix_ns: u64,
+    /// Range end, unix ns.
+    pub to_unix_ns: u64,
+    /// Range length, s.
+    pub duration_seconds: f64,
+    /// Nodes covered.
+    pub nodes: Vec<String>,
+    /// The seed's table.
+    pub headline: Headline,
+    /// All links together.
+    pub overall: Link,
+    /// Each directed link.
+    pub links: Vec<Link>,
+    /// Each service.
+    pub services: Vec<Service>,
+    /// Each node's temperatures and throttling.
+    pub thermal: Vec<Thermal>,
+    /// Thermal-bandwidth correlation.
+    pub correlation: Correlation,
+    /// Data completeness.
+    pub completeness: Completeness,
+    /// Workload marks.
+    pub marks: Vec<Mark>,
+    /// PASS/FAIL per SLO line.
+    pub verdict: verdict::Verdict,
+    /// Chart series (HTML only).
+    #[serde(skip)]
+    pub charts: Vec<Chart>,
+}
+
+/// ns -> ms.
+pub(crate) fn ms(ns: f64) -> f64 {
+    ns / 1e6
+}
+
+/// ns -> s.
+pub(crate) fn secs(ns: u64) -> f64 {
+    ns as f64 / 1e9
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,311 @@
+//! Unit tests of the report math on hand-built records.
+
+use boltwatch_proto::histogram::sparse_buckets;
+use boltwatch_proto::v1::record::Payload;
+use boltwatch_proto::v1::{
+    AgentStats, BandwidthResult, Direction, Outage, OutageCause, RttSummary, ServiceCheck,
+    TemperatureSensor, ThermalReading, Throttle,
+};
+
+use super::*;
+
+const S: u64 = 1_000_000_000;
+
+fn scope(nodes: &[&str]) -> Scope {
+    Scope {
+        name: "t".into(),
+        from_unix_ns: 1000 * S,
+        to_unix_ns: 1010 * S,
+        nodes: nodes.iter().map(|n| n.to_string()).collect(),
+        slo: Slo::default(),
+        marks: vec![],
+    }
+}
+
+fn rtt(peer: &str, t: u64, rtts: &[u64], load: bool) -> Payload {
+    Payload::Rtt(RttSummary {
+        peer: peer.into(),
+        window_start_unix_ns: t,
+        window_ns: S,
+        sent: rtts.len() as u64,
+        received: rtts.len() as u64,
+        min_ns: *rtts.iter().min().unwrap(),
+        max_ns: *rtts.iter().max().unwrap(),
+        sum_ns: rtts.iter().sum(),
+        p50_ns: rtts[rtts.len() / 2],
+        p99_ns: *rtts.iter().max().unwrap(),
+        buckets: sparse_buckets(rtts.iter().copied()),
+        under_load: load,
+        ..Default::default()
+    })
+}
+
+fn thermal(c: f64, throttled: bool) -> Payload {
+    Payload::Thermal(ThermalReading {
+        sensors: vec![TemperatureSensor {
+            name: "case".into(),
+            celsius: c,
+            ..Default::default()
+        }],
+        throttle: Some(Throttle {
+            throttled,
+            ..Default::default()
+        }),
+    })
+}
+
+fn bw(peer: &str, t: u64, gbps: f64, dir: Direction) -> Payload {
+    Payload::Bandwidth(BandwidthResult {
+        peer: peer.into(),
+        direction: dir as i32,
+        start_unix_ns: t,
+        bits_per_second: gbps * 1e9,
+        error: if gbps > 0.0 {
+            String::new()
+        } else {
+            "refused".into()
+        },
+        ..Default::default()
+    })
+}
+
+fn outage(peer: &str, id: u64, start: u64, end: Option<u64>) -> Payload {
+    Payload::Outage(Outage {
+        peer: peer.into(),
+        cause: OutageCause::ProbeLoss as i32,
+        start_unix_ns: start,
+        end_unix_ns: end,
+        outage_id: id,
+        ..Default::default()
+    })
+}
+
+/// A 10-second soak of a and b with every kind of event.
+fn report() -> Report {
+    let mut b = Builder::new(scope(&["a", "b"]));
+    let mut seqs = std::collections::BTreeMap::<String, u64>::new();
+    let mut add = |b: &mut Builder, node: &str, t: u64, p: Payload| {
+        let seq = seqs.entry(node.to_string()).or_default();
+        *seq += 1;
+        b.add(node, "boot", *seq, t, Some(&p));
+    };
+    for i in 0..10 {
+        let t = (1000 + i) * S;
+        // a -> b: 80 us at rest, 160 us under load at second 5; window 7
+        // is missing.
+        if i != 7 {
+            let load = i == 5;
+            add(
+                &mut b,
+                "a",
+                t,
+                rtt("b", t, &[if load { 160_000 } else { 80_000 }; 10], load),
+            );
+        }
+        add(&mut b, "b", t, rtt("a", t, &[90_000; 10], false));
+        // b throttled from second 4 to 6.
+        add(
+            &mut b,
+            "b",
+            t,
+            thermal(40.0 + i as f64, (4..6).contains(&i)),
+        );
+        add(&mut b, "a", t, thermal(35.0, false));
+        add(
+            &mut b,
+            "a",
+            t,
+            Payload::Service(ServiceCheck {
+                peer: "b".into(),
+                service: "ssh".into(),
+                up: i != 3,
+                ..Default::default()
+            }),
+        );
+    }
+    add(
+        &mut b,
+        "a",
+        1002 * S,
+        bw("b", 1002 * S, 70.0, Direction::Upload),
+    );
+    add(
+        &mut b,
+        "b",
+        1004 * S,
+        bw("a", 1004 * S, 60.0, Direction::Download),
+    );
+    add(
+        &mut b,
+        "a",
+        1008 * S,
+        bw("b", 1008 * S, 0.0, Direction::Upload),
+    );
+    // An outage that began before the range and one still open.
+    // (Recorded by an earlier boot of a, whose other records fall before
+    // the range.)
+    b.add("a", "old", 1, 999 * S, Some(&outage("b", 1, 990 * S, None)));
+    b.add(
+        "a",
+        "old",
+        2,
+        1001 * S,
+        Some(&outage("b", 1, 990 * S, Some(1001 * S))),
+    );
+    add(&mut b, "b", 1009 * S, outage("a", 2, 1009 * S, None));
+    add(
+        &mut b,
+        "a",
+        1009 * S,
+        Payload::AgentStats(AgentStats {
+            dropped_records: 3,
+            ..Default::default()
+        }),
+    );
+    // Another boot with a hole in its sequence numbers.
+    b.add("b", "boot2", 5, 1001 * S, None);
+    b.add("b", "boot2", 8, 1001 * S, None);
+    // A node outside the soak is ignored, and so are probes of it.
+    b.add("z", "boot", 1, 1001 * S, Some(&thermal(99.0, true)));
+    b.add(
+        "a",
+        "boot3",
+        1,
+        1001 * S,
+        Some(&rtt("z", 1001 * S, &[900_000], false)),
+    );
+    b.finish()
+}
+
+#[test]
+fn rtt_rest_load_and_percentiles() {
+    let r = report();
+    let ab = r
+        .links
+        .iter()
+        .find(|l| l.node == "a" && l.peer == "b")
+        .unwrap();
+    assert_eq!((ab.rtt_rest.windows, ab.rtt_load.windows), (8, 1));
+    assert_eq!(ab.rtt.probes, 90);
+    assert_eq!(ab.rtt.worst_ms, Some(0.16));
+    assert!((ab.rtt.mean_ms.unwrap() - (80.0 * 0.08 + 10.0 * 0.16) / 90.0).abs() < 1e-12);
+    assert_eq!(ab.rtt_rest.p99_ms, Some(0.08));
+    assert_eq!(r.overall.rtt.probes, 190, "probes of z are not the soak's");
+    assert_eq!(r.links.len(), 2);
+    assert_eq!(r.headline.rtt_worst_ms, Some(0.16));
+}
+
+#[test]
+fn bandwidth_is_per_direction_of_data() {
+    let r = report();
+    let ab = r
+        .links
+        .iter()
+        .find(|l| l.node == "a" && l.peer == "b")
+        .unwrap();
+    // b's download from a moved data a -> b.
+    assert_eq!((ab.bandwidth.tests, ab.bandwidth.failed), (3, 1));
+    assert_eq!(ab.bandwidth.mean_gbps, Some(65.0));
+    assert_eq!(
+        (ab.bandwidth.worst_gbps, ab.bandwidth.best_gbps),
+        (Some(60.0), Some(70.0))
+    );
+    assert_eq!(r.headline.bandwidth_worst_gbps, Some(60.0));
+}
+
+#[test]
+fn outages_are_clipped_and_open_ones_run_to_the_end() {
+    let r = report();
+    let i = &r.overall.interruptions;
+    assert_eq!(i.count, 2);
+    assert_eq!(i.total_down_seconds, 2.0);
+    assert_eq!(i.longest_seconds, 1.0);
+    assert!(i.outages.iter().any(|o| o.open && o.node == "b"));
+    assert_eq!(r.headline.interruptions_worst_link, 1);
+}
+
+#[test]
+fn throttling_services_and_correlation() {
+    let r = report();
+    let b = r.thermal.iter().find(|t| t.node == "b").unwrap();
+    assert_eq!(b.throttle_episodes, 1);
+    assert_eq!(b.throttled_seconds, 2.0);
+    assert_eq!((b.mean_celsius, b.worst_celsius), (Some(44.5), Some(49.0)));
+    assert_eq!(r.thermal.len(), 2, "node z is not in the soak");
+    // Nothing throttled is +0 (an empty f64 sum would print "-0").
+    let a = r.thermal.iter().find(|t| t.node == "a").unwrap();
+    assert!(a.throttled_seconds == 0.0 && a.throttled_seconds.is_sign_positive());
+    let c = &r.correlation;
+    assert_eq!((c.throttled.tests, c.throttled.mean_gbps), (1, Some(60.0)));
+    assert_eq!((c.normal.tests, c.normal.mean_gbps), (1, Some(70.0)));
+    assert_eq!(c.bandwidth_difference_gbps, Some(-10.0));
+    assert!(
+        c.sentence.contains("60.0 Gbps over 1 tests"),
+        "{}",
+        c.sentence
+    );
+    // Windows at 4 and 5 on both links are during throttling.
+    assert_eq!(c.throttled.rtt_windows, 4);
+    let at4 = c
+        .tests
+        .iter()
+        .find(|t| t.start_unix_ns == 1004 * S)
+        .unwrap();
+    assert_eq!(at4.celsius, Some(35.0), "temperature of the sender, a");
+    let ssh = &r.services[0];
+    assert_eq!((ssh.checks, ssh.up), (10, 9));
+    assert_eq!(r.headline.availability_worst_percent, Some(90.0));
+}
+
+#[test]
+fn completeness_counts_windows_holes_and_drops() {
+    let r = report();
+    let c = &r.completeness;
+    assert_eq!((c.expected_windows, c.stored_windows), (20, 19));
+    assert_eq!(c.gaps, 1);
+    assert_eq!(c.percent, Some(95.0));
+    assert_eq!(c.sequence_holes, 2);
+    assert_eq!(c.spool_drops, 3);
+    let ab = r.links.iter().find(|l| l.node == "a").unwrap();
+    assert_eq!(
+        ab.coverage.gaps,
+        [Gap {
+            start_unix_ns: 1007 * S,
+            end_unix_ns: 1008 * S,
+            missing: 1
+        }]
+    );
+}
+
+#[test]
+fn verdict_lines_pass_and_fail_with_values() {
+    let r = report();
+    let by = |k: &str| r.verdict.lines.iter().find(|l| l.key == k).unwrap().clone();
+    assert_eq!(by("rtt_worst").pass, Some(true));
+    assert_eq!(by("interruptions").pass, Some(false));
+    assert_eq!(by("availability").measured, Some(90.0));
+    assert_eq!(by("bandwidth_mean").pass, None);
+    assert_eq!(by("completeness").pass, Some(false));
+    assert!(!r.verdict.pass);
+}
+
+#[test]
+fn empty_range_fails_for_lack_of_data() {
+    let r = Builder::new(scope(&[])).finish();
+    assert!(!r.verdict.pass);
+    assert_eq!(r.verdict.lines[0].measured, None);
+}
+
+#[test]
+fn downsampling_keeps_a_single_spike() {
+    let mut p: Vec<(u64, f64)> = (0..100_000).map(|i| (i, 0.08)).collect();
+    p[54_321].1 = 200.0;
+    let d = events_downsample(&p);
+    assert!(d.len() <= 2 * 100);
+    assert!(d.contains(&(54_321, 200.0)));
+    assert!(d.windows(2).all(|w| w[0].0 < w[1].0));
+}
+
+fn events_downsample(p: &[(u64, f64)]) -> Vec<(u64, f64)> {
+    super::events::downsample(p, 0, 100_000, 100)
+}

@@ -1,0 +1,149 @@
+//! The SLO verdict: one line per threshold, PASS or FAIL with the measured
+//! value beside it. A line without data fails (a report must not pass on
+//! holes); a line without a threshold (bandwidth and temperature have no
+//! default) is shown and does not decide.
+
+use serde::Serialize;
+
+use super::{Completeness, Headline, Link};
+use crate::soak::Slo;
+
+/// One SLO line.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Line {
+    /// Stable key (also the `slo` label on `/metrics`).
+    pub key: &'static str,
+    /// What it is, for people.
+    pub name: &'static str,
+    /// Unit of measured and threshold.
+    pub unit: &'static str,
+    /// `<=` or `>=`.
+    pub op: &'static str,
+    /// Measured value (None: no data).
+    pub measured: Option<f64>,
+    /// Threshold (None: not set).
+    pub threshold: Option<f64>,
+    /// PASS (true), FAIL (false) or not judged (None).
+    pub pass: Option<bool>,
+}
+
+/// All lines and the overall result.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Verdict {
+    /// Every line passed (lines without a threshold excluded).
+    pub pass: bool,
+    /// The lines, in the order of the issue.
+    pub lines: Vec<Line>,
+}
+
+impl Line {
+    /// `PASS`, `FAIL` or `n/a`.
+    pub fn word(&self) -> &'static str {
+        match self.pass {
+            Some(true) => "PASS",
+            Some(false) => "FAIL",
+            None => "n/a",
+        }
+    }
+}
+
+impl Verdict {
+    /// `PASS` or `FAIL`.
+    pub fn word(&self) -> &'static str {
+        if self.pass {
+            "PASS"
+        } else {
+            "FAIL"
+        }
+    }
+}
+
+fn line(
+    key: &'static str,
+    name: &'static str,
+    unit: &'static str,
+    op: &'static str,
+    measured: Option<f64>,
+    threshold: Option<f64>,
+) -> Line {
+    let pass = threshold.map(|t| match (measured, op) {
+        (None, _) => false,
+        (Some(m), "<=") => m <= t,
+        (Some(m), _) => m >= t,
+    });
+    Line {
+        key,
+        name,
+        unit,
+        op,
+        measured,
+        threshold,
+        pass,
+    }
+}
+
+/// Judges the report's figures against `slo`.
+pub fn judge(slo: &Slo, overall: &Link, h: &Headline, c: &Completeness) -> Verdict {
+    let lines = vec![
+        line(
+            "rtt_worst",
+            "RTT worst",
+            "ms",
+            "<=",
+            overall.rtt.worst_ms,
+            Some(slo.rtt_worst_ms),
+        ),
+        line(
+            "rtt_p99",
+            "RTT p99",
+            "ms",
+            "<=",
+            overall.rtt.p99_ms,
+            Some(slo.rtt_p99_ms),
+        ),
+        line(
+            "interruptions",
+            "link interruptions",
+            "",
+            "<=",
+            Some(h.interruptions as f64),
+            Some(slo.interruptions_max as f64),
+        ),
+        line(
+            "availability",
+            "service availability (worst)",
+            "%",
+            ">=",
+            h.availability_worst_percent,
+            Some(slo.availability_min_percent),
+        ),
+        line(
+            "bandwidth_mean",
+            "TCP bandwidth mean",
+            "Gbps",
+            ">=",
+            h.bandwidth_mean_gbps,
+            slo.bandwidth_mean_min_gbps,
+        ),
+        line(
+            "temperature_worst",
+            "temperature worst",
+            "C",
+            "<=",
+            h.temperature_worst_celsius,
+            slo.temperature_worst_max_celsius,
+        ),
+        line(
+            "completeness",
+            "data completeness",
+            "%",
+            ">=",
+            c.percent,
+            Some(slo.completeness_min_percent),
+        ),
+    ];
+    Verdict {
+        pass: lines.iter().all(|l| l.pass != Some(false)),
+        lines,
+    }
+}

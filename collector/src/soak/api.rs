@@ -1,0 +1,280 @@
+//! `/api/v1/soaks`: create, list, show, stop, marks and reports over HTTP,
+//! the same operations as the `soak` and `report` commands. Writes open a
+//! short-lived connection of their own (SQLite serialises them with the
+//! ingest writer; WAL keeps reads going) on a blocking thread.
+//!
+//! - `POST /api/v1/soaks` `{"name", "start"?, "end"?, "nodes"?, "slo"?, "labels"?}`
+//!   (times: RFC 3339 or unix seconds, as a string or a number; `slo`: the
+//!   SLO file's keys as an object)
+//! - `GET /api/v1/soaks`, `GET /api/v1/soaks/{name}` (with marks, elapsed
+//!   and the verdict so far)
+//! - `POST /api/v1/soaks/{name}/stop` `{"at"?}`
+//! - `GET|POST /api/v1/soaks/{name}/marks` `{"text", "at"?, "until"?}`
+//!   (the GET answers with `time`/`timeEnd` in ms too, which Grafana's JSON
+//!   and Infinity data sources read as annotations)
+//! - `GET /api/v1/soaks/{name}/report?format=table|md|json|html`
+
+use std::collections::BTreeMap;
+
+use axum::extract::{FromRef, Path, Query, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use boltwatch_common::clock::now_unix_ns;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::{time, Mark, Slo, Soak, SoakError};
+use crate::export::SharedMetrics;
+use crate::report::render::Format;
+use crate::store::{soaks, StoreHandle};
+
+/// The soak routes.
+pub fn routes<S>() -> Router<S>
+where
+    S: Clone + Send + Sync + 'static,
+    StoreHandle: FromRef<S>,
+    SharedMetrics: FromRef<S>,
+{
+    Router::new()
+        .route("/api/v1/soaks", get(list).post(create))
+        .route("/api/v1/soaks/{name}", get(show))
+        .route("/api/v1/soaks/{name}/stop", post(stop))
+        .route("/api/v1/soaks/{name}/marks", get(marks).post(mark))
+        .route("/api/v1/soaks/{name}/report", get(report))
+}
+
+/// A refused request, answered as `{"error": ...}`.
+#[derive(Debug)]
+pub struct SoakApiError(StatusCode, String);
+
+impl From<SoakError> for SoakApiError {
+    fn from(e: SoakError) -> Self {
+        let code = match &e {
+            SoakError::NotFound(_) => StatusCode::NOT_FOUND,
+            SoakError::Exists(_) => StatusCode::CONFLICT,
+            SoakError::Invalid(_) => StatusCode::BAD_REQUEST,
+            SoakError::Store(_) => StatusCode::SERVICE_UNAVAILABLE,
+        };
+        SoakApiError(code, e.to_string())
+    }
+}
+
+impl IntoResponse for SoakApiError {
+    fn into_response(self) -> Response {
+        (self.0, Json(json!({ "error": self.1 }))).into_response()
+    }
+}
+
+type Result<T> = std::result::Result<T, SoakApiError>;
+
+/// Runs `f` on a fresh writing connection on a blocking thread.
+async fn write<T: Send + 'static>(
+    store: &StoreHandle,
+    f: impl FnOnce(&rusqlite::Connection) -> std::result::Result<T, SoakError> + Send + 'static,
+) -> Result<T> {
+    let path = store.path().to_path_buf();
+    tokio::task::spawn_blocking(move || f(&soaks::open_writer(&path)?))
+        .await
+        .map_err(|e| SoakApiError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
+        .map_err(Into::into)
+}
+
+async fn read<T: Send + 'static>(
+    store: &StoreHandle,
+    f: impl FnOnce(&rusqlite::Connection) -> std::result::Result<T, SoakError> + Send + 'static,
+) -> Result<T> {
+    let out = store
+        .read(move |c| Ok(f(c)))
+        .await
+        .map_err(|e| SoakApiError(StatusCode::SERVICE_UNAVAILABLE, e.to_string()))?;
+    out.map_err(Into::into)
+}
+
+fn when(v: &Option<Value>, what: &str) -> std::result::Result<Option<u64>, SoakError> {
+    match v {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => time::parse(s).map(Some),
+        Some(Value::Number(n)) => time::parse(&n.to_string()).map(Some),
+        Some(_) => Err("a time, RFC 3339 or unix seconds".to_string()),
+    }
+    .map_err(|e| SoakError::Invalid(format!("`{what}`: {e}")))
+}
+
+/// Body of `POST /api/v1/soaks`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NewSoak {
+    name: String,
+    start: Option<Value>,
+    end: Option<Value>,
+    #[serde(default)]
+    nodes: Vec<String>,
+    slo: Option<serde_json::Map<String, Value>>,
+    #[serde(default)]
+    labels: BTreeMap<String, String>,
+}
+
+/// The SLO keys of a JSON object, checked by the SLO file's rules.
+fn slo_of(obj: &serde_json::Map<String, Value>) -> std::result::Result<Slo, SoakError> {
+    let mut text = String::new();
+    for (k, v) in obj {
+        if !k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+            return Err(SoakError::Invalid(format!("slo key `{k}`: unknown key")));
+        }
+        text.push_str(&format!("{k} = {v}\n"));
+    }
+    Slo::parse("slo", &text).map_err(|e| SoakError::Invalid(e.to_string()))
+}
+
+fn describe(s: &Soak, now: u64) -> Value {
+    let (from, to) = s.range(now);
+    json!({
+        "soak": s,
+        "start": time::format(s.start_unix_ns),
+        "end": s.end_unix_ns.map(time::format),
+        "running": s.running(now),
+        "elapsed_seconds": (to - from) as f64 / 1e9,
+    })
+}
+
+async fn create(
+    State(store): State<StoreHandle>,
+    State(metrics): State<SharedMetrics>,
+    Json(body): Json<NewSoak>,
+) -> Result<(StatusCode, Json<Value>)> {
+    let now = now_unix_ns();
+    let soak = Soak {
+        start_unix_ns: when(&body.start, "start")?.unwrap_or(now),
+        end_unix_ns: when(&body.end, "end")?,
+        slo: body
+            .slo
+            .as_ref()
+            .map(slo_of)
+            .transpose()?
+            .unwrap_or_default(),
+        name: body.name,
+        nodes: body.nodes,
+        labels: body.labels,
+    };
+    if soak.end_unix_ns.is_some_and(|e| e < soak.start_unix_ns) {
+        return Err(SoakError::Invalid("`end` is before `start`".into()).into());
+    }
+    let s = soak.clone();
+    write(&store, move |c| soaks::create(c, &s, now)).await?;
+    super::live::refresh(&store, &metrics).await;
+    Ok((StatusCode::CREATED, Json(describe(&soak, now))))
+}
+
+async fn list(State(store): State<StoreHandle>) -> Result<Json<Value>> {
+    let now = now_unix_ns();
+    let all = read(&store, |c| Ok(soaks::list(c)?)).await?;
+    Ok(Json(
+        json!({ "soaks": all.iter().map(|s| describe(s, now)).collect::<Vec<_>>() }),
+    ))
+}
+
+async fn show(State(store): State<StoreHandle>, Path(name): Path<String>) -> Result<Json<Value>> {
+    let now = now_unix_ns();
+    let (soak, report) = read(&store, move |c| {
+        let soak = soaks::get(c, &name)?;
+        let report = super::load::soak_report(c, &name, now)?;
+        Ok((soak, report))
+    })
+    .await?;
+    let mut v = describe(&soak, now);
+    v["marks"] = json!(report.marks);
+    v["verdict"] = json!(report.verdict);
+    Ok(Json(v))
+}
+
+/// Body of `POST .../stop`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StopBody {
+    at: Option<Value>,
+}
+
+async fn stop(
+    State(store): State<StoreHandle>,
+    State(metrics): State<SharedMetrics>,
+    Path(name): Path<String>,
+    body: Option<Json<StopBody>>,
+) -> Result<Json<Value>> {
+    let now = now_unix_ns();
+    let at = when(&body.unwrap_or_default().0.at, "at")?.unwrap_or(now);
+    let s = write(&store, move |c| soaks::stop(c, &name, at)).await?;
+    super::live::refresh(&store, &metrics).await;
+    Ok(Json(describe(&s, now)))
+}
+
+/// Body of `POST .../marks`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NewMark {
+    text: String,
+    at: Option<Value>,
+    until: Option<Value>,
+}
+
+async fn mark(
+    State(store): State<StoreHandle>,
+    Path(name): Path<String>,
+    Json(body): Json<NewMark>,
+) -> Result<(StatusCode, Json<Value>)> {
+    let m = Mark {
+        at_unix_ns: when(&body.at, "at")?.unwrap_or_else(now_unix_ns),
+        until_unix_ns: when(&body.until, "until")?,
+        text: body.text,
+    };
+    let out = json!(m);
+    write(&store, move |c| soaks::add_mark(c, &name, &m)).await?;
+    Ok((StatusCode::CREATED, Json(out)))
+}
+
+async fn marks(State(store): State<StoreHandle>, Path(name): Path<String>) -> Result<Json<Value>> {
+    let all = read(&store, move |c| {
+        soaks::get(c, &name)?;
+        Ok(soaks::marks(c, &name)?)
+    })
+    .await?;
+    let annotated: Vec<Value> = all
+        .iter()
+        .map(|m| {
+            json!({
+                "text": m.text,
+                "at_unix_ns": m.at_unix_ns,
+                "until_unix_ns": m.until_unix_ns,
+                "time": m.at_unix_ns / 1_000_000,
+                "timeEnd": m.until_unix_ns.map(|u| u / 1_000_000),
+            })
+        })
+        .collect();
+    Ok(Json(json!({ "marks": annotated })))
+}
+
+/// Query of the report route.
+#[derive(Debug, Deserialize)]
+struct ReportQuery {
+    format: Option<String>,
+}
+
+async fn report(
+    State(store): State<StoreHandle>,
+    Path(name): Path<String>,
+    Query(q): Query<ReportQuery>,
+) -> Result<Response> {
+    let format: Format = q
+        .format
+        .as_deref()
+        .unwrap_or("json")
+        .parse()
+        .map_err(|e: String| SoakApiError(StatusCode::BAD_REQUEST, e))?;
+    let now = now_unix_ns();
+    let body = read(&store, move |c| {
+        Ok(format.render(&super::load::soak_report(c, &name, now)?))
+    })
+    .await?;
+    Ok(([(header::CONTENT_TYPE, format.content_type())], body).into_response())
+}

@@ -1,0 +1,176 @@
+//! SLO thresholds of a soak and their TOML file. Keys are defined once with
+//! the config mechanism both binaries use ([`boltwatch_common::config`]), so
+//! an unknown key or a bad value names the file, the line and the key.
+//!
+//! ```toml
+//! rtt_worst_ms = 0.5
+//! rtt_p99_ms = 0.25
+//! interruptions_max = 0
+//! availability_min_percent = 99.9
+//! bandwidth_mean_min_gbps = 60
+//! temperature_worst_max_celsius = 45
+//! completeness_min_percent = 99.9
+//! ```
+
+use std::path::Path;
+
+use boltwatch_common::config::{self as common, ConfigError, Document, Key, Schema};
+use serde::{Deserialize, Serialize};
+
+/// Pass/fail thresholds; a line whose threshold is `None` is reported but
+/// does not decide the verdict.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Slo {
+    /// Largest RTT allowed, ms.
+    pub rtt_worst_ms: f64,
+    /// Largest RTT p99 allowed, ms.
+    pub rtt_p99_ms: f64,
+    /// Most link interruptions allowed.
+    pub interruptions_max: u64,
+    /// Lowest service availability allowed, percent.
+    pub availability_min_percent: f64,
+    /// Lowest mean TCP bandwidth allowed, Gbps.
+    pub bandwidth_mean_min_gbps: Option<f64>,
+    /// Highest temperature allowed, C.
+    pub temperature_worst_max_celsius: Option<f64>,
+    /// Lowest data completeness allowed, percent.
+    pub completeness_min_percent: f64,
+}
+
+type K = Key<Slo>;
+
+/// Every SLO key.
+pub const KEYS: &[K] = &[
+    K::new("rtt_worst_ms", "largest RTT, ms", |c, v| {
+        c.rtt_worst_ms = v.float(0.0..=1e6)?;
+        Ok(())
+    })
+    .default("0.5"),
+    K::new("rtt_p99_ms", "largest RTT p99, ms", |c, v| {
+        c.rtt_p99_ms = v.float(0.0..=1e6)?;
+        Ok(())
+    })
+    .default("0.25"),
+    K::new("interruptions_max", "most link interruptions", |c, v| {
+        c.interruptions_max = v.int(0..=i64::MAX)? as u64;
+        Ok(())
+    })
+    .default("0"),
+    K::new(
+        "availability_min_percent",
+        "lowest service availability, %",
+        |c, v| {
+            c.availability_min_percent = v.float(0.0..=100.0)?;
+            Ok(())
+        },
+    )
+    .default("99.9"),
+    K::new(
+        "bandwidth_mean_min_gbps",
+        "lowest mean TCP bandwidth, Gbps",
+        |c, v| {
+            c.bandwidth_mean_min_gbps = Some(v.float(0.0..=1e4)?);
+            Ok(())
+        },
+    ),
+    K::new(
+        "temperature_worst_max_celsius",
+        "highest temperature, C",
+        |c, v| {
+            c.temperature_worst_max_celsius = Some(v.float(-50.0..=200.0)?);
+            Ok(())
+        },
+    ),
+    K::new(
+        "completeness_min_percent",
+        "lowest data completeness, %",
+        |c, v| {
+            c.completeness_min_percent = v.float(0.0..=100.0)?;
+            Ok(())
+        },
+    )
+    .default("99.9"),
+];
+
+impl Schema for Slo {
+    fn keys() -> &'static [K] {
+        KEYS
+    }
+
+    fn blank() -> Self {
+        Slo {
+            rtt_worst_ms: 0.0,
+            rtt_p99_ms: 0.0,
+            interruptions_max: 0,
+            availability_min_percent: 0.0,
+            bandwidth_mean_min_gbps: None,
+            temperature_worst_max_celsius: None,
+            completeness_min_percent: 0.0,
+        }
+    }
+}
+
+impl Default for Slo {
+    fn default() -> Self {
+        common::defaults()
+    }
+}
+
+impl Slo {
+    /// Parses SLO TOML; `file` names it in errors.
+    pub fn parse(file: &str, text: &str) -> Result<Slo, ConfigError> {
+        let doc = Document::parse::<Slo>(file, text)?;
+        common::build(Some(&doc), &common::Flags::default())
+    }
+
+    /// Reads an SLO file.
+    pub fn load(path: &Path) -> Result<Slo, ConfigError> {
+        let doc = Document::load::<Slo>(path)?;
+        common::build(Some(&doc), &common::Flags::default())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_the_issue_s() {
+        let s = Slo::default();
+        assert_eq!((s.rtt_worst_ms, s.rtt_p99_ms), (0.5, 0.25));
+        assert_eq!(s.interruptions_max, 0);
+        assert_eq!(s.availability_min_percent, 99.9);
+        assert_eq!(s.completeness_min_percent, 99.9);
+        assert_eq!(s.bandwidth_mean_min_gbps, None);
+    }
+
+    #[test]
+    fn file_overrides_and_errors_name_file_line_key() {
+        let s = Slo::parse(
+            "slo.toml",
+            "rtt_worst_ms = 1\nbandwidth_mean_min_gbps = 60\n",
+        )
+        .unwrap();
+        assert_eq!(
+            (s.rtt_worst_ms, s.bandwidth_mean_min_gbps),
+            (1.0, Some(60.0))
+        );
+        let e = Slo::parse("slo.toml", "rtt_p99_ms = 0.2\n\nrtt_p99_ms_typo = 3\n").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "slo.toml:3: key `rtt_p99_ms_typo`: unknown key"
+        );
+        let e = Slo::parse("slo.toml", "availability_min_percent = 101\n").unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("slo.toml:1: key `availability_min_percent`:"),
+            "{e}"
+        );
+        let e = Slo::parse("slo.toml", "interruptions_max = \"x\"\n").unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("slo.toml:1: key `interruptions_max`"),
+            "{e}"
+        );
+    }
+}
