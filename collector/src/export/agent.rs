@@ -42,7 +42,7 @@ struct BootStats {
     dropped: u64,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct AgentState {
     open_streams: usize,
     info: Option<AgentInfo>,
@@ -58,7 +58,7 @@ impl AgentState {
 }
 
 /// State behind the agent families.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct AgentMetrics {
     agents: BTreeMap<String, AgentState>,
 }

@@ -9,6 +9,9 @@
 
 pub mod queries;
 pub mod schema;
+mod types;
+
+pub use types::{BatchOutcome, BootRow, HelloRow, NewRecord, RecordFilter, StoredRecord, Watermark};
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -23,6 +26,41 @@ pub enum StoreError {
     /// SQLite reported an error.
     #[error("sqlite: {0}")]
     Sqlite(#[from] rusqlite::Error),
+    /// The database file could not be opened, migrated or written at
+    /// start (read-only directory, not a database).
+    #[error("opening the store {path}: {source}")]
+    Open {
+        /// The database file.
+        path: PathBuf,
+        /// Why.
+        source: Box<StoreError>,
+    },
+    /// `PRAGMA quick_check` found damage.
+    #[error("the store {path} is damaged (PRAGMA quick_check: {report}); restore it from a backup or move it aside")]
+    Corrupt {
+        /// The database file.
+        path: PathBuf,
+        /// The first problems SQLite reported.
+        report: String,
+    },
+    /// The file system of the data directory is (nearly) full.
+    #[error("{path}: only {free} bytes free (at least {needed} needed)")]
+    DiskFull {
+        /// The data directory.
+        path: PathBuf,
+        /// Bytes available.
+        free: u64,
+        /// The floor.
+        needed: u64,
+    },
+    /// The data directory could not be examined.
+    #[error("statvfs {path}: {source}")]
+    Statvfs {
+        /// The data directory.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
     /// The data directory could not be created.
     #[error("creating {path}: {source}")]
     CreateDir {
@@ -47,133 +85,10 @@ pub enum StoreError {
     Join(String),
 }
 
-/// A record ready to store: the envelope fields it is keyed and filtered by,
-/// plus its encoded bytes exactly as received.
-#[derive(Debug, Clone, PartialEq)]
-pub struct NewRecord {
-    /// Producing node.
-    pub node: String,
-    /// Producing agent boot.
-    pub boot_id: String,
-    /// Sequence number in the boot (1..=i64::MAX).
-    pub seq: u64,
-    /// Agent timestamp (<= i64::MAX).
-    pub unix_ns: u64,
-    /// `Payload::kind()`, or `"unknown"` for a kind this build cannot name.
-    pub kind: &'static str,
-    /// The encoded `Record`.
-    pub raw: Vec<u8>,
-}
-
-/// A stored record as read back.
-#[derive(Debug, Clone, PartialEq)]
-pub struct StoredRecord {
-    /// Producing node.
-    pub node: String,
-    /// Producing agent boot.
-    pub boot_id: String,
-    /// Sequence number.
-    pub seq: u64,
-    /// Agent timestamp.
-    pub unix_ns: u64,
-    /// Payload kind as stored.
-    pub kind: String,
-    /// The encoded `Record`.
-    pub raw: Vec<u8>,
-}
-
-/// The highest stored sequence number of one boot.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Watermark {
-    /// Agent boot id.
-    pub boot_id: String,
-    /// Highest stored seq.
-    pub highest_seq: u64,
-}
-
-/// What a `Hello` tells the store about a boot.
-#[derive(Debug, Clone, PartialEq)]
-pub struct HelloRow {
-    /// Node name.
-    pub node: String,
-    /// Agent boot id.
-    pub boot_id: String,
-    /// Agent version.
-    pub agent_version: String,
-    /// Operating system.
-    pub os: String,
-    /// Host name.
-    pub hostname: String,
-    /// Agent start, unix ns.
-    pub started_unix_ns: u64,
-    /// The encoded `Hello` (interfaces and peers included).
-    pub hello: Vec<u8>,
-}
-
-/// One boot as listed by the API.
-#[derive(Debug, Clone, PartialEq)]
-pub struct BootRow {
-    /// Node name.
-    pub node: String,
-    /// Agent boot id.
-    pub boot_id: String,
-    /// When the collector first saw the boot, unix ns.
-    pub first_seen_unix_ns: u64,
-    /// When the collector last heard from it, unix ns.
-    pub last_seen_unix_ns: u64,
-    /// Records stored for it.
-    pub records: u64,
-    /// Highest stored seq.
-    pub highest_seq: u64,
-    /// Agent version from its `Hello` (empty if only records were seen).
-    pub agent_version: String,
-    /// OS from its `Hello`.
-    pub os: String,
-    /// Agent start from its `Hello`, 0 if unknown.
-    pub started_unix_ns: u64,
-}
-
-impl BootRow {
-    /// Sequence numbers missing below the highest one. Records are unique
-    /// per seq, so this is exact.
-    pub fn gaps(&self) -> u64 {
-        self.highest_seq.saturating_sub(self.records)
-    }
-}
-
-/// Which records to read.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct RecordFilter {
-    /// Only this node.
-    pub node: Option<String>,
-    /// Only this kind.
-    pub kind: Option<String>,
-    /// Only records at or after this agent time.
-    pub since_unix_ns: u64,
-    /// At most this many.
-    pub limit: u32,
-}
-
-/// The result of storing one batch.
-#[derive(Debug, Clone, PartialEq)]
-pub struct BatchOutcome {
-    /// Whether each input record was newly stored (same order as the input).
-    pub inserted: Vec<bool>,
-    /// Records that were already stored.
-    pub duplicates: u64,
-    /// Per boot id in the batch (first-appearance order): the highest
-    /// stored seq after the commit.
-    pub watermarks: Vec<Watermark>,
-    /// Time spent in the transaction, commit included.
-    pub commit_seconds: f64,
-    /// Records in the whole store after the commit.
-    pub total_records: u64,
-}
-
 type Reply<T> = oneshot::Sender<Result<T, StoreError>>;
 
 enum Command {
-    Hello(HelloRow, Reply<Vec<Watermark>>),
+    Hello(HelloRow, Reply<()>),
     Batch(Vec<NewRecord>, Reply<BatchOutcome>),
     Ping(Reply<()>),
     Shutdown,
@@ -202,7 +117,54 @@ const WRITER_CACHE_KIB: i64 = -256;
 /// Page cache of each pooled reader, in KiB (as a negative cache_size).
 const READER_CACHE_KIB: i64 = -512;
 
+/// `/healthz` fails with less free space than this in the data directory:
+/// SQLite reuses its WAL file, so a tiny write can still succeed on a full
+/// disk while the next batch cannot.
+pub const MIN_FREE_BYTES: u64 = 1 << 20;
+
+/// Bytes available to the collector on `dir`'s file system.
+pub fn free_bytes(dir: &Path) -> Result<u64, StoreError> {
+    let st = nix::sys::statvfs::statvfs(dir).map_err(|e| StoreError::Statvfs {
+        path: dir.to_path_buf(),
+        source: e.into(),
+    })?;
+    Ok((st.blocks_available() as u64).saturating_mul(st.fragment_size() as u64))
+}
+
+/// Runs SQLite's `quick_check` (pages, records, index order; O(file size),
+/// run once at start) and names what is wrong.
+fn quick_check(conn: &Connection, path: &Path) -> Result<(), StoreError> {
+    let mut stmt = conn.prepare("PRAGMA quick_check(8)")?;
+    let rows: Vec<String> = stmt
+        .query_map([], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    if rows.len() == 1 && rows[0] == "ok" {
+        return Ok(());
+    }
+    Err(StoreError::Corrupt {
+        path: path.to_path_buf(),
+        report: rows.join("; "),
+    })
+}
+
 fn open_writer(path: &Path) -> Result<Connection, StoreError> {
+    let opened = open_writer_unchecked(path).map_err(|e| StoreError::Open {
+        path: path.to_path_buf(),
+        source: Box::new(e),
+    })?;
+    // Damage reported as such, not as "cannot open" (its own message
+    // names the path).
+    match quick_check(&opened, path) {
+        Err(e @ StoreError::Corrupt { .. }) => Err(e),
+        Err(e) => Err(StoreError::Open {
+            path: path.to_path_buf(),
+            source: Box::new(e),
+        }),
+        Ok(()) => Ok(opened),
+    }
+}
+
+fn open_writer_unchecked(path: &Path) -> Result<Connection, StoreError> {
     let mut conn = Connection::open(path)?;
     conn.pragma_update(None, "journal_mode", "WAL")?;
     // FULL: an Ack promises the batch is durable, NORMAL could lose the last
@@ -228,7 +190,13 @@ impl Store {
             source,
         })?;
         let path = dir.join("boltwatch.db");
-        let conn = open_writer(&path)?;
+        let mut conn = open_writer(&path)?;
+        // A read-only directory or file opens fine and fails at the first
+        // write: write now, so the collector refuses to start, naming it.
+        queries::touch_health(&mut conn, now_ns()).map_err(|e| StoreError::Open {
+            path: path.clone(),
+            source: Box::new(e.into()),
+        })?;
         let total = queries::total_records(&conn)?;
         let (tx, rx) = mpsc::channel(64);
         let writer = std::thread::Builder::new()
@@ -275,8 +243,14 @@ impl StoreHandle {
     }
 
     /// Records a `Hello` and returns the node's watermarks for the `Welcome`.
+    /// The watermark query sorts the node's boots: it runs on the read pool
+    /// after the commit, so it never holds up the writer (and other nodes'
+    /// acks).
     pub async fn hello(&self, row: HelloRow) -> Result<Vec<Watermark>, StoreError> {
-        self.call(|r| Command::Hello(row, r)).await
+        let node = row.node.clone();
+        self.call(|r| Command::Hello(row, r)).await?;
+        self.read(move |c| queries::watermarks(c, &node, WELCOME_BOOTS))
+            .await
     }
 
     /// Stores a batch in one transaction; returns after the commit.
@@ -284,9 +258,31 @@ impl StoreHandle {
         self.call(|r| Command::Batch(records, r)).await
     }
 
-    /// Proves the store is writable by taking and releasing the write lock.
+    /// Proves the store is writable: rewrites the health row in a
+    /// committed transaction, and checks the data directory has at least
+    /// [`MIN_FREE_BYTES`] free.
     pub async fn ping(&self) -> Result<(), StoreError> {
-        self.call(Command::Ping).await
+        self.call(Command::Ping).await?;
+        let dir = self
+            .readers
+            .path
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default();
+        let free = tokio::task::spawn_blocking({
+            let dir = dir.clone();
+            move || free_bytes(&dir)
+        })
+        .await
+        .map_err(|e| StoreError::Join(e.to_string()))??;
+        if free < MIN_FREE_BYTES {
+            return Err(StoreError::DiskFull {
+                path: dir,
+                free,
+                needed: MIN_FREE_BYTES,
+            });
+        }
+        Ok(())
     }
 
     /// Runs `f` on a pooled read-only connection on a blocking thread.
@@ -368,16 +364,13 @@ impl Writer {
         tracing::debug!("store writer stopped");
     }
 
-    fn hello(&mut self, row: &HelloRow) -> Result<Vec<Watermark>, StoreError> {
-        let tx = self.conn.transaction()?;
-        queries::upsert_hello(&tx, row, now_ns())?;
-        let w = queries::watermarks(&tx, &row.node, WELCOME_BOOTS)?;
-        tx.commit()?;
-        Ok(w)
+    fn hello(&mut self, row: &HelloRow) -> Result<(), StoreError> {
+        queries::upsert_hello(&self.conn, row, now_ns())?;
+        Ok(())
     }
 
     fn ping(&mut self) -> Result<(), StoreError> {
-        self.conn.execute_batch("BEGIN IMMEDIATE; COMMIT;")?;
+        queries::touch_health(&mut self.conn, now_ns())?;
         Ok(())
     }
 

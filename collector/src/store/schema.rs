@@ -37,6 +37,12 @@ const MIGRATIONS: &[&str] = &[
         hello              BLOB,
         PRIMARY KEY (node, boot_id)
     );",
+    // 2: one row that `/healthz` rewrites, so the health check proves a
+    // write reaches the file (an empty transaction writes nothing).
+    "CREATE TABLE health (
+        id               INTEGER PRIMARY KEY CHECK (id = 1),
+        checked_unix_ns  INTEGER NOT NULL
+    );",
 ];
 
 /// The schema version this build writes.

@@ -62,7 +62,7 @@ impl Collector {
         let (tx, rx) = oneshot::channel::<()>();
         let task = tokio::spawn(boltwatch_collector::run(
             config,
-            Listeners { grpc, http },
+            Listeners { grpc, http, api: None },
             async move {
                 let _ = rx.await;
             },
