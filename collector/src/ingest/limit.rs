@@ -129,6 +129,7 @@ mod tests {
         let p = crate::ingest::Policy {
             records_per_second: 1000,
             records_burst: 1000,
+            max_batch_records: 1000,
             bytes_per_second: 1000,
             bytes_burst: 5000,
             max_record_bytes: 1024,
@@ -137,8 +138,8 @@ mod tests {
         let mut l = NodeLimits::new(&p, t0);
         assert_eq!(l.take_batch(10, 5000, t0), Ok(()));
         assert_eq!(l.take_batch(10, 1, t0), Err(Over::Bytes));
-        // The refused batch took no records either: 980 are left.
-        assert_eq!(l.take_batch(980, 0, t0), Ok(()));
+        // The refused batch took no records either: 990 are left.
+        assert_eq!(l.take_batch(990, 0, t0), Ok(()));
         assert_eq!(l.take_batch(1, 0, t0), Err(Over::Records));
         let t1 = t0 + Duration::from_secs(1);
         assert_eq!(l.take_batch(1, 1000, t1), Ok(()));
