@@ -266,6 +266,8 @@ pub async fn run(
         peers: peers.clone(),
         hostname: sysinfo::System::host_name().unwrap_or_default(),
         started_unix_ns: now_unix_ns(),
+        // The transport fills it from the spool at each connect.
+        spooled_boots: Vec::new(),
     };
     info!(node = %config.node, boot_id = %boot_id, reflector = ?reflector_addr, peers = config.peers.len(), "agent started");
 

@@ -175,7 +175,9 @@ async fn session(
     sync: &mut tokio::time::Interval,
 ) -> End {
     // Connecting can take seconds; keep draining probes meanwhile.
-    let connect = connect(opts);
+    let mut hello = opts.hello.clone();
+    hello.spooled_boots = queue.older_boots();
+    let connect = connect(opts, hello);
     tokio::pin!(connect);
     let (out_tx, mut inbound) = loop {
         tokio::select! {
@@ -288,8 +290,11 @@ async fn session(
     }
 }
 
+/// Opens a stream and sends `hello` (the agent's, with the spool's older
+/// boots filled in).
 async fn connect(
     opts: &TransportOptions,
+    hello: boltwatch_proto::v1::Hello,
 ) -> Result<
     (
         mpsc::Sender<AgentMessage>,
@@ -307,7 +312,7 @@ async fn connect(
     let (out_tx, out_rx) = mpsc::channel(IN_FLIGHT_BATCHES);
     out_tx
         .send(AgentMessage {
-            msg: Some(agent_message::Msg::Hello(opts.hello.clone())),
+            msg: Some(agent_message::Msg::Hello(hello)),
         })
         .await
         .map_err(|_| TransportError::Protocol("stream closed".into()))?;

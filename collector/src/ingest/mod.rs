@@ -307,6 +307,14 @@ impl Ingest {
         let mut boots: std::collections::BTreeSet<String> =
             watermarks.iter().map(|w| w.boot_id.clone()).collect();
         boots.insert(hello.boot_id.clone());
+        // Boots the agent's spool still holds (validated like every label).
+        boots.extend(
+            hello
+                .spooled_boots
+                .iter()
+                .take(validate::MAX_SPOOLED_BOOTS)
+                .cloned(),
+        );
         let rules = validate::Rules {
             max_record_bytes: self.policy.max_record_bytes,
             boots,

@@ -121,6 +121,9 @@ impl Invalid {
     }
 }
 
+/// `Hello.spooled_boots` entries considered.
+pub const MAX_SPOOLED_BOOTS: usize = 256;
+
 /// Longest name (node, peer, interface, sensor, service, boot id), bytes.
 pub const MAX_NAME_BYTES: usize = 128;
 /// Longest descriptive label (agent version, OS, interface kind), bytes.
@@ -154,6 +157,9 @@ fn hello_labels(h: &Hello) -> Result<(), Invalid> {
     }
     for p in &h.peers {
         fields.push(("peers.name", &p.name, name));
+    }
+    for b in h.spooled_boots.iter().take(MAX_SPOOLED_BOOTS) {
+        fields.push(("spooled_boots", b, name));
     }
     for (field, v, max) in fields {
         if let Some(reason) = label_problem(v, max) {

@@ -145,7 +145,12 @@ impl Collector {
 
     /// Opens an agent stream and returns it with the Welcome's watermarks.
     pub async fn agent(&self, node: &str, boot: &str) -> (Agent, Vec<BootWatermark>) {
-        let mut agent = Agent::open(self.grpc, hello(node, boot))
+        self.agent_with(hello(node, boot)).await
+    }
+
+    /// [`Collector::agent`] with a Hello of the caller's.
+    pub async fn agent_with(&self, hello: Hello) -> (Agent, Vec<BootWatermark>) {
+        let mut agent = Agent::open(self.grpc, hello)
             .await
             .expect("stream opens");
         let msg = agent.next().await.expect("a Welcome");
