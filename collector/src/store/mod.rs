@@ -361,6 +361,11 @@ impl Writer {
                 Command::Shutdown => break,
             }
         }
+        // Fold the WAL into the database file, so a stopped collector
+        // leaves one self-contained file (for backups and copies).
+        if let Err(e) = self.conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);") {
+            tracing::warn!(error = %e, "WAL checkpoint at shutdown failed");
+        }
         tracing::debug!("store writer stopped");
     }
 
