@@ -145,7 +145,10 @@ impl RecordsQuery {
         match self.cursor.as_deref().filter(|c| !c.is_empty()) {
             None => Ok(None),
             Some(c) => Cursor::decode(c).map(Some).ok_or_else(|| {
-                ApiError(StatusCode::BAD_REQUEST, format!("cursor `{c}` is not one this API gave"))
+                ApiError(
+                    StatusCode::BAD_REQUEST,
+                    format!("cursor `{c}` is not one this API gave"),
+                )
             }),
         }
     }

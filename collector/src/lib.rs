@@ -190,10 +190,10 @@ pub async fn run(
             .max_concurrent_streams(Some(GRPC_STREAMS_PER_CONNECTION))
             .http2_max_header_list_size(GRPC_MAX_HEADER_BYTES)
             .serve_with_incoming_shutdown(
-            service,
-            ReceiverStream::new(conn_rx),
-            stopped(stop_rx.clone()),
-        ),
+                service,
+                ReceiverStream::new(conn_rx),
+                stopped(stop_rx.clone()),
+            ),
     );
     let state = http::AppState {
         store: handle,

@@ -57,7 +57,12 @@ async fn hello_then(addr: std::net::SocketAddr, second: Mixed) -> Result<(), ton
         .await
         .expect("the stream ends in time");
     drop(tx);
-    end.map(|m| assert!(m.is_none(), "no Ack for a message that did not decode: {m:?}"))
+    end.map(|m| {
+        assert!(
+            m.is_none(),
+            "no Ack for a message that did not decode: {m:?}"
+        )
+    })
 }
 
 #[tokio::test]

@@ -49,18 +49,19 @@ impl ApiToken {
 }
 
 /// Middleware: 401 without the token, when one is configured.
-pub async fn require(
-    State(token): State<Option<ApiToken>>,
-    req: Request,
-    next: Next,
-) -> Response {
+pub async fn require(State(token): State<Option<ApiToken>>, req: Request, next: Next) -> Response {
     if let Some(t) = &token {
-        let h = req.headers().get(header::AUTHORIZATION).map(|v| v.as_bytes());
+        let h = req
+            .headers()
+            .get(header::AUTHORIZATION)
+            .map(|v| v.as_bytes());
         if !t.permits(h) {
             return (
                 StatusCode::UNAUTHORIZED,
                 [(header::WWW_AUTHENTICATE, "Bearer")],
-                axum::Json(serde_json::json!({ "error": "this API needs `authorization: Bearer TOKEN`" })),
+                axum::Json(
+                    serde_json::json!({ "error": "this API needs `authorization: Bearer TOKEN`" }),
+                ),
             )
                 .into_response();
         }

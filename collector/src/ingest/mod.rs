@@ -163,7 +163,12 @@ impl Ingest {
     /// Hands a committed batch's new records to the metrics, except those
     /// naming more distinct peers, interfaces, sensors or services than the
     /// node's budget (they stay stored, and are counted).
-    fn apply(&self, node: &str, records: &[boltwatch_proto::v1::Record], o: &crate::store::BatchOutcome) {
+    fn apply(
+        &self,
+        node: &str,
+        records: &[boltwatch_proto::v1::Record],
+        o: &crate::store::BatchOutcome,
+    ) {
         let mut budget = self.series();
         let mut m = self.metrics.lock();
         m.on_commit(node, o.duplicates, o.total_records, o.commit_seconds);
@@ -409,12 +414,14 @@ impl Ingest {
             };
             if let Err(over) = self.limits(node, |l, now| l.take_batch(n, bytes, now)) {
                 let (kind, what) = match over {
-                    limit::Over::Records => {
-                        ("rate_limited", format!("{} records/s", self.policy.records_per_second))
-                    }
-                    limit::Over::Bytes => {
-                        ("byte_rate_limited", format!("{} bytes/s", self.policy.bytes_per_second))
-                    }
+                    limit::Over::Records => (
+                        "rate_limited",
+                        format!("{} records/s", self.policy.records_per_second),
+                    ),
+                    limit::Over::Bytes => (
+                        "byte_rate_limited",
+                        format!("{} bytes/s", self.policy.bytes_per_second),
+                    ),
                 };
                 let s = Status::resource_exhausted(format!(
                     "node `{node}` is over {what}; retry later"

@@ -90,7 +90,9 @@ pub enum Invalid {
     },
     /// A boot id that is neither the stream's own nor one its Welcome
     /// listed.
-    #[error("record {index}: boot `{boot_id}` is neither this stream's boot nor one the Welcome listed")]
+    #[error(
+        "record {index}: boot `{boot_id}` is neither this stream's boot nor one the Welcome listed"
+    )]
     UnknownBoot {
         /// Position in the batch.
         index: usize,

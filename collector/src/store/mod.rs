@@ -11,7 +11,9 @@ pub mod queries;
 pub mod schema;
 mod types;
 
-pub use types::{BatchOutcome, BootRow, HelloRow, NewRecord, RecordFilter, StoredRecord, Watermark};
+pub use types::{
+    BatchOutcome, BootRow, HelloRow, NewRecord, RecordFilter, StoredRecord, Watermark,
+};
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};

@@ -122,4 +122,3 @@ pub struct BatchOutcome {
     /// Records in the whole store after the commit.
     pub total_records: u64,
 }
-

@@ -158,9 +158,7 @@ impl Collector {
 
     /// [`Collector::agent`] with a Hello of the caller's.
     pub async fn agent_with(&self, hello: Hello) -> (Agent, Vec<BootWatermark>) {
-        let mut agent = Agent::open(self.grpc, hello)
-            .await
-            .expect("stream opens");
+        let mut agent = Agent::open(self.grpc, hello).await.expect("stream opens");
         let msg = agent.next().await.expect("a Welcome");
         let Some(collector_message::Msg::Welcome(w)) = msg.msg else {
             panic!("expected Welcome, got {msg:?}");
@@ -449,4 +447,3 @@ pub fn fill(dir: &Path) -> std::path::PathBuf {
     let _ = f.sync_all();
     p
 }
-
