@@ -6,7 +6,6 @@
 mod common;
 
 use std::net::SocketAddr;
-use std::path::Path;
 
 use boltwatch_collector::ingest::auth::AuthTokens;
 use boltwatch_collector::Config;
