@@ -5,11 +5,18 @@
 //! from a bounded channel; each `RecordBatch` is one transaction. Reads
 //! (`/api/v1`) use a small pool of read-only connections on blocking threads,
 //! which WAL lets run beside the writer. SQL text lives in [`queries`], the
-//! schema in [`schema`].
+//! schema in [`schema`], the health checks (free space, `quick_check` at
+//! start, damage found while running) in `health`.
 
+mod error;
+mod health;
 pub mod queries;
 pub mod schema;
 mod types;
+
+pub use error::StoreError;
+pub use health::{free_bytes, MIN_FREE_BYTES};
+use health::{quick_check, Damage};
 
 pub use types::{
     BatchOutcome, BootRow, HelloRow, NewRecord, RecordFilter, StoredRecord, Watermark,
@@ -21,71 +28,6 @@ use std::time::Instant;
 
 use rusqlite::{Connection, OpenFlags};
 use tokio::sync::{mpsc, oneshot};
-
-/// Why a store operation failed.
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    /// SQLite reported an error.
-    #[error("sqlite: {0}")]
-    Sqlite(#[from] rusqlite::Error),
-    /// The database file could not be opened, migrated or written at
-    /// start (read-only directory, not a database).
-    #[error("opening the store {path}: {source}")]
-    Open {
-        /// The database file.
-        path: PathBuf,
-        /// Why.
-        source: Box<StoreError>,
-    },
-    /// `PRAGMA quick_check` found damage.
-    #[error("the store {path} is damaged (PRAGMA quick_check: {report}); restore it from a backup or move it aside")]
-    Corrupt {
-        /// The database file.
-        path: PathBuf,
-        /// The first problems SQLite reported.
-        report: String,
-    },
-    /// The file system of the data directory is (nearly) full.
-    #[error("{path}: only {free} bytes free (at least {needed} needed)")]
-    DiskFull {
-        /// The data directory.
-        path: PathBuf,
-        /// Bytes available.
-        free: u64,
-        /// The floor.
-        needed: u64,
-    },
-    /// The data directory could not be examined.
-    #[error("statvfs {path}: {source}")]
-    Statvfs {
-        /// The data directory.
-        path: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// The data directory could not be created.
-    #[error("creating {path}: {source}")]
-    CreateDir {
-        /// The directory.
-        path: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// The database was written by a newer collector.
-    #[error("database schema version {found} is newer than this collector's {supported}")]
-    TooNew {
-        /// Version found in the file.
-        found: i64,
-        /// Newest version this build knows.
-        supported: i64,
-    },
-    /// The writer thread has stopped.
-    #[error("store writer is closed")]
-    Closed,
-    /// A blocking read task failed.
-    #[error("read task failed: {0}")]
-    Join(String),
-}
 
 type Reply<T> = oneshot::Sender<Result<T, StoreError>>;
 
@@ -104,6 +46,7 @@ pub const WELCOME_BOOTS: u32 = 64;
 pub struct StoreHandle {
     tx: mpsc::Sender<Command>,
     readers: Arc<ReadPool>,
+    damage: Arc<Damage>,
 }
 
 /// The store: the handle plus the writer thread, joined by [`Store::close`].
@@ -118,36 +61,6 @@ use boltwatch_common::clock::now_unix_ns as now_ns;
 const WRITER_CACHE_KIB: i64 = -256;
 /// Page cache of each pooled reader, in KiB (as a negative cache_size).
 const READER_CACHE_KIB: i64 = -512;
-
-/// `/healthz` fails with less free space than this in the data directory:
-/// SQLite reuses its WAL file, so a tiny write can still succeed on a full
-/// disk while the next batch cannot.
-pub const MIN_FREE_BYTES: u64 = 1 << 20;
-
-/// Bytes available to the collector on `dir`'s file system.
-pub fn free_bytes(dir: &Path) -> Result<u64, StoreError> {
-    let st = nix::sys::statvfs::statvfs(dir).map_err(|e| StoreError::Statvfs {
-        path: dir.to_path_buf(),
-        source: e.into(),
-    })?;
-    Ok((st.blocks_available() as u64).saturating_mul(st.fragment_size() as u64))
-}
-
-/// Runs SQLite's `quick_check` (pages, records, index order; O(file size),
-/// run once at start) and names what is wrong.
-fn quick_check(conn: &Connection, path: &Path) -> Result<(), StoreError> {
-    let mut stmt = conn.prepare("PRAGMA quick_check(8)")?;
-    let rows: Vec<String> = stmt
-        .query_map([], |r| r.get(0))?
-        .collect::<rusqlite::Result<_>>()?;
-    if rows.len() == 1 && rows[0] == "ok" {
-        return Ok(());
-    }
-    Err(StoreError::Corrupt {
-        path: path.to_path_buf(),
-        report: rows.join("; "),
-    })
-}
 
 fn open_writer(path: &Path) -> Result<Connection, StoreError> {
     let opened = open_writer_unchecked(path).map_err(|e| StoreError::Open {
@@ -211,6 +124,7 @@ impl Store {
         Ok(Store {
             handle: StoreHandle {
                 tx,
+                damage: Arc::default(),
                 readers: Arc::new(ReadPool {
                     path,
                     idle: Mutex::new(Vec::new()),
@@ -256,15 +170,31 @@ impl StoreHandle {
     }
 
     /// Stores a batch in one transaction; returns after the commit.
+    /// Refused once the file was found damaged: the agents keep the records
+    /// in their spools until the store is repaired.
     pub async fn write_batch(&self, records: Vec<NewRecord>) -> Result<BatchOutcome, StoreError> {
-        self.call(|r| Command::Batch(records, r)).await
+        self.damaged()?;
+        let r = self.call(|r| Command::Batch(records, r)).await;
+        self.damage.watch(r)
+    }
+
+    fn damaged(&self) -> Result<(), StoreError> {
+        match self.damage.first() {
+            Some(first) => Err(StoreError::Damaged {
+                path: self.readers.path.clone(),
+                first,
+            }),
+            None => Ok(()),
+        }
     }
 
     /// Proves the store is writable: rewrites the health row in a
     /// committed transaction, and checks the data directory has at least
     /// [`MIN_FREE_BYTES`] free.
     pub async fn ping(&self) -> Result<(), StoreError> {
-        self.call(Command::Ping).await?;
+        self.damaged()?;
+        let r = self.call(Command::Ping).await;
+        self.damage.watch(r)?;
         let dir = self
             .readers
             .path
@@ -294,9 +224,10 @@ impl StoreHandle {
         F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
     {
         let pool = self.readers.clone();
-        tokio::task::spawn_blocking(move || pool.with(f))
+        let r = tokio::task::spawn_blocking(move || pool.with(f))
             .await
-            .map_err(|e| StoreError::Join(e.to_string()))?
+            .map_err(|e| StoreError::Join(e.to_string()))?;
+        self.damage.watch(r)
     }
 
     /// Every boot of every node.
@@ -440,6 +371,48 @@ mod tests {
             kind: "rtt",
             raw: vec![1, 2, 3],
         }
+    }
+
+    #[tokio::test]
+    async fn damage_found_while_running_fails_health_and_refuses_batches() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let h = store.handle();
+        for k in 0..20u64 {
+            let batch = (1..=200)
+                .map(|s| NewRecord {
+                    raw: vec![7; 200],
+                    ..rec(k * 200 + s)
+                })
+                .collect();
+            h.write_batch(batch).await.unwrap();
+        }
+        let path = dir.path().join("boltwatch.db");
+        let side = Connection::open(&path).unwrap();
+        side.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
+            .unwrap();
+        drop(side);
+        let mut bytes = std::fs::read(&path).unwrap();
+        let page = 4096;
+        assert!(bytes.len() > 32 * page, "{} bytes", bytes.len());
+        let mid = bytes.len() / 2 / page * page;
+        for (i, b) in bytes[mid..mid + 4 * page].iter_mut().enumerate() {
+            *b = (i as u8).wrapping_mul(151) ^ 0x5a;
+        }
+        std::fs::write(&path, &bytes).unwrap();
+        // A reader (a fresh connection) walks the records and trips on it.
+        let read = h
+            .records(RecordFilter {
+                limit: 10_000,
+                ..Default::default()
+            })
+            .await;
+        assert!(read.is_err(), "a damaged b-tree must fail the scan");
+        let e = h.ping().await.unwrap_err().to_string();
+        assert!(e.contains("damaged") && e.contains("boltwatch.db"), "{e}");
+        let e = h.write_batch(vec![rec(99_999)]).await.unwrap_err();
+        assert!(matches!(e, StoreError::Damaged { .. }), "{e}");
+        store.close().await;
     }
 
     #[tokio::test]
