@@ -29,7 +29,7 @@ pub mod load;
 pub mod plan;
 pub mod schedule;
 pub mod server;
-mod sys;
+pub(crate) mod sys;
 
 pub use client::{
     run_client, run_client_observed, run_client_with, ClientObserver, ClientOptions, IntervalReport,

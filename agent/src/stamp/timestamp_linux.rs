@@ -22,6 +22,9 @@ use super::Received;
 /// Control-message buffer size; generous, since truncation loses them all.
 const CMSG_ROOM: usize = 512;
 
+/// Kernel RX and TX timestamps and device binding work on Linux.
+pub(crate) const SUPPORT: crate::platform::Support = crate::platform::Support::Supported;
+
 /// Kernel RX timestamps are available on this OS.
 pub(crate) const KERNEL_RX_TIMESTAMPS: bool = true;
 

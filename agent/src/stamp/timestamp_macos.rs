@@ -21,6 +21,9 @@ use nix::sys::socket::{
 
 use super::Received;
 
+/// Kernel RX timestamps and device binding work on macOS.
+pub(crate) const SUPPORT: crate::platform::Support = crate::platform::Support::Supported;
+
 /// Kernel RX timestamps are available on this OS.
 pub(crate) const KERNEL_RX_TIMESTAMPS: bool = true;
 
