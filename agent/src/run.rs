@@ -268,6 +268,7 @@ pub async fn run(
         started_unix_ns: now_unix_ns(),
     };
     info!(node = %config.node, boot_id = %boot_id, reflector = ?reflector_addr, peers = config.peers.len(), "agent started");
+    crate::platform::log_unsupported();
 
     let (stop_tx, stop_rx) = watch::channel(false);
     let transport = tokio::spawn(transport::run(
@@ -625,6 +626,7 @@ fn emit_health(health: &Health, sink: &Sink, probe: &mut HealthProbe) {
         cpu_seconds,
         reflected_packets: Health::get(&health.reflected_packets),
         queued_records: Health::get(&health.queued_records),
+        unsupported_sources: crate::platform::unsupported_sources(),
     }));
 }
 

@@ -20,6 +20,7 @@ use nix::sys::socket::{
 };
 use nix::sys::time::TimeVal;
 
+use super::announce::{gratuitous_arp, ETH_P_ARP};
 use super::netlink::{self, RTM_DELLINK};
 use super::reconcile::{Inventory, LinkOs, OsEvent, RECV_TIMEOUT};
 use super::LinkState;
@@ -31,11 +32,14 @@ pub(super) const SUPPORT: Support = Support::Supported;
 /// `RTMGRP_LINK`: the multicast group of link messages.
 const RTMGRP_LINK: u32 = 1;
 
-/// The netlink socket and the sysfs root.
+/// The netlink socket, the sysfs root and the announcement socket.
 pub(super) struct Linux {
     fd: OwnedFd,
     class_net: PathBuf,
     buf: Vec<u8>,
+    /// Send-only `AF_PACKET` socket for gratuitous ARP (`None` without
+    /// CAP_NET_RAW: announcements are skipped, said once in the log).
+    packet: Option<OwnedFd>,
 }
 
 /// Opens the netlink socket (in the calling thread's namespace).
@@ -52,10 +56,24 @@ pub(super) fn open(sysfs_root: &Path) -> io::Result<Linux> {
     let tv = TimeVal::new(0, RECV_TIMEOUT.as_micros() as _);
     setsockopt(&fd, sockopt::ReceiveTimeout, &tv)?;
     bind(fd.as_raw_fd(), &NetlinkAddr::new(0, RTMGRP_LINK))?;
+    // Protocol 0: the socket receives nothing, it only sends.
+    let packet = match socket(
+        AddressFamily::Packet,
+        SockType::Datagram,
+        SockFlag::SOCK_CLOEXEC,
+        None,
+    ) {
+        Ok(p) => Some(p),
+        Err(e) => {
+            tracing::warn!(error = %e, "no packet socket: no gratuitous ARP when a carrier returns");
+            None
+        }
+    };
     Ok(Linux {
         fd,
         class_net: sysfs_root.join("class/net"),
         buf: vec![0u8; 64 * 1024],
+        packet,
     })
 }
 
@@ -108,6 +126,66 @@ impl LinkOs for Linux {
         }
         read_state(&self.class_net.join(name))
     }
+
+    fn announce(&mut self, name: &str) -> io::Result<()> {
+        let Some(packet) = &self.packet else {
+            return Ok(());
+        };
+        let (mut index, mut mac, mut ips) = (None, None, Vec::new());
+        for a in nix::ifaddrs::getifaddrs()?.filter(|a| a.interface_name == name) {
+            let Some(addr) = a.address else { continue };
+            if let Some(link) = addr.as_link_addr() {
+                index = Some(link.ifindex());
+                mac = link.addr();
+            } else if let Some(v4) = addr.as_sockaddr_in() {
+                ips.push(v4.ip());
+            }
+        }
+        let (Some(index), Some(mac)) = (index, mac) else {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("{name} has no link-layer address"),
+            ));
+        };
+        for ip in ips {
+            send_arp(packet, index, &gratuitous_arp(mac, ip))?;
+            tracing::debug!(interface = %name, %ip, "gratuitous ARP after carrier return");
+        }
+        Ok(())
+    }
+}
+
+/// Sends one ARP packet out of interface `index` to the broadcast address.
+#[allow(unsafe_code)]
+fn send_arp(sock: &OwnedFd, index: usize, packet: &[u8]) -> io::Result<()> {
+    let ifindex = i32::try_from(index)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "interface index too large"))?;
+    let mut addr = libc::sockaddr_ll {
+        sll_family: libc::AF_PACKET as u16,
+        sll_protocol: ETH_P_ARP.to_be(),
+        sll_ifindex: ifindex,
+        sll_hatype: 0,
+        sll_pkttype: 0,
+        sll_halen: 6,
+        sll_addr: [0; 8],
+    };
+    addr.sll_addr[..6].copy_from_slice(&[0xff; 6]);
+    // SAFETY: `packet` is a valid buffer of its length and `addr` a fully
+    // initialised sockaddr_ll of the size passed; both outlive the call.
+    let rc = unsafe {
+        libc::sendto(
+            sock.as_raw_fd(),
+            packet.as_ptr().cast(),
+            packet.len(),
+            0,
+            (&addr as *const libc::sockaddr_ll).cast(),
+            std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 fn list_interfaces(class_net: &Path) -> Vec<String> {

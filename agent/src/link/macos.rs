@@ -133,6 +133,13 @@ impl LinkOs for Mac {
         }
     }
 
+    /// Not done on macOS: the lost-ARP-reply window it closes comes from
+    /// Linux's deferred qdisc activation (linkwatch), which xnu does not
+    /// have.
+    fn announce(&mut self, _name: &str) -> io::Result<()> {
+        Ok(())
+    }
+
     fn read(&mut self, name: &str) -> io::Result<LinkState> {
         let flags = admin_flags();
         let Some(f) = flags.get(name) else {

@@ -30,6 +30,7 @@ use crate::sink::Sink;
 
 use crate::platform::Support;
 
+pub mod announce;
 pub mod debounce;
 pub mod kev;
 pub mod netlink;

@@ -68,6 +68,9 @@ pub(super) trait LinkOs: Send + 'static {
     fn inventory(&mut self) -> Inventory;
     /// The current state of one interface.
     fn read(&mut self, name: &str) -> io::Result<LinkState>;
+    /// Tells the link's other end that `name` is back (see
+    /// [`super::announce`]); called when its carrier returns.
+    fn announce(&mut self, name: &str) -> io::Result<()>;
 }
 
 /// The interfaces to watch: everything listed when `requested` is empty,
@@ -197,7 +200,15 @@ impl<O: LinkOs> Reconciler<O> {
     fn observe(&mut self, name: &str, state: LinkState, source: LinkEventSource, at: u64) {
         let bridge = self.bridges.get(name).cloned().unwrap_or_default();
         if let Some(a) = self.tracker.observe(name, &bridge, state, source, at) {
+            let returned = a.change.carrier_changed && a.change.carrier;
             self.watch.report(at, a);
+            // After the report: the record's timestamp is the kernel's news,
+            // the announcement only follows it.
+            if returned {
+                if let Err(e) = self.os.announce(name) {
+                    tracing::debug!(interface = %name, error = %e, "announcement failed");
+                }
+            }
         }
     }
 
@@ -233,6 +244,7 @@ mod tests {
     /// `SIOCGIFMEDIA`.
     struct Scripted {
         media: Option<bool>,
+        announced: u32,
     }
 
     impl LinkOs for Scripted {
@@ -252,6 +264,10 @@ mod tests {
                 oper_state: "unknown".into(),
                 ..LinkState::default()
             })
+        }
+        fn announce(&mut self, _name: &str) -> io::Result<()> {
+            self.announced += 1;
+            Ok(())
         }
     }
 
@@ -275,7 +291,10 @@ mod tests {
                 observer: None,
                 stop: Arc::new(AtomicBool::new(false)),
             },
-            os: Scripted { media: Some(true) },
+            os: Scripted {
+                media: Some(true),
+                announced: 0,
+            },
             tracker: Tracker::new(),
             bridges: HashMap::new(),
             names: BTreeSet::new(),
@@ -316,6 +335,7 @@ mod tests {
         assert_eq!(up.len(), 1);
         assert!(up[0].carrier);
         assert_eq!(up[0].source, LinkEventSource::Poll as i32);
+        assert_eq!(r.os.announced, 1, "a returned carrier is announced once");
     }
 
     fn v(names: &[&str]) -> Vec<String> {

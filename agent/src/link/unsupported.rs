@@ -30,4 +30,7 @@ impl LinkOs for Never {
     fn read(&mut self, _name: &str) -> io::Result<LinkState> {
         match *self {}
     }
+    fn announce(&mut self, _name: &str) -> io::Result<()> {
+        match *self {}
+    }
 }

@@ -142,6 +142,24 @@ pub fn unsupported_sources() -> Vec<String> {
         .collect()
 }
 
+/// Logs, once at start, which sources this OS does not support (a
+/// warning naming them), or that all are supported (debug).
+pub fn log_unsupported() {
+    let unsupported = unsupported_sources();
+    if unsupported.is_empty() {
+        tracing::debug!(
+            os = std::env::consts::OS,
+            "every platform source is supported"
+        );
+    } else {
+        tracing::warn!(
+            os = std::env::consts::OS,
+            sources = ?unsupported,
+            "sources not supported on this OS: they report errors, not data"
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
