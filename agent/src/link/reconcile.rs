@@ -22,6 +22,7 @@ const DRAIN_LIMIT: usize = 1024;
 
 /// What the kernel said about one interface.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(not(any(target_os = "linux", target_os = "macos")), allow(dead_code))]
 pub(super) enum OsEvent {
     /// The whole state, as the message carried it (Linux `RTM_NEWLINK`).
     #[cfg_attr(not(target_os = "linux"), allow(dead_code))]

@@ -45,6 +45,9 @@ pub fn spawn_reflector(
     std::thread::Builder::new()
         .name("stamp-reflector".into())
         .spawn(move || {
+            if let Err(e) = imp::prioritize_current_thread() {
+                debug!(error = %e, "reflector thread keeps its scheduling priority");
+            }
             info!(%local, "STAMP reflector started");
             run(&socket, &health, &stop);
             info!(%local, "STAMP reflector stopped");

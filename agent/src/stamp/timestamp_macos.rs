@@ -81,6 +81,21 @@ pub(crate) fn bind_device(sock: &UdpSocket, device: &str, v6: bool) -> io::Resul
     }
 }
 
+/// Puts the calling thread in the user-interactive QoS class, so probe
+/// threads run on P-cores and ahead of background work rather than
+/// waiting behind it (the macOS counterpart of Linux's nice -10).
+#[allow(unsafe_code)]
+pub(crate) fn prioritize_current_thread() -> io::Result<()> {
+    // SAFETY: sets only the calling thread's own QoS class; no pointers.
+    let rc = unsafe {
+        libc::pthread_set_qos_class_self_np(libc::qos_class_t::QOS_CLASS_USER_INTERACTIVE, 0)
+    };
+    if rc != 0 {
+        return Err(io::Error::from_raw_os_error(rc));
+    }
+    Ok(())
+}
+
 fn to_socket_addr(s: &SockaddrStorage) -> Option<SocketAddr> {
     if let Some(v4) = s.as_sockaddr_in() {
         return Some(SocketAddr::V4((*v4).into()));

@@ -48,3 +48,8 @@ pub(crate) fn recv(sock: &UdpSocket, buf: &mut [u8], nonblocking: bool) -> io::R
 pub(crate) fn bind_device(_sock: &UdpSocket, _device: &str, _v6: bool) -> io::Result<()> {
     Err(Unsupported::new(Source::KernelTimestamps).into())
 }
+
+/// No way to raise a thread's priority is known here.
+pub(crate) fn prioritize_current_thread() -> io::Result<()> {
+    Err(Unsupported::new(Source::KernelTimestamps).into())
+}

@@ -43,7 +43,7 @@ pub trait SocketStats {
 }
 
 /// A `timeval` as a duration; negative parts count as 0.
-#[cfg_attr(not(unix), allow(dead_code))]
+#[cfg_attr(not(any(target_os = "linux", target_os = "macos")), allow(dead_code))]
 fn duration_of(sec: i64, usec: i64) -> Duration {
     Duration::from_secs(sec.max(0) as u64) + Duration::from_micros(usec.max(0) as u64)
 }
