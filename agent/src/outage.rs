@@ -160,13 +160,12 @@ impl OutageTracker {
 
     /// Probe `seq`, sent at `sent_unix_ns`, was answered at `now`.
     pub fn on_probe_reply(&mut self, seq: u64, sent_unix_ns: u64, now: u64) -> Vec<Outage> {
-        let mut out = self.carrier_reply(sent_unix_ns, now);
+        self.carrier_reply(sent_unix_ns);
         let fate = Fate::Answered {
             sent: sent_unix_ns,
             at: now,
         };
-        out.extend(self.settle(seq, fate));
-        out
+        self.settle(seq, fate)
     }
 
     /// Probe `seq`, sent at `sent_unix_ns`, was still unanswered at its
@@ -175,14 +174,17 @@ impl OutageTracker {
         self.settle(seq, Fate::Lost { sent: sent_unix_ns })
     }
 
-    /// A reply at once, out of order: it proves the path works, so it ends
-    /// a carrier outage (and counts as the carrier's return) without
-    /// waiting for the fates of earlier probes.
-    fn carrier_reply(&mut self, sent_unix_ns: u64, now: u64) -> Vec<Outage> {
+    /// A reply at once, out of order: it proves the path works, so it
+    /// counts as the carrier's return without waiting for the fates of
+    /// earlier probes. The outage itself ends in sequence order
+    /// ([`Self::answered_in_order`]): probes lost before a late carrier-down
+    /// notification (linkwatch holds it up to a second) must still widen
+    /// the outage they belong to, not open one of their own after it.
+    fn carrier_reply(&mut self, sent_unix_ns: u64) {
         if let Some(down) = self.carrier_down_at {
             if sent_unix_ns <= down {
                 // Stale: sent before the drop, it proves nothing about now.
-                return Vec::new();
+                return;
             }
             // Sent after the drop and answered: the path works again even
             // though the carrier-up notification has not arrived (Linux
@@ -194,14 +196,6 @@ impl OutageTracker {
                 down,
                 up: sent_unix_ns,
             });
-        }
-        match self.open {
-            Some(open) if open.carrier && sent_unix_ns >= open.start => {
-                self.open = None;
-                self.run = None;
-                vec![self.record(&open, Some(now))]
-            }
-            _ => Vec::new(),
         }
     }
 
@@ -220,13 +214,20 @@ impl OutageTracker {
     }
 
     /// An answered probe, after every earlier probe's fate: it breaks a run
-    /// of lost probes and ends a probe-loss outage.
+    /// of lost probes and ends the outage it was sent after.
     fn answered_in_order(&mut self, sent_unix_ns: u64, at: u64) -> Vec<Outage> {
         if self.run.is_some_and(|r| sent_unix_ns > r.last_sent) {
             self.run = None;
         }
+        if self
+            .carrier_down_at
+            .is_some_and(|down| sent_unix_ns <= down)
+        {
+            // Sent before a drop that has not ended: stale.
+            return Vec::new();
+        }
         match self.open {
-            Some(open) if !open.carrier && sent_unix_ns >= open.start => {
+            Some(open) if sent_unix_ns >= open.start => {
                 self.open = None;
                 self.run = None;
                 vec![self.record(&open, Some(at))]

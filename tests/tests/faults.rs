@@ -257,17 +257,19 @@ fn a_flipped_byte_in_the_spool_costs_one_record_shown_as_a_gap_and_a_drop() {
             })
             .collect()
     };
-    let seg = || -> std::path::PathBuf {
+    // The first segment; the spool directory exists a moment before it.
+    let first_seg = || -> Option<std::path::PathBuf> {
         let mut v: Vec<_> = std::fs::read_dir(&spool_dir)
-            .unwrap()
+            .ok()?
             .map(|e| e.unwrap().path())
             .filter(|p| p.extension().is_some_and(|x| x == "seg"))
             .collect();
         v.sort();
-        v.into_iter().next().expect("a segment")
+        v.into_iter().next()
     };
+    let seg = || first_seg().expect("a segment");
     wait_for("a spooled 20 records", Duration::from_secs(60), || {
-        spool_dir.exists() && frames_in(&seg()).len() >= 20
+        first_seg().is_some_and(|p| frames_in(&p).len() >= 20)
     });
     a.kill9();
     let held = spooled(&spool_dir);

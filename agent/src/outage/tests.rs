@@ -45,7 +45,7 @@ fn flap_gives_one_outage_from_down_to_first_reply_after_up() {
     assert_eq!(start[0].end_unix_ns, None);
     assert_eq!(cause(&start[0]), OutageCause::Carrier);
     // Probes during the down period go missing: no second outage.
-    for seq in 2..8 {
+    for seq in 2..9 {
         assert!(l.on_probe_missing(seq, sent(seq), sent(seq + 1)).is_empty());
     }
     let up_at = sent(8) + 2 * MS;
@@ -102,6 +102,12 @@ fn stale_reply_while_carrier_down_does_not_end_it() {
     assert!(l.on_carrier("tb0", true, sent(5)).is_empty());
     assert!(l.on_probe_reply(1, sent(1), sent(5) + MS).is_empty());
     assert!(l.in_outage());
+    // Probes 3..=5 went out while the link was down (5 as it came back).
+    for seq in 3..=5 {
+        assert!(l
+            .on_probe_missing(seq, sent(seq), sent(seq) + 1000 * MS)
+            .is_empty());
+    }
     let end = l.on_probe_reply(6, sent(6), sent(6) + MS);
     assert_eq!(end.len(), 1);
     assert_eq!(end[0].end_unix_ns, Some(sent(6) + MS));
@@ -144,6 +150,9 @@ fn probe_loss_then_carrier_down_is_both() {
     assert!(l.in_outage());
     assert!(l.on_carrier("tb0", false, sent(4)).is_empty());
     assert!(l.on_carrier("tb0", true, sent(6)).is_empty());
+    for seq in 4..=6 {
+        l.on_probe_missing(seq, sent(seq), sent(seq) + 1000 * MS);
+    }
     let end = l.on_probe_reply(7, sent(7), sent(7) + MS);
     assert_eq!(end.len(), 1);
     assert_both_from(&end[0], sent(1));
@@ -170,6 +179,11 @@ fn probes_sent_during_down_do_not_count_after_up() {
     for seq in 1..4 {
         assert!(l.on_probe_missing(seq, sent(seq), sent(4) + MS).is_empty());
     }
+    // Probe 4, sent as the carrier came back, was lost too: one lost probe
+    // is no probe-loss outage.
+    assert!(l
+        .on_probe_missing(4, sent(4), sent(4) + 1000 * MS)
+        .is_empty());
     let end = l.on_probe_reply(5, sent(5), sent(5) + MS);
     assert_eq!(cause(&end[0]), OutageCause::Carrier);
 }
@@ -322,8 +336,12 @@ fn losses_told_after_the_reply_that_ends_them_make_one_outage() {
     // Probes 2..=5 vanish; 6 is answered at once.
     let answered_at = sent(6) + 60_000;
     assert!(l.on_probe_reply(6, sent(6), answered_at).is_empty());
-    assert!(l.on_probe_missing(2, sent(2), sent(2) + 1000 * MS).is_empty());
-    assert!(l.on_probe_missing(3, sent(3), sent(3) + 1000 * MS).is_empty());
+    assert!(l
+        .on_probe_missing(2, sent(2), sent(2) + 1000 * MS)
+        .is_empty());
+    assert!(l
+        .on_probe_missing(3, sent(3), sent(3) + 1000 * MS)
+        .is_empty());
     let out = l.on_probe_missing(4, sent(4), sent(4) + 1000 * MS);
     let more = l.on_probe_missing(5, sent(5), sent(5) + 1000 * MS);
     let all: Vec<_> = out.into_iter().chain(more).collect();
@@ -344,7 +362,9 @@ fn late_replies_within_the_timeout_are_no_outage() {
     let mut l = tracker();
     for seq in 1..=10 {
         // Each answered 95 ms after sending, 9 probe intervals late.
-        assert!(l.on_probe_reply(seq, sent(seq), sent(seq) + 95 * MS).is_empty());
+        assert!(l
+            .on_probe_reply(seq, sent(seq), sent(seq) + 95 * MS)
+            .is_empty());
     }
     assert!(!l.in_outage());
 }
