@@ -50,6 +50,8 @@ pub struct Config {
     /// Records per second accepted per node (sustained; bursts up to 5 s
     /// worth).
     pub max_records_per_second: u32,
+    /// How long a disconnected agent's gauges stay on `/metrics`.
+    pub stale_after: Duration,
 }
 
 type K = Key<Config>;
@@ -137,6 +139,15 @@ pub const KEYS: &[K] = &[
         },
     )
     .default("20000"),
+    K::new(
+        "stale_after",
+        "a disconnected agent's gauges (temperatures, throttling, bandwidth, link, services, RTT window) leave `/metrics` after this; `boltwatch_agent_up` stays 0, counters stay",
+        |c, v| {
+            c.stale_after = v.duration(Duration::from_secs(1)..=Duration::from_secs(86_400))?;
+            Ok(())
+        },
+    )
+    .default("5m"),
 ];
 
 impl HasLogFormat for Config {
@@ -164,6 +175,7 @@ impl Schema for Config {
             auth: None,
             max_batch_records: 0,
             max_records_per_second: 0,
+            stale_after: Duration::ZERO,
         }
     }
 }

@@ -5,8 +5,8 @@
 use std::future::Future;
 
 use axum::extract::{FromRef, State};
-use axum::http::{header, StatusCode};
-use axum::response::IntoResponse;
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use tokio::net::TcpListener;
@@ -45,9 +45,27 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
-async fn metrics(State(st): State<AppState>) -> impl IntoResponse {
-    let body = st.metrics.lock().render();
-    ([(header::CONTENT_TYPE, CONTENT_TYPE)], body)
+async fn metrics(State(st): State<AppState>, headers: HeaderMap) -> Response {
+    let process = crate::export::process::read_self();
+    let body = {
+        let mut m = st.metrics.lock();
+        m.sweep(std::time::Instant::now());
+        m.set_process(process);
+        m.render()
+    };
+    if !crate::export::gzip::accepted(&headers) {
+        return ([(header::CONTENT_TYPE, CONTENT_TYPE)], body).into_response();
+    }
+    let gz = crate::export::gzip::compress(body.as_bytes());
+    (
+        [
+            (header::CONTENT_TYPE, CONTENT_TYPE),
+            (header::CONTENT_ENCODING, "gzip"),
+            (header::VARY, "accept-encoding"),
+        ],
+        gz,
+    )
+        .into_response()
 }
 
 async fn healthz(State(st): State<AppState>) -> impl IntoResponse {

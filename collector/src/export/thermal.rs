@@ -93,4 +93,9 @@ impl Domain for ThermalMetrics {
     fn families(&self) -> &'static [Family] {
         FAMILIES
     }
+
+    fn forget(&mut self, node: &str) {
+        self.temperatures.retain(|(n, _), _| n != node);
+        self.throttle.retain(|n, _| n != node);
+    }
 }
