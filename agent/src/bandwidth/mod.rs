@@ -29,6 +29,7 @@ pub mod load;
 pub mod plan;
 pub mod schedule;
 pub mod server;
+pub mod thermals;
 mod sys;
 
 pub use client::{run_client, ClientObserver, ClientOptions, IntervalReport};
