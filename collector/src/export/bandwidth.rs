@@ -59,7 +59,7 @@ struct LastTest {
 }
 
 /// State behind the bandwidth families.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct BandwidthMetrics {
     /// (node, peer, direction, protocol) -> (test start, bits/s).
     last: BTreeMap<ResultKey, (u64, f64)>,

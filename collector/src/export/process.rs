@@ -118,7 +118,7 @@ pub fn read_self() -> Option<ProcessStats> {
 }
 
 /// State behind the process families: the latest snapshot.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct ProcessMetrics {
     stats: Option<ProcessStats>,
 }
