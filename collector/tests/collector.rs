@@ -158,10 +158,23 @@ async fn metrics_cover_two_nodes_and_pass_promtool() {
         let n = format!("{{node=\"{node}\"}}");
         let expect = [
             (format!("boltwatch_agent_up{n}"), 1.0),
-            (format!("boltwatch_agent_info{{node=\"{node}\",version=\"0.1.0\",os=\"linux 6.1.0\"}}"), 1.0),
+            (
+                format!(
+                    "boltwatch_agent_info{{node=\"{node}\",version=\"0.1.0\",os=\"linux 6.1.0\"}}"
+                ),
+                1.0,
+            ),
             (format!("boltwatch_rtt_seconds_count{np}"), 7.0),
-            (format!("boltwatch_rtt_seconds_sum{np}"), (9_325_000.0 + 120_000.0) / 1e9),
-            (format!("boltwatch_rtt_seconds_bucket{{node=\"{node}\",peer=\"{peer}\",le=\"+Inf\"}}"), 7.0),
+            (
+                format!("boltwatch_rtt_seconds_sum{np}"),
+                (9_325_000.0 + 120_000.0) / 1e9,
+            ),
+            (
+                format!(
+                    "boltwatch_rtt_seconds_bucket{{node=\"{node}\",peer=\"{peer}\",le=\"+Inf\"}}"
+                ),
+                7.0,
+            ),
             (format!("boltwatch_rtt_min_seconds{np}"), 40e-6),
             (format!("boltwatch_rtt_p50_seconds{np}"), 80e-6),
             (format!("boltwatch_rtt_p99_seconds{np}"), 80e-6),
@@ -169,17 +182,40 @@ async fn metrics_cover_two_nodes_and_pass_promtool() {
             (format!("boltwatch_probe_sent_total{np}"), 8.0),
             (format!("boltwatch_probe_received_total{np}"), 7.0),
             (format!("boltwatch_probe_lost_total{np}"), 1.0),
-            (format!("boltwatch_interface_receive_bytes_total{ni}"), 1_000_000.0),
-            (format!("boltwatch_interface_transmit_bytes_total{ni}"), 2_000_000.0),
-            (format!("boltwatch_interface_receive_packets_total{ni}"), 10.0),
-            (format!("boltwatch_interface_transmit_packets_total{ni}"), 20.0),
+            (
+                format!("boltwatch_interface_receive_bytes_total{ni}"),
+                1_000_000.0,
+            ),
+            (
+                format!("boltwatch_interface_transmit_bytes_total{ni}"),
+                2_000_000.0,
+            ),
+            (
+                format!("boltwatch_interface_receive_packets_total{ni}"),
+                10.0,
+            ),
+            (
+                format!("boltwatch_interface_transmit_packets_total{ni}"),
+                20.0,
+            ),
             (format!("boltwatch_interface_receive_errors_total{ni}"), 1.0),
-            (format!("boltwatch_interface_transmit_errors_total{ni}"), 2.0),
+            (
+                format!("boltwatch_interface_transmit_errors_total{ni}"),
+                2.0,
+            ),
             (format!("boltwatch_interface_receive_drops_total{ni}"), 3.0),
             (format!("boltwatch_interface_transmit_drops_total{ni}"), 4.0),
             (format!("boltwatch_link_up{ni}"), 1.0),
-            (format!("boltwatch_temperature_celsius{{node=\"{node}\",sensor=\"cpu \\\"die\\\" 0\"}}"), 47.5),
-            (format!("boltwatch_records_received_total{{node=\"{node}\",kind=\"rtt\"}}"), 2.0),
+            (
+                format!(
+                    "boltwatch_temperature_celsius{{node=\"{node}\",sensor=\"cpu \\\"die\\\" 0\"}}"
+                ),
+                47.5,
+            ),
+            (
+                format!("boltwatch_records_received_total{{node=\"{node}\",kind=\"rtt\"}}"),
+                2.0,
+            ),
             (format!("boltwatch_records_duplicate_total{n}"), 0.0),
             (format!("boltwatch_agent_malformed_packets_total{n}"), 2.0),
             (format!("boltwatch_agent_dropped_records_total{n}"), 1.0),
@@ -479,7 +515,9 @@ async fn a_disconnected_agent_goes_stale_and_metrics_are_gzipped_on_request() {
     let (mut b, _) = c.agent("b", "b-boot").await;
     send_everything(&mut a, "a", "b").await;
     send_everything(&mut b, "b", "a").await;
-    let temp = |n: &str| format!("boltwatch_temperature_celsius{{node=\"{n}\",sensor=\"cpu \\\"die\\\" 0\"}}");
+    let temp = |n: &str| {
+        format!("boltwatch_temperature_celsius{{node=\"{n}\",sensor=\"cpu \\\"die\\\" 0\"}}")
+    };
     let body = c.wait_metric(&temp("a"), 47.5).await;
     assert_eq!(metric(&body, &temp("b")), Some(47.5));
 
@@ -510,7 +548,10 @@ async fn a_disconnected_agent_goes_stale_and_metrics_are_gzipped_on_request() {
         if metric(&body, &temp("a")).is_none() {
             break body;
         }
-        assert!(tokio::time::Instant::now() < deadline, "a never went stale:\n{body}");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "a never went stale:\n{body}"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     assert_eq!(metric(&body, "boltwatch_agent_up{node=\"a\"}"), Some(0.0));
@@ -521,7 +562,10 @@ async fn a_disconnected_agent_goes_stale_and_metrics_are_gzipped_on_request() {
         Some(8.0)
     );
     assert_eq!(
-        metric(&body, "boltwatch_interface_receive_bytes_total{node=\"a\",interface=\"tb0\"}"),
+        metric(
+            &body,
+            "boltwatch_interface_receive_bytes_total{node=\"a\",interface=\"tb0\"}"
+        ),
         Some(1_000_000.0)
     );
     promtool_check(&body);

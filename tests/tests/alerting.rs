@@ -227,7 +227,10 @@ fn start_prometheus(dir: &Path, collector_http: &str, alertmanager: u16) -> Prom
     );
     let mut cmd = Command::new(bin);
     cmd.arg(format!("--config.file={}", cfg.display()))
-        .arg(format!("--storage.tsdb.path={}", dir.join("prom-data").display()))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.join("prom-data").display()
+        ))
         .arg(format!("--web.listen-address=127.0.0.1:{port}"))
         .arg("--rules.alert.resend-delay=1s");
     let p = Proc::spawn("prometheus", cmd, dir.join("prometheus.log"));
@@ -241,7 +244,10 @@ fn wait_ready(what: &str, url: &str) {
         if http_get(url).is_ok_and(|(code, _)| code == 200) {
             return;
         }
-        assert!(Instant::now() < deadline, "{what} never became ready at {url}");
+        assert!(
+            Instant::now() < deadline,
+            "{what} never became ready at {url}"
+        );
         std::thread::sleep(Duration::from_millis(200));
     }
 }
@@ -352,7 +358,9 @@ fn shorten_for_touches_only_whole_minute_for_lines() {
         .filter(|(a, b)| a != b)
         .collect();
     assert!(!differ.is_empty());
-    assert!(differ.iter().all(|(a, _)| a.trim_start().starts_with("for: ")));
+    assert!(differ
+        .iter()
+        .all(|(a, _)| a.trim_start().starts_with("for: ")));
 }
 
 #[test]
@@ -377,9 +385,11 @@ fn thermal_bandwidth_and_agent_down_alerts_reach_the_webhook() {
     let mut agent_a = a.start(d, &collector, &b);
     let _agent_b = b.start(d, &collector, &a);
 
-    hook.wait("BoltwatchBandwidthLowThrottled firing for a -> b", &prom, |x| {
-        x.is("firing", "BoltwatchBandwidthLowThrottled", "a") && x.labels["peer"] == "b"
-    });
+    hook.wait(
+        "BoltwatchBandwidthLowThrottled firing for a -> b",
+        &prom,
+        |x| x.is("firing", "BoltwatchBandwidthLowThrottled", "a") && x.labels["peer"] == "b",
+    );
     hook.wait("BoltwatchBandwidthLow firing for b -> a", &prom, |x| {
         x.is("firing", "BoltwatchBandwidthLow", "b") && x.labels["peer"] == "a"
     });
@@ -391,9 +401,11 @@ fn thermal_bandwidth_and_agent_down_alerts_reach_the_webhook() {
     hook.wait("BoltwatchAgentDown firing for a", &prom, |x| {
         x.is("firing", "BoltwatchAgentDown", "a")
     });
-    hook.wait("BoltwatchBandwidthLowThrottled resolved for a", &prom, |x| {
-        x.is("resolved", "BoltwatchBandwidthLowThrottled", "a")
-    });
+    hook.wait(
+        "BoltwatchBandwidthLowThrottled resolved for a",
+        &prom,
+        |x| x.is("resolved", "BoltwatchBandwidthLowThrottled", "a"),
+    );
     hook.wait("BoltwatchThermalThrottled resolved for a", &prom, |x| {
         x.is("resolved", "BoltwatchThermalThrottled", "a")
     });
@@ -412,7 +424,8 @@ fn thermal_bandwidth_and_agent_down_alerts_reach_the_webhook() {
     assert!(wrong.is_empty(), "misplaced alerts: {wrong:#?}");
     // b is still connected: no agent-down for it.
     assert!(
-        !all.iter().any(|x| x.is("firing", "BoltwatchAgentDown", "b")),
+        !all.iter()
+            .any(|x| x.is("firing", "BoltwatchAgentDown", "b")),
         "{all:#?}"
     );
 }

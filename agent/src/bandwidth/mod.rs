@@ -29,8 +29,8 @@ pub mod load;
 pub mod plan;
 pub mod schedule;
 pub mod server;
-pub mod thermals;
 mod sys;
+pub mod thermals;
 
 pub use client::{run_client, ClientObserver, ClientOptions, IntervalReport};
 pub use server::{spawn_server, spawn_server_with, ServerOptions};

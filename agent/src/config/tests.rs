@@ -302,7 +302,13 @@ fn bandwidth_expected_globally_or_per_peer() {
     assert_eq!(c.expected_bits_per_second("b"), 40e9);
     assert_eq!(c.expected_bits_per_second("c"), 65.5e9);
     let e = err(&format!("{peers}[bandwidth.expected]\nzz = \"40\"\n"));
-    assert!(e.contains("key `bandwidth.expected`") && e.contains("zz"), "{e}");
+    assert!(
+        e.contains("key `bandwidth.expected`") && e.contains("zz"),
+        "{e}"
+    );
     let e = err(&format!("{peers}[bandwidth]\nexpected = \"fast\"\n"));
-    assert!(e.starts_with("agent.toml:3: key `bandwidth.expected`"), "{e}");
+    assert!(
+        e.starts_with("agent.toml:3: key `bandwidth.expected`"),
+        "{e}"
+    );
 }

@@ -58,10 +58,9 @@ pub fn parse_stat(text: &str) -> Option<(u64, u64)> {
 /// A `Key:   N kB` line of `/proc/self/status`, in bytes (or the bare
 /// number for unitless keys such as `Threads`).
 pub fn status_value(text: &str, key: &str) -> Option<u64> {
-    let line = text.lines().find(|l| {
-        l.strip_prefix(key)
-            .is_some_and(|r| r.starts_with(':'))
-    })?;
+    let line = text
+        .lines()
+        .find(|l| l.strip_prefix(key).is_some_and(|r| r.starts_with(':')))?;
     let mut words = line[key.len() + 1..].split_whitespace();
     let n: u64 = words.next()?.parse().ok()?;
     Some(match words.next() {

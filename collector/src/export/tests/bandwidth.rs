@@ -78,18 +78,48 @@ fn expected_and_thermals_of_the_newest_test() {
     let throttled = format!("boltwatch_bandwidth_last_test_throttled{ap}");
     let hottest = format!("boltwatch_bandwidth_last_test_max_temperature_celsius{ap}");
     let expected = format!("boltwatch_bandwidth_expected_bytes_per_second{ap}");
-    m.apply_record(&rec("a", "b", 1, 1, with(2_000_000_000, Direction::Upload, None)));
+    m.apply_record(&rec(
+        "a",
+        "b",
+        1,
+        1,
+        with(2_000_000_000, Direction::Upload, None),
+    ));
     assert_eq!(value(&m, &expected).as_deref(), Some("5000000000"));
     assert_eq!(value(&m, &throttled), None, "not sampled, no series");
     // Either direction's record of one test: throttled if any says so.
     let t = 3_000_000_000;
-    m.apply_record(&rec("a", "b", 2, 2, with(t, Direction::Upload, Some((true, 80.0)))));
-    m.apply_record(&rec("a", "b", 3, 3, with(t, Direction::Download, Some((false, 70.0)))));
+    m.apply_record(&rec(
+        "a",
+        "b",
+        2,
+        2,
+        with(t, Direction::Upload, Some((true, 80.0))),
+    ));
+    m.apply_record(&rec(
+        "a",
+        "b",
+        3,
+        3,
+        with(t, Direction::Download, Some((false, 70.0))),
+    ));
     assert_eq!(value(&m, &throttled).as_deref(), Some("1"));
     assert_eq!(value(&m, &hottest).as_deref(), Some("80"));
     // A newer cool test replaces the verdict; a late old one does not.
-    m.apply_record(&rec("a", "b", 4, 4, with(4 * t, Direction::Upload, Some((false, 50.0)))));
-    m.apply_record(&rec("a", "b", 5, 5, with(t, Direction::Upload, Some((true, 99.0)))));
+    m.apply_record(&rec(
+        "a",
+        "b",
+        4,
+        4,
+        with(4 * t, Direction::Upload, Some((false, 50.0))),
+    ));
+    m.apply_record(&rec(
+        "a",
+        "b",
+        5,
+        5,
+        with(t, Direction::Upload, Some((true, 99.0))),
+    ));
     assert_eq!(value(&m, &throttled).as_deref(), Some("0"));
     assert_eq!(value(&m, &hottest).as_deref(), Some("50"));
     let at = format!("boltwatch_bandwidth_last_test_timestamp_seconds{ap}");

@@ -143,7 +143,10 @@ fn declarations_follow_the_naming_conventions() {
     for f in Metrics::new().families() {
         let n = f.name;
         // `process_*`: the client libraries' standard names.
-        assert!(n.starts_with("boltwatch_") || n.starts_with("process_"), "{n}");
+        assert!(
+            n.starts_with("boltwatch_") || n.starts_with("process_"),
+            "{n}"
+        );
         let base = match f.kind {
             Type::Counter => n.strip_suffix("_total").unwrap_or_else(|| panic!("{n}")),
             _ => {
@@ -236,7 +239,10 @@ fn promtool_finds_nothing() {
     let text = m.render();
     // The snapshot had the bits-per-second findings: the check works.
     let before = promtool_findings(include_str!("../testdata/before.prom"));
-    assert!(before.iter().any(|l| l.contains("use base unit")), "{before:?}");
+    assert!(
+        before.iter().any(|l| l.contains("use base unit")),
+        "{before:?}"
+    );
     let after = promtool_findings(&text);
     assert!(after.is_empty(), "promtool findings: {after:?}");
 }

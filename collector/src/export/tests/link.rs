@@ -147,10 +147,7 @@ fn throughput_rendered_per_direction_from_the_second_reading() {
         vec![(2 * S, counters(true, 0, 0, [1_250_000_000, 125]))],
     );
     let series = |d: &str| format!("{name}{{node=\"a\",interface=\"tb0\",direction=\"{d}\"}}");
-    assert_eq!(
-        value(&m, &series("receive")).as_deref(),
-        Some("1250000000")
-    );
+    assert_eq!(value(&m, &series("receive")).as_deref(), Some("1250000000"));
     assert_eq!(value(&m, &series("transmit")).as_deref(), Some("125"));
 }
 

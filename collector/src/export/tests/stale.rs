@@ -79,7 +79,10 @@ fn gauges_of_a_disconnected_agent_go_after_the_grace_counters_stay() {
     }
     for (series, want) in [
         ("boltwatch_agent_up{node=\"a\"}", "0"),
-        ("boltwatch_bandwidth_tests_total{node=\"a\",peer=\"p\"}", "1"),
+        (
+            "boltwatch_bandwidth_tests_total{node=\"a\",peer=\"p\"}",
+            "1",
+        ),
         ("boltwatch_probe_sent_total{node=\"a\",peer=\"p\"}", "1"),
         ("boltwatch_rtt_seconds_count{node=\"a\",peer=\"p\"}", "1"),
     ] {
