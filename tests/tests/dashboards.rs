@@ -58,6 +58,7 @@ const CONTRACT: &[&str] = &[
     "boltwatch_link_speed_bytes_per_second",
     "boltwatch_link_info",
     "boltwatch_thermal_throttled",
+    "boltwatch_thermal_throttled_seconds_total",
     "boltwatch_thermal_pressure_level",
     "boltwatch_cpu_frequency_ratio",
     "boltwatch_service_up",

@@ -26,7 +26,7 @@ const ADDED: [&str; 2] = [
 /// Families changed on purpose since the split (issue 11: base units,
 /// one `direction` vocabulary, no boot id in the info), old name -> new
 /// name; their text is checked by their domain's tests instead.
-const CHANGED: [(&str, &str); 4] = [
+const CHANGED: [(&str, &str); 5] = [
     (
         "boltwatch_bandwidth_bits_per_second",
         "boltwatch_bandwidth_bytes_per_second",
@@ -40,10 +40,12 @@ const CHANGED: [(&str, &str); 4] = [
         "boltwatch_link_speed_bytes_per_second",
     ),
     ("boltwatch_agent_info", "boltwatch_agent_info"),
+    ("boltwatch_thermal_throttled", "boltwatch_thermal_throttled"),
 ];
 
 /// Families added by issue 11.
-const ADDED_ONCALL: [&str; 4] = [
+const ADDED_ONCALL: [&str; 5] = [
+    "boltwatch_thermal_throttled_seconds_total",
     "boltwatch_bandwidth_last_test_timestamp_seconds",
     "boltwatch_bandwidth_last_test_throttled",
     "boltwatch_bandwidth_last_test_max_temperature_celsius",
