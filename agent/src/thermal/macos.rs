@@ -102,7 +102,8 @@ impl ThermalSource for MacThermal {
                 ..Throttle::default()
             };
             // The pressure level is a level already.
-            self.level.stamp(&mut t, now, t.throttled);
+            let throttled = t.throttled;
+            self.level.stamp(&mut t, now, throttled);
             t
         });
         Ok(ThermalReading {
