@@ -46,6 +46,8 @@ const CONTRACT: &[&str] = &[
     "boltwatch_records_received_total",
     "boltwatch_agent_malformed_packets_total",
     "boltwatch_agent_dropped_records_total",
+    // Shown beside the malformed packets.
+    "boltwatch_agent_stamp_refused_total",
     "boltwatch_ingest_malformed_connections_total",
     "boltwatch_ingest_errors_total",
     // Link truth.
