@@ -179,7 +179,8 @@ impl Domain for BandwidthMetrics {
         e.family(
             &LAST_MAX_CELSIUS,
             lt.iter()
-                .filter_map(|(k, t)| Some((pair(k), t.thermals?.1))),
+                // 0: the node has no sensor (sensors read 15 C or more).
+                .filter_map(|(k, t)| Some((pair(k), t.thermals?.1)).filter(|(_, c)| *c > 0.0)),
         );
         e.family(
             &EXPECTED,
