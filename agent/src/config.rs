@@ -110,6 +110,10 @@ pub struct Config {
     /// besides the configured peers (and loopback). Everyone else is
     /// refused: the server sends whatever rate a client asks for.
     pub bandwidth_allow: Vec<ipnet::IpNet>,
+    /// Throughput expected of each link, Gbit/s, by peer name; `*` is every
+    /// peer not named. Carried in each bandwidth result so the collector's
+    /// alerts compare against it; empty: no expectation, no alert.
+    pub bandwidth_expected: BTreeMap<String, f64>,
 }
 
 impl Default for Config {
@@ -121,6 +125,13 @@ impl Default for Config {
 }
 
 impl Config {
+    /// The throughput expected of the link to `peer`, bits per second (0:
+    /// none configured).
+    pub fn expected_bits_per_second(&self, peer: &str) -> f64 {
+        let e = &self.bandwidth_expected;
+        e.get(peer).or_else(|| e.get("*")).map_or(0.0, |g| g * 1e9)
+    }
+
     /// Where `peer`'s bandwidth server is: its `bandwidth.peers` entry, else
     /// its STAMP IP with our own bandwidth port (5202 when ours is 0).
     pub fn bandwidth_addr(&self, peer: &PeerConfig) -> SocketAddr {

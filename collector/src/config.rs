@@ -71,6 +71,8 @@ pub struct Config {
     /// File holding the API read token; `/api/v1` then requires
     /// `authorization: Bearer TOKEN`.
     pub api_token_file: Option<PathBuf>,
+    /// How long a disconnected agent's gauges stay on `/metrics`.
+    pub stale_after: Duration,
 }
 
 type K = Key<Config>;
@@ -234,6 +236,15 @@ pub const KEYS: &[K] = &[
     )
     .flag("api-token-file", "FILE")
     .default_doc("none"),
+    K::new(
+        "stale_after",
+        "a disconnected agent's gauges (temperatures, throttling, bandwidth, link, services, RTT window) leave `/metrics` after this; `boltwatch_agent_up` stays 0, counters stay",
+        |c, v| {
+            c.stale_after = v.duration(Duration::from_secs(1)..=Duration::from_secs(86_400))?;
+            Ok(())
+        },
+    )
+    .default("5m"),
 ];
 
 impl HasLogFormat for Config {
@@ -269,6 +280,7 @@ impl Schema for Config {
             hello_timeout: Duration::ZERO,
             api_listen: None,
             api_token_file: None,
+            stale_after: Duration::ZERO,
         }
     }
 }

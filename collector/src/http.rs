@@ -5,9 +5,9 @@
 //! reachable by Prometheus while the API stays private (or the reverse).
 
 use axum::extract::{FromRef, State};
-use axum::http::{header, StatusCode};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::middleware;
-use axum::response::IntoResponse;
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use std::future::IntoFuture;
@@ -66,12 +66,36 @@ pub fn router(state: AppState) -> Router {
     metrics_router(state.clone()).merge(api_router(state))
 }
 
-async fn metrics(State(st): State<AppState>) -> impl IntoResponse {
+async fn metrics(State(st): State<AppState>, headers: HeaderMap) -> Response {
     // Copy the state under the lock and render outside it: rendering is the
-    // slow part, and ingest needs the lock for every batch.
-    let snapshot = st.metrics.lock().clone();
-    match tokio::task::spawn_blocking(move || snapshot.render()).await {
-        Ok(body) => ([(header::CONTENT_TYPE, CONTENT_TYPE)], body).into_response(),
+    // slow part, and ingest needs the lock for every batch. The sweep
+    // (stale agents) changes the shared state, so it runs under the lock.
+    let snapshot = {
+        let mut m = st.metrics.lock();
+        m.sweep(std::time::Instant::now());
+        m.clone()
+    };
+    let gzip = crate::export::gzip::accepted(&headers);
+    let rendered = tokio::task::spawn_blocking(move || {
+        let mut m = snapshot;
+        m.set_process(crate::export::process::read_self());
+        let body = m.render();
+        gzip.then(|| crate::export::gzip::compress(body.as_bytes()))
+            .ok_or(body)
+    })
+    .await;
+    let text = (header::CONTENT_TYPE, CONTENT_TYPE);
+    match rendered {
+        Ok(Err(body)) => ([text], body).into_response(),
+        Ok(Ok(gz)) => (
+            [
+                text,
+                (header::CONTENT_ENCODING, "gzip"),
+                (header::VARY, "accept-encoding"),
+            ],
+            gz,
+        )
+            .into_response(),
         Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
     }
 }

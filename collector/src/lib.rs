@@ -142,6 +142,7 @@ pub async fn run(
     let store = Store::open(&config.data_dir)?;
     let handle = store.handle();
     let metrics = SharedMetrics::new();
+    metrics.lock().set_stale_after(config.stale_after);
     match handle.boots().await {
         Ok(boots) => seed_metrics(&mut metrics.lock(), &boots),
         Err(e) => {

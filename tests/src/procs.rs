@@ -427,9 +427,8 @@ pub fn sample(metrics: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64>
 }
 
 /// Runs the real `promtool check metrics` on a body; returns its output on
-/// failure. Panics if promtool is not installed (tests never skip). The
-/// lint's "use bytes, not bits" finding is excused for the contract's
-/// bits-per-second names ([`BITS_BY_CONTRACT`]) and nothing else.
+/// any finding (the metrics follow the conventions: base units, no
+/// excuses). Panics if promtool is not installed (tests never skip).
 pub fn promtool_check(metrics: &str) -> Result<(), String> {
     use std::io::Write;
     let mut child = Command::new("promtool")
@@ -446,40 +445,14 @@ pub fn promtool_check(metrics: &str) -> Result<(), String> {
         .write_all(metrics.as_bytes())
         .unwrap();
     let out = child.wait_with_output().unwrap();
-    if out.status.success() {
-        return Ok(());
-    }
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    // promtool's only other exit is 1 (unparsable input), which is never
-    // excused.
-    let lint_only = out.status.code() == Some(3);
-    if lint_only
-        && text
-            .lines()
-            .all(|l| l.trim().is_empty() || bits_by_contract(l))
-    {
+    if out.status.success() && text.trim().is_empty() {
         Ok(())
     } else {
         Err(text)
     }
-}
-
-/// Rates the metric contract names in bits per second (issue 4, the
-/// dashboards), which promtool's lint would have in bytes.
-pub const BITS_BY_CONTRACT: &[&str] = &[
-    "boltwatch_bandwidth_bits_per_second",
-    "boltwatch_interface_throughput_bits_per_second",
-    "boltwatch_link_speed_bits_per_second",
-];
-
-/// True for promtool's "bits, not bytes" finding on a contract name, the
-/// one finding [`promtool_check`] excuses.
-fn bits_by_contract(line: &str) -> bool {
-    BITS_BY_CONTRACT
-        .iter()
-        .any(|m| line.trim() == format!("{m} use base unit \"bytes\" instead of \"bits\""))
 }

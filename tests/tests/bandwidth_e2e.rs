@@ -323,15 +323,16 @@ fn scheduled_tests_tag_rtt_and_follow_a_rate_limit() {
 
     let m = c.metrics();
     for (n, p) in [("a", "b"), ("b", "a")] {
-        for dir in ["upload", "download"] {
+        for dir in ["transmit", "receive"] {
             let labels = [
                 ("node", n),
                 ("peer", p),
                 ("direction", dir),
                 ("protocol", "tcp"),
             ];
-            let v = sample(&m, "boltwatch_bandwidth_bits_per_second", &labels);
-            assert!(v.is_some_and(|v| v > 200e6), "{n} {dir}: {v:?}\n{m}");
+            let v = sample(&m, "boltwatch_bandwidth_bytes_per_second", &labels);
+            // 200 Mbit/s, in bytes.
+            assert!(v.is_some_and(|v| v > 25e6), "{n} {dir}: {v:?}\n{m}");
         }
         let np = [("node", n), ("peer", p)];
         assert!(sample(&m, "boltwatch_bandwidth_tests_total", &np).unwrap_or(0.0) >= 2.0);
@@ -346,7 +347,7 @@ fn scheduled_tests_tag_rtt_and_follow_a_rate_limit() {
         for d in ["receive", "transmit"] {
             let l = [("node", n), ("interface", iface), ("direction", d)];
             assert!(
-                sample(&m, "boltwatch_interface_throughput_bits_per_second", &l).is_some(),
+                sample(&m, "boltwatch_interface_throughput_bytes_per_second", &l).is_some(),
                 "{n} {d}\n{m}"
             );
         }

@@ -46,6 +46,8 @@ const CONTRACT: &[&str] = &[
     "boltwatch_records_received_total",
     "boltwatch_agent_malformed_packets_total",
     "boltwatch_agent_dropped_records_total",
+    // Shown beside the malformed packets.
+    "boltwatch_agent_stamp_refused_total",
     "boltwatch_ingest_malformed_connections_total",
     "boltwatch_ingest_errors_total",
     // Link truth.
@@ -54,9 +56,10 @@ const CONTRACT: &[&str] = &[
     "boltwatch_outages_total",
     "boltwatch_outage_seconds_total",
     "boltwatch_path_ok",
-    "boltwatch_link_speed_bits_per_second",
+    "boltwatch_link_speed_bytes_per_second",
     "boltwatch_link_info",
     "boltwatch_thermal_throttled",
+    "boltwatch_thermal_throttled_seconds_total",
     "boltwatch_thermal_pressure_level",
     "boltwatch_cpu_frequency_ratio",
     "boltwatch_service_up",
@@ -64,11 +67,15 @@ const CONTRACT: &[&str] = &[
     "boltwatch_service_outages_total",
     "boltwatch_service_outage_seconds_total",
     // Bandwidth.
-    "boltwatch_bandwidth_bits_per_second",
+    "boltwatch_bandwidth_bytes_per_second",
+    "boltwatch_bandwidth_expected_bytes_per_second",
+    "boltwatch_bandwidth_last_test_timestamp_seconds",
+    "boltwatch_bandwidth_last_test_throttled",
+    "boltwatch_bandwidth_last_test_max_temperature_celsius",
     "boltwatch_bandwidth_tests_total",
     "boltwatch_bandwidth_test_failures_total",
     "boltwatch_bandwidth_retransmits_total",
-    "boltwatch_interface_throughput_bits_per_second",
+    "boltwatch_interface_throughput_bytes_per_second",
 ];
 
 /// Classic histograms of the contract: queried as `_bucket`, `_sum`, `_count`.

@@ -30,6 +30,7 @@ pub mod plan;
 pub mod schedule;
 pub mod server;
 pub(crate) mod sys;
+pub mod thermals;
 
 pub use client::{run_client, ClientObserver, ClientOptions, IntervalReport};
 pub use server::{spawn_server, spawn_server_with, ServerOptions};

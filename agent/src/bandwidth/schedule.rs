@@ -15,6 +15,10 @@
 //! leaves no record, unless the peer stays busy through every retry: then a
 //! failure record says so.
 //!
+//! Each result carries the link's expected throughput (`bandwidth.expected`)
+//! and, when the scheduler has a [`ThermalProbe`], the node's thermals
+//! during the test ([`super::thermals`]).
+//!
 //! The schedule's knobs derive from the config in [`plan_config`] (pure).
 
 use std::collections::BTreeMap;
@@ -29,6 +33,7 @@ use super::client::{run_client, ClientObserver, ClientOptions};
 use super::iperf3::Mode;
 use super::load::{LoadBoard, LoadSpan, LoadTag, TestGate};
 use super::plan::{Decision, Outcome, PlanConfig, PlanError, Planner};
+use super::thermals::{DuringTest, ThermalProbe};
 use super::{emit_results, failed_result, BandwidthError};
 use crate::sink::{now_unix_ns, Sink};
 
@@ -64,7 +69,7 @@ pub fn plan_config(
 }
 
 /// A peer's bandwidth server.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct PeerServer {
     /// Peer node name.
     pub peer: String,
@@ -72,6 +77,8 @@ pub struct PeerServer {
     pub addr: SocketAddr,
     /// Local interface towards it (for the record).
     pub interface: String,
+    /// Throughput expected of the link, bits per second (0: none).
+    pub expected_bits_per_second: f64,
 }
 
 /// What the scheduler needs besides its peers.
@@ -85,6 +92,8 @@ pub struct ScheduleOptions {
     pub gate: TestGate,
     /// Load marks of every peer.
     pub load: LoadBoard,
+    /// The node's thermals, sampled during each test.
+    pub thermals: ThermalProbe,
 }
 
 /// Marks the link while data flows and lets shutdown end a test.
@@ -158,6 +167,7 @@ pub async fn run_schedule(
             ..ClientOptions::default()
         };
         let start_unix_ns = now_unix_ns();
+        let mut during = DuringTest::default();
         let result = match opts.gate.try_enter() {
             // Our server is serving a test (likely this very peer's).
             None => Err(BandwidthError::Busy),
@@ -168,13 +178,13 @@ pub async fn run_schedule(
                     stop: stop.clone(),
                 };
                 let c = client.clone();
-                let joined = tokio::task::spawn_blocking(move || {
+                let mut test = tokio::task::spawn_blocking(move || {
                     let r = run_client(c, &mut obs);
                     drop(obs);
                     drop(gate);
                     r
-                })
-                .await;
+                });
+                let joined = sample_while(&mut test, &opts.thermals, &mut during).await;
                 match joined {
                     Ok(r) => r,
                     Err(e) => Err(BandwidthError::Protocol(format!("test task: {e}"))),
@@ -182,7 +192,11 @@ pub async fn run_schedule(
             }
         };
         let outcome = match result {
-            Ok(results) => {
+            Ok(mut results) => {
+                for r in &mut results {
+                    r.expected_bits_per_second = target.expected_bits_per_second;
+                    during.stamp(r);
+                }
                 busy_in_a_row.remove(&peer);
                 for r in &results {
                     info!(peer = %peer, direction = r.direction, bits_per_second = r.bits_per_second,
@@ -212,6 +226,34 @@ pub async fn run_schedule(
         };
         planner.finish(&peer, outcome, Instant::now());
     }
+}
+
+/// Awaits the test, reading the thermals as it starts, once a second while
+/// it runs and as it ends (each read is a few small file reads).
+async fn sample_while<T>(
+    test: &mut tokio::task::JoinHandle<T>,
+    probe: &ThermalProbe,
+    during: &mut DuringTest,
+) -> Result<T, tokio::task::JoinError> {
+    if let Some(r) = probe.read() {
+        during.add(&r, true);
+    }
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    tick.tick().await;
+    let out = loop {
+        tokio::select! {
+            r = &mut *test => break r,
+            _ = tick.tick() => {
+                if let Some(r) = probe.read() {
+                    during.add(&r, false);
+                }
+            }
+        }
+    };
+    if let Some(r) = probe.read() {
+        during.add(&r, false);
+    }
+    out
 }
 
 #[cfg(test)]
@@ -264,16 +306,19 @@ mod tests {
         let gate = TestGate::default();
         let board = LoadBoard::new([("p".to_string(), vec![addr.ip()])]);
         let (sink, mut rx) = Sink::new();
+        let (_fixture, probe) = fixture_probe();
         let opts = ScheduleOptions {
             plan: plan_config(s(3), s(1), 1.0).unwrap(),
             streams: 1,
             gate: gate.clone(),
             load: board.clone(),
+            thermals: probe,
         };
         let peers = vec![PeerServer {
             peer: "p".into(),
             addr,
             interface: "lo".into(),
+            expected_bits_per_second: 40e9,
         }];
         let task = tokio::spawn(run_schedule(peers, opts, sink, stop.clone()));
         let mut got = Vec::new();
@@ -295,6 +340,12 @@ mod tests {
         assert_eq!(dirs, [Direction::Upload as i32, Direction::Download as i32]);
         for b in &got {
             assert!(b.error.is_empty(), "{b:?}");
+            assert_eq!(b.expected_bits_per_second, 40e9);
+            #[cfg(target_os = "linux")]
+            assert!(
+                b.thermals_sampled && !b.throttled_during && b.max_celsius_during == 55.0,
+                "{b:?}"
+            );
             assert!(b.bytes > 0 && b.bits_per_second > 0.0, "{b:?}");
             assert_eq!((b.peer.as_str(), b.streams), ("p", 1));
             let tag = board.tag("p").unwrap();
@@ -370,5 +421,17 @@ mod tests {
             "the cap still lets tests run: {}",
             runs.len()
         );
+    }
+
+    /// A real sysfs reader over a fixture tree with one zone at 55 °C (on
+    /// Linux; elsewhere the OS source).
+    fn fixture_probe() -> (tempfile::TempDir, ThermalProbe) {
+        let dir = tempfile::tempdir().unwrap();
+        let zone = dir.path().join("class/thermal/thermal_zone0");
+        std::fs::create_dir_all(&zone).unwrap();
+        std::fs::write(zone.join("type"), "x86_pkg_temp\n").unwrap();
+        std::fs::write(zone.join("temp"), "55000\n").unwrap();
+        let probe = ThermalProbe::new(crate::thermal::default_source(dir.path()));
+        (dir, probe)
     }
 }

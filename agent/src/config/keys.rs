@@ -282,6 +282,36 @@ pub const KEYS: &[K] = &[
     )
     .repeated("bandwidth-allow", "CIDR")
     .default_doc("peers and loopback only"),
+    K::new(
+        "bandwidth.expected",
+        "Gbit/s expected of every link (a number), or per peer (`NAME = \"GBPS\"`, `*` for the rest); the bandwidth alerts compare against it",
+        |c, v| {
+            let range = 0.001..=1000.0;
+            let parse = |name: &str, g: &str| -> Result<(String, f64), String> {
+                let x: f64 = g
+                    .trim()
+                    .parse()
+                    .map_err(|e| format!("`{name}`: `{g}`: {e} (expected Gbit/s)"))?;
+                if !range.contains(&x) {
+                    return Err(format!("`{name}`: {x} is outside 0.001..1000 Gbit/s"));
+                }
+                Ok((name.trim().to_string(), x))
+            };
+            c.bandwidth_expected = match v.float(range.clone()) {
+                Ok(g) => BTreeMap::from([("*".to_string(), g)]),
+                Err(_) => v
+                    .entries()?
+                    .iter()
+                    .map(|e| {
+                        let (name, g) = e.split_once('=').unwrap_or(("*", e));
+                        parse(name, g)
+                    })
+                    .collect::<Result<_, _>>()?,
+            };
+            Ok(())
+        },
+    )
+    .default_doc("none"),
 ];
 
 /// Placeholders every key's default overwrites (see
@@ -315,6 +345,7 @@ pub(super) fn blank() -> Config {
         bandwidth_duty_cycle: 0.0,
         bandwidth_peers: BTreeMap::new(),
         bandwidth_allow: Vec::new(),
+        bandwidth_expected: BTreeMap::new(),
     }
 }
 
@@ -330,6 +361,16 @@ pub(super) fn finish(c: &mut Config, at: &Where<'_, Config>) -> Result<(), Confi
         // One directory per node name, so two agents on one host (a bench,
         // a lab) do not fight over the lock.
         c.spool_dir = PathBuf::from(DEFAULT_SPOOL_DIR).join(&c.node);
+    }
+    if let Some(name) = c
+        .bandwidth_expected
+        .keys()
+        .find(|n| *n != "*" && !c.peers.iter().any(|p| &p.name == *n))
+    {
+        return Err(at.error(
+            &["bandwidth.expected"],
+            format!("`{name}` is not one of the peers"),
+        ));
     }
     if let Some(name) = c
         .bandwidth_peers

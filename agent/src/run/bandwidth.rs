@@ -10,6 +10,7 @@ use super::crew::Crew;
 use super::topology::Topology;
 use crate::bandwidth::load::{LoadBoard, TestGate};
 use crate::bandwidth::schedule::{self, PeerServer, ScheduleOptions};
+use crate::bandwidth::thermals::ThermalProbe;
 use crate::bandwidth::{spawn_server_with, ServerOptions};
 use crate::config::Config;
 use crate::error::Error;
@@ -92,6 +93,7 @@ pub(super) fn start(
             peer: p.name.clone(),
             addr: config.bandwidth_addr(cfg),
             interface: p.interface.clone(),
+            expected_bits_per_second: config.expected_bits_per_second(&p.name),
         })
         .collect();
     let opts = ScheduleOptions {
@@ -99,6 +101,7 @@ pub(super) fn start(
         streams: config.bandwidth_streams,
         gate,
         load: load.clone(),
+        thermals: ThermalProbe::new(crate::thermal::default_source(&config.sysfs_root)),
     };
     let scheduler = schedule::run_schedule(targets, opts, crew.sink.clone(), crew.stop.clone());
     crew.task(scheduler);

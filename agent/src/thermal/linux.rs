@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use super::{
     cpu_frequency_ratio, index_after, parse_millidegrees, FilterStats, SensorSet, SysinfoSensors,
-    ThermalError, ThermalReading, ThermalSource, Throttle, ThrottleTracker,
+    ThermalError, ThermalReading, ThermalSource, Throttle, ThrottleLevel, ThrottleTracker,
 };
 use crate::platform::Support;
 
@@ -33,6 +33,9 @@ pub struct SysfsThermal {
     root: PathBuf,
     live: bool,
     tracker: ThrottleTracker,
+    /// Growth of the kernel's total throttled time (ms), where it has one.
+    time_tracker: ThrottleTracker,
+    level: ThrottleLevel,
     stats: FilterStats,
     sysinfo: SysinfoSensors,
 }
@@ -59,6 +62,8 @@ impl SysfsThermal {
             root: sysfs_root.to_path_buf(),
             live,
             tracker: ThrottleTracker::new(),
+            time_tracker: ThrottleTracker::new(),
+            level: ThrottleLevel::new(),
             stats: FilterStats::default(),
             sysinfo: SysinfoSensors::new(),
         }
@@ -182,6 +187,25 @@ fn read_hwmon(
     Ok(())
 }
 
+/// Total throttled time in ms (`{core,package}_throttle_total_time_ms`
+/// summed over CPUs), `None` when the kernel has no such file.
+fn throttle_time_ms(root: &Path) -> Option<u64> {
+    let cpus = indexed_entries(&root.join("devices/system/cpu"), "cpu").ok()?;
+    let mut total = None;
+    for (_, cpu) in cpus {
+        let dir = cpu.join("thermal_throttle");
+        for f in [
+            "core_throttle_total_time_ms",
+            "package_throttle_total_time_ms",
+        ] {
+            if let Some(ms) = read_u64(&dir.join(f)) {
+                total = Some(total.unwrap_or(0u64).saturating_add(ms));
+            }
+        }
+    }
+    total
+}
+
 /// Total throttle events: per-core counts summed, package counts taken once
 /// per physical package (every CPU of a package shows the same count).
 /// `None` when no CPU has `thermal_throttle`.
@@ -229,15 +253,23 @@ impl ThermalSource for SysfsThermal {
         }
         let events = throttle_events(&self.root)?;
         let ratio = frequency_ratio(&self.root)?;
-        let throttle = match (events, ratio) {
+        let now = std::time::Instant::now();
+        let mut throttle = match (events, ratio) {
             (Some(events), ratio) => {
-                let throttled = self.tracker.update(events);
+                // An episode that began before this interval and goes on
+                // adds no event, but adds throttled time (kernels with
+                // `*_throttle_total_time_ms`).
+                let began = self.tracker.update(events);
+                let time =
+                    throttle_time_ms(&self.root).is_some_and(|ms| self.time_tracker.update(ms));
+                let throttled = began || time;
                 Some(Throttle {
                     throttled,
                     pressure_level: u32::from(throttled),
                     cpu_frequency_ratio: ratio.unwrap_or(0.0),
                     throttle_events: events,
                     source: "thermal_throttle".to_string(),
+                    ..Throttle::default()
                 })
             }
             // Frequency alone says nothing about throttling (idle cores
@@ -248,9 +280,18 @@ impl ThermalSource for SysfsThermal {
                 cpu_frequency_ratio: ratio,
                 throttle_events: 0,
                 source: "cpufreq".to_string(),
+                ..Throttle::default()
             }),
             (None, None) => None,
         };
+        if let Some(t) = throttle.as_mut() {
+            let throttled = if t.source == "cpufreq" {
+                self.level.cpufreq_held(t.cpu_frequency_ratio)
+            } else {
+                t.throttled
+            };
+            self.level.stamp(t, now, throttled);
+        }
         Ok(ThermalReading {
             sensors: set.into_sensors(),
             throttle,

@@ -14,7 +14,7 @@ use std::path::Path;
 
 use super::{
     pressure_throttled, FilterStats, SensorSet, SysinfoSensors, ThermalError, ThermalReading,
-    ThermalSource, Throttle,
+    ThermalSource, Throttle, ThrottleLevel,
 };
 use crate::platform::Support;
 
@@ -40,6 +40,7 @@ pub struct MacThermal {
     sysinfo: SysinfoSensors,
     token: Option<libc::c_int>,
     stats: FilterStats,
+    level: ThrottleLevel,
 }
 
 impl std::fmt::Debug for MacThermal {
@@ -72,6 +73,7 @@ impl MacThermal {
             sysinfo: SysinfoSensors::new(),
             token: (status == NOTIFY_STATUS_OK).then_some(token),
             stats: FilterStats::default(),
+            level: ThrottleLevel::new(),
         }
     }
 
@@ -89,12 +91,20 @@ impl ThermalSource for MacThermal {
     fn read(&mut self) -> Result<ThermalReading, ThermalError> {
         let mut set = SensorSet::new();
         self.sysinfo.add_to(&mut set, "iohid", &mut self.stats);
-        let throttle = self.pressure_level().map(|level| Throttle {
-            throttled: pressure_throttled(level),
-            pressure_level: u32::try_from(level).unwrap_or(u32::MAX),
-            cpu_frequency_ratio: 0.0,
-            throttle_events: 0,
-            source: "notify".to_string(),
+        let now = std::time::Instant::now();
+        let throttle = self.pressure_level().map(|level| {
+            let mut t = Throttle {
+                throttled: pressure_throttled(level),
+                pressure_level: u32::try_from(level).unwrap_or(u32::MAX),
+                cpu_frequency_ratio: 0.0,
+                throttle_events: 0,
+                source: "notify".to_string(),
+                ..Throttle::default()
+            };
+            // The pressure level is a level already.
+            let throttled = t.throttled;
+            self.level.stamp(&mut t, now, throttled);
+            t
         });
         Ok(ThermalReading {
             sensors: set.into_sensors(),

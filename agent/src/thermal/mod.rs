@@ -20,6 +20,9 @@ use std::path::Path;
 
 pub use boltwatch_proto::v1::{TemperatureSensor, ThermalReading, Throttle};
 
+pub mod level;
+pub use level::ThrottleLevel;
+
 use crate::platform::{Support, Unsupported};
 
 #[cfg(target_os = "linux")]

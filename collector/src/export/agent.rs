@@ -8,6 +8,7 @@
 //! is the only family for it.
 
 use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
 
 use boltwatch_proto::v1::record::Payload;
 use boltwatch_proto::v1::Record;
@@ -17,7 +18,7 @@ use super::{Domain, Subjects};
 
 families! {
     UP = Gauge("boltwatch_agent_up", "", labels::NODE, "1 while the node's agent has a stream open to the collector.");
-    INFO = Gauge("boltwatch_agent_info", "", &["node", "version", "os", "boot_id"], "Agent version, OS and boot id of the node's latest agent boot.");
+    INFO = Gauge("boltwatch_agent_info", "", &["node", "version", "os"], "Agent version and OS of the node's latest agent boot (no boot id: one series per node across restarts).");
     DUPLICATES = Counter("boltwatch_records_duplicate_total", "", labels::NODE, "Records received that were already stored.");
     MALFORMED = Counter("boltwatch_agent_malformed_packets_total", "", labels::NODE, "STAMP packets the agent dropped as malformed, summed over its boots.");
     DROPPED = Counter("boltwatch_agent_dropped_records_total", "", labels::NODE, "Records the agent dropped (queue or spool full), summed over its boots.");
@@ -55,6 +56,10 @@ struct AgentState {
     duplicates: u64,
     /// Per boot id.
     stats: BTreeMap<String, BootStats>,
+    /// When a sweep first saw the node without a stream.
+    down_since: Option<Instant>,
+    /// Its gauges were forgotten in this disconnection.
+    stale: bool,
 }
 
 impl AgentState {
@@ -101,6 +106,26 @@ impl AgentMetrics {
         self.agents.get(node).is_some_and(|a| a.open_streams > 0)
     }
 
+    /// The nodes whose agent has been without a stream for `grace` as of
+    /// `now` and were not reported yet in this disconnection. The grace
+    /// counts from the first sweep that saw the node disconnected.
+    pub fn newly_stale(&mut self, now: Instant, grace: Duration) -> Vec<String> {
+        let mut out = Vec::new();
+        for (node, a) in &mut self.agents {
+            if a.open_streams > 0 {
+                a.down_since = None;
+                a.stale = false;
+                continue;
+            }
+            let since = *a.down_since.get_or_insert(now);
+            if !a.stale && now.saturating_duration_since(since) >= grace {
+                a.stale = true;
+                out.push(node.clone());
+            }
+        }
+        out
+    }
+
     /// Records of the node's batch that were already stored.
     pub fn on_duplicates(&mut self, node: &str, n: u64) {
         self.agent(node).duplicates += n;
@@ -141,7 +166,7 @@ impl Domain for AgentMetrics {
             &INFO,
             a.iter().filter_map(|(n, s)| {
                 let i = s.info.as_ref()?;
-                Some(([n.as_str(), &i.version, &i.os, &i.boot_id], 1u64))
+                Some(([n.as_str(), &i.version, &i.os], 1u64))
             }),
         );
         e.family(

@@ -48,10 +48,10 @@ families! {
     TX_ERRORS = Counter(kernel!("transmit_errors"), "", NI, kernel!(help "Transmit errors"));
     RX_DROPS = Counter(kernel!("receive_drops"), "", NI, kernel!(help "Received packets dropped"));
     TX_DROPS = Counter(kernel!("transmit_drops"), "", NI, kernel!(help "Packets dropped on transmit"));
-    THROUGHPUT = Gauge("boltwatch_interface_throughput_bits_per_second", "bits_per_second", &["node", "interface", "direction"], "Interface throughput between the last two counter readings.");
+    THROUGHPUT = Gauge("boltwatch_interface_throughput_bytes_per_second", "bytes_per_second", &["node", "interface", "direction"], "Interface throughput between the last two counter readings.");
     UP = Gauge("boltwatch_link_up", "", NI, "1 when the interface has carrier, from link events and counters, newest observation.");
     DOWN_EVENTS = Counter("boltwatch_link_down_events_total", "", NI, "Carrier losses of the interface: the kernel's carrier_down_count growth or the down events seen, whichever is larger, summed over agent boots.");
-    SPEED = Gauge("boltwatch_link_speed_bits_per_second", "bits_per_second", NI, "Link speed of the interface as reported by the OS or Thunderbolt discovery.");
+    SPEED = Gauge("boltwatch_link_speed_bytes_per_second", "bytes_per_second", NI, "Link speed of the interface as reported by the OS or Thunderbolt discovery.");
     INFO = Gauge("boltwatch_link_info", "", &["node", "interface", "kind", "generation"], "Interface kind and Thunderbolt generation from the agent's discovery; always 1.");
     PATH_OK = Gauge("boltwatch_path_ok", "", labels::NODE_PEER, "1 when the route to the peer leaves through the expected interface.");
 }
@@ -198,7 +198,7 @@ impl Domain for LinkMetrics {
             &THROUGHPUT,
             ifs.iter().flat_map(|((n, i), s)| {
                 let (n, i) = (n.as_str(), i.as_str());
-                let rates = s.rate.bits_per_second();
+                let rates = s.rate.bytes_per_second();
                 rates
                     .into_iter()
                     .flat_map(move |[rx, tx]| [([n, i, "receive"], rx), ([n, i, "transmit"], tx)])
@@ -216,8 +216,9 @@ impl Domain for LinkMetrics {
         );
         e.family(
             &SPEED,
+            // The schema's bits, exported in bytes (base unit).
             ifs.iter()
-                .filter_map(|(k, s)| Some((pair(k), *s.speed.get()?))),
+                .filter_map(|(k, s)| Some((pair(k), *s.speed.get()? as f64 / 8.0))),
         );
         e.family(
             &INFO,
@@ -236,5 +237,18 @@ impl Domain for LinkMetrics {
 
     fn families(&self) -> &'static [Family] {
         FAMILIES
+    }
+
+    fn forget(&mut self, node: &str) {
+        for ((n, _), s) in self.interfaces.iter_mut() {
+            if n == node {
+                // Counters stay; what describes "now" goes.
+                s.rate = CounterRate::default();
+                s.up = Newest::default();
+                s.speed = Newest::default();
+                s.info = None;
+            }
+        }
+        self.paths.retain(|(n, _), _| n != node);
     }
 }

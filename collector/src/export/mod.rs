@@ -17,6 +17,7 @@
 //! | [`soak`] | none (the soaks table) | running soaks: info, elapsed, verdict per SLO line |
 //! | [`agent`] | `agent_stats` (and Hello, stream close) | agent up, info, its own drops |
 //! | [`health`] | every record (and commits, refusals) | the collector's ingest and store health |
+//! | [`process`] | none (procfs at scrape time) | the collector's build info and `process_*` |
 //!
 //! Records reach the domains through the [`Domain`] trait: every domain
 //! sees every newly stored record and picks the kinds it owns, so adding a
@@ -40,14 +41,25 @@
 //! exported as the agent read them, so they continue where they were.
 //! Gauges that describe "now" keep the value with the newest agent
 //! timestamp ([`family::Newest`]).
+//!
+//! Staleness: a node whose agent has had no stream for the grace period
+//! ([`Metrics::set_stale_after`], config key `stale_after`) loses its
+//! gauges (temperatures, throttling, bandwidth results, link state and
+//! speed, path, services, newest RTT window): every domain's
+//! [`Domain::forget`] drops them, so rules on them resolve, while
+//! `boltwatch_agent_up` stays at 0 and every counter stays. The grace
+//! counts from the first [`Metrics::sweep`] (each scrape) that sees the
+//! node disconnected; new records after a reconnect bring the gauges back.
 
 pub mod agent;
 pub mod bandwidth;
 pub mod family;
+pub mod gzip;
 pub mod health;
 pub mod histogram;
 pub mod link;
 pub mod outage;
+pub mod process;
 pub mod rate;
 pub mod rtt;
 pub mod service;
@@ -56,6 +68,7 @@ pub mod thermal;
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use boltwatch_proto::v1::{Interface, Record};
 
@@ -72,7 +85,13 @@ pub trait Domain: std::fmt::Debug + Send {
     fn render(&self, e: &mut Exposition, subjects: &Subjects);
     /// The families [`Domain::render`] writes, in order.
     fn families(&self) -> &'static [Family];
+    /// The node's agent is gone for good (see "Staleness" above): drop its
+    /// gauges, keep its counters.
+    fn forget(&mut self, _node: &str) {}
 }
+
+/// The default of the collector's `stale_after`.
+pub const DEFAULT_STALE_AFTER: Duration = Duration::from_secs(300);
 
 /// (node, peer).
 pub type NodePeer = (String, String);
@@ -99,6 +118,8 @@ macro_rules! domains {
         #[derive(Debug, Default, Clone)]
         pub struct Metrics {
             subjects: Subjects,
+            /// None: [`DEFAULT_STALE_AFTER`].
+            stale_after: Option<Duration>,
             $($field: $ty,)+
         }
 
@@ -125,6 +146,7 @@ domains! {
     bandwidth: bandwidth::BandwidthMetrics,
     soak: soak::SoakMetrics,
     health: health::HealthMetrics,
+    process: process::ProcessMetrics,
 }
 
 impl Metrics {
@@ -173,6 +195,26 @@ impl Metrics {
     /// Whether the node has an open stream.
     pub fn connected(&self, node: &str) -> bool {
         self.agent.connected(node)
+    }
+
+    /// The grace period after which a disconnected agent's gauges go.
+    pub fn set_stale_after(&mut self, grace: Duration) {
+        self.stale_after = Some(grace);
+    }
+
+    /// Forgets the gauges of nodes disconnected for the grace period as of
+    /// `now` (called before each render).
+    pub fn sweep(&mut self, now: Instant) {
+        let grace = self.stale_after.unwrap_or(DEFAULT_STALE_AFTER);
+        for node in self.agent.newly_stale(now, grace) {
+            self.each_mut(|d, _| d.forget(&node));
+        }
+    }
+
+    /// The collector process's own figures for the next render (`None`
+    /// where there is no procfs).
+    pub fn set_process(&mut self, stats: Option<process::ProcessStats>) {
+        self.process.set(stats);
     }
 
     /// A batch was committed: `duplicates` of its records were already

@@ -31,15 +31,15 @@ impl CounterRate {
         let rate = |new: u64, old: u64| {
             // Smaller means reset: the counter restarted from zero.
             let delta = if new >= old { new - old } else { new };
-            delta as f64 * 8.0 / secs
+            delta as f64 / secs
         };
         self.rate = Some([rate(bytes[0], b0[0]), rate(bytes[1], b0[1])]);
         self.last = Some((unix_ns, bytes));
         true
     }
 
-    /// `[receive, transmit]` bits per second between the last two readings.
-    pub fn bits_per_second(&self) -> Option<[f64; 2]> {
+    /// `[receive, transmit]` bytes per second between the last two readings.
+    pub fn bytes_per_second(&self) -> Option<[f64; 2]> {
         self.rate
     }
 }
@@ -51,13 +51,13 @@ mod tests {
     const S: u64 = 1_000_000_000;
 
     #[test]
-    fn rate_needs_two_readings_and_counts_bits() {
+    fn rate_needs_two_readings_and_counts_bytes() {
         let mut r = CounterRate::default();
         assert!(r.update(10 * S, [1_000, 0]));
-        assert_eq!(r.bits_per_second(), None);
+        assert_eq!(r.bytes_per_second(), None);
         // 1 GB received and 0.5 GB sent in 2 s.
         assert!(r.update(12 * S, [1_000 + 1_000_000_000, 500_000_000]));
-        assert_eq!(r.bits_per_second(), Some([4e9, 2e9]));
+        assert_eq!(r.bytes_per_second(), Some([5e8, 2.5e8]));
     }
 
     #[test]
@@ -66,7 +66,7 @@ mod tests {
         let big = u64::MAX - 10_000_000_000;
         r.update(S, [big, big]);
         r.update(2 * S, [big + 10_000_000_000, big]);
-        assert_eq!(r.bits_per_second(), Some([80e9, 0.0]));
+        assert_eq!(r.bytes_per_second(), Some([10e9, 0.0]));
     }
 
     #[test]
@@ -75,7 +75,7 @@ mod tests {
         r.update(S, [5_000_000, 7_000_000]);
         // The interface was re-created: counters restart near zero.
         r.update(2 * S, [1_000, 7_000_125]);
-        assert_eq!(r.bits_per_second(), Some([8_000.0, 1_000.0]));
+        assert_eq!(r.bytes_per_second(), Some([1_000.0, 125.0]));
     }
 
     #[test]
@@ -88,6 +88,6 @@ mod tests {
         assert!(!r.update(5 * S, [0, 0]), "older");
         assert_eq!(r, before);
         r.update(12 * S, [250, 0]);
-        assert_eq!(r.bits_per_second(), Some([1_000.0, 0.0]));
+        assert_eq!(r.bytes_per_second(), Some([125.0, 0.0]));
     }
 }

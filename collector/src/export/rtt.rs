@@ -113,4 +113,13 @@ impl Domain for RttMetrics {
     fn families(&self) -> &'static [Family] {
         FAMILIES
     }
+
+    fn forget(&mut self, node: &str) {
+        // The histograms and probe counters stay; the newest window goes.
+        for ((n, _), l) in self.links.iter_mut() {
+            if n == node {
+                l.newest = Newest::default();
+            }
+        }
+    }
 }

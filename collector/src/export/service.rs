@@ -63,4 +63,9 @@ impl Domain for ServiceMetrics {
     fn families(&self) -> &'static [Family] {
         FAMILIES
     }
+
+    fn forget(&mut self, node: &str) {
+        // Outage counters are `outage`'s and stay.
+        self.services.retain(|(n, _, _), _| n != node);
+    }
 }

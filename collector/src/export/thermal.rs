@@ -3,6 +3,12 @@
 //!
 //! `boltwatch_cpu_frequency_ratio` appears once a reading knows the ratio
 //! (a ratio of 0 means unknown in the schema).
+//!
+//! `boltwatch_thermal_throttled` is a level: agents that report one
+//! (`Throttle.level_known`) say 1 in every reading of a throttle episode;
+//! older agents' per-reading flag is shown as it is.
+//! `boltwatch_thermal_throttled_seconds_total` sums, over the node's agent
+//! boots, each boot's newest cumulative throttled seconds.
 
 use std::collections::BTreeMap;
 
@@ -14,7 +20,8 @@ use super::{Domain, Subjects};
 
 families! {
     TEMPERATURE = Gauge("boltwatch_temperature_celsius", "celsius", &["node", "sensor"], "Temperature of a sensor, newest reading.");
-    THROTTLED = Gauge("boltwatch_thermal_throttled", "", NODE, "1 when the node was thermally throttled during the newest reading interval.");
+    THROTTLED = Gauge("boltwatch_thermal_throttled", "", NODE, "1 while the node is thermally throttled: every reading of a throttle episode, newest reading.");
+    THROTTLED_SECONDS = Counter("boltwatch_thermal_throttled_seconds_total", "seconds", NODE, "Seconds the node was thermally throttled, summed over its agent boots.");
     PRESSURE = Gauge("boltwatch_thermal_pressure_level", "", NODE, "Thermal pressure level (0 nominal; macOS levels, 1 on Linux while throttled).");
     FREQUENCY_RATIO = Gauge("boltwatch_cpu_frequency_ratio", "", NODE, "Current over maximum CPU frequency, averaged over frequency domains.");
 }
@@ -28,11 +35,25 @@ struct ThrottleState {
     pressure: Newest<u32>,
     /// Newest known current-over-maximum frequency.
     ratio: Newest<f64>,
+    /// Per agent boot: (seq, cumulative throttled seconds) of its newest
+    /// reading.
+    seconds: BTreeMap<String, (u64, f64)>,
 }
 
 impl ThrottleState {
-    fn update(&mut self, unix_ns: u64, t: &Throttle) {
-        self.throttled.update(unix_ns, t.throttled);
+    fn update(&mut self, boot: &str, seq: u64, unix_ns: u64, t: &Throttle) {
+        let throttled = if t.level_known {
+            t.in_episode
+        } else {
+            t.throttled
+        };
+        self.throttled.update(unix_ns, throttled);
+        if t.level_known {
+            let slot = self.seconds.entry(boot.to_string()).or_insert((0, 0.0));
+            if seq >= slot.0 {
+                *slot = (seq, t.throttled_seconds);
+            }
+        }
         self.pressure.update(unix_ns, t.pressure_level);
         if t.cpu_frequency_ratio > 0.0 {
             self.ratio.update(unix_ns, t.cpu_frequency_ratio);
@@ -61,7 +82,7 @@ impl Domain for ThermalMetrics {
         }
         if let Some(th) = &t.throttle {
             let s = self.throttle.entry(r.node.clone()).or_default();
-            s.update(r.unix_ns, th);
+            s.update(&r.boot_id, r.seq, r.unix_ns, th);
         }
     }
 
@@ -79,6 +100,13 @@ impl Domain for ThermalMetrics {
                 .filter_map(|(n, s)| Some(([n.as_str()], *s.throttled.get()?))),
         );
         e.family(
+            &THROTTLED_SECONDS,
+            th.iter().map(|(n, s)| {
+                let total: f64 = s.seconds.values().map(|(_, secs)| secs).sum();
+                ([n.as_str()], total)
+            }),
+        );
+        e.family(
             &PRESSURE,
             th.iter()
                 .filter_map(|(n, s)| Some(([n.as_str()], *s.pressure.get()?))),
@@ -92,5 +120,15 @@ impl Domain for ThermalMetrics {
 
     fn families(&self) -> &'static [Family] {
         FAMILIES
+    }
+
+    fn forget(&mut self, node: &str) {
+        // The throttled-seconds counter stays; the gauges go.
+        self.temperatures.retain(|(n, _), _| n != node);
+        if let Some(s) = self.throttle.get_mut(node) {
+            s.throttled = Newest::default();
+            s.pressure = Newest::default();
+            s.ratio = Newest::default();
+        }
     }
 }

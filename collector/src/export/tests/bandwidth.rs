@@ -34,11 +34,13 @@ fn tests_counted_once_per_test_and_last_result_kept() {
         let labels = format!("{{node=\"a\",peer=\"p\",direction=\"{dir}\",protocol=\"tcp\"}}");
         sample(
             &text,
-            &format!("boltwatch_bandwidth_bits_per_second{labels}"),
+            &format!("boltwatch_bandwidth_bytes_per_second{labels}"),
         )
     };
-    assert_eq!(last("upload").as_deref(), Some("10000000000"));
-    assert_eq!(last("download").as_deref(), Some("9000000000"));
+    assert_eq!(last("transmit").as_deref(), Some("1250000000"));
+    assert_eq!(last("receive").as_deref(), Some("1125000000"));
+    let at = "boltwatch_bandwidth_last_test_timestamp_seconds{node=\"a\",peer=\"p\"}";
+    assert_eq!(sample(&text, at).as_deref(), Some("0.0000001"));
     for (name, want) in [
         ("boltwatch_bandwidth_tests_total", "3"),
         ("boltwatch_bandwidth_test_failures_total", "1"),
@@ -55,4 +57,71 @@ fn probed_links_have_test_counters_at_zero() {
     m.apply_record(&rec("a", "b", 1, 1, window("p", 1, &[50_000], 0, false)));
     let tests = "boltwatch_bandwidth_tests_total{node=\"a\",peer=\"p\"}";
     assert_eq!(value(&m, tests).as_deref(), Some("0"));
+}
+
+#[test]
+fn expected_and_thermals_of_the_newest_test() {
+    let mut m = Metrics::new();
+    let with = |start: u64, dir: Direction, throttled: Option<(bool, f64)>| {
+        let Payload::Bandwidth(mut b) = result(start, dir, 30e9, "", 0) else {
+            unreachable!()
+        };
+        b.expected_bits_per_second = 40e9;
+        if let Some((t, c)) = throttled {
+            b.thermals_sampled = true;
+            b.throttled_during = t;
+            b.max_celsius_during = c;
+        }
+        Payload::Bandwidth(b)
+    };
+    let ap = "{node=\"a\",peer=\"p\"}";
+    let throttled = format!("boltwatch_bandwidth_last_test_throttled{ap}");
+    let hottest = format!("boltwatch_bandwidth_last_test_max_temperature_celsius{ap}");
+    let expected = format!("boltwatch_bandwidth_expected_bytes_per_second{ap}");
+    m.apply_record(&rec(
+        "a",
+        "b",
+        1,
+        1,
+        with(2_000_000_000, Direction::Upload, None),
+    ));
+    assert_eq!(value(&m, &expected).as_deref(), Some("5000000000"));
+    assert_eq!(value(&m, &throttled), None, "not sampled, no series");
+    // Either direction's record of one test: throttled if any says so.
+    let t = 3_000_000_000;
+    m.apply_record(&rec(
+        "a",
+        "b",
+        2,
+        2,
+        with(t, Direction::Upload, Some((true, 80.0))),
+    ));
+    m.apply_record(&rec(
+        "a",
+        "b",
+        3,
+        3,
+        with(t, Direction::Download, Some((false, 70.0))),
+    ));
+    assert_eq!(value(&m, &throttled).as_deref(), Some("1"));
+    assert_eq!(value(&m, &hottest).as_deref(), Some("80"));
+    // A newer cool test replaces the verdict; a late old one does not.
+    m.apply_record(&rec(
+        "a",
+        "b",
+        4,
+        4,
+        with(4 * t, Direction::Upload, Some((false, 50.0))),
+    ));
+    m.apply_record(&rec(
+        "a",
+        "b",
+        5,
+        5,
+        with(t, Direction::Upload, Some((true, 99.0))),
+    ));
+    assert_eq!(value(&m, &throttled).as_deref(), Some("0"));
+    assert_eq!(value(&m, &hottest).as_deref(), Some("50"));
+    let at = format!("boltwatch_bandwidth_last_test_timestamp_seconds{ap}");
+    assert_eq!(value(&m, &at).as_deref(), Some("12"));
 }

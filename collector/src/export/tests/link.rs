@@ -95,8 +95,8 @@ fn speed_and_info_from_hello_then_counters() {
         ..Default::default()
     };
     m.link.on_hello_interfaces("a", &[tb0]);
-    let speed = format!("boltwatch_link_speed_bits_per_second{TB0}");
-    assert_eq!(value(&m, &speed).as_deref(), Some("40000000000"));
+    let speed = format!("boltwatch_link_speed_bytes_per_second{TB0}");
+    assert_eq!(value(&m, &speed).as_deref(), Some("5000000000"));
     let info =
         "boltwatch_link_info{node=\"a\",interface=\"tb0\",kind=\"thunderbolt\",generation=\"4\"}";
     assert_eq!(value(&m, info).as_deref(), Some("1"));
@@ -109,10 +109,10 @@ fn speed_and_info_from_hello_then_counters() {
         "b1",
         vec![(5, counters(true, 0, 80_000_000_000, [0; 2]))],
     );
-    assert_eq!(value(&m, &speed).as_deref(), Some("80000000000"));
+    assert_eq!(value(&m, &speed).as_deref(), Some("10000000000"));
     // A counters reading without a speed keeps the known one.
     feed(&mut m, "b1", vec![(6, counters(true, 0, 0, [0; 2]))]);
-    assert_eq!(value(&m, &speed).as_deref(), Some("80000000000"));
+    assert_eq!(value(&m, &speed).as_deref(), Some("10000000000"));
 }
 
 #[test]
@@ -139,7 +139,7 @@ fn newest_carrier_wins_between_counters_and_events() {
 fn throughput_rendered_per_direction_from_the_second_reading() {
     let mut m = Metrics::new();
     feed(&mut m, "b", vec![(S, counters(true, 0, 0, [0, 0]))]);
-    let name = "boltwatch_interface_throughput_bits_per_second";
+    let name = "boltwatch_interface_throughput_bytes_per_second";
     assert!(!m.render().contains(&format!("{name}{{")));
     feed(
         &mut m,
@@ -147,11 +147,8 @@ fn throughput_rendered_per_direction_from_the_second_reading() {
         vec![(2 * S, counters(true, 0, 0, [1_250_000_000, 125]))],
     );
     let series = |d: &str| format!("{name}{{node=\"a\",interface=\"tb0\",direction=\"{d}\"}}");
-    assert_eq!(
-        value(&m, &series("receive")).as_deref(),
-        Some("10000000000")
-    );
-    assert_eq!(value(&m, &series("transmit")).as_deref(), Some("1000"));
+    assert_eq!(value(&m, &series("receive")).as_deref(), Some("1250000000"));
+    assert_eq!(value(&m, &series("transmit")).as_deref(), Some("125"));
 }
 
 #[test]

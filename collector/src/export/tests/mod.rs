@@ -14,6 +14,7 @@ mod link;
 mod outage_service;
 mod rtt;
 mod sequence;
+mod stale;
 mod thermal;
 
 /// A record of `node`'s boot `boot`.

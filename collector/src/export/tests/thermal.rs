@@ -16,6 +16,7 @@ fn thermal(celsius: f64, throttle: Option<(bool, f64)>) -> Payload {
             cpu_frequency_ratio: ratio,
             throttle_events: 0,
             source: "thermal_throttle".into(),
+            ..Default::default()
         }),
     })
 }
@@ -49,4 +50,39 @@ fn throttle_follows_the_newest_reading_and_ratio_zero_is_unknown() {
     m.apply_record(&rec("a", "b1", 2, 2, thermal(60.0, Some((false, 0.5)))));
     assert_eq!(value(&m, throttled).as_deref(), Some("0"));
     assert_eq!(value(&m, ratio).as_deref(), Some("0.5"));
+}
+
+/// A reading of an agent that reports throttling as a level.
+fn level(in_episode: bool, seconds: f64) -> Payload {
+    Payload::Thermal(ThermalReading {
+        sensors: vec![],
+        throttle: Some(Throttle {
+            // The old per-reading flag: only the reading an episode began in.
+            throttled: false,
+            level_known: true,
+            in_episode,
+            throttled_seconds: seconds,
+            source: "thermal_throttle".into(),
+            ..Default::default()
+        }),
+    })
+}
+
+#[test]
+fn throttled_is_the_level_and_seconds_sum_over_boots() {
+    let mut m = Metrics::new();
+    let throttled = "boltwatch_thermal_throttled{node=\"a\"}";
+    let seconds = "boltwatch_thermal_throttled_seconds_total{node=\"a\"}";
+    m.apply_record(&rec("a", "b1", 1, 1, level(true, 5.0)));
+    m.apply_record(&rec("a", "b1", 2, 2, level(true, 10.0)));
+    assert_eq!(
+        value(&m, throttled).as_deref(),
+        Some("1"),
+        "the whole episode"
+    );
+    // A late replay of boot 1 does not lower its figure.
+    m.apply_record(&rec("a", "b1", 1, 1, level(true, 5.0)));
+    m.apply_record(&rec("a", "b2", 1, 3, level(false, 2.5)));
+    assert_eq!(value(&m, throttled).as_deref(), Some("0"));
+    assert_eq!(value(&m, seconds).as_deref(), Some("12.5"));
 }
