@@ -6,31 +6,15 @@
 //! A missing `iperf3` fails these tests; it never skips them.
 
 use boltwatch_agent::bandwidth::iperf3::Mode;
-use boltwatch_agent::bandwidth::{
-    run_client, spawn_server, spawn_server_with, BandwidthError, ClientOptions, ServerOptions,
-};
+use boltwatch_agent::bandwidth::{run_client, BandwidthError, ClientOptions, ServerOptions};
 use boltwatch_proto::v1::{BandwidthResult, Direction, Protocol};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-use tokio_util::sync::CancellationToken;
 
-fn iperf3() -> &'static str {
-    let ok = Command::new("iperf3")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    assert!(
-        ok,
-        "iperf3 is required for these tests (apt-get install -y iperf3); not skipping"
-    );
-    "iperf3"
-}
+mod support;
+use support::{iperf3, OurServer};
 
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
@@ -109,44 +93,6 @@ impl Drop for StockServer {
         if let Some(mut c) = self.child.take() {
             let _ = c.kill();
             let _ = c.wait();
-        }
-    }
-}
-
-/// Our server on an ephemeral loopback port, stopped and joined on drop.
-struct OurServer {
-    addr: SocketAddr,
-    stop: CancellationToken,
-    handle: Option<JoinHandle<()>>,
-}
-
-impl OurServer {
-    fn start() -> OurServer {
-        Self::start_with(None)
-    }
-
-    fn start_with(opts: Option<ServerOptions>) -> OurServer {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = l.local_addr().unwrap();
-        let stop = CancellationToken::new();
-        let handle = match opts {
-            Some(o) => spawn_server_with(l, stop.clone(), o),
-            None => spawn_server(l, stop.clone()),
-        }
-        .unwrap();
-        OurServer {
-            addr,
-            stop,
-            handle: Some(handle),
-        }
-    }
-}
-
-impl Drop for OurServer {
-    fn drop(&mut self) {
-        self.stop.cancel();
-        if let Some(h) = self.handle.take() {
-            let _ = h.join();
         }
     }
 }
@@ -330,7 +276,7 @@ fn stock_client(addr: SocketAddr, args: &[&str]) -> serde_json::Value {
 
 #[test]
 fn stock_client_tcp_four_streams_against_our_server() {
-    let srv = OurServer::start();
+    let srv = OurServer::start(ServerOptions::default());
     let v = stock_client(srv.addr, &["-t", "2", "-P", "4"]);
     let sent = stock_end_bytes(&v, "sum_sent");
     let recv = stock_end_bytes(&v, "sum_received");
@@ -341,7 +287,7 @@ fn stock_client_tcp_four_streams_against_our_server() {
 
 #[test]
 fn stock_client_reverse_against_our_server() {
-    let srv = OurServer::start();
+    let srv = OurServer::start(ServerOptions::default());
     let v = stock_client(srv.addr, &["-t", "2", "-P", "2", "-R"]);
     let sent = stock_end_bytes(&v, "sum_sent");
     let recv = stock_end_bytes(&v, "sum_received");
@@ -351,7 +297,7 @@ fn stock_client_reverse_against_our_server() {
 
 #[test]
 fn stock_client_udp_against_our_server() {
-    let srv = OurServer::start();
+    let srv = OurServer::start(ServerOptions::default());
     let v = stock_client(srv.addr, &["-t", "2", "-u", "-b", "50M", "-P", "2"]);
     let s = &v["end"]["sum"];
     assert!(s["bytes"].as_f64().unwrap() > 0.0);
@@ -363,7 +309,7 @@ fn stock_client_udp_against_our_server() {
 
 #[test]
 fn our_client_against_our_server_reports_receiver_intervals() {
-    let srv = OurServer::start();
+    let srv = OurServer::start(ServerOptions::default());
     let r = run_client(opts(srv.addr.to_string(), 2, Mode::Upload), &mut ()).unwrap();
     check_basic(&r[0], Direction::Upload, Protocol::Tcp, 2);
     let r = run_client(opts(srv.addr.to_string(), 2, Mode::Bidir), &mut ()).unwrap();
@@ -378,7 +324,7 @@ fn our_client_against_our_server_reports_receiver_intervals() {
 
 #[test]
 fn second_client_gets_busy_while_a_test_runs() {
-    let srv = OurServer::start();
+    let srv = OurServer::start(ServerOptions::default());
     let port = srv.addr.port().to_string();
     let first = Command::new(iperf3())
         .args(["-c", "127.0.0.1", "-p", &port, "-t", "3", "-J"])
@@ -434,7 +380,7 @@ fn test_succeeds_soon(addr: SocketAddr) {
 
 #[test]
 fn killed_client_does_not_leave_the_server_busy() {
-    let srv = OurServer::start();
+    let srv = OurServer::start(ServerOptions::default());
     for args in [&["-t", "10", "-P", "2"][..], &["-t", "10", "-R"][..]] {
         let mut c = Command::new(iperf3())
             .args(["-c", "127.0.0.1", "-p", &srv.addr.port().to_string()])
@@ -451,11 +397,11 @@ fn killed_client_does_not_leave_the_server_busy() {
 
 #[test]
 fn silent_client_times_out_and_frees_the_server() {
-    let srv = OurServer::start_with(Some(ServerOptions {
+    let srv = OurServer::start(ServerOptions {
         setup_timeout: Duration::from_millis(500),
         grace: Duration::from_millis(500),
         ..Default::default()
-    }));
+    });
     // Sends a cookie, takes the slot, then says nothing.
     let mut c = TcpStream::connect(srv.addr).unwrap();
     c.write_all(&[b'a'; 36]).unwrap();
@@ -472,11 +418,11 @@ fn silent_client_times_out_and_frees_the_server() {
 /// plus its grace period.
 #[test]
 fn client_silent_mid_test_times_out_and_frees_the_server() {
-    let srv = OurServer::start_with(Some(ServerOptions {
+    let srv = OurServer::start(ServerOptions {
         setup_timeout: Duration::from_secs(5),
         grace: Duration::from_millis(500),
         ..Default::default()
-    }));
+    });
     let cookie = [b'b'; 36];
     let mut c = TcpStream::connect(srv.addr).unwrap();
     c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
@@ -507,7 +453,7 @@ fn client_silent_mid_test_times_out_and_frees_the_server() {
 /// total; our server must omit it from the receiver total too.
 #[test]
 fn stock_client_omit_is_honoured_by_our_server() {
-    let srv = OurServer::start();
+    let srv = OurServer::start(ServerOptions::default());
     let v = stock_client(srv.addr, &["-t", "2", "-O", "1"]);
     let sent = stock_end_bytes(&v, "sum_sent");
     let recv = stock_end_bytes(&v, "sum_received");
@@ -518,7 +464,7 @@ fn stock_client_omit_is_honoured_by_our_server() {
 /// hears about it instead of hanging.
 #[test]
 fn stop_ends_the_server_even_mid_test() {
-    let mut srv = OurServer::start();
+    let mut srv = OurServer::start(ServerOptions::default());
     let addr = srv.addr;
     let client = std::thread::spawn(move || {
         let mut o = opts(addr.to_string(), 1, Mode::Upload);
@@ -526,8 +472,8 @@ fn stop_ends_the_server_even_mid_test() {
         run_client(o, &mut ())
     });
     std::thread::sleep(Duration::from_millis(1000));
-    srv.stop.cancel();
-    let h = srv.handle.take().unwrap();
+    srv.thread.stop.cancel();
+    let h = srv.thread.handle.take().unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let _ = h.join();

@@ -12,65 +12,18 @@
 
 use boltwatch_agent::bandwidth::iperf3::{encode_frame, UDP_CONNECT_MSG};
 use boltwatch_agent::bandwidth::load::TestGate;
-use boltwatch_agent::bandwidth::{spawn_server_with, ServerOptions};
+use boltwatch_agent::bandwidth::ServerOptions;
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use std::io::{Read, Write};
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV4, TcpListener, TcpStream, UdpSocket};
-use std::process::{Command, Stdio};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV4, TcpStream, UdpSocket};
+use std::process::Command;
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-use tokio_util::sync::CancellationToken;
 
-fn iperf3() -> &'static str {
-    let ok = Command::new("iperf3")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    assert!(
-        ok,
-        "iperf3 is required for these tests (apt-get install -y iperf3); not skipping"
-    );
-    "iperf3"
-}
-
-/// Our server on an ephemeral loopback port, stopped and joined on drop.
-struct OurServer {
-    addr: SocketAddr,
-    refusals: Arc<boltwatch_agent::bandwidth::server::Refusals>,
-    stop: CancellationToken,
-    handle: Option<JoinHandle<()>>,
-}
-
-impl OurServer {
-    fn start(opts: ServerOptions) -> OurServer {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = l.local_addr().unwrap();
-        let stop = CancellationToken::new();
-        let refusals = opts.refusals.clone();
-        let handle = spawn_server_with(l, stop.clone(), opts).unwrap();
-        OurServer {
-            addr,
-            refusals,
-            stop,
-            handle: Some(handle),
-        }
-    }
-}
-
-impl Drop for OurServer {
-    fn drop(&mut self) {
-        self.stop.cancel();
-        if let Some(h) = self.handle.take() {
-            let _ = h.join();
-        }
-    }
-}
+mod support;
+use support::{iperf3, OurServer};
 
 /// Runs a stock `iperf3 -c` and returns its JSON "error" (empty when the
 /// test ran).

@@ -8,61 +8,19 @@
 
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
 use std::sync::atomic::AtomicU64;
-use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-use tokio_util::sync::CancellationToken;
 
 use boltwatch_agent::health::Health;
 use boltwatch_agent::stamp::packet::{ErrorEstimate, NtpTimestamp, SenderPacket};
-use boltwatch_agent::stamp::reflector::{spawn_reflector_with, RateLimit, ReflectorOptions};
+use boltwatch_agent::stamp::reflector::{RateLimit, ReflectorOptions};
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
+
+mod support;
+use support::Reflector;
 
 /// How long a loop is given to show itself. The old reflector pair
 /// exchanged ~150k packets/s, so even a slow machine sees thousands here.
 const WINDOW: Duration = Duration::from_millis(500);
-
-struct Reflector {
-    addr: SocketAddr,
-    health: Arc<Health>,
-    stop: CancellationToken,
-    handle: Option<JoinHandle<()>>,
-}
-
-impl Reflector {
-    fn start(opts: ReflectorOptions) -> Reflector {
-        let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
-        let addr = socket.local_addr().unwrap();
-        let health = Arc::new(Health::default());
-        let stop = CancellationToken::new();
-        let handle = spawn_reflector_with(socket, health.clone(), stop.clone(), opts).unwrap();
-        Reflector {
-            addr,
-            health,
-            stop,
-            handle: Some(handle),
-        }
-    }
-
-    fn counts(&self) -> [u64; 4] {
-        let h = &self.health;
-        [
-            Health::get(&h.reflected_packets),
-            Health::get(&h.stamp_refused_reflected),
-            Health::get(&h.stamp_refused_own_address),
-            Health::get(&h.stamp_refused_rate_limited),
-        ]
-    }
-}
-
-impl Drop for Reflector {
-    fn drop(&mut self) {
-        self.stop.cancel();
-        if let Some(h) = self.handle.take() {
-            h.join().expect("reflector thread must not panic");
-        }
-    }
-}
 
 fn sender_packet(seq: u32) -> [u8; 44] {
     let now = SystemTime::now()

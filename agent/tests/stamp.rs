@@ -13,10 +13,14 @@ use boltwatch_agent::health::Health;
 use boltwatch_agent::sink::{Emitted, Sink};
 use boltwatch_agent::stamp::packet::{NtpTimestamp, ReflectorPacket, SenderPacket};
 use boltwatch_agent::stamp::ping::{ping, PingOptions};
+use boltwatch_agent::stamp::reflector::ReflectorOptions;
 use boltwatch_agent::stamp::{spawn_reflector, spawn_sender, ProbeEvent, SenderOptions, Target};
 use boltwatch_proto::v1::record::Payload;
 use boltwatch_proto::v1::{RttSummary, TimestampSource};
 use tokio_util::sync::CancellationToken;
+
+mod support;
+use support::Reflector;
 
 const NTP_UNIX_OFFSET: u64 = 2_208_988_800;
 
@@ -40,38 +44,6 @@ fn ntp_to_unix_ns(b: &[u8]) -> u64 {
     (secs - NTP_UNIX_OFFSET) * 1_000_000_000 + ((frac * 1_000_000_000) >> 32)
 }
 
-struct Reflector {
-    addr: SocketAddr,
-    health: Arc<Health>,
-    stop: CancellationToken,
-    handle: Option<JoinHandle<()>>,
-}
-
-impl Reflector {
-    fn start() -> Reflector {
-        let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
-        let addr = socket.local_addr().unwrap();
-        let health = Arc::new(Health::default());
-        let stop = CancellationToken::new();
-        let handle = spawn_reflector(socket, health.clone(), stop.clone()).unwrap();
-        Reflector {
-            addr,
-            health,
-            stop,
-            handle: Some(handle),
-        }
-    }
-}
-
-impl Drop for Reflector {
-    fn drop(&mut self) {
-        self.stop.cancel();
-        if let Some(h) = self.handle.take() {
-            h.join().expect("reflector thread must not panic");
-        }
-    }
-}
-
 /// Reads `counter` until it reaches `want` (the reflector counts a reply
 /// after `sendto` returns, which may be after the client already has it),
 /// for at most 5 s; returns the last value.
@@ -93,7 +65,7 @@ fn client() -> UdpSocket {
 
 #[test]
 fn reflector_answers_hand_built_packet_field_by_field() {
-    let r = Reflector::start();
+    let r = Reflector::start(ReflectorOptions::default());
     let c = client();
     c.set_ttl(37).unwrap();
     for len in [44usize, 100] {
@@ -142,7 +114,7 @@ fn reflector_answers_hand_built_packet_field_by_field() {
 
 #[test]
 fn malformed_datagrams_are_counted_and_reflector_keeps_answering() {
-    let r = Reflector::start();
+    let r = Reflector::start(ReflectorOptions::default());
     let c = client();
     for len in [0usize, 1, 10, 43] {
         c.send_to(&vec![0xff; len], r.addr).unwrap();
@@ -257,7 +229,7 @@ fn check_invariants(records: &[(u64, RttSummary)], addr: SocketAddr) {
 
 #[test]
 fn sender_and_reflector_on_loopback() {
-    let r = Reflector::start();
+    let r = Reflector::start(ReflectorOptions::default());
     let run = run_sender(r.addr, every_10ms(500), |recs| {
         total(recs, |s| s.sent) >= 30
     });
@@ -403,7 +375,7 @@ fn ping_opts(target: SocketAddr, count: u64, timeout_ms: u64) -> PingOptions {
 
 #[test]
 fn ping_against_the_reflector() {
-    let r = Reflector::start();
+    let r = Reflector::start(ReflectorOptions::default());
     let mut out = Vec::new();
     let report = ping(
         &ping_opts(r.addr, 8, 1000),
