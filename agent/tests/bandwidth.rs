@@ -136,87 +136,69 @@ fn stock_end_bytes(v: &serde_json::Value, key: &str) -> f64 {
         .unwrap_or_else(|| panic!("no end.{key}.bytes in {v}"))
 }
 
+/// Runs our client against a fresh one-off stock `iperf3 -s`; returns our
+/// results and the server's JSON report.
+fn against_stock(
+    streams: u32,
+    mode: Mode,
+    udp_rate_bps: Option<u64>,
+) -> (Vec<BandwidthResult>, serde_json::Value) {
+    let srv = StockServer::start();
+    let mut o = opts(format!("127.0.0.1:{}", srv.port), streams, mode);
+    o.udp_rate_bps = udp_rate_bps;
+    let r = run_client(o, &mut ()).unwrap();
+    (r, srv.report())
+}
+
+/// The stock server counted `key` (`sum_received`, `sum_sent`) within
+/// `tol` of the bytes our side reports.
+fn assert_stock_agrees(rep: &serde_json::Value, key: &str, ours: &BandwidthResult, tol: f64) {
+    let got = stock_end_bytes(rep, key);
+    assert!(
+        close(got, ours.bytes as f64, tol),
+        "{key}: {got} vs {}",
+        ours.bytes
+    );
+}
+
 #[test]
 fn client_tcp_one_stream_against_stock_server() {
-    let srv = StockServer::start();
-    let r = run_client(
-        opts(format!("127.0.0.1:{}", srv.port), 1, Mode::Upload),
-        &mut (),
-    )
-    .unwrap();
+    let (r, rep) = against_stock(1, Mode::Upload, None);
     assert_eq!(r.len(), 1);
     check_basic(&r[0], Direction::Upload, Protocol::Tcp, 1);
     assert_eq!(r[0].peer, "test-peer");
-    let rep = srv.report();
-    let got = stock_end_bytes(&rep, "sum_received");
-    assert!(
-        close(got, r[0].bytes as f64, 0.01),
-        "{got} vs {}",
-        r[0].bytes
-    );
+    assert_stock_agrees(&rep, "sum_received", &r[0], 0.01);
 }
 
 #[test]
 fn client_tcp_four_streams_against_stock_server() {
-    let srv = StockServer::start();
-    let r = run_client(
-        opts(format!("127.0.0.1:{}", srv.port), 4, Mode::Upload),
-        &mut (),
-    )
-    .unwrap();
+    let (r, rep) = against_stock(4, Mode::Upload, None);
     check_basic(&r[0], Direction::Upload, Protocol::Tcp, 4);
-    let rep = srv.report();
     assert_eq!(rep["end"]["streams"].as_array().unwrap().len(), 4);
-    let got = stock_end_bytes(&rep, "sum_received");
-    assert!(
-        close(got, r[0].bytes as f64, 0.01),
-        "{got} vs {}",
-        r[0].bytes
-    );
+    assert_stock_agrees(&rep, "sum_received", &r[0], 0.01);
 }
 
 #[test]
 fn client_reverse_against_stock_server() {
-    let srv = StockServer::start();
-    let r = run_client(
-        opts(format!("127.0.0.1:{}", srv.port), 2, Mode::Download),
-        &mut (),
-    )
-    .unwrap();
+    let (r, rep) = against_stock(2, Mode::Download, None);
     assert_eq!(r.len(), 1);
     check_basic(&r[0], Direction::Download, Protocol::Tcp, 2);
-    let rep = srv.report();
-    let sent = stock_end_bytes(&rep, "sum_sent");
-    assert!(
-        close(sent, r[0].bytes as f64, 0.10),
-        "{sent} vs {}",
-        r[0].bytes
-    );
+    assert_stock_agrees(&rep, "sum_sent", &r[0], 0.10);
 }
 
 #[test]
 fn client_bidir_against_stock_server() {
-    let srv = StockServer::start();
-    let r = run_client(
-        opts(format!("127.0.0.1:{}", srv.port), 1, Mode::Bidir),
-        &mut (),
-    )
-    .unwrap();
+    let (r, _rep) = against_stock(1, Mode::Bidir, None);
     assert_eq!(r.len(), 2);
     check_basic(&r[0], Direction::Upload, Protocol::Tcp, 1);
     check_basic(&r[1], Direction::Download, Protocol::Tcp, 1);
-    drop(srv.report());
 }
 
 #[test]
 fn client_udp_against_stock_server() {
-    let srv = StockServer::start();
-    let mut o = opts(format!("127.0.0.1:{}", srv.port), 1, Mode::Upload);
-    o.udp_rate_bps = Some(100_000_000);
-    let r = run_client(o, &mut ()).unwrap();
+    let (r, rep) = against_stock(1, Mode::Upload, Some(100_000_000));
     check_basic(&r[0], Direction::Upload, Protocol::Udp, 1);
     assert!(r[0].udp_packets > 0);
-    let rep = srv.report();
     let s = &rep["end"]["sum"];
     let packets = s["packets"].as_f64().unwrap();
     let lost = s["lost_packets"].as_f64().unwrap();

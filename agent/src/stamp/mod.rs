@@ -28,6 +28,8 @@ use std::net::SocketAddr;
 pub mod packet;
 pub mod ping;
 pub mod probe;
+#[cfg(any(target_os = "linux", target_os = "macos"))]
+mod recvmsg;
 pub mod reflector;
 pub mod sender;
 mod session;
