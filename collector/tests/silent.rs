@@ -8,7 +8,7 @@
 mod common;
 
 use boltwatch_collector::{Config, Listeners};
-use boltwatch_proto::v1::{CollectorMessage, Hello, Record};
+use boltwatch_proto::v1::{Hello, Record};
 use common::*;
 use tonic::Code;
 
@@ -27,28 +27,11 @@ struct Mixed {
 /// Sends a Hello then `second` on one stream; returns how the stream ended
 /// after the Welcome.
 async fn hello_then(addr: std::net::SocketAddr, second: Mixed) -> Result<(), tonic::Status> {
-    let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
-        .unwrap()
-        .connect()
-        .await
-        .unwrap();
-    let mut grpc = tonic::client::Grpc::new(channel);
-    grpc.ready().await.unwrap();
-    let (tx, rx) = tokio::sync::mpsc::channel(4);
     let first = Mixed {
         hello: Some(hello("a", "b1")),
         ..Default::default()
     };
-    tx.send(first).await.unwrap();
-    tx.send(second).await.unwrap();
-    let resp = grpc
-        .streaming(
-            tonic::Request::new(tokio_stream::wrappers::ReceiverStream::new(rx)),
-            tonic::codegen::http::uri::PathAndQuery::from_static("/boltwatch.v1.Telemetry/Stream"),
-            tonic_prost::ProstCodec::<Mixed, CollectorMessage>::default(),
-        )
-        .await?;
-    let mut inbound = resp.into_inner();
+    let (tx, mut inbound) = raw_stream(addr, vec![first, second]).await?;
     let welcome = tokio::time::timeout(WAIT, inbound.message())
         .await
         .expect("Welcome in time")?;

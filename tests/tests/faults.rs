@@ -37,6 +37,15 @@ fn agent_args(collector: &str, listen: u16, peers: &[(&str, u16)], interval: &st
     v
 }
 
+/// Flags of two agents `a` and `b` on fresh UDP ports, each probing the
+/// other at `interval`; and a's reflector port.
+fn pair_args(collector: &str, interval: &str) -> ([Vec<String>; 2], u16) {
+    let (pa, pb) = (free_udp_port(), free_udp_port());
+    let a = agent_args(collector, pa, &[("b", pb)], interval);
+    let b = agent_args(collector, pb, &[("a", pa)], interval);
+    ([a, b], pa)
+}
+
 /// The log text without ANSI colour codes.
 fn plain(log: &str) -> String {
     let mut out = String::with_capacity(log.len());
@@ -151,10 +160,9 @@ fn collector_killed_five_times_every_seq_stored_exactly_once() {
     let data = dir.path().join("data");
     let (gp, hp) = (free_tcp_port(), free_tcp_port());
     let mut c = Collector::start_on(dir.path(), &data, gp, hp);
-    let (pa, pb) = (free_udp_port(), free_udp_port());
-    let url = c.grpc_url();
-    let mut a = agent(dir.path(), "a", &agent_args(&url, pa, &[("b", pb)], "10ms"));
-    let mut b = agent(dir.path(), "b", &agent_args(&url, pb, &[("a", pa)], "10ms"));
+    let ([a_args, b_args], _) = pair_args(&c.grpc_url(), "10ms");
+    let mut a = agent(dir.path(), "a", &a_args);
+    let mut b = agent(dir.path(), "b", &b_args);
     wait_for("both agents connected", Duration::from_secs(60), || {
         agent_up(&c, "a") && agent_up(&c, "b")
     });
@@ -199,11 +207,9 @@ fn agent_killed_and_restarted_delivers_the_old_boots_spool() {
     let data = dir.path().join("data");
     let (gp, hp) = (free_tcp_port(), free_tcp_port());
     let mut c = Collector::start_on(dir.path(), &data, gp, hp);
-    let (pa, pb) = (free_udp_port(), free_udp_port());
-    let url = c.grpc_url();
-    let a_args = agent_args(&url, pa, &[("b", pb)], "10ms");
+    let ([a_args, b_args], _) = pair_args(&c.grpc_url(), "10ms");
     let mut a = agent(dir.path(), "a", &a_args);
-    let _b = agent(dir.path(), "b", &agent_args(&url, pb, &[("a", pa)], "10ms"));
+    let _b = agent(dir.path(), "b", &b_args);
     wait_for("a connected", Duration::from_secs(60), || agent_up(&c, "a"));
     std::thread::sleep(Duration::from_secs(2));
 
@@ -237,12 +243,10 @@ fn a_flipped_byte_in_the_spool_costs_one_record_shown_as_a_gap_and_a_drop() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let (gp, hp) = (free_tcp_port(), free_tcp_port());
-    let (pa, pb) = (free_udp_port(), free_udp_port());
-    let url = format!("http://127.0.0.1:{gp}");
-    let a_args = agent_args(&url, pa, &[("b", pb)], "10ms");
+    let ([a_args, b_args], _) = pair_args(&format!("http://127.0.0.1:{gp}"), "10ms");
     // No collector yet: a spools everything.
     let mut a = agent(dir.path(), "a", &a_args);
-    let _b = agent(dir.path(), "b", &agent_args(&url, pb, &[("a", pa)], "10ms"));
+    let _b = agent(dir.path(), "b", &b_args);
     let spool_dir = dir.path().join("spool-a");
     let frames_in = |p: &Path| -> Vec<(usize, usize)> {
         let bytes = std::fs::read(p).unwrap();
@@ -509,10 +513,9 @@ fn hpack(out: &mut Vec<u8>, name: &str, value: &str) {
 fn garbage_at_every_port_is_counted_and_survived() {
     let dir = tempfile::tempdir().unwrap();
     let c = Collector::start(dir.path(), &dir.path().join("data"));
-    let (pa, pb) = (free_udp_port(), free_udp_port());
-    let url = c.grpc_url();
-    let mut a = agent(dir.path(), "a", &agent_args(&url, pa, &[("b", pb)], "50ms"));
-    let mut b = agent(dir.path(), "b", &agent_args(&url, pb, &[("a", pa)], "50ms"));
+    let ([a_args, b_args], pa) = pair_args(&c.grpc_url(), "50ms");
+    let mut a = agent(dir.path(), "a", &a_args);
+    let mut b = agent(dir.path(), "b", &b_args);
     wait_for("agents connected", Duration::from_secs(60), || {
         agent_up(&c, "a") && agent_up(&c, "b")
     });

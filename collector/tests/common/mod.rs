@@ -296,6 +296,38 @@ impl Agent {
     }
 }
 
+/// Opens the telemetry stream on `addr` with messages of any type `M`
+/// (hand-built wire shapes the generated client cannot send), sends
+/// `msgs` and returns the still open sending side (the stream stays open
+/// until it is dropped) and what the collector answers.
+pub async fn raw_stream<M>(
+    addr: SocketAddr,
+    msgs: Vec<M>,
+) -> Result<(mpsc::Sender<M>, tonic::Streaming<CollectorMessage>), tonic::Status>
+where
+    M: prost::Message + Default + Send + Sync + 'static,
+{
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut grpc = tonic::client::Grpc::new(channel);
+    grpc.ready().await.unwrap();
+    let (tx, rx) = mpsc::channel(4);
+    for m in msgs {
+        tx.send(m).await.unwrap();
+    }
+    let resp = grpc
+        .streaming(
+            tonic::Request::new(ReceiverStream::new(rx)),
+            tonic::codegen::http::uri::PathAndQuery::from_static("/boltwatch.v1.Telemetry/Stream"),
+            tonic_prost::ProstCodec::<M, CollectorMessage>::default(),
+        )
+        .await?;
+    Ok((tx, resp.into_inner()))
+}
+
 pub fn wm(boot: &str, highest_seq: u64) -> BootWatermark {
     BootWatermark {
         boot_id: boot.into(),
