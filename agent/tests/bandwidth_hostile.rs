@@ -15,7 +15,7 @@ use boltwatch_agent::bandwidth::load::TestGate;
 use boltwatch_agent::bandwidth::ServerOptions;
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use std::io::{Read, Write};
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV4, TcpStream, UdpSocket};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream, UdpSocket};
 use std::process::Command;
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering;
@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 mod support;
-use support::{iperf3, OurServer};
+use support::{iperf3, spoof_udp, OurServer};
 
 /// Runs a stock `iperf3 -c` and returns its JSON "error" (empty when the
 /// test ran).
@@ -118,39 +118,6 @@ fn reaches(c: &AtomicU64, want: u64) -> u64 {
         std::thread::sleep(Duration::from_millis(10));
     }
     c.load(Ordering::Relaxed)
-}
-
-/// Sends `payload` as a UDP datagram from `from` to `to` with a forged
-/// source, through a raw IPv4 socket and our own header (the kernel fills
-/// in the IP checksum; UDP checksum 0 means none over IPv4).
-fn spoof_udp(from: SocketAddrV4, to: SocketAddrV4, payload: &[u8]) {
-    let raw = Socket::new(Domain::IPV4, Type::RAW, Some(Protocol::UDP))
-        .expect("raw socket (this test needs root; it does not skip)");
-    raw.set_header_included_v4(true).unwrap();
-    let total = 28 + payload.len();
-    let mut p = vec![
-        0x45,
-        0,
-        (total >> 8) as u8,
-        total as u8,
-        0,
-        0,
-        0x40,
-        0,
-        64,
-        17,
-        0,
-        0,
-    ];
-    p.extend_from_slice(&from.ip().octets());
-    p.extend_from_slice(&to.ip().octets());
-    p.extend_from_slice(&from.port().to_be_bytes());
-    p.extend_from_slice(&to.port().to_be_bytes());
-    p.extend_from_slice(&((8 + payload.len()) as u16).to_be_bytes());
-    p.extend_from_slice(&[0, 0]);
-    p.extend_from_slice(payload);
-    raw.send_to(&p, &SockAddr::from(SocketAddr::V4(to)))
-        .unwrap();
 }
 
 #[test]

@@ -13,10 +13,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use boltwatch_agent::health::Health;
 use boltwatch_agent::stamp::packet::{ErrorEstimate, NtpTimestamp, SenderPacket};
 use boltwatch_agent::stamp::reflector::{RateLimit, ReflectorOptions};
-use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
 mod support;
-use support::Reflector;
+use support::{spoof_udp, Reflector};
 
 /// How long a loop is given to show itself. The old reflector pair
 /// exchanged ~150k packets/s, so even a slow machine sees thousands here.
@@ -34,31 +33,6 @@ fn sender_packet(seq: u32) -> [u8; 44] {
         ssid: 0,
     }
     .encode()
-}
-
-/// Sends `payload` as a UDP datagram from `from` to `to` through a raw
-/// IPv4 socket with our own header: the kernel fills in the IP checksum
-/// and id, the UDP checksum is 0 (none, allowed over IPv4).
-fn spoof(from: SocketAddrV4, to: SocketAddrV4, payload: &[u8]) {
-    let raw = Socket::new(Domain::IPV4, Type::RAW, Some(Protocol::UDP))
-        .expect("raw socket (this test needs root; it does not skip)");
-    raw.set_header_included_v4(true).unwrap();
-    let total = 20 + 8 + payload.len();
-    let mut p = Vec::with_capacity(total);
-    p.extend_from_slice(&[0x45, 0, (total >> 8) as u8, total as u8]);
-    p.extend_from_slice(&[0, 0, 0x40, 0]); // id 0 (kernel fills), DF
-    p.extend_from_slice(&[64, 17, 0, 0]); // TTL, UDP, checksum (kernel)
-    p.extend_from_slice(&from.ip().octets());
-    p.extend_from_slice(&to.ip().octets());
-    p.extend_from_slice(&from.port().to_be_bytes());
-    p.extend_from_slice(&to.port().to_be_bytes());
-    p.extend_from_slice(&((8 + payload.len()) as u16).to_be_bytes());
-    p.extend_from_slice(&[0, 0]);
-    p.extend_from_slice(payload);
-    let n = raw
-        .send_to(&p, &SockAddr::from(SocketAddr::V4(to)))
-        .unwrap();
-    assert_eq!(n, total);
 }
 
 fn v4(a: SocketAddr) -> SocketAddrV4 {
@@ -96,7 +70,7 @@ fn spoofed_packet_between_two_reflectors_is_reflected_once() {
     let b = Reflector::start(ReflectorOptions::default());
     let cpu0 = cpu();
     // From B's address to A: A answers B once, B sees a reflected packet.
-    spoof(v4(b.addr), v4(a.addr), &sender_packet(1));
+    spoof_udp(v4(b.addr), v4(a.addr), &sender_packet(1));
     first(&a.health.reflected_packets);
     std::thread::sleep(WINDOW);
     let (ca, cb) = (a.counts(), b.counts());
@@ -125,7 +99,7 @@ fn spoofed_packet_between_two_reflectors_is_reflected_once() {
 fn spoofed_packet_from_the_reflectors_own_address_does_not_loop() {
     let a = Reflector::start(ReflectorOptions::default());
     let cpu0 = cpu();
-    spoof(v4(a.addr), v4(a.addr), &sender_packet(1));
+    spoof_udp(v4(a.addr), v4(a.addr), &sender_packet(1));
     first(&a.health.stamp_refused_own_address);
     std::thread::sleep(WINDOW);
     let ca = a.counts();
@@ -143,7 +117,7 @@ fn spoofed_packet_from_a_third_address_is_reflected_at_most_once() {
     let victim = SocketAddrV4::new(Ipv4Addr::new(127, 0, 0, 2), a.addr.port() + 1);
     let sink = UdpSocket::bind(victim).unwrap();
     sink.set_read_timeout(Some(WINDOW)).unwrap();
-    spoof(victim, v4(a.addr), &sender_packet(1));
+    spoof_udp(victim, v4(a.addr), &sender_packet(1));
     let mut got = 0;
     let mut buf = [0u8; 128];
     while sink.recv_from(&mut buf).is_ok() {

@@ -4,7 +4,9 @@
 //! Each test binary uses a part of it, hence the `dead_code` allow.
 #![allow(dead_code)]
 
-use std::net::{SocketAddr, TcpListener, UdpSocket};
+use std::net::{SocketAddr, SocketAddrV4, TcpListener, UdpSocket};
+
+use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -31,12 +33,48 @@ pub fn iperf3() -> &'static str {
     "iperf3"
 }
 
+/// Sends `payload` as a UDP datagram from `from` to `to` with a forged
+/// source, through a raw IPv4 socket with our own header: the kernel fills
+/// in the IP checksum and id, the UDP checksum is 0 (none, allowed over
+/// IPv4). Needs root; without it the test fails, it does not skip.
+pub fn spoof_udp(from: SocketAddrV4, to: SocketAddrV4, payload: &[u8]) {
+    let raw = Socket::new(Domain::IPV4, Type::RAW, Some(Protocol::UDP))
+        .expect("raw socket (this test needs root; it does not skip)");
+    raw.set_header_included_v4(true).unwrap();
+    let total = 20 + 8 + payload.len();
+    let mut p = Vec::with_capacity(total);
+    p.extend_from_slice(&[0x45, 0, (total >> 8) as u8, total as u8]);
+    p.extend_from_slice(&[0, 0, 0x40, 0]); // id 0 (kernel fills), DF
+    p.extend_from_slice(&[64, 17, 0, 0]); // TTL, UDP, checksum (kernel)
+    p.extend_from_slice(&from.ip().octets());
+    p.extend_from_slice(&to.ip().octets());
+    p.extend_from_slice(&from.port().to_be_bytes());
+    p.extend_from_slice(&to.port().to_be_bytes());
+    p.extend_from_slice(&((8 + payload.len()) as u16).to_be_bytes());
+    p.extend_from_slice(&[0, 0]);
+    p.extend_from_slice(payload);
+    let n = raw
+        .send_to(&p, &SockAddr::from(SocketAddr::V4(to)))
+        .unwrap();
+    assert_eq!(n, total);
+}
+
 /// A thread the test started: cancelled and joined on drop. A panic in
 /// the thread fails the test (unless the test is already failing).
 pub struct Running {
     pub stop: CancellationToken,
     pub handle: Option<JoinHandle<()>>,
     what: &'static str,
+}
+
+impl Running {
+    fn new(what: &'static str, stop: CancellationToken, handle: JoinHandle<()>) -> Running {
+        Running {
+            stop,
+            handle: Some(handle),
+            what,
+        }
+    }
 }
 
 impl Drop for Running {
@@ -68,11 +106,7 @@ impl OurServer {
         OurServer {
             addr,
             refusals,
-            thread: Running {
-                stop,
-                handle: Some(handle),
-                what: "bandwidth server",
-            },
+            thread: Running::new("bandwidth server", stop, handle),
         }
     }
 }
@@ -94,11 +128,7 @@ impl Reflector {
         Reflector {
             addr,
             health,
-            thread: Running {
-                stop,
-                handle: Some(handle),
-                what: "reflector",
-            },
+            thread: Running::new("reflector", stop, handle),
         }
     }
 
