@@ -11,7 +11,7 @@ use boltwatch_collector::config::{Config, Flags};
 use boltwatch_collector::ingest::auth::AuthTokens;
 use boltwatch_collector::ingest::raw::{RawAgentMessage, RawMsg};
 use boltwatch_collector::ingest::validate;
-use boltwatch_common::testing::{error_line, proptest_config};
+use boltwatch_common::testing::{config_text, error_line, proptest_config};
 use boltwatch_proto::v1::record::Payload;
 use boltwatch_proto::v1::{AgentStats, Record};
 use proptest::prelude::*;
@@ -49,18 +49,8 @@ const VALUES: &[&str] = &[
     "\"open",
 ];
 
-fn line() -> impl Strategy<Value = String> {
-    prop_oneof![
-        (prop::sample::select(KEYS), prop::sample::select(VALUES))
-            .prop_map(|(k, v)| format!("{k} = {v}")),
-        "[a-z_\\[\\]=\" #0-9.]{0,30}",
-        any::<String>(),
-        Just(String::new()),
-    ]
-}
-
 fn text() -> impl Strategy<Value = String> {
-    prop::collection::vec(line(), 0..8).prop_map(|l| l.join("\n"))
+    config_text(KEYS, VALUES, &[])
 }
 
 fn record(node: &str, seq: u64) -> Vec<u8> {

@@ -27,6 +27,21 @@ pub use imp::SysfsCounters;
 #[cfg(not(any(target_os = "linux", target_os = "macos")))]
 pub use imp::UnsupportedCounters;
 
+/// The files under a Linux interface's sysfs `statistics/` directory the
+/// reader requires (a missing one fails the read). Fixture builders write
+/// exactly these, so a reader that starts requiring another one fails its
+/// fixture tests.
+pub const SYSFS_STATISTICS: [&str; 8] = [
+    "rx_bytes",
+    "tx_bytes",
+    "rx_packets",
+    "tx_packets",
+    "rx_errors",
+    "tx_errors",
+    "rx_dropped",
+    "tx_dropped",
+];
+
 /// Whether this OS has a counter reader.
 pub const SUPPORT: Support = imp::SUPPORT;
 
