@@ -11,7 +11,7 @@ mod sim;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use common::Collector;
+use common::{collector_cli_ok, Collector};
 use sim::{Scenario, S};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
@@ -19,18 +19,7 @@ const CHROMIUM: &str = "/usr/bin/chromium";
 const T0: u64 = 1_795_996_800 * S;
 
 fn collector(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_boltwatch-collector"))
-        .args(args)
-        .arg("--data-dir")
-        .arg(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    collector_cli_ok(args, dir)
 }
 
 fn chromium(profile: &Path, args: &[&str], page: &Path) -> Output {
