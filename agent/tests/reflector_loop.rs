@@ -8,11 +8,12 @@
 
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
 use std::sync::atomic::AtomicU64;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use boltwatch_agent::health::Health;
 use boltwatch_agent::stamp::packet::{ErrorEstimate, NtpTimestamp, SenderPacket};
 use boltwatch_agent::stamp::reflector::{RateLimit, ReflectorOptions};
+use boltwatch_common::clock::now_unix_ns;
 
 mod support;
 use support::{spoof_udp, Reflector};
@@ -22,10 +23,7 @@ use support::{spoof_udp, Reflector};
 const WINDOW: Duration = Duration::from_millis(500);
 
 fn sender_packet(seq: u32) -> [u8; 44] {
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64;
+    let now = now_unix_ns();
     SenderPacket {
         seq,
         timestamp: NtpTimestamp::from_unix_ns(now),

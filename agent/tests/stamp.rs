@@ -7,7 +7,7 @@ use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use boltwatch_agent::health::Health;
 use boltwatch_agent::sink::{Emitted, Sink};
@@ -15,6 +15,7 @@ use boltwatch_agent::stamp::packet::{NtpTimestamp, ReflectorPacket, SenderPacket
 use boltwatch_agent::stamp::ping::{ping, PingOptions};
 use boltwatch_agent::stamp::reflector::ReflectorOptions;
 use boltwatch_agent::stamp::{spawn_reflector, spawn_sender, ProbeEvent, SenderOptions, Target};
+use boltwatch_common::clock::now_unix_ns as unix_ns;
 use boltwatch_proto::v1::record::Payload;
 use boltwatch_proto::v1::{RttSummary, TimestampSource};
 use tokio_util::sync::CancellationToken;
@@ -23,13 +24,6 @@ mod support;
 use support::Reflector;
 
 const NTP_UNIX_OFFSET: u64 = 2_208_988_800;
-
-fn unix_ns() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64
-}
 
 /// NTP 32.32 from unix ns, written out independently of the crate's codec.
 fn ntp_bytes(ns: u64) -> [u8; 8] {
