@@ -14,7 +14,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod support;
-use support::{iperf3, OurServer};
+use support::{iperf3, loopback_listeners, OurServer};
 
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
@@ -27,14 +27,7 @@ fn free_port() -> u16 {
 /// True once something listens on 127.0.0.1:`port` (read from
 /// /proc/net/tcp: connecting would use up a one-off iperf3 server).
 fn listening(port: u16) -> bool {
-    let want = format!("0100007F:{port:04X}");
-    std::fs::read_to_string("/proc/net/tcp")
-        .unwrap_or_default()
-        .lines()
-        .any(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            f.len() > 3 && f[1] == want && f[3] == "0A"
-        })
+    !loopback_listeners(port).is_empty()
 }
 
 /// A one-off stock `iperf3 -s` with JSON output, killed on drop.

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 mod support;
-use support::{iperf3, spoof_udp, OurServer};
+use support::{iperf3, loopback_listeners, spoof_udp, OurServer};
 
 /// Runs a stock `iperf3 -c` and returns its JSON "error" (empty when the
 /// test ran).
@@ -222,14 +222,9 @@ fn omit_past_the_duration_cap_is_refused_and_the_server_stays_free() {
 /// Connections waiting in the accept queue of the listener on `port`
 /// (/proc/net/tcp shows it as the rx queue of a listening socket).
 fn accept_queue(port: u16) -> usize {
-    let want = format!("0100007F:{port:04X}");
-    std::fs::read_to_string("/proc/net/tcp")
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            (f.len() > 4 && f[1] == want && f[3] == "0A").then(|| f[4].to_string())
-        })
+    loopback_listeners(port)
+        .iter()
+        .filter_map(|f| f.get(4))
         .filter_map(|q| usize::from_str_radix(q.split(':').nth(1)?, 16).ok())
         .sum()
 }

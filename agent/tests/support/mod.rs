@@ -59,6 +59,19 @@ pub fn spoof_udp(from: SocketAddrV4, to: SocketAddrV4, payload: &[u8]) {
     assert_eq!(n, total);
 }
 
+/// The /proc/net/tcp rows (split into fields) of sockets listening on
+/// 127.0.0.1:`port`: field 1 is the local address, 3 the state (`0A` is
+/// LISTEN), 4 `tx_queue:rx_queue` (for a listener, rx is its accept queue).
+pub fn loopback_listeners(port: u16) -> Vec<Vec<String>> {
+    let want = format!("0100007F:{port:04X}");
+    std::fs::read_to_string("/proc/net/tcp")
+        .unwrap_or_default()
+        .lines()
+        .map(|l| l.split_whitespace().map(str::to_string).collect::<Vec<_>>())
+        .filter(|f| f.len() > 4 && f[1] == want && f[3] == "0A")
+        .collect()
+}
+
 /// A thread the test started: cancelled and joined on drop. A panic in
 /// the thread fails the test (unless the test is already failing).
 pub struct Running {
