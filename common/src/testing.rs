@@ -48,6 +48,13 @@ pub fn error_line(msg: &str, file: &str) -> usize {
         .unwrap_or_else(|| panic!("error has no line number: {msg}"))
 }
 
+/// Whether the `FILE:LINE: ...` error `msg` names `file` and a line of
+/// `text` (line 1 also for empty text); panics as [`error_line`] does.
+pub fn names_a_line_of(msg: &str, file: &str, text: &str) -> bool {
+    let line = error_line(msg, file);
+    line >= 1 && line <= text.lines().count().max(1)
+}
+
 /// Config-file text of up to eight lines, each one of: `key = value` from
 /// the given keys and values (valid and invalid ones alike), a line of
 /// TOML-ish punctuation, any string at all, an empty line, or one of
