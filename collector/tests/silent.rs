@@ -80,10 +80,8 @@ async fn undecodable_and_oversized_messages_end_the_stream_with_an_error() {
 
 #[tokio::test]
 async fn healthz_fails_on_a_full_disk_and_recovers() {
-    let outer = tempfile::tempdir().unwrap();
-    let mnt = outer.path().join("mnt");
-    std::fs::create_dir(&mnt).unwrap();
-    let _fs = Tmpfs::mount(&mnt, "8m");
+    let fs = Tmpfs::mount("size=8m");
+    let mnt = fs.path();
     let data = mnt.join("data");
     let c = Collector::start_with(&data, |_| {}).await;
     assert_eq!(c.get("/healthz").await.status(), 200);
@@ -153,10 +151,8 @@ async fn a_store_damaged_mid_file_stops_the_start_naming_it() {
 
 #[tokio::test]
 async fn a_read_only_data_dir_stops_the_start_naming_it() {
-    let outer = tempfile::tempdir().unwrap();
-    let mnt = outer.path().join("mnt");
-    std::fs::create_dir(&mnt).unwrap();
-    let fs = Tmpfs::mount_opts(&mnt, "ro,size=2m");
+    let fs = Tmpfs::mount("ro,size=2m");
+    let mnt = fs.path();
     let e = start_error(&mnt).await;
     assert!(e.contains(&mnt.display().to_string()), "{e}");
 

@@ -417,33 +417,41 @@ pub fn link_event(interface: &str, carrier: bool) -> Payload {
     })
 }
 
-/// A tmpfs mounted for one test, unmounted even if the test panics.
-pub struct Tmpfs(std::path::PathBuf);
+/// A tmpfs mounted for one test on a fresh temporary directory, unmounted
+/// (then the directory removed) even if the test panics.
+pub struct Tmpfs {
+    dir: std::path::PathBuf,
+    _outer: tempfile::TempDir,
+}
 
 impl Tmpfs {
-    pub fn mount(dir: &Path, size: &str) -> Tmpfs {
-        Tmpfs::mount_opts(dir, &format!("size={size}"))
-    }
-
-    /// Mounts with `-o opts` (`ro,size=1m`).
-    pub fn mount_opts(dir: &Path, opts: &str) -> Tmpfs {
+    /// Mounts a tmpfs with `-o opts` (`size=4m`, `ro,size=1m`).
+    pub fn mount(opts: &str) -> Tmpfs {
+        let outer = tempfile::tempdir().unwrap();
+        let dir = outer.path().join("mnt");
+        std::fs::create_dir(&dir).unwrap();
         let st = std::process::Command::new("mount")
             .args(["-t", "tmpfs", "-o", opts, "tmpfs"])
-            .arg(dir)
+            .arg(&dir)
             .status()
             .expect("mount(8) is required; run the tests as root (they never skip)");
         assert!(
             st.success(),
             "mount tmpfs needs root; the tests do not skip"
         );
-        Tmpfs(dir.to_path_buf())
+        Tmpfs { dir, _outer: outer }
+    }
+
+    /// Where it is mounted.
+    pub fn path(&self) -> &Path {
+        &self.dir
     }
 
     /// `mount -o remount,OPTS`.
     pub fn remount(&self, opts: &str) {
         let st = std::process::Command::new("mount")
             .args(["-o", &format!("remount,{opts}")])
-            .arg(&self.0)
+            .arg(&self.dir)
             .status()
             .expect("mount(8)");
         assert!(st.success(), "remount {opts}");
@@ -454,7 +462,7 @@ impl Drop for Tmpfs {
     fn drop(&mut self) {
         let _ = std::process::Command::new("umount")
             .arg("-l")
-            .arg(&self.0)
+            .arg(&self.dir)
             .status();
     }
 }
