@@ -146,7 +146,7 @@ async fn full_store_answers_unavailable_and_acks_nothing_then_recovers() {
     let mut a = open(c.grpc, None, "a").await.unwrap();
     assert_eq!(a.send(batch("a", 1..=10)).await.unwrap()[0].highest_seq, 10);
 
-    let filler = fill(&mnt);
+    let filler = fill(mnt);
     // Big enough that SQLite must grow its files.
     let mut refused = None;
     let mut next = 11;

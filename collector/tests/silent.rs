@@ -85,7 +85,7 @@ async fn healthz_fails_on_a_full_disk_and_recovers() {
     let data = mnt.join("data");
     let c = Collector::start_with(&data, |_| {}).await;
     assert_eq!(c.get("/healthz").await.status(), 200);
-    let filler = fill(&mnt);
+    let filler = fill(mnt);
     let r = c.get("/healthz").await;
     assert_eq!(r.status(), 503, "a full disk is not healthy");
     let body = r.text().await.unwrap();
@@ -153,12 +153,12 @@ async fn a_store_damaged_mid_file_stops_the_start_naming_it() {
 async fn a_read_only_data_dir_stops_the_start_naming_it() {
     let fs = Tmpfs::mount("ro,size=2m");
     let mnt = fs.path();
-    let e = start_error(&mnt).await;
+    let e = start_error(mnt).await;
     assert!(e.contains(&mnt.display().to_string()), "{e}");
 
     // A store that exists, on a file system remounted read-only.
     fs.remount("rw");
-    let c = Collector::start(&mnt).await;
+    let c = Collector::start(mnt).await;
     let (mut a, _) = c.agent("a", "b1").await;
     a.send(vec![record("a", "b1", 1, agent_stats(1, 0))])
         .await
@@ -166,6 +166,6 @@ async fn a_read_only_data_dir_stops_the_start_naming_it() {
     drop(a);
     c.stop().await;
     fs.remount("ro");
-    let e = start_error(&mnt).await;
+    let e = start_error(mnt).await;
     assert!(e.contains(&mnt.display().to_string()), "{e}");
 }

@@ -5,13 +5,15 @@
 //! every chart must hold the points it declares, and the console must show
 //! no errors. Chromium missing is a failure (`.ci/test` installs it).
 
+mod cli;
 mod common;
 mod sim;
 
 use std::path::Path;
 use std::process::{Command, Output};
 
-use common::{collector_cli_ok, Collector};
+use cli::collector_cli_ok;
+use common::Collector;
 use sim::{Scenario, S};
 
 const CHROMIUM: &str = "/usr/bin/chromium";

@@ -5,11 +5,13 @@
 //! counts and durations exact, means within 0.1 %, percentiles within one
 //! histogram bucket, completeness exact.
 
+mod cli;
 mod common;
 mod sim;
 
 use boltwatch_proto::histogram::upper_bound_seconds;
-use common::{collector_cli, collector_cli_ok, Collector};
+use cli::{collector_cli, collector_cli_ok};
+use common::Collector;
 use serde_json::{json, Value};
 use sim::{Scenario, Truth, S};
 

@@ -11,13 +11,14 @@ use nix::sys::socket::{recvmsg, ControlMessageOwned, MsgFlags, SockaddrLike, Soc
 
 use super::Received;
 
-/// Receives one datagram into `buf` with control messages into `cmsg`,
+/// Receives one datagram into `buf` with control messages into `cmsg` (a
+/// buffer sized by the caller for the messages it asked for),
 /// handing each control message to `read` to fill in the metadata.
 /// `nonblocking` returns `WouldBlock` at once when nothing is queued.
 pub(crate) fn recv_with(
     sock: &UdpSocket,
     buf: &mut [u8],
-    cmsg: &mut Vec<u8>,
+    mut cmsg: Vec<u8>,
     nonblocking: bool,
     mut read: impl FnMut(ControlMessageOwned, &mut Received),
 ) -> io::Result<Received> {
@@ -27,7 +28,7 @@ pub(crate) fn recv_with(
     } else {
         MsgFlags::empty()
     };
-    let msg = recvmsg::<SockaddrStorage>(sock.as_raw_fd(), &mut iov, Some(cmsg), flags)
+    let msg = recvmsg::<SockaddrStorage>(sock.as_raw_fd(), &mut iov, Some(&mut cmsg), flags)
         .map_err(io::Error::from)?;
     let mut out = Received {
         len: msg.bytes,

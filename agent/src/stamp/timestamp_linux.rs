@@ -46,8 +46,8 @@ pub(crate) fn recv(sock: &UdpSocket, buf: &mut [u8], nonblocking: bool) -> io::R
     // SCM_TIMESTAMPNS, SCM_TIMESTAMPING (three timespecs, present once TX
     // stamping is on), TTL or hop limit, with headers: about 150 octets. A
     // truncated control buffer would lose the RX stamp, so leave room.
-    let mut cmsg = vec![0u8; CMSG_ROOM];
-    recv_with(sock, buf, &mut cmsg, nonblocking, |c, out| {
+    let cmsg = vec![0u8; CMSG_ROOM];
+    recv_with(sock, buf, cmsg, nonblocking, |c, out| {
             match c {
                 ControlMessageOwned::ScmTimestampns(ts) => {
                     out.kernel_rx_unix_ns = timespec_ns(&ts);

@@ -40,8 +40,8 @@ pub(crate) fn read_tx_timestamps(_sock: &UdpSocket, _out: &mut Vec<(u32, u64)>) 
 /// Receives one datagram with its metadata. `nonblocking` returns
 /// `WouldBlock` at once when nothing is queued.
 pub(crate) fn recv(sock: &UdpSocket, buf: &mut [u8], nonblocking: bool) -> io::Result<Received> {
-    let mut cmsg = nix::cmsg_space!(libc::timeval);
-    recv_with(sock, buf, &mut cmsg, nonblocking, |c, out| {
+    let cmsg = nix::cmsg_space!(libc::timeval);
+    recv_with(sock, buf, cmsg, nonblocking, |c, out| {
             if let ControlMessageOwned::ScmTimestamp(tv) = c {
                 let ns = tv.tv_sec() as i128 * 1_000_000_000 + tv.tv_usec() as i128 * 1_000;
                 out.kernel_rx_unix_ns = u64::try_from(ns).ok();

@@ -487,25 +487,3 @@ pub fn fill(dir: &Path) -> std::path::PathBuf {
     let _ = f.sync_all();
     p
 }
-
-/// Runs the real `boltwatch-collector` binary with `args` then
-/// `--data-dir dir`.
-pub fn collector_cli(args: &[&str], dir: &Path) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_boltwatch-collector"))
-        .args(args)
-        .arg("--data-dir")
-        .arg(dir)
-        .output()
-        .unwrap()
-}
-
-/// [`collector_cli`] that must succeed; its standard output.
-pub fn collector_cli_ok(args: &[&str], dir: &Path) -> String {
-    let out = collector_cli(args, dir);
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
