@@ -8,12 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-60}
 command -v prometheus-smokeping-prober >/dev/null || { echo "need prometheus-smokeping-prober (apt-get install -y prometheus-smokeping-prober)" >&2; exit 1; }
-cargo build --release -q -p boltwatch-agent -p boltwatch-collector
-bin=target/release
-tmp=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$tmp"; }
-trap cleanup EXIT
+. bench/lib.sh
+bench_release_setup
 
 "$bin/boltwatch-collector" serve --grpc-listen 127.0.0.1:50171 --http-listen 127.0.0.1:9571 --data-dir "$tmp/data" 2>"$tmp/collector.log" &
 pids+=($!)

@@ -11,12 +11,8 @@ cd "$(dirname "$0")/.."
 secs=${1:-600}
 interval=${2:-10ms}
 warmup=20
-cargo build --release -q -p boltwatch-agent -p boltwatch-collector
-bin=target/release
-tmp=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$tmp"; }
-trap cleanup EXIT
+. bench/lib.sh
+bench_release_setup
 
 grpc=127.0.0.1:50181; http=127.0.0.1:9581
 printf 'a %s\nb %s\n' "$(head -c16 /dev/urandom | xxd -p)" "$(head -c16 /dev/urandom | xxd -p)" >"$tmp/tokens"

@@ -6,31 +6,15 @@
 //! A missing `iperf3` fails these tests; it never skips them.
 
 use boltwatch_agent::bandwidth::iperf3::Mode;
-use boltwatch_agent::bandwidth::{
-    run_client, spawn_server, spawn_server_with, BandwidthError, ClientOptions, ServerOptions,
-};
+use boltwatch_agent::bandwidth::{run_client, BandwidthError, ClientOptions, ServerOptions};
 use boltwatch_proto::v1::{BandwidthResult, Direction, Protocol};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-use tokio_util::sync::CancellationToken;
 
-fn iperf3() -> &'static str {
-    let ok = Command::new("iperf3")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    assert!(
-        ok,
-        "iperf3 is required for these tests (apt-get install -y iperf3); not skipping"
-    );
-    "iperf3"
-}
+mod support;
+use support::{iperf3, loopback_listeners, OurServer};
 
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
@@ -43,14 +27,7 @@ fn free_port() -> u16 {
 /// True once something listens on 127.0.0.1:`port` (read from
 /// /proc/net/tcp: connecting would use up a one-off iperf3 server).
 fn listening(port: u16) -> bool {
-    let want = format!("0100007F:{port:04X}");
-    std::fs::read_to_string("/proc/net/tcp")
-        .unwrap_or_default()
-        .lines()
-        .any(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            f.len() > 3 && f[1] == want && f[3] == "0A"
-        })
+    !loopback_listeners(port).is_empty()
 }
 
 /// A one-off stock `iperf3 -s` with JSON output, killed on drop.
@@ -113,44 +90,6 @@ impl Drop for StockServer {
     }
 }
 
-/// Our server on an ephemeral loopback port, stopped and joined on drop.
-struct OurServer {
-    addr: SocketAddr,
-    stop: CancellationToken,
-    handle: Option<JoinHandle<()>>,
-}
-
-impl OurServer {
-    fn start() -> OurServer {
-        Self::start_with(None)
-    }
-
-    fn start_with(opts: Option<ServerOptions>) -> OurServer {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = l.local_addr().unwrap();
-        let stop = CancellationToken::new();
-        let handle = match opts {
-            Some(o) => spawn_server_with(l, stop.clone(), o),
-            None => spawn_server(l, stop.clone()),
-        }
-        .unwrap();
-        OurServer {
-            addr,
-            stop,
-            handle: Some(handle),
-        }
-    }
-}
-
-impl Drop for OurServer {
-    fn drop(&mut self) {
-        self.stop.cancel();
-        if let Some(h) = self.handle.take() {
-            let _ = h.join();
-        }
-    }
-}
-
 fn opts(server: String, streams: u32, mode: Mode) -> ClientOptions {
     ClientOptions {
         server,
@@ -190,87 +129,69 @@ fn stock_end_bytes(v: &serde_json::Value, key: &str) -> f64 {
         .unwrap_or_else(|| panic!("no end.{key}.bytes in {v}"))
 }
 
+/// Runs our client against a fresh one-off stock `iperf3 -s`; returns our
+/// results and the server's JSON report.
+fn against_stock(
+    streams: u32,
+    mode: Mode,
+    udp_rate_bps: Option<u64>,
+) -> (Vec<BandwidthResult>, serde_json::Value) {
+    let srv = StockServer::start();
+    let mut o = opts(format!("127.0.0.1:{}", srv.port), streams, mode);
+    o.udp_rate_bps = udp_rate_bps;
+    let r = run_client(o, &mut ()).unwrap();
+    (r, srv.report())
+}
+
+/// The stock server counted `key` (`sum_received`, `sum_sent`) within
+/// `tol` of the bytes our side reports.
+fn assert_stock_agrees(rep: &serde_json::Value, key: &str, ours: &BandwidthResult, tol: f64) {
+    let got = stock_end_bytes(rep, key);
+    assert!(
+        close(got, ours.bytes as f64, tol),
+        "{key}: {got} vs {}",
+        ours.bytes
+    );
+}
+
 #[test]
 fn client_tcp_one_stream_against_stock_server() {
-    let srv = StockServer::start();
-    let r = run_client(
-        opts(format!("127.0.0.1:{}", srv.port), 1, Mode::Upload),
-        &mut (),
-    )
-    .unwrap();
+    let (r, rep) = against_stock(1, Mode::Upload, None);
     assert_eq!(r.len(), 1);
     check_basic(&r[0], Direction::Upload, Protocol::Tcp, 1);
     assert_eq!(r[0].peer, "test-peer");
-    let rep = srv.report();
-    let got = stock_end_bytes(&rep, "sum_received");
-    assert!(
-        close(got, r[0].bytes as f64, 0.01),
-        "{got} vs {}",
-        r[0].bytes
-    );
+    assert_stock_agrees(&rep, "sum_received", &r[0], 0.01);
 }
 
 #[test]
 fn client_tcp_four_streams_against_stock_server() {
-    let srv = StockServer::start();
-    let r = run_client(
-        opts(format!("127.0.0.1:{}", srv.port), 4, Mode::Upload),
-        &mut (),
-    )
-    .unwrap();
+    let (r, rep) = against_stock(4, Mode::Upload, None);
     check_basic(&r[0], Direction::Upload, Protocol::Tcp, 4);
-    let rep = srv.report();
     assert_eq!(rep["end"]["streams"].as_array().unwrap().len(), 4);
-    let got = stock_end_bytes(&rep, "sum_received");
-    assert!(
-        close(got, r[0].bytes as f64, 0.01),
-        "{got} vs {}",
-        r[0].bytes
-    );
+    assert_stock_agrees(&rep, "sum_received", &r[0], 0.01);
 }
 
 #[test]
 fn client_reverse_against_stock_server() {
-    let srv = StockServer::start();
-    let r = run_client(
-        opts(format!("127.0.0.1:{}", srv.port), 2, Mode::Download),
-        &mut (),
-    )
-    .unwrap();
+    let (r, rep) = against_stock(2, Mode::Download, None);
     assert_eq!(r.len(), 1);
     check_basic(&r[0], Direction::Download, Protocol::Tcp, 2);
-    let rep = srv.report();
-    let sent = stock_end_bytes(&rep, "sum_sent");
-    assert!(
-        close(sent, r[0].bytes as f64, 0.10),
-        "{sent} vs {}",
-        r[0].bytes
-    );
+    assert_stock_agrees(&rep, "sum_sent", &r[0], 0.10);
 }
 
 #[test]
 fn client_bidir_against_stock_server() {
-    let srv = StockServer::start();
-    let r = run_client(
-        opts(format!("127.0.0.1:{}", srv.port), 1, Mode::Bidir),
-        &mut (),
-    )
-    .unwrap();
+    let (r, _rep) = against_stock(1, Mode::Bidir, None);
     assert_eq!(r.len(), 2);
     check_basic(&r[0], Direction::Upload, Protocol::Tcp, 1);
     check_basic(&r[1], Direction::Download, Protocol::Tcp, 1);
-    drop(srv.report());
 }
 
 #[test]
 fn client_udp_against_stock_server() {
-    let srv = StockServer::start();
-    let mut o = opts(format!("127.0.0.1:{}", srv.port), 1, Mode::Upload);
-    o.udp_rate_bps = Some(100_000_000);
-    let r = run_client(o, &mut ()).unwrap();
+    let (r, rep) = against_stock(1, Mode::Upload, Some(100_000_000));
     check_basic(&r[0], Direction::Upload, Protocol::Udp, 1);
     assert!(r[0].udp_packets > 0);
-    let rep = srv.report();
     let s = &rep["end"]["sum"];
     let packets = s["packets"].as_f64().unwrap();
     let lost = s["lost_packets"].as_f64().unwrap();
@@ -330,7 +251,7 @@ fn stock_client(addr: SocketAddr, args: &[&str]) -> serde_json::Value {
 
 #[test]
 fn stock_client_tcp_four_streams_against_our_server() {
-    let srv = OurServer::start();
+    let srv = OurServer::start(ServerOptions::default());
     let v = stock_client(srv.addr, &["-t", "2", "-P", "4"]);
     let sent = stock_end_bytes(&v, "sum_sent");
     let recv = stock_end_bytes(&v, "sum_received");
@@ -341,7 +262,7 @@ fn stock_client_tcp_four_streams_against_our_server() {
 
 #[test]
 fn stock_client_reverse_against_our_server() {
-    let srv = OurServer::start();
+    let srv = OurServer::start(ServerOptions::default());
     let v = stock_client(srv.addr, &["-t", "2", "-P", "2", "-R"]);
     let sent = stock_end_bytes(&v, "sum_sent");
     let recv = stock_end_bytes(&v, "sum_received");
@@ -351,7 +272,7 @@ fn stock_client_reverse_against_our_server() {
 
 #[test]
 fn stock_client_udp_against_our_server() {
-    let srv = OurServer::start();
+    let srv = OurServer::start(ServerOptions::default());
     let v = stock_client(srv.addr, &["-t", "2", "-u", "-b", "50M", "-P", "2"]);
     let s = &v["end"]["sum"];
     assert!(s["bytes"].as_f64().unwrap() > 0.0);
@@ -363,7 +284,7 @@ fn stock_client_udp_against_our_server() {
 
 #[test]
 fn our_client_against_our_server_reports_receiver_intervals() {
-    let srv = OurServer::start();
+    let srv = OurServer::start(ServerOptions::default());
     let r = run_client(opts(srv.addr.to_string(), 2, Mode::Upload), &mut ()).unwrap();
     check_basic(&r[0], Direction::Upload, Protocol::Tcp, 2);
     let r = run_client(opts(srv.addr.to_string(), 2, Mode::Bidir), &mut ()).unwrap();
@@ -378,7 +299,7 @@ fn our_client_against_our_server_reports_receiver_intervals() {
 
 #[test]
 fn second_client_gets_busy_while_a_test_runs() {
-    let srv = OurServer::start();
+    let srv = OurServer::start(ServerOptions::default());
     let port = srv.addr.port().to_string();
     let first = Command::new(iperf3())
         .args(["-c", "127.0.0.1", "-p", &port, "-t", "3", "-J"])
@@ -434,7 +355,7 @@ fn test_succeeds_soon(addr: SocketAddr) {
 
 #[test]
 fn killed_client_does_not_leave_the_server_busy() {
-    let srv = OurServer::start();
+    let srv = OurServer::start(ServerOptions::default());
     for args in [&["-t", "10", "-P", "2"][..], &["-t", "10", "-R"][..]] {
         let mut c = Command::new(iperf3())
             .args(["-c", "127.0.0.1", "-p", &srv.addr.port().to_string()])
@@ -451,11 +372,11 @@ fn killed_client_does_not_leave_the_server_busy() {
 
 #[test]
 fn silent_client_times_out_and_frees_the_server() {
-    let srv = OurServer::start_with(Some(ServerOptions {
+    let srv = OurServer::start(ServerOptions {
         setup_timeout: Duration::from_millis(500),
         grace: Duration::from_millis(500),
         ..Default::default()
-    }));
+    });
     // Sends a cookie, takes the slot, then says nothing.
     let mut c = TcpStream::connect(srv.addr).unwrap();
     c.write_all(&[b'a'; 36]).unwrap();
@@ -472,11 +393,11 @@ fn silent_client_times_out_and_frees_the_server() {
 /// plus its grace period.
 #[test]
 fn client_silent_mid_test_times_out_and_frees_the_server() {
-    let srv = OurServer::start_with(Some(ServerOptions {
+    let srv = OurServer::start(ServerOptions {
         setup_timeout: Duration::from_secs(5),
         grace: Duration::from_millis(500),
         ..Default::default()
-    }));
+    });
     let cookie = [b'b'; 36];
     let mut c = TcpStream::connect(srv.addr).unwrap();
     c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
@@ -507,7 +428,7 @@ fn client_silent_mid_test_times_out_and_frees_the_server() {
 /// total; our server must omit it from the receiver total too.
 #[test]
 fn stock_client_omit_is_honoured_by_our_server() {
-    let srv = OurServer::start();
+    let srv = OurServer::start(ServerOptions::default());
     let v = stock_client(srv.addr, &["-t", "2", "-O", "1"]);
     let sent = stock_end_bytes(&v, "sum_sent");
     let recv = stock_end_bytes(&v, "sum_received");
@@ -518,7 +439,7 @@ fn stock_client_omit_is_honoured_by_our_server() {
 /// hears about it instead of hanging.
 #[test]
 fn stop_ends_the_server_even_mid_test() {
-    let mut srv = OurServer::start();
+    let mut srv = OurServer::start(ServerOptions::default());
     let addr = srv.addr;
     let client = std::thread::spawn(move || {
         let mut o = opts(addr.to_string(), 1, Mode::Upload);
@@ -526,8 +447,8 @@ fn stop_ends_the_server_even_mid_test() {
         run_client(o, &mut ())
     });
     std::thread::sleep(Duration::from_millis(1000));
-    srv.stop.cancel();
-    let h = srv.handle.take().unwrap();
+    srv.thread.stop.cancel();
+    let h = srv.thread.handle.take().unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let _ = h.join();

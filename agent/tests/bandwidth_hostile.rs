@@ -12,65 +12,18 @@
 
 use boltwatch_agent::bandwidth::iperf3::{encode_frame, UDP_CONNECT_MSG};
 use boltwatch_agent::bandwidth::load::TestGate;
-use boltwatch_agent::bandwidth::{spawn_server_with, ServerOptions};
+use boltwatch_agent::bandwidth::ServerOptions;
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use std::io::{Read, Write};
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV4, TcpListener, TcpStream, UdpSocket};
-use std::process::{Command, Stdio};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream, UdpSocket};
+use std::process::Command;
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-use tokio_util::sync::CancellationToken;
 
-fn iperf3() -> &'static str {
-    let ok = Command::new("iperf3")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    assert!(
-        ok,
-        "iperf3 is required for these tests (apt-get install -y iperf3); not skipping"
-    );
-    "iperf3"
-}
-
-/// Our server on an ephemeral loopback port, stopped and joined on drop.
-struct OurServer {
-    addr: SocketAddr,
-    refusals: Arc<boltwatch_agent::bandwidth::server::Refusals>,
-    stop: CancellationToken,
-    handle: Option<JoinHandle<()>>,
-}
-
-impl OurServer {
-    fn start(opts: ServerOptions) -> OurServer {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = l.local_addr().unwrap();
-        let stop = CancellationToken::new();
-        let refusals = opts.refusals.clone();
-        let handle = spawn_server_with(l, stop.clone(), opts).unwrap();
-        OurServer {
-            addr,
-            refusals,
-            stop,
-            handle: Some(handle),
-        }
-    }
-}
-
-impl Drop for OurServer {
-    fn drop(&mut self) {
-        self.stop.cancel();
-        if let Some(h) = self.handle.take() {
-            let _ = h.join();
-        }
-    }
-}
+mod support;
+use support::{iperf3, loopback_listeners, spoof_udp, OurServer};
 
 /// Runs a stock `iperf3 -c` and returns its JSON "error" (empty when the
 /// test ran).
@@ -165,39 +118,6 @@ fn reaches(c: &AtomicU64, want: u64) -> u64 {
         std::thread::sleep(Duration::from_millis(10));
     }
     c.load(Ordering::Relaxed)
-}
-
-/// Sends `payload` as a UDP datagram from `from` to `to` with a forged
-/// source, through a raw IPv4 socket and our own header (the kernel fills
-/// in the IP checksum; UDP checksum 0 means none over IPv4).
-fn spoof_udp(from: SocketAddrV4, to: SocketAddrV4, payload: &[u8]) {
-    let raw = Socket::new(Domain::IPV4, Type::RAW, Some(Protocol::UDP))
-        .expect("raw socket (this test needs root; it does not skip)");
-    raw.set_header_included_v4(true).unwrap();
-    let total = 28 + payload.len();
-    let mut p = vec![
-        0x45,
-        0,
-        (total >> 8) as u8,
-        total as u8,
-        0,
-        0,
-        0x40,
-        0,
-        64,
-        17,
-        0,
-        0,
-    ];
-    p.extend_from_slice(&from.ip().octets());
-    p.extend_from_slice(&to.ip().octets());
-    p.extend_from_slice(&from.port().to_be_bytes());
-    p.extend_from_slice(&to.port().to_be_bytes());
-    p.extend_from_slice(&((8 + payload.len()) as u16).to_be_bytes());
-    p.extend_from_slice(&[0, 0]);
-    p.extend_from_slice(payload);
-    raw.send_to(&p, &SockAddr::from(SocketAddr::V4(to)))
-        .unwrap();
 }
 
 #[test]
@@ -302,14 +222,9 @@ fn omit_past_the_duration_cap_is_refused_and_the_server_stays_free() {
 /// Connections waiting in the accept queue of the listener on `port`
 /// (/proc/net/tcp shows it as the rx queue of a listening socket).
 fn accept_queue(port: u16) -> usize {
-    let want = format!("0100007F:{port:04X}");
-    std::fs::read_to_string("/proc/net/tcp")
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            (f.len() > 4 && f[1] == want && f[3] == "0A").then(|| f[4].to_string())
-        })
+    loopback_listeners(port)
+        .iter()
+        .filter_map(|f| f.get(4))
         .filter_map(|q| usize::from_str_radix(q.split(':').nth(1)?, 16).ok())
         .sum()
 }

@@ -148,16 +148,7 @@ mod linux {
     #[test]
     fn unreadable_carrier_is_unknown() {
         let dir = tempfile::tempdir().unwrap();
-        for f in [
-            "rx_bytes",
-            "tx_bytes",
-            "rx_packets",
-            "tx_packets",
-            "rx_errors",
-            "tx_errors",
-            "rx_dropped",
-            "tx_dropped",
-        ] {
+        for f in boltwatch_agent::counters::SYSFS_STATISTICS {
             write(dir.path(), &format!("class/net/x0/statistics/{f}"), "1");
         }
         // A directory where the file should be: read() fails (EISDIR), like EINVAL.

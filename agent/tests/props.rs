@@ -13,7 +13,7 @@ use boltwatch_agent::spool::segment;
 use boltwatch_agent::stamp::packet::{
     ErrorEstimate, NtpTimestamp, ReflectorPacket, SenderPacket, PACKET_LEN,
 };
-use boltwatch_common::testing::{error_line, proptest_config};
+use boltwatch_common::testing::{config_text, error_line, names_a_line_of, proptest_config};
 use proptest::prelude::*;
 
 const KEYS: &[&str] = &[
@@ -76,19 +76,8 @@ const VALUES: &[&str] = &[
     "\"unterminated",
 ];
 
-fn line() -> impl Strategy<Value = String> {
-    prop_oneof![
-        (prop::sample::select(KEYS), prop::sample::select(VALUES))
-            .prop_map(|(k, v)| format!("{k} = {v}")),
-        "[a-z_\\[\\]=\" #0-9.]{0,30}",
-        any::<String>(),
-        Just(String::new()),
-        prop::sample::select(SECTIONS).prop_map(str::to_string),
-    ]
-}
-
 fn text() -> impl Strategy<Value = String> {
-    prop::collection::vec(line(), 0..8).prop_map(|l| l.join("\n"))
+    config_text(KEYS, VALUES, SECTIONS)
 }
 
 proptest! {
@@ -151,8 +140,7 @@ proptest! {
             Config::build(Some(&doc), &Flags::from_pairs(&[("node", "n")]))
         });
         if let Err(e) = built {
-            let line = error_line(&e.to_string(), "agent.toml");
-            prop_assert!(line >= 1 && line <= t.lines().count().max(1), "{} in\n{}", e, t);
+            prop_assert!(names_a_line_of(&e.to_string(), "agent.toml", &t), "{} in\n{}", e, t);
         }
     }
 

@@ -8,67 +8,22 @@
 
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
 use std::sync::atomic::AtomicU64;
-use std::sync::Arc;
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-use tokio_util::sync::CancellationToken;
+use std::time::{Duration, Instant};
 
 use boltwatch_agent::health::Health;
 use boltwatch_agent::stamp::packet::{ErrorEstimate, NtpTimestamp, SenderPacket};
-use boltwatch_agent::stamp::reflector::{spawn_reflector_with, RateLimit, ReflectorOptions};
-use socket2::{Domain, Protocol, SockAddr, Socket, Type};
+use boltwatch_agent::stamp::reflector::{RateLimit, ReflectorOptions};
+use boltwatch_common::clock::now_unix_ns;
+
+mod support;
+use support::{spoof_udp, Reflector};
 
 /// How long a loop is given to show itself. The old reflector pair
 /// exchanged ~150k packets/s, so even a slow machine sees thousands here.
 const WINDOW: Duration = Duration::from_millis(500);
 
-struct Reflector {
-    addr: SocketAddr,
-    health: Arc<Health>,
-    stop: CancellationToken,
-    handle: Option<JoinHandle<()>>,
-}
-
-impl Reflector {
-    fn start(opts: ReflectorOptions) -> Reflector {
-        let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
-        let addr = socket.local_addr().unwrap();
-        let health = Arc::new(Health::default());
-        let stop = CancellationToken::new();
-        let handle = spawn_reflector_with(socket, health.clone(), stop.clone(), opts).unwrap();
-        Reflector {
-            addr,
-            health,
-            stop,
-            handle: Some(handle),
-        }
-    }
-
-    fn counts(&self) -> [u64; 4] {
-        let h = &self.health;
-        [
-            Health::get(&h.reflected_packets),
-            Health::get(&h.stamp_refused_reflected),
-            Health::get(&h.stamp_refused_own_address),
-            Health::get(&h.stamp_refused_rate_limited),
-        ]
-    }
-}
-
-impl Drop for Reflector {
-    fn drop(&mut self) {
-        self.stop.cancel();
-        if let Some(h) = self.handle.take() {
-            h.join().expect("reflector thread must not panic");
-        }
-    }
-}
-
 fn sender_packet(seq: u32) -> [u8; 44] {
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64;
+    let now = now_unix_ns();
     SenderPacket {
         seq,
         timestamp: NtpTimestamp::from_unix_ns(now),
@@ -76,31 +31,6 @@ fn sender_packet(seq: u32) -> [u8; 44] {
         ssid: 0,
     }
     .encode()
-}
-
-/// Sends `payload` as a UDP datagram from `from` to `to` through a raw
-/// IPv4 socket with our own header: the kernel fills in the IP checksum
-/// and id, the UDP checksum is 0 (none, allowed over IPv4).
-fn spoof(from: SocketAddrV4, to: SocketAddrV4, payload: &[u8]) {
-    let raw = Socket::new(Domain::IPV4, Type::RAW, Some(Protocol::UDP))
-        .expect("raw socket (this test needs root; it does not skip)");
-    raw.set_header_included_v4(true).unwrap();
-    let total = 20 + 8 + payload.len();
-    let mut p = Vec::with_capacity(total);
-    p.extend_from_slice(&[0x45, 0, (total >> 8) as u8, total as u8]);
-    p.extend_from_slice(&[0, 0, 0x40, 0]); // id 0 (kernel fills), DF
-    p.extend_from_slice(&[64, 17, 0, 0]); // TTL, UDP, checksum (kernel)
-    p.extend_from_slice(&from.ip().octets());
-    p.extend_from_slice(&to.ip().octets());
-    p.extend_from_slice(&from.port().to_be_bytes());
-    p.extend_from_slice(&to.port().to_be_bytes());
-    p.extend_from_slice(&((8 + payload.len()) as u16).to_be_bytes());
-    p.extend_from_slice(&[0, 0]);
-    p.extend_from_slice(payload);
-    let n = raw
-        .send_to(&p, &SockAddr::from(SocketAddr::V4(to)))
-        .unwrap();
-    assert_eq!(n, total);
 }
 
 fn v4(a: SocketAddr) -> SocketAddrV4 {
@@ -138,7 +68,7 @@ fn spoofed_packet_between_two_reflectors_is_reflected_once() {
     let b = Reflector::start(ReflectorOptions::default());
     let cpu0 = cpu();
     // From B's address to A: A answers B once, B sees a reflected packet.
-    spoof(v4(b.addr), v4(a.addr), &sender_packet(1));
+    spoof_udp(v4(b.addr), v4(a.addr), &sender_packet(1));
     first(&a.health.reflected_packets);
     std::thread::sleep(WINDOW);
     let (ca, cb) = (a.counts(), b.counts());
@@ -167,7 +97,7 @@ fn spoofed_packet_between_two_reflectors_is_reflected_once() {
 fn spoofed_packet_from_the_reflectors_own_address_does_not_loop() {
     let a = Reflector::start(ReflectorOptions::default());
     let cpu0 = cpu();
-    spoof(v4(a.addr), v4(a.addr), &sender_packet(1));
+    spoof_udp(v4(a.addr), v4(a.addr), &sender_packet(1));
     first(&a.health.stamp_refused_own_address);
     std::thread::sleep(WINDOW);
     let ca = a.counts();
@@ -185,7 +115,7 @@ fn spoofed_packet_from_a_third_address_is_reflected_at_most_once() {
     let victim = SocketAddrV4::new(Ipv4Addr::new(127, 0, 0, 2), a.addr.port() + 1);
     let sink = UdpSocket::bind(victim).unwrap();
     sink.set_read_timeout(Some(WINDOW)).unwrap();
-    spoof(victim, v4(a.addr), &sender_packet(1));
+    spoof_udp(victim, v4(a.addr), &sender_packet(1));
     let mut got = 0;
     let mut buf = [0u8; 128];
     while sink.recv_from(&mut buf).is_ok() {

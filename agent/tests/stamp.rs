@@ -7,25 +7,23 @@ use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use boltwatch_agent::health::Health;
 use boltwatch_agent::sink::{Emitted, Sink};
 use boltwatch_agent::stamp::packet::{NtpTimestamp, ReflectorPacket, SenderPacket};
 use boltwatch_agent::stamp::ping::{ping, PingOptions};
+use boltwatch_agent::stamp::reflector::ReflectorOptions;
 use boltwatch_agent::stamp::{spawn_reflector, spawn_sender, ProbeEvent, SenderOptions, Target};
+use boltwatch_common::clock::now_unix_ns as unix_ns;
 use boltwatch_proto::v1::record::Payload;
 use boltwatch_proto::v1::{RttSummary, TimestampSource};
 use tokio_util::sync::CancellationToken;
 
-const NTP_UNIX_OFFSET: u64 = 2_208_988_800;
+mod support;
+use support::Reflector;
 
-fn unix_ns() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64
-}
+const NTP_UNIX_OFFSET: u64 = 2_208_988_800;
 
 /// NTP 32.32 from unix ns, written out independently of the crate's codec.
 fn ntp_bytes(ns: u64) -> [u8; 8] {
@@ -38,38 +36,6 @@ fn ntp_to_unix_ns(b: &[u8]) -> u64 {
     let secs = u32::from_be_bytes(b[0..4].try_into().unwrap()) as u64;
     let frac = u32::from_be_bytes(b[4..8].try_into().unwrap()) as u64;
     (secs - NTP_UNIX_OFFSET) * 1_000_000_000 + ((frac * 1_000_000_000) >> 32)
-}
-
-struct Reflector {
-    addr: SocketAddr,
-    health: Arc<Health>,
-    stop: CancellationToken,
-    handle: Option<JoinHandle<()>>,
-}
-
-impl Reflector {
-    fn start() -> Reflector {
-        let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
-        let addr = socket.local_addr().unwrap();
-        let health = Arc::new(Health::default());
-        let stop = CancellationToken::new();
-        let handle = spawn_reflector(socket, health.clone(), stop.clone()).unwrap();
-        Reflector {
-            addr,
-            health,
-            stop,
-            handle: Some(handle),
-        }
-    }
-}
-
-impl Drop for Reflector {
-    fn drop(&mut self) {
-        self.stop.cancel();
-        if let Some(h) = self.handle.take() {
-            h.join().expect("reflector thread must not panic");
-        }
-    }
 }
 
 /// Reads `counter` until it reaches `want` (the reflector counts a reply
@@ -93,7 +59,7 @@ fn client() -> UdpSocket {
 
 #[test]
 fn reflector_answers_hand_built_packet_field_by_field() {
-    let r = Reflector::start();
+    let r = Reflector::start(ReflectorOptions::default());
     let c = client();
     c.set_ttl(37).unwrap();
     for len in [44usize, 100] {
@@ -142,7 +108,7 @@ fn reflector_answers_hand_built_packet_field_by_field() {
 
 #[test]
 fn malformed_datagrams_are_counted_and_reflector_keeps_answering() {
-    let r = Reflector::start();
+    let r = Reflector::start(ReflectorOptions::default());
     let c = client();
     for len in [0usize, 1, 10, 43] {
         c.send_to(&vec![0xff; len], r.addr).unwrap();
@@ -257,7 +223,7 @@ fn check_invariants(records: &[(u64, RttSummary)], addr: SocketAddr) {
 
 #[test]
 fn sender_and_reflector_on_loopback() {
-    let r = Reflector::start();
+    let r = Reflector::start(ReflectorOptions::default());
     let run = run_sender(r.addr, every_10ms(500), |recs| {
         total(recs, |s| s.sent) >= 30
     });
@@ -403,7 +369,7 @@ fn ping_opts(target: SocketAddr, count: u64, timeout_ms: u64) -> PingOptions {
 
 #[test]
 fn ping_against_the_reflector() {
-    let r = Reflector::start();
+    let r = Reflector::start(ReflectorOptions::default());
     let mut out = Vec::new();
     let report = ping(
         &ping_opts(r.addr, 8, 1000),

@@ -7,43 +7,13 @@
 //! Before the caps (e1ca89a, debug build, 2000 peers): /metrics 200 MB,
 //! 6.8 s a scrape, victim acks p50 27 ms, max 13.7 s during scrapes.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use boltwatch_collector::{Config, Listeners};
 use boltwatch_proto::v1::record::Payload;
-use boltwatch_proto::v1::telemetry_client::TelemetryClient;
-use boltwatch_proto::v1::{
-    agent_message, collector_message, AgentMessage, CollectorMessage, Hello, HistogramBucket,
-    Record, RecordBatch, RttSummary,
-};
-use tokio::sync::mpsc;
-use tokio_stream::wrappers::ReceiverStream;
+use boltwatch_proto::v1::{HistogramBucket, Record, RttSummary};
 
-type Stream = (
-    mpsc::Sender<AgentMessage>,
-    tonic::Streaming<CollectorMessage>,
-);
-
-async fn open(
-    addr: std::net::SocketAddr,
-    node: &str,
-) -> Result<Stream, Box<dyn std::error::Error>> {
-    let mut client = TelemetryClient::connect(format!("http://{addr}")).await?;
-    let (tx, rx) = mpsc::channel(4);
-    let hello = Hello {
-        node: node.into(),
-        boot_id: "boot".into(),
-        agent_version: "bench".into(),
-        ..Default::default()
-    };
-    tx.send(AgentMessage {
-        msg: Some(agent_message::Msg::Hello(hello)),
-    })
-    .await?;
-    let mut inbound = client.stream(ReceiverStream::new(rx)).await?.into_inner();
-    inbound.message().await?.expect("Welcome");
-    Ok((tx, inbound))
-}
+mod support;
+use support::{open, send, InProcess};
 
 fn rtt(node: &str, seq: u64, peer: String) -> Record {
     Record {
@@ -66,19 +36,6 @@ fn rtt(node: &str, seq: u64, peer: String) -> Record {
     }
 }
 
-/// Sends one batch; whether it was acked (a refusal ends the stream).
-async fn send(s: &mut Stream, records: Vec<Record>) -> Result<bool, Box<dyn std::error::Error>> {
-    s.0.send(AgentMessage {
-        msg: Some(agent_message::Msg::Batch(RecordBatch { records })),
-    })
-    .await?;
-    let m = tokio::time::timeout(Duration::from_secs(60), s.1.message()).await?;
-    Ok(matches!(
-        m.ok().flatten().and_then(|m| m.msg),
-        Some(collector_message::Msg::Ack(_))
-    ))
-}
-
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let peers: u64 = std::env::args()
@@ -86,26 +43,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .map(|a| a.parse().expect("PEERS"))
         .unwrap_or(2000)
         .min(20_000);
-    let dir = tempfile::tempdir()?;
-    let grpc = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let http = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let (gaddr, haddr) = (grpc.local_addr()?, http.local_addr()?);
-    let config = Config {
-        data_dir: dir.path().to_path_buf(),
-        ..Config::default()
-    };
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(boltwatch_collector::run(
-        config,
-        Listeners {
-            grpc,
-            http,
-            api: None,
-        },
-        async move {
-            let _ = stopped.await;
-        },
-    ));
+    let collector = InProcess::start().await?;
+    let (gaddr, haddr) = (collector.grpc, collector.http);
     let url = format!("http://{haddr}/metrics");
 
     let mut s = open(gaddr, "attacker").await?;
@@ -160,7 +99,5 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     drop(s);
     drop(victim);
-    let _ = stop.send(());
-    server.await??;
-    Ok(())
+    collector.stop().await
 }

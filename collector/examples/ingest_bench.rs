@@ -5,16 +5,13 @@
 //! `cargo run --release -p boltwatch-collector --example ingest_bench -- 200 500`
 //! Keep it short on shared machines: every batch is an fsync.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use boltwatch_collector::{Config, Listeners};
 use boltwatch_proto::v1::record::Payload;
-use boltwatch_proto::v1::telemetry_client::TelemetryClient;
-use boltwatch_proto::v1::{
-    agent_message, collector_message, AgentMessage, Hello, HistogramBucket, Record, RecordBatch,
-    RttSummary,
-};
-use tokio_stream::wrappers::ReceiverStream;
+use boltwatch_proto::v1::{HistogramBucket, Record, RttSummary};
+
+mod support;
+use support::{open, send, InProcess};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -25,41 +22,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let batches = args.first().copied().unwrap_or(100).min(10_000);
     let per_batch = args.get(1).copied().unwrap_or(500).min(20_000);
 
-    let dir = tempfile::tempdir()?;
-    let grpc = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let http = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let (gaddr, haddr) = (grpc.local_addr()?, http.local_addr()?);
-    let config = Config {
-        data_dir: dir.path().to_path_buf(),
-        ..Config::default()
-    };
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(boltwatch_collector::run(
-        config,
-        Listeners {
-            grpc,
-            http,
-            api: None,
-        },
-        async move {
-            let _ = stopped.await;
-        },
-    ));
-
-    let mut client = TelemetryClient::connect(format!("http://{gaddr}")).await?;
-    let (tx, rx) = tokio::sync::mpsc::channel(4);
-    let hello = Hello {
-        node: "bench".into(),
-        boot_id: "boot".into(),
-        agent_version: "bench".into(),
-        ..Default::default()
-    };
-    tx.send(AgentMessage {
-        msg: Some(agent_message::Msg::Hello(hello)),
-    })
-    .await?;
-    let mut inbound = client.stream(ReceiverStream::new(rx)).await?.into_inner();
-    inbound.message().await?.expect("Welcome");
+    let collector = InProcess::start().await?;
+    let mut stream = open(collector.grpc, "bench").await?;
 
     let mut seq = 0u64;
     let mut acks = Vec::with_capacity(batches as usize);
@@ -88,15 +52,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             })
             .collect();
         let t = Instant::now();
-        tx.send(AgentMessage {
-            msg: Some(agent_message::Msg::Batch(RecordBatch { records })),
-        })
-        .await?;
-        let ack = tokio::time::timeout(Duration::from_secs(30), inbound.message()).await??;
-        assert!(matches!(
-            ack.and_then(|m| m.msg),
-            Some(collector_message::Msg::Ack(_))
-        ));
+        assert!(send(&mut stream, records).await?, "batch not acked");
         acks.push(t.elapsed());
     }
     let elapsed = start.elapsed();
@@ -109,7 +65,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         acks[acks.len() / 2],
         acks[acks.len() * 99 / 100],
     );
-    let body = reqwest::get(format!("http://{haddr}/metrics"))
+    let body = reqwest::get(format!("http://{}/metrics", collector.http))
         .await?
         .text()
         .await?;
@@ -120,8 +76,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }) {
         println!("{l}");
     }
-    drop(tx);
-    let _ = stop.send(());
-    server.await??;
-    Ok(())
+    drop(stream);
+    collector.stop().await
 }

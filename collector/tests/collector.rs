@@ -5,7 +5,7 @@
 mod common;
 
 use boltwatch_collector::ingest::raw::{RawAgentMessage, RawMsg, RawRecordBatch};
-use boltwatch_proto::v1::{agent_message, collector_message, CollectorMessage, RecordBatch};
+use boltwatch_proto::v1::{agent_message, collector_message, RecordBatch};
 use common::*;
 use prost::Message;
 use std::time::Duration;
@@ -424,13 +424,6 @@ async fn unknown_payload_kinds_are_stored_verbatim() {
     .encode_to_vec();
     raw.extend_from_slice(&[0xd2, 0x02, 0x03, 0x08, 0x96, 0x01]); // field 42, {1: 150}
 
-    let channel = tonic::transport::Endpoint::from_shared(format!("http://{}", c.grpc))
-        .unwrap()
-        .connect()
-        .await
-        .unwrap();
-    let mut grpc = tonic::client::Grpc::new(channel);
-    grpc.ready().await.unwrap();
     let msgs = vec![
         RawAgentMessage {
             msg: Some(RawMsg::Hello(hello("a", "b1"))),
@@ -441,19 +434,7 @@ async fn unknown_payload_kinds_are_stored_verbatim() {
             })),
         },
     ];
-    let (tx, rx) = tokio::sync::mpsc::channel(4);
-    for m in msgs {
-        tx.send(m).await.unwrap();
-    }
-    let resp = grpc
-        .streaming(
-            tonic::Request::new(tokio_stream::wrappers::ReceiverStream::new(rx)),
-            tonic::codegen::http::uri::PathAndQuery::from_static("/boltwatch.v1.Telemetry/Stream"),
-            tonic_prost::ProstCodec::<RawAgentMessage, CollectorMessage>::default(),
-        )
-        .await
-        .unwrap();
-    let mut inbound = resp.into_inner();
+    let (tx, mut inbound) = raw_stream(c.grpc, msgs).await.unwrap();
     let mut answers = Vec::new();
     for _ in 0..2 {
         let m = tokio::time::timeout(WAIT, inbound.message())

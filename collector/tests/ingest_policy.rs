@@ -140,15 +140,13 @@ async fn oversized_batches_and_rate_are_refused_with_resource_exhausted() {
 
 #[tokio::test]
 async fn full_store_answers_unavailable_and_acks_nothing_then_recovers() {
-    let outer = tempfile::tempdir().unwrap();
-    let mnt = outer.path().join("mnt");
-    std::fs::create_dir(&mnt).unwrap();
-    let _fs = Tmpfs::mount(&mnt, "4m");
+    let fs = Tmpfs::mount("size=4m");
+    let mnt = fs.path();
     let c = Collector::start_with(&mnt.join("data"), |_| {}).await;
     let mut a = open(c.grpc, None, "a").await.unwrap();
     assert_eq!(a.send(batch("a", 1..=10)).await.unwrap()[0].highest_seq, 10);
 
-    let filler = fill(&mnt);
+    let filler = fill(mnt);
     // Big enough that SQLite must grow its files.
     let mut refused = None;
     let mut next = 11;

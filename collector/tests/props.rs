@@ -11,7 +11,7 @@ use boltwatch_collector::config::{Config, Flags};
 use boltwatch_collector::ingest::auth::AuthTokens;
 use boltwatch_collector::ingest::raw::{RawAgentMessage, RawMsg};
 use boltwatch_collector::ingest::validate;
-use boltwatch_common::testing::{error_line, proptest_config};
+use boltwatch_common::testing::{config_text, error_line, names_a_line_of, proptest_config};
 use boltwatch_proto::v1::record::Payload;
 use boltwatch_proto::v1::{AgentStats, Record};
 use proptest::prelude::*;
@@ -49,18 +49,8 @@ const VALUES: &[&str] = &[
     "\"open",
 ];
 
-fn line() -> impl Strategy<Value = String> {
-    prop_oneof![
-        (prop::sample::select(KEYS), prop::sample::select(VALUES))
-            .prop_map(|(k, v)| format!("{k} = {v}")),
-        "[a-z_\\[\\]=\" #0-9.]{0,30}",
-        any::<String>(),
-        Just(String::new()),
-    ]
-}
-
 fn text() -> impl Strategy<Value = String> {
-    prop::collection::vec(line(), 0..8).prop_map(|l| l.join("\n"))
+    config_text(KEYS, VALUES, &[])
 }
 
 fn record(node: &str, seq: u64) -> Vec<u8> {
@@ -105,8 +95,7 @@ proptest! {
         let built = Config::parse("collector.toml", &t)
             .and_then(|doc| Config::build(Some(&doc), &Flags::default()));
         if let Err(e) = built {
-            let line = error_line(&e.to_string(), "collector.toml");
-            prop_assert!(line >= 1 && line <= t.lines().count().max(1), "{} in\n{}", e, t);
+            prop_assert!(names_a_line_of(&e.to_string(), "collector.toml", &t), "{} in\n{}", e, t);
         }
     }
 

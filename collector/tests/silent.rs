@@ -8,7 +8,7 @@
 mod common;
 
 use boltwatch_collector::{Config, Listeners};
-use boltwatch_proto::v1::{CollectorMessage, Hello, Record};
+use boltwatch_proto::v1::{Hello, Record};
 use common::*;
 use tonic::Code;
 
@@ -27,28 +27,11 @@ struct Mixed {
 /// Sends a Hello then `second` on one stream; returns how the stream ended
 /// after the Welcome.
 async fn hello_then(addr: std::net::SocketAddr, second: Mixed) -> Result<(), tonic::Status> {
-    let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
-        .unwrap()
-        .connect()
-        .await
-        .unwrap();
-    let mut grpc = tonic::client::Grpc::new(channel);
-    grpc.ready().await.unwrap();
-    let (tx, rx) = tokio::sync::mpsc::channel(4);
     let first = Mixed {
         hello: Some(hello("a", "b1")),
         ..Default::default()
     };
-    tx.send(first).await.unwrap();
-    tx.send(second).await.unwrap();
-    let resp = grpc
-        .streaming(
-            tonic::Request::new(tokio_stream::wrappers::ReceiverStream::new(rx)),
-            tonic::codegen::http::uri::PathAndQuery::from_static("/boltwatch.v1.Telemetry/Stream"),
-            tonic_prost::ProstCodec::<Mixed, CollectorMessage>::default(),
-        )
-        .await?;
-    let mut inbound = resp.into_inner();
+    let (tx, mut inbound) = raw_stream(addr, vec![first, second]).await?;
     let welcome = tokio::time::timeout(WAIT, inbound.message())
         .await
         .expect("Welcome in time")?;
@@ -97,14 +80,12 @@ async fn undecodable_and_oversized_messages_end_the_stream_with_an_error() {
 
 #[tokio::test]
 async fn healthz_fails_on_a_full_disk_and_recovers() {
-    let outer = tempfile::tempdir().unwrap();
-    let mnt = outer.path().join("mnt");
-    std::fs::create_dir(&mnt).unwrap();
-    let _fs = Tmpfs::mount(&mnt, "8m");
+    let fs = Tmpfs::mount("size=8m");
+    let mnt = fs.path();
     let data = mnt.join("data");
     let c = Collector::start_with(&data, |_| {}).await;
     assert_eq!(c.get("/healthz").await.status(), 200);
-    let filler = fill(&mnt);
+    let filler = fill(mnt);
     let r = c.get("/healthz").await;
     assert_eq!(r.status(), 503, "a full disk is not healthy");
     let body = r.text().await.unwrap();
@@ -170,16 +151,14 @@ async fn a_store_damaged_mid_file_stops_the_start_naming_it() {
 
 #[tokio::test]
 async fn a_read_only_data_dir_stops_the_start_naming_it() {
-    let outer = tempfile::tempdir().unwrap();
-    let mnt = outer.path().join("mnt");
-    std::fs::create_dir(&mnt).unwrap();
-    let fs = Tmpfs::mount_opts(&mnt, "ro,size=2m");
-    let e = start_error(&mnt).await;
+    let fs = Tmpfs::mount("ro,size=2m");
+    let mnt = fs.path();
+    let e = start_error(mnt).await;
     assert!(e.contains(&mnt.display().to_string()), "{e}");
 
     // A store that exists, on a file system remounted read-only.
     fs.remount("rw");
-    let c = Collector::start(&mnt).await;
+    let c = Collector::start(mnt).await;
     let (mut a, _) = c.agent("a", "b1").await;
     a.send(vec![record("a", "b1", 1, agent_stats(1, 0))])
         .await
@@ -187,6 +166,6 @@ async fn a_read_only_data_dir_stops_the_start_naming_it() {
     drop(a);
     c.stop().await;
     fs.remount("ro");
-    let e = start_error(&mnt).await;
+    let e = start_error(mnt).await;
     assert!(e.contains(&mnt.display().to_string()), "{e}");
 }

@@ -5,12 +5,14 @@
 //! every chart must hold the points it declares, and the console must show
 //! no errors. Chromium missing is a failure (`.ci/test` installs it).
 
+mod cli;
 mod common;
 mod sim;
 
 use std::path::Path;
 use std::process::{Command, Output};
 
+use cli::collector_cli_ok;
 use common::Collector;
 use sim::{Scenario, S};
 
@@ -19,18 +21,7 @@ const CHROMIUM: &str = "/usr/bin/chromium";
 const T0: u64 = 1_795_996_800 * S;
 
 fn collector(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_boltwatch-collector"))
-        .args(args)
-        .arg("--data-dir")
-        .arg(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    collector_cli_ok(args, dir)
 }
 
 fn chromium(profile: &Path, args: &[&str], page: &Path) -> Output {

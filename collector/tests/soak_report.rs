@@ -5,12 +5,12 @@
 //! counts and durations exact, means within 0.1 %, percentiles within one
 //! histogram bucket, completeness exact.
 
+mod cli;
 mod common;
 mod sim;
 
-use std::process::Command;
-
 use boltwatch_proto::histogram::upper_bound_seconds;
+use cli::{collector_cli, collector_cli_ok};
 use common::Collector;
 use serde_json::{json, Value};
 use sim::{Scenario, Truth, S};
@@ -40,10 +40,6 @@ fn within_a_bucket(got_ms: f64, want_ns: u64, what: &str) {
 fn quantile(sorted: &[u64], q: f64) -> u64 {
     let rank = ((q * sorted.len() as f64).ceil() as usize).max(1);
     sorted[rank - 1]
-}
-
-fn collector_bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_boltwatch-collector"))
 }
 
 async fn post(c: &Collector, path: &str, body: Value) -> (u16, Value) {
@@ -238,17 +234,8 @@ async fn report_reproduces_the_simulated_truth() {
     );
 
     // The report of the running collector's store, by the real binary.
-    let out = collector_bin()
-        .args(["report", "--soak", "sim", "--format", "json", "--data-dir"])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let json = collector_cli_ok(&["report", "--soak", "sim", "--format", "json"], dir.path());
+    let r: Value = serde_json::from_str(&json).unwrap();
     check_links(&r, &truth);
     check_rest(&r, &truth);
     assert_eq!(r["marks"].as_array().unwrap().len(), sc.marks.len());
@@ -271,11 +258,7 @@ async fn report_reproduces_the_simulated_truth() {
     let http: Value = c.json("/api/v1/soaks/sim/report?format=json").await;
     assert_eq!(http, r);
     // --check gates on the verdict: 3 on FAIL.
-    let check = collector_bin()
-        .args(["report", "--soak", "sim", "--check", "--data-dir"])
-        .arg(dir.path())
-        .output()
-        .unwrap();
+    let check = collector_cli(&["report", "--soak", "sim", "--check"], dir.path());
     assert_eq!(check.status.code(), Some(3));
     let table = String::from_utf8(check.stdout).unwrap();
     assert!(

@@ -10,6 +10,9 @@
 //! (any u64); a failure is written to the regression file, to be committed
 //! with its fix.
 
+use proptest::prelude::*;
+use proptest::sample::select;
+use proptest::strategy::Union;
 use proptest::test_runner::{Config, FileFailurePersistence, RngSeed};
 
 /// The seed CI uses.
@@ -43,4 +46,34 @@ pub fn error_line(msg: &str, file: &str) -> usize {
         .next()
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("error has no line number: {msg}"))
+}
+
+/// Whether the `FILE:LINE: ...` error `msg` names `file` and a line of
+/// `text` (line 1 also for empty text); panics as [`error_line`] does.
+pub fn names_a_line_of(msg: &str, file: &str, text: &str) -> bool {
+    let line = error_line(msg, file);
+    line >= 1 && line <= text.lines().count().max(1)
+}
+
+/// Config-file text of up to eight lines, each one of: `key = value` from
+/// the given keys and values (valid and invalid ones alike), a line of
+/// TOML-ish punctuation, any string at all, an empty line, or one of
+/// `sections` (`[name]` headers; may be empty).
+pub fn config_text(
+    keys: &'static [&'static str],
+    values: &'static [&'static str],
+    sections: &'static [&'static str],
+) -> impl Strategy<Value = String> {
+    let mut lines: Vec<BoxedStrategy<String>> = vec![
+        (select(keys), select(values))
+            .prop_map(|(k, v)| format!("{k} = {v}"))
+            .boxed(),
+        "[a-z_\\[\\]=\" #0-9.]{0,30}".boxed(),
+        any::<String>().boxed(),
+        Just(String::new()).boxed(),
+    ];
+    if !sections.is_empty() {
+        lines.push(select(sections).prop_map(str::to_string).boxed());
+    }
+    proptest::collection::vec(Union::new(lines), 0..8).prop_map(|l| l.join("\n"))
 }

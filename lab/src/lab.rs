@@ -246,20 +246,14 @@ pub async fn run(opts: LabOptions, out: &mut (impl Write + Send)) -> Result<(), 
     }
     store.close().await;
 
-    let rtt: Vec<(&str, &boltwatch_proto::v1::RttSummary)> = records
-        .iter()
-        .filter_map(|r| match &r.payload {
-            Some(Payload::Rtt(s)) => Some((r.node.as_str(), s)),
-            _ => None,
-        })
-        .collect();
-    let thermal: Vec<(&str, &boltwatch_proto::v1::ThermalReading)> = records
-        .iter()
-        .filter_map(|r| match &r.payload {
-            Some(Payload::Thermal(t)) => Some((r.node.as_str(), t)),
-            _ => None,
-        })
-        .collect();
+    let rtt = by_node(&records, |p| match p {
+        Payload::Rtt(s) => Some(s),
+        _ => None,
+    });
+    let thermal = by_node(&records, |p| match p {
+        Payload::Thermal(t) => Some(t),
+        _ => None,
+    });
     let links = summary::link_stats(rtt);
     let sensors = summary::sensor_stats(thermal);
     let _ = writeln!(out, "\n{}", summary::render_table(&links, &sensors));
@@ -369,6 +363,17 @@ async fn wait_true(mut rx: watch::Receiver<bool>) {
             return;
         }
     }
+}
+
+/// `(node, payload)` of every record whose payload `pick` selects.
+fn by_node<'r, T>(
+    records: &'r [boltwatch_proto::v1::Record],
+    pick: impl Fn(&'r Payload) -> Option<&'r T>,
+) -> Vec<(&'r str, &'r T)> {
+    records
+        .iter()
+        .filter_map(|r| Some((r.node.as_str(), pick(r.payload.as_ref()?)?)))
+        .collect()
 }
 
 #[cfg(test)]

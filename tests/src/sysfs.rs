@@ -115,16 +115,7 @@ impl SysfsFixture {
         )?;
         self.write(&format!("{d}/mtu"), &s.mtu.to_string())?;
         // The counters the agent samples; present on every real interface.
-        for stat in [
-            "rx_bytes",
-            "tx_bytes",
-            "rx_packets",
-            "tx_packets",
-            "rx_errors",
-            "tx_errors",
-            "rx_dropped",
-            "tx_dropped",
-        ] {
+        for stat in boltwatch_agent::counters::SYSFS_STATISTICS {
             let p = format!("{d}/statistics/{stat}");
             if !self.path(&p).exists() {
                 self.write(&p, "0")?;

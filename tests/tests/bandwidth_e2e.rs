@@ -17,7 +17,9 @@
 
 use std::collections::BTreeSet;
 use std::process::Command;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
+
+use boltwatch_common::clock::now_unix_ns;
 
 use boltwatch_tests::cmd::find_tool;
 use boltwatch_tests::procs::{
@@ -32,13 +34,6 @@ const TEST_SECS: u64 = 2;
 /// results after, and scheduling noise (the setup on a veth takes
 /// milliseconds; this is generous).
 const MARGIN_NS: u64 = 400_000_000;
-
-fn now_ns() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64
-}
 
 struct Collector {
     /// Kept so the process lives (and is killed) with the handle.
@@ -357,7 +352,7 @@ fn scheduled_tests_tag_rtt_and_follow_a_rate_limit() {
     // The dip: a's egress towards b limited to 200 Mbit/s.
     let a_if = bed.link_if(0, 1).unwrap().to_string();
     bed.rate(0, &a_if, "200mbit").unwrap();
-    let limited_at = now_ns();
+    let limited_at = now_unix_ns();
     let after = |r: &Bw| r.ok && r.start > limited_at;
     wait_for(
         "a test by each agent after the rate limit",

@@ -7,7 +7,7 @@
 
 use std::io::Write;
 use std::net::{TcpStream, UdpSocket};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use boltwatch_agent::sink::Emitted;
@@ -35,6 +35,45 @@ fn agent_args(collector: &str, listen: u16, peers: &[(&str, u16)], interval: &st
         v.push(format!("{name}=127.0.0.1:{port}"));
     }
     v
+}
+
+/// Flags of two agents `a` and `b` on fresh UDP ports, each probing the
+/// other at `interval`; and a's reflector port.
+fn pair_args(collector: &str, interval: &str) -> ([Vec<String>; 2], u16) {
+    let (pa, pb) = (free_udp_port(), free_udp_port());
+    let a = agent_args(collector, pa, &[("b", pb)], interval);
+    let b = agent_args(collector, pb, &[("a", pa)], interval);
+    ([a, b], pa)
+}
+
+/// Where a collector lives across restarts: fixed free ports and one data
+/// directory under the test's directory, so a killed collector comes back
+/// where the agents expect it, with its store.
+struct Home<'d> {
+    dir: &'d Path,
+    data: PathBuf,
+    grpc_port: u16,
+    http_port: u16,
+}
+
+impl<'d> Home<'d> {
+    fn new(dir: &'d Path) -> Home<'d> {
+        Home {
+            dir,
+            data: dir.join("data"),
+            grpc_port: free_tcp_port(),
+            http_port: free_tcp_port(),
+        }
+    }
+
+    /// The gRPC URL agents are given, valid before the collector runs.
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.grpc_port)
+    }
+
+    fn start(&self) -> Collector {
+        Collector::start_on(self.dir, &self.data, self.grpc_port, self.http_port)
+    }
 }
 
 /// The log text without ANSI colour codes.
@@ -148,13 +187,11 @@ fn rss_kib(pid: u32) -> u64 {
 #[test]
 fn collector_killed_five_times_every_seq_stored_exactly_once() {
     let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    let (gp, hp) = (free_tcp_port(), free_tcp_port());
-    let mut c = Collector::start_on(dir.path(), &data, gp, hp);
-    let (pa, pb) = (free_udp_port(), free_udp_port());
-    let url = c.grpc_url();
-    let mut a = agent(dir.path(), "a", &agent_args(&url, pa, &[("b", pb)], "10ms"));
-    let mut b = agent(dir.path(), "b", &agent_args(&url, pb, &[("a", pa)], "10ms"));
+    let home = Home::new(dir.path());
+    let mut c = home.start();
+    let ([a_args, b_args], _) = pair_args(&home.url(), "10ms");
+    let mut a = agent(dir.path(), "a", &a_args);
+    let mut b = agent(dir.path(), "b", &b_args);
     wait_for("both agents connected", Duration::from_secs(60), || {
         agent_up(&c, "a") && agent_up(&c, "b")
     });
@@ -164,7 +201,7 @@ fn collector_killed_five_times_every_seq_stored_exactly_once() {
         std::thread::sleep(Duration::from_secs(9));
         c.proc.kill9();
         std::thread::sleep(Duration::from_millis(1500 + 500 * round));
-        c = Collector::start_on(dir.path(), &data, gp, hp);
+        c = home.start();
         assert!(a.alive() && b.alive(), "agents survive collector crashes");
     }
     wait_for("agents reconnected", Duration::from_secs(60), || {
@@ -196,14 +233,11 @@ fn collector_killed_five_times_every_seq_stored_exactly_once() {
 #[test]
 fn agent_killed_and_restarted_delivers_the_old_boots_spool() {
     let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    let (gp, hp) = (free_tcp_port(), free_tcp_port());
-    let mut c = Collector::start_on(dir.path(), &data, gp, hp);
-    let (pa, pb) = (free_udp_port(), free_udp_port());
-    let url = c.grpc_url();
-    let a_args = agent_args(&url, pa, &[("b", pb)], "10ms");
+    let home = Home::new(dir.path());
+    let mut c = home.start();
+    let ([a_args, b_args], _) = pair_args(&home.url(), "10ms");
     let mut a = agent(dir.path(), "a", &a_args);
-    let _b = agent(dir.path(), "b", &agent_args(&url, pb, &[("a", pa)], "10ms"));
+    let _b = agent(dir.path(), "b", &b_args);
     wait_for("a connected", Duration::from_secs(60), || agent_up(&c, "a"));
     std::thread::sleep(Duration::from_secs(2));
 
@@ -218,7 +252,7 @@ fn agent_killed_and_restarted_delivers_the_old_boots_spool() {
     assert!(old_last > 3, "a spooled only {old_last}");
 
     let mut a = agent(dir.path(), "a", &a_args);
-    let c = Collector::start_on(dir.path(), &data, gp, hp);
+    let c = home.start();
     wait_for(
         "the old boot's spooled records arrive",
         Duration::from_secs(60),
@@ -235,14 +269,11 @@ fn agent_killed_and_restarted_delivers_the_old_boots_spool() {
 #[test]
 fn a_flipped_byte_in_the_spool_costs_one_record_shown_as_a_gap_and_a_drop() {
     let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    let (gp, hp) = (free_tcp_port(), free_tcp_port());
-    let (pa, pb) = (free_udp_port(), free_udp_port());
-    let url = format!("http://127.0.0.1:{gp}");
-    let a_args = agent_args(&url, pa, &[("b", pb)], "10ms");
+    let home = Home::new(dir.path());
+    let ([a_args, b_args], _) = pair_args(&home.url(), "10ms");
     // No collector yet: a spools everything.
     let mut a = agent(dir.path(), "a", &a_args);
-    let _b = agent(dir.path(), "b", &agent_args(&url, pb, &[("a", pa)], "10ms"));
+    let _b = agent(dir.path(), "b", &b_args);
     let spool_dir = dir.path().join("spool-a");
     let frames_in = |p: &Path| -> Vec<(usize, usize)> {
         let bytes = std::fs::read(p).unwrap();
@@ -284,7 +315,7 @@ fn a_flipped_byte_in_the_spool_costs_one_record_shown_as_a_gap_and_a_drop() {
     bytes[at + len / 2] ^= 0x04;
     std::fs::write(&path, &bytes).unwrap();
 
-    let c = Collector::start_on(dir.path(), &data, gp, hp);
+    let c = home.start();
     let mut a = agent(dir.path(), "a", &a_args);
     // Everything but the damaged record arrives; the collector sees the
     // hole as a gap, and the agent counts it as dropped.
@@ -365,9 +396,9 @@ fn spool_cap_while_collector_is_down_counts_drops_and_rss_stays_flat() {
     };
 
     let cap = 2u64 << 20;
-    let (gp, hp) = (free_tcp_port(), free_tcp_port());
+    let home = Home::new(dir.path());
     let pa = free_udp_port();
-    let mut args = agent_args(&format!("http://127.0.0.1:{gp}"), pa, &[("b", pa)], "10ms");
+    let mut args = agent_args(&home.url(), pa, &[("b", pa)], "10ms");
     args.extend(["--spool-max-bytes".into(), cap.to_string()]);
     let mut a = agent(dir.path(), "a", &args);
 
@@ -398,7 +429,7 @@ fn spool_cap_while_collector_is_down_counts_drops_and_rss_stays_flat() {
     );
 
     // The collector comes up: what survived the cap is replayed from disk.
-    let c = Collector::start_on(dir.path(), &dir.path().join("data"), gp, hp);
+    let c = home.start();
     let mut replay_peak = 0;
     wait_for(
         "the surviving prefill replayed",
@@ -511,10 +542,9 @@ fn hpack(out: &mut Vec<u8>, name: &str, value: &str) {
 fn garbage_at_every_port_is_counted_and_survived() {
     let dir = tempfile::tempdir().unwrap();
     let c = Collector::start(dir.path(), &dir.path().join("data"));
-    let (pa, pb) = (free_udp_port(), free_udp_port());
-    let url = c.grpc_url();
-    let mut a = agent(dir.path(), "a", &agent_args(&url, pa, &[("b", pb)], "50ms"));
-    let mut b = agent(dir.path(), "b", &agent_args(&url, pb, &[("a", pa)], "50ms"));
+    let ([a_args, b_args], pa) = pair_args(&c.grpc_url(), "50ms");
+    let mut a = agent(dir.path(), "a", &a_args);
+    let mut b = agent(dir.path(), "b", &b_args);
     wait_for("agents connected", Duration::from_secs(60), || {
         agent_up(&c, "a") && agent_up(&c, "b")
     });

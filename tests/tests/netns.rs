@@ -59,6 +59,22 @@ fn netns_list() -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// Pings `target` `count` times from `node` (10 ms apart) and requires
+/// every echo answered.
+fn assert_all_answered(bed: &TestBed, node: usize, target: &str, count: u64) {
+    let count_arg = count.to_string();
+    let out = bed
+        .run(
+            node,
+            &ping_path(),
+            &[
+                "-c", &count_arg, "-i", "0.01", "-W", "1", "-w", "10", target,
+            ],
+        )
+        .unwrap();
+    assert_eq!(ping_counts(&out), (count, count), "{out}");
+}
+
 fn host_link_exists(name: &str) -> bool {
     Command::new(find_tool("ip", "iproute2").unwrap())
         .args(["link", "show", "dev", name])
@@ -72,26 +88,11 @@ fn host_link_exists(name: &str) -> bool {
 #[test]
 fn ping_crosses_the_link_and_the_management_network() {
     let bed = bed(2);
-    let ping = ping_path();
     let peer = bed.link_addr(1, 0).unwrap().to_string();
-    let out = bed
-        .run(
-            0,
-            &ping,
-            &["-c", "20", "-i", "0.01", "-W", "1", "-w", "10", &peer],
-        )
-        .unwrap();
-    assert_eq!(ping_counts(&out), (20, 20), "{out}");
+    assert_all_answered(&bed, 0, &peer, 20);
     // Each node reaches the host on its management veth.
     let host = bed.node(1).host_addr.to_string();
-    let out = bed
-        .run(
-            1,
-            &ping,
-            &["-c", "3", "-i", "0.01", "-W", "1", "-w", "10", &host],
-        )
-        .unwrap();
-    assert_eq!(ping_counts(&out), (3, 3), "{out}");
+    assert_all_answered(&bed, 1, &host, 3);
     assert_eq!(bed.read_sysfs(0, "class/net/tb1/mtu").unwrap(), "9000");
 }
 

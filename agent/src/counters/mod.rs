@@ -18,15 +18,7 @@ pub use boltwatch_proto::v1::InterfaceCounters;
 
 use crate::platform::{Support, Unsupported};
 
-#[cfg(target_os = "linux")]
-#[path = "linux.rs"]
-mod imp;
-#[cfg(target_os = "macos")]
-#[path = "macos.rs"]
-mod imp;
-#[cfg(not(any(target_os = "linux", target_os = "macos")))]
-#[path = "unsupported.rs"]
-mod imp;
+crate::platform::os_module!(mod imp);
 
 #[cfg(target_os = "macos")]
 pub use imp::MibCounters;
@@ -34,6 +26,21 @@ pub use imp::MibCounters;
 pub use imp::SysfsCounters;
 #[cfg(not(any(target_os = "linux", target_os = "macos")))]
 pub use imp::UnsupportedCounters;
+
+/// The files under a Linux interface's sysfs `statistics/` directory the
+/// reader requires (a missing one fails the read). Fixture builders write
+/// exactly these, so a reader that starts requiring another one fails its
+/// fixture tests.
+pub const SYSFS_STATISTICS: [&str; 8] = [
+    "rx_bytes",
+    "tx_bytes",
+    "rx_packets",
+    "tx_packets",
+    "rx_errors",
+    "tx_errors",
+    "rx_dropped",
+    "tx_dropped",
+];
 
 /// Whether this OS has a counter reader.
 pub const SUPPORT: Support = imp::SUPPORT;

@@ -22,15 +22,7 @@ use crate::platform::{Support, Unsupported};
 
 pub mod parse;
 
-#[cfg(target_os = "linux")]
-#[path = "linux.rs"]
-mod imp;
-#[cfg(target_os = "macos")]
-#[path = "macos.rs"]
-mod imp;
-#[cfg(not(any(target_os = "linux", target_os = "macos")))]
-#[path = "unsupported.rs"]
-mod imp;
+crate::platform::os_module!(mod imp);
 
 #[cfg(target_os = "macos")]
 pub use imp::{bridge_members, hardware_ports, thunderbolt_receptacles};

@@ -35,15 +35,7 @@ pub mod kev;
 pub mod netlink;
 mod reconcile;
 
-#[cfg(target_os = "linux")]
-#[path = "linux.rs"]
-mod imp;
-#[cfg(target_os = "macos")]
-#[path = "macos.rs"]
-mod imp;
-#[cfg(not(any(target_os = "linux", target_os = "macos")))]
-#[path = "unsupported.rs"]
-mod imp;
+crate::platform::os_module!(mod imp);
 
 /// Whether this OS has a link watcher.
 pub const SUPPORT: Support = imp::SUPPORT;

@@ -7,16 +7,12 @@
 //! its OS file the same way, in its portable module:
 //!
 //! ```text
-//! #[cfg(target_os = "linux")]
-//! #[path = "linux.rs"]
-//! mod imp;
-//! #[cfg(target_os = "macos")]
-//! #[path = "macos.rs"]
-//! mod imp;
-//! #[cfg(not(any(target_os = "linux", target_os = "macos")))]
-//! #[path = "unsupported.rs"]
-//! mod imp;
+//! crate::platform::os_module!(mod imp);
 //! ```
+//!
+//! which [`os_module!`] expands to `#[cfg(target_os = ...)] #[path = ...]
+//! mod imp;` for `linux.rs`, `macos.rs` and, on every other target,
+//! `unsupported.rs` (other file names can be given, as `stamp` does).
 //!
 //! The three files offer the same items, among them `SUPPORT: Support`.
 //! Per-OS files hold only OS calls and parsing of what the OS returns;
@@ -34,6 +30,33 @@
 use std::fmt;
 
 pub mod xnu;
+
+/// Declares the per-OS module of a concern: `os_module!(mod imp)` picks
+/// `linux.rs`, `macos.rs` or `unsupported.rs` beside the invoking module
+/// by `target_os`; `os_module!(pub(crate) mod imp { linux: "a.rs", macos:
+/// "b.rs", other: "c.rs" })` names the files. One macro, so the three
+/// `cfg`s cannot drift apart between concerns.
+macro_rules! os_module {
+    ($vis:vis mod $name:ident) => {
+        $crate::platform::os_module!($vis mod $name {
+            linux: "linux.rs",
+            macos: "macos.rs",
+            other: "unsupported.rs"
+        });
+    };
+    ($vis:vis mod $name:ident { linux: $linux:literal, macos: $macos:literal, other: $other:literal }) => {
+        #[cfg(target_os = "linux")]
+        #[path = $linux]
+        $vis mod $name;
+        #[cfg(target_os = "macos")]
+        #[path = $macos]
+        $vis mod $name;
+        #[cfg(not(any(target_os = "linux", target_os = "macos")))]
+        #[path = $other]
+        $vis mod $name;
+    };
+}
+pub(crate) use os_module;
 
 #[cfg(target_os = "macos")]
 pub(crate) mod macos;

@@ -28,20 +28,18 @@ use std::net::SocketAddr;
 pub mod packet;
 pub mod ping;
 pub mod probe;
+#[cfg(any(target_os = "linux", target_os = "macos"))]
+mod recvmsg;
 pub mod reflector;
 pub mod sender;
 mod session;
 pub mod window;
 
-#[cfg(target_os = "linux")]
-#[path = "timestamp_linux.rs"]
-pub(crate) mod imp;
-#[cfg(target_os = "macos")]
-#[path = "timestamp_macos.rs"]
-pub(crate) mod imp;
-#[cfg(not(any(target_os = "linux", target_os = "macos")))]
-#[path = "timestamp_unsupported.rs"]
-pub(crate) mod imp;
+crate::platform::os_module!(pub(crate) mod imp {
+    linux: "timestamp_linux.rs",
+    macos: "timestamp_macos.rs",
+    other: "timestamp_unsupported.rs"
+});
 
 pub use packet::{DecodeError, DEFAULT_PORT, PACKET_LEN};
 pub use reflector::spawn_reflector;

@@ -222,12 +222,15 @@ impl ReflectorPacket {
     /// # Panics
     /// If `buf` is shorter than [`PACKET_LEN`] (a caller bug, not input).
     pub fn encode_into(&self, buf: &mut [u8]) {
+        // Octets 0-15 are laid out as in a Session-Sender packet.
+        SenderPacket {
+            seq: self.seq,
+            timestamp: self.timestamp,
+            error_estimate: self.error_estimate,
+            ssid: self.ssid,
+        }
+        .encode_into(buf);
         let b = &mut buf[..PACKET_LEN];
-        b.fill(0);
-        b[0..4].copy_from_slice(&self.seq.to_be_bytes());
-        b[4..12].copy_from_slice(&self.timestamp.0.to_be_bytes());
-        b[12..14].copy_from_slice(&self.error_estimate.to_u16().to_be_bytes());
-        b[14..16].copy_from_slice(&self.ssid.to_be_bytes());
         b[16..24].copy_from_slice(&self.receive_timestamp.0.to_be_bytes());
         b[24..28].copy_from_slice(&self.sender_seq.to_be_bytes());
         b[28..36].copy_from_slice(&self.sender_timestamp.0.to_be_bytes());
@@ -244,14 +247,13 @@ impl ReflectorPacket {
 
     /// Reads a Session-Reflector packet; MBZ octets and padding are ignored.
     pub fn decode(buf: &[u8]) -> Result<ReflectorPacket, DecodeError> {
-        if buf.len() < PACKET_LEN {
-            return Err(DecodeError::Truncated { len: buf.len() });
-        }
+        // Octets 0-15 are laid out as in a Session-Sender packet.
+        let head = SenderPacket::decode(buf)?;
         Ok(ReflectorPacket {
-            seq: be_u32(&buf[0..4]),
-            timestamp: NtpTimestamp(be_u64(&buf[4..12])),
-            error_estimate: ErrorEstimate::from_u16(be_u16(&buf[12..14])),
-            ssid: be_u16(&buf[14..16]),
+            seq: head.seq,
+            timestamp: head.timestamp,
+            error_estimate: head.error_estimate,
+            ssid: head.ssid,
             receive_timestamp: NtpTimestamp(be_u64(&buf[16..24])),
             sender_seq: be_u32(&buf[24..28]),
             sender_timestamp: NtpTimestamp(be_u64(&buf[28..36])),

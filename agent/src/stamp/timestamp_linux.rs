@@ -10,13 +10,14 @@
 
 use std::io;
 use std::io::IoSliceMut;
-use std::net::{SocketAddr, UdpSocket};
+use std::net::UdpSocket;
 use std::os::fd::AsRawFd;
 
 use nix::sys::socket::{
-    recvmsg, setsockopt, sockopt, ControlMessageOwned, MsgFlags, SockaddrLike, SockaddrStorage,
+    recvmsg, setsockopt, sockopt, ControlMessageOwned, MsgFlags, SockaddrStorage,
 };
 
+use super::recvmsg::recv_with;
 use super::Received;
 
 /// Control-message buffer size; generous, since truncation loses them all.
@@ -42,26 +43,11 @@ pub(crate) fn enable_rx_metadata(sock: &UdpSocket) -> io::Result<()> {
 /// Receives one datagram with its metadata. `nonblocking` returns
 /// `WouldBlock` at once when nothing is queued.
 pub(crate) fn recv(sock: &UdpSocket, buf: &mut [u8], nonblocking: bool) -> io::Result<Received> {
-    let mut iov = [IoSliceMut::new(buf)];
     // SCM_TIMESTAMPNS, SCM_TIMESTAMPING (three timespecs, present once TX
     // stamping is on), TTL or hop limit, with headers: about 150 octets. A
     // truncated control buffer would lose the RX stamp, so leave room.
-    let mut cmsg = vec![0u8; CMSG_ROOM];
-    let flags = if nonblocking {
-        MsgFlags::MSG_DONTWAIT
-    } else {
-        MsgFlags::empty()
-    };
-    let msg = recvmsg::<SockaddrStorage>(sock.as_raw_fd(), &mut iov, Some(&mut cmsg), flags)
-        .map_err(io::Error::from)?;
-    let mut out = Received {
-        len: msg.bytes,
-        from: msg.address.as_ref().and_then(to_socket_addr),
-        kernel_rx_unix_ns: None,
-        ttl: None,
-    };
-    if let Ok(cmsgs) = msg.cmsgs() {
-        for c in cmsgs {
+    let cmsg = vec![0u8; CMSG_ROOM];
+    recv_with(sock, buf, cmsg, nonblocking, |c, out| {
             match c {
                 ControlMessageOwned::ScmTimestampns(ts) => {
                     out.kernel_rx_unix_ns = timespec_ns(&ts);
@@ -74,9 +60,7 @@ pub(crate) fn recv(sock: &UdpSocket, buf: &mut [u8], nonblocking: bool) -> io::R
                 }
                 _ => {}
             }
-        }
-    }
-    Ok(out)
+    })
 }
 
 /// Turns on kernel software TX timestamps, keyed by a per-socket counter
@@ -162,15 +146,4 @@ pub(crate) fn prioritize_current_thread() -> io::Result<()> {
         return Err(io::Error::last_os_error());
     }
     Ok(())
-}
-
-fn to_socket_addr(s: &SockaddrStorage) -> Option<SocketAddr> {
-    if let Some(v4) = s.as_sockaddr_in() {
-        return Some(SocketAddr::V4((*v4).into()));
-    }
-    if let Some(v6) = s.as_sockaddr_in6() {
-        return Some(SocketAddr::V6((*v6).into()));
-    }
-    let _ = s.family();
-    None
 }

@@ -10,15 +10,12 @@
 //! Same functions, same signatures as `timestamp_linux.rs`.
 
 use std::io;
-use std::io::IoSliceMut;
-use std::net::{SocketAddr, UdpSocket};
+use std::net::UdpSocket;
 use std::num::NonZeroU32;
-use std::os::fd::AsRawFd;
 
-use nix::sys::socket::{
-    recvmsg, setsockopt, sockopt, ControlMessageOwned, MsgFlags, SockaddrLike, SockaddrStorage,
-};
+use nix::sys::socket::{setsockopt, sockopt, ControlMessageOwned};
 
+use super::recvmsg::recv_with;
 use super::Received;
 
 /// Kernel RX timestamps and device binding work on macOS.
@@ -43,30 +40,13 @@ pub(crate) fn read_tx_timestamps(_sock: &UdpSocket, _out: &mut Vec<(u32, u64)>) 
 /// Receives one datagram with its metadata. `nonblocking` returns
 /// `WouldBlock` at once when nothing is queued.
 pub(crate) fn recv(sock: &UdpSocket, buf: &mut [u8], nonblocking: bool) -> io::Result<Received> {
-    let mut iov = [IoSliceMut::new(buf)];
-    let mut cmsg = nix::cmsg_space!(libc::timeval);
-    let flags = if nonblocking {
-        MsgFlags::MSG_DONTWAIT
-    } else {
-        MsgFlags::empty()
-    };
-    let msg = recvmsg::<SockaddrStorage>(sock.as_raw_fd(), &mut iov, Some(&mut cmsg), flags)
-        .map_err(io::Error::from)?;
-    let mut out = Received {
-        len: msg.bytes,
-        from: msg.address.as_ref().and_then(to_socket_addr),
-        kernel_rx_unix_ns: None,
-        ttl: None,
-    };
-    if let Ok(cmsgs) = msg.cmsgs() {
-        for c in cmsgs {
+    let cmsg = nix::cmsg_space!(libc::timeval);
+    recv_with(sock, buf, cmsg, nonblocking, |c, out| {
             if let ControlMessageOwned::ScmTimestamp(tv) = c {
                 let ns = tv.tv_sec() as i128 * 1_000_000_000 + tv.tv_usec() as i128 * 1_000;
                 out.kernel_rx_unix_ns = u64::try_from(ns).ok();
             }
-        }
-    }
-    Ok(out)
+    })
 }
 
 /// `IP_BOUND_IF` / `IPV6_BOUND_IF`: probes leave through `device`.
@@ -94,15 +74,4 @@ pub(crate) fn prioritize_current_thread() -> io::Result<()> {
         return Err(io::Error::from_raw_os_error(rc));
     }
     Ok(())
-}
-
-fn to_socket_addr(s: &SockaddrStorage) -> Option<SocketAddr> {
-    if let Some(v4) = s.as_sockaddr_in() {
-        return Some(SocketAddr::V4((*v4).into()));
-    }
-    if let Some(v6) = s.as_sockaddr_in6() {
-        return Some(SocketAddr::V6((*v6).into()));
-    }
-    let _ = s.family();
-    None
 }

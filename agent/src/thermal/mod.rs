@@ -25,15 +25,7 @@ pub use level::ThrottleLevel;
 
 use crate::platform::{Support, Unsupported};
 
-#[cfg(target_os = "linux")]
-#[path = "linux.rs"]
-mod imp;
-#[cfg(target_os = "macos")]
-#[path = "macos.rs"]
-mod imp;
-#[cfg(not(any(target_os = "linux", target_os = "macos")))]
-#[path = "unsupported.rs"]
-mod imp;
+crate::platform::os_module!(mod imp);
 
 #[cfg(target_os = "macos")]
 pub use imp::MacThermal;

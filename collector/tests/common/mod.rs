@@ -296,6 +296,38 @@ impl Agent {
     }
 }
 
+/// Opens the telemetry stream on `addr` with messages of any type `M`
+/// (hand-built wire shapes the generated client cannot send), sends
+/// `msgs` and returns the still open sending side (the stream stays open
+/// until it is dropped) and what the collector answers.
+pub async fn raw_stream<M>(
+    addr: SocketAddr,
+    msgs: Vec<M>,
+) -> Result<(mpsc::Sender<M>, tonic::Streaming<CollectorMessage>), tonic::Status>
+where
+    M: prost::Message + Default + Send + Sync + 'static,
+{
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut grpc = tonic::client::Grpc::new(channel);
+    grpc.ready().await.unwrap();
+    let (tx, rx) = mpsc::channel(4);
+    for m in msgs {
+        tx.send(m).await.unwrap();
+    }
+    let resp = grpc
+        .streaming(
+            tonic::Request::new(ReceiverStream::new(rx)),
+            tonic::codegen::http::uri::PathAndQuery::from_static("/boltwatch.v1.Telemetry/Stream"),
+            tonic_prost::ProstCodec::<M, CollectorMessage>::default(),
+        )
+        .await?;
+    Ok((tx, resp.into_inner()))
+}
+
 pub fn wm(boot: &str, highest_seq: u64) -> BootWatermark {
     BootWatermark {
         boot_id: boot.into(),
@@ -385,33 +417,41 @@ pub fn link_event(interface: &str, carrier: bool) -> Payload {
     })
 }
 
-/// A tmpfs mounted for one test, unmounted even if the test panics.
-pub struct Tmpfs(std::path::PathBuf);
+/// A tmpfs mounted for one test on a fresh temporary directory, unmounted
+/// (then the directory removed) even if the test panics.
+pub struct Tmpfs {
+    dir: std::path::PathBuf,
+    _outer: tempfile::TempDir,
+}
 
 impl Tmpfs {
-    pub fn mount(dir: &Path, size: &str) -> Tmpfs {
-        Tmpfs::mount_opts(dir, &format!("size={size}"))
-    }
-
-    /// Mounts with `-o opts` (`ro,size=1m`).
-    pub fn mount_opts(dir: &Path, opts: &str) -> Tmpfs {
+    /// Mounts a tmpfs with `-o opts` (`size=4m`, `ro,size=1m`).
+    pub fn mount(opts: &str) -> Tmpfs {
+        let outer = tempfile::tempdir().unwrap();
+        let dir = outer.path().join("mnt");
+        std::fs::create_dir(&dir).unwrap();
         let st = std::process::Command::new("mount")
             .args(["-t", "tmpfs", "-o", opts, "tmpfs"])
-            .arg(dir)
+            .arg(&dir)
             .status()
             .expect("mount(8) is required; run the tests as root (they never skip)");
         assert!(
             st.success(),
             "mount tmpfs needs root; the tests do not skip"
         );
-        Tmpfs(dir.to_path_buf())
+        Tmpfs { dir, _outer: outer }
+    }
+
+    /// Where it is mounted.
+    pub fn path(&self) -> &Path {
+        &self.dir
     }
 
     /// `mount -o remount,OPTS`.
     pub fn remount(&self, opts: &str) {
         let st = std::process::Command::new("mount")
             .args(["-o", &format!("remount,{opts}")])
-            .arg(&self.0)
+            .arg(&self.dir)
             .status()
             .expect("mount(8)");
         assert!(st.success(), "remount {opts}");
@@ -422,7 +462,7 @@ impl Drop for Tmpfs {
     fn drop(&mut self) {
         let _ = std::process::Command::new("umount")
             .arg("-l")
-            .arg(&self.0)
+            .arg(&self.dir)
             .status();
     }
 }

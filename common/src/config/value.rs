@@ -92,17 +92,10 @@ impl Value {
     pub fn int(&self, range: std::ops::RangeInclusive<i64>) -> Result<i64, String> {
         let n = match self {
             Value::Int(n) => *n,
-            Value::Str(s) => s
-                .trim()
-                .parse()
-                .map_err(|e| format!("`{s}`: {e} (expected an integer)"))?,
+            Value::Str(s) => parse_text(s, "an integer")?,
             _ => return self.expected("an integer"),
         };
-        if range.contains(&n) {
-            Ok(n)
-        } else {
-            Err(format!("{n} is outside {}..{}", range.start(), range.end()))
-        }
+        within(n, &range)
     }
 
     /// A number within `range` (an integer is accepted).
@@ -110,17 +103,10 @@ impl Value {
         let x = match self {
             Value::Float(x) => *x,
             Value::Int(n) => *n as f64,
-            Value::Str(s) => s
-                .trim()
-                .parse()
-                .map_err(|e| format!("`{s}`: {e} (expected a number)"))?,
+            Value::Str(s) => parse_text(s, "a number")?,
             _ => return self.expected("a number"),
         };
-        if range.contains(&x) {
-            Ok(x)
-        } else {
-            Err(format!("{x} is outside {}..{}", range.start(), range.end()))
-        }
+        within(x, &range)
     }
 
     /// A boolean (`true`/`false` as text from flags and defaults).
@@ -174,5 +160,29 @@ impl Value {
             Value::Table(t) => Ok(t.iter().map(|(k, v)| format!("{k}={v}")).collect()),
             _ => self.list(),
         }
+    }
+}
+
+/// A number given as text (flags, defaults), trimmed; the error names the
+/// text and `what` was expected.
+fn parse_text<T>(s: &str, what: &str) -> Result<T, String>
+where
+    T: std::str::FromStr,
+    T::Err: std::fmt::Display,
+{
+    s.trim()
+        .parse()
+        .map_err(|e| format!("`{s}`: {e} (expected {what})"))
+}
+
+/// `x` if it lies in `range`, else an error naming both.
+fn within<T>(x: T, range: &std::ops::RangeInclusive<T>) -> Result<T, String>
+where
+    T: PartialOrd + std::fmt::Display,
+{
+    if range.contains(&x) {
+        Ok(x)
+    } else {
+        Err(format!("{x} is outside {}..{}", range.start(), range.end()))
     }
 }

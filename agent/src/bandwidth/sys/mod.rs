@@ -12,15 +12,7 @@ use std::time::Duration;
 
 use crate::platform::Support;
 
-#[cfg(target_os = "linux")]
-#[path = "linux.rs"]
-mod imp;
-#[cfg(target_os = "macos")]
-#[path = "macos.rs"]
-mod imp;
-#[cfg(not(any(target_os = "linux", target_os = "macos")))]
-#[path = "unsupported.rs"]
-mod imp;
+crate::platform::os_module!(mod imp);
 
 /// Whether this OS reports retransmits and CPU time.
 pub(crate) const SUPPORT: Support = imp::SUPPORT;

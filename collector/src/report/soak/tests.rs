@@ -177,14 +177,18 @@ fn report() -> Report {
     b.finish()
 }
 
+/// The report's line for the link `node` -> `peer`.
+fn link<'r>(r: &'r Report, node: &str, peer: &str) -> &'r Link {
+    r.links
+        .iter()
+        .find(|l| l.node == node && l.peer == peer)
+        .unwrap()
+}
+
 #[test]
 fn rtt_rest_load_and_percentiles() {
     let r = report();
-    let ab = r
-        .links
-        .iter()
-        .find(|l| l.node == "a" && l.peer == "b")
-        .unwrap();
+    let ab = link(&r, "a", "b");
     assert_eq!((ab.rtt_rest.windows, ab.rtt_load.windows), (8, 1));
     assert_eq!(ab.rtt.probes, 90);
     assert_eq!(ab.rtt.worst_ms, Some(0.16));
@@ -198,11 +202,7 @@ fn rtt_rest_load_and_percentiles() {
 #[test]
 fn bandwidth_is_per_direction_of_data() {
     let r = report();
-    let ab = r
-        .links
-        .iter()
-        .find(|l| l.node == "a" && l.peer == "b")
-        .unwrap();
+    let ab = link(&r, "a", "b");
     // b's download from a moved data a -> b.
     assert_eq!((ab.bandwidth.tests, ab.bandwidth.failed), (3, 1));
     assert_eq!(ab.bandwidth.mean_gbps, Some(65.0));
