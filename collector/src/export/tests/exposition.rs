@@ -47,6 +47,7 @@ fn exposition_is_unchanged_family_by_family_but_for_the_removed_duplicates() {
     sequence::drive(&mut m);
     let mut after = by_family(&m.render());
     let soak = crate::export::soak::FAMILIES.iter().map(|f| f.name);
+    let soak = soak.chain(crate::export::remote_write::FAMILIES.iter().map(|f| f.name));
     for name in ADDED.into_iter().chain(soak) {
         assert!(after.remove(name).is_some(), "{name} is not rendered");
     }
@@ -93,6 +94,7 @@ const LABELS: &[&str] = &[
     "interface",
     "sensor",
     "service",
+    "endpoint",
     "direction",
     "protocol",
     "kind",
