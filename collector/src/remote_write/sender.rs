@@ -167,11 +167,20 @@ impl Sender {
         Ok(Some(end))
     }
 
+    /// Samples of a chunk, consecutive records of one timestamp rendered
+    /// together.
     fn derive(&mut self, chunk: &[Logged]) -> Vec<Point> {
         let mut points = Vec::new();
+        self.deriver.begin();
+        let mut group: Vec<boltwatch_proto::v1::Record> = Vec::new();
         for r in chunk.iter().filter_map(|l| l.record.as_ref()) {
-            self.deriver.apply(r, &mut points);
+            if group.first().is_some_and(|g| g.unix_ns != r.unix_ns) {
+                self.deriver.apply_group(&group, &mut points);
+                group.clear();
+            }
+            group.push(r.clone());
         }
+        self.deriver.apply_group(&group, &mut points);
         points
     }
 
