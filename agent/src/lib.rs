@@ -14,6 +14,8 @@
 //! - [`thermal`]: temperatures and throttling, one file per OS.
 //! - [`discovery`]: which interface reaches a peer, what kind of link it is.
 //! - [`link`]: event-driven link up/down, one file per OS.
+//! - [`platform`]: how per-OS code is chosen, which sources this OS
+//!   supports, and the xnu struct layouts and ioctl numbers.
 //! - [`outage`]: the per-peer outage trackers (carrier, probe loss, service); pure.
 //! - [`service`]: TCP connect checks of peer services (SSH).
 //! - [`bandwidth`]: iperf3-compatible bandwidth tests.
@@ -36,6 +38,7 @@ pub mod error;
 pub mod health;
 pub mod link;
 pub mod outage;
+pub mod platform;
 pub mod run;
 pub mod service;
 pub mod sink;

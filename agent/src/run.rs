@@ -144,6 +144,7 @@ impl Agent {
         let transport = start_transport(&config, hello, spool, records, &crew);
         info!(node = %config.node, boot_id = %boot_id, reflector = ?reflector_addr,
             peers = config.peers.len(), "agent started");
+        crate::platform::log_unsupported();
         Ok(Agent {
             boot_id,
             crew,

@@ -457,7 +457,7 @@ mod linux {
 
     #[test]
     fn thunderbolt_links_from_fixture() {
-        let links = thunderbolt_interfaces(&sys_fixture());
+        let links = thunderbolt_interfaces(&sys_fixture()).unwrap();
         let names: Vec<&str> = links.iter().map(|l| l.interface.as_str()).collect();
         assert_eq!(names, ["en05", "thunderbolt0"]);
 
@@ -477,7 +477,7 @@ mod linux {
         assert_eq!(tb0.generation, "3");
 
         let empty = tempfile::tempdir().unwrap();
-        assert!(thunderbolt_interfaces(empty.path()).is_empty());
+        assert!(thunderbolt_interfaces(empty.path()).unwrap().is_empty());
     }
 
     /// A network namespace of our own holding a veth pair, plus a process

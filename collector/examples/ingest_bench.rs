@@ -36,7 +36,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(boltwatch_collector::run(
         config,
-        Listeners { grpc, http },
+        Listeners {
+            grpc,
+            http,
+            api: None,
+        },
         async move {
             let _ = stopped.await;
         },

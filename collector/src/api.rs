@@ -4,9 +4,16 @@
 //! store answers the queries, the exporter state says who is connected.
 //! The routes work on any router state that yields a [`StoreHandle`] and
 //! the [`SharedMetrics`] (axum's `FromRef`).
+//!
+//! Records and outages come in pages ([`page`]): at most `limit` items and
+//! [`page::PAGE_BYTES`] of JSON each, with `next_cursor` (pass it back as
+//! `?cursor=`) when there is more. [`token`] is the optional read token.
+
+pub mod page;
+pub mod token;
 
 use axum::extract::{FromRef, Query, State};
-use axum::http::StatusCode;
+use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
@@ -14,15 +21,15 @@ use boltwatch_proto::v1::Record;
 use prost::Message;
 use serde::Deserialize;
 
-use crate::dto::{
-    join_outages, BootDto, NodeDto, NodesDto, OutagesDto, PayloadDto, RecordDto, RecordsDto,
-};
+use crate::dto::{join_outages, BootDto, NodeDto, NodesDto, PayloadDto, RecordDto};
 use crate::export::SharedMetrics;
 use crate::store::{queries, RecordFilter, StoreError, StoreHandle, StoredRecord};
+use page::{Cursor, Page};
 
 /// Records returned when `limit` is not given.
 pub const DEFAULT_LIMIT: u32 = 1_000;
-/// Most records one request may return.
+/// Most records (or outages) one request may ask for; a page also stops at
+/// [`page::PAGE_BYTES`].
 pub const MAX_LIMIT: u32 = 100_000;
 
 /// The `/api/v1` routes.
@@ -116,56 +123,116 @@ pub struct RecordsQuery {
     /// Records: only those at or after this agent time, unix ns. Outages:
     /// only those that started at or after it, plus those still open.
     pub since: Option<u64>,
-    /// Records: at most this many ([`DEFAULT_LIMIT`] if absent).
+    /// At most this many ([`DEFAULT_LIMIT`] if absent).
     pub limit: Option<u32>,
+    /// `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+}
+
+impl RecordsQuery {
+    fn limit(&self) -> Result<u32, ApiError> {
+        let limit = self.limit.unwrap_or(DEFAULT_LIMIT);
+        if limit == 0 || limit > MAX_LIMIT {
+            return Err(ApiError(
+                StatusCode::BAD_REQUEST,
+                format!("limit {limit} is outside 1..={MAX_LIMIT}"),
+            ));
+        }
+        Ok(limit)
+    }
+
+    fn cursor(&self) -> Result<Option<Cursor>, ApiError> {
+        match self.cursor.as_deref().filter(|c| !c.is_empty()) {
+            None => Ok(None),
+            Some(c) => Cursor::decode(c).map(Some).ok_or_else(|| {
+                ApiError(
+                    StatusCode::BAD_REQUEST,
+                    format!("cursor `{c}` is not one this API gave"),
+                )
+            }),
+        }
+    }
+}
+
+fn json_body(body: Vec<u8>) -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
 async fn records(
     State(store): State<StoreHandle>,
     Query(q): Query<RecordsQuery>,
-) -> Result<Json<RecordsDto>, ApiError> {
-    let limit = q.limit.unwrap_or(DEFAULT_LIMIT);
-    if limit == 0 || limit > MAX_LIMIT {
-        return Err(ApiError(
-            StatusCode::BAD_REQUEST,
-            format!("limit {limit} is outside 1..={MAX_LIMIT}"),
-        ));
-    }
+) -> Result<Response, ApiError> {
+    let limit = q.limit()?;
+    let after = q.cursor()?;
     let since = q.since.unwrap_or(0).min(i64::MAX as u64);
     let filter = RecordFilter {
         node: q.node.filter(|s| !s.is_empty()),
         kind: q.kind.filter(|s| !s.is_empty()),
         since_unix_ns: since,
-        limit,
+        // One more than asked: whether it exists decides next_cursor.
+        limit: limit + 1,
     };
-    // Decoding up to MAX_LIMIT records is real work: keep it on the
-    // blocking thread with the query.
-    let records = store
+    // Decoding is real work: keep it on the blocking thread with the
+    // query, one row at a time into the page.
+    let body = store
         .read(move |c| {
-            let rows = queries::list_records(c, &filter)?;
-            Ok(rows.into_iter().map(to_dto).collect::<Vec<_>>())
+            let mut page = Page::new("records", limit as usize);
+            let key = after
+                .as_ref()
+                .map(|a| (a.unix_ns, a.node.as_str(), a.boot_id.as_str(), a.seq));
+            queries::each_record(c, &filter, key, |r| {
+                let cursor = Cursor {
+                    unix_ns: r.unix_ns,
+                    node: r.node.clone(),
+                    boot_id: r.boot_id.clone(),
+                    seq: r.seq,
+                };
+                page.push(&to_dto(r), cursor)
+            })?;
+            Ok(page.finish())
         })
         .await?;
-    Ok(Json(RecordsDto { records }))
+    Ok(json_body(body))
 }
 
 async fn outages(
     State(store): State<StoreHandle>,
     Query(q): Query<RecordsQuery>,
-) -> Result<Json<OutagesDto>, ApiError> {
+) -> Result<Response, ApiError> {
+    let limit = q.limit()?;
+    let after = q.cursor()?;
     let node = q.node.filter(|s| !s.is_empty());
     let since = q.since.unwrap_or(0);
-    let outages = store
+    let body = store
         .read(move |c| {
-            let rows = queries::records_of_kind(c, node.as_deref(), "outage")?;
-            let decoded = rows.into_iter().filter_map(|r| {
-                match Record::decode(r.raw.as_slice()).ok()?.payload? {
-                    boltwatch_proto::v1::record::Payload::Outage(o) => Some((r.node, r.boot_id, o)),
-                    _ => None,
+            // Start and end records are joined over the node's whole
+            // history; only the answer is paged.
+            let mut decoded = Vec::new();
+            queries::each_record_of_kind(c, node.as_deref(), "outage", |r| {
+                let Ok(rec) = Record::decode(r.raw.as_slice()) else {
+                    return;
+                };
+                if let Some(boltwatch_proto::v1::record::Payload::Outage(o)) = rec.payload {
+                    decoded.push((r.node, r.boot_id, o));
                 }
-            });
-            Ok(join_outages(decoded, since))
+            })?;
+            let mut page = Page::new("outages", limit as usize);
+            for o in join_outages(decoded, since) {
+                let key = Cursor {
+                    unix_ns: o.start_unix_ns,
+                    node: o.node.clone(),
+                    boot_id: o.boot_id.clone(),
+                    seq: o.outage_id,
+                };
+                if after.as_ref().is_some_and(|a| key <= *a) {
+                    continue;
+                }
+                if !page.push(&o, key) {
+                    break;
+                }
+            }
+            Ok(page.finish())
         })
         .await?;
-    Ok(Json(OutagesDto { outages }))
+    Ok(json_body(body))
 }

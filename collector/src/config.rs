@@ -50,6 +50,27 @@ pub struct Config {
     /// Records per second accepted per node (sustained; bursts up to 5 s
     /// worth).
     pub max_records_per_second: u32,
+    /// Bytes of encoded records accepted per second per node (sustained;
+    /// bursts up to 5 s worth).
+    pub max_bytes_per_second: u64,
+    /// Largest accepted encoded record.
+    pub max_record_bytes: usize,
+    /// Distinct peers, interfaces, sensors and services (each) a node may
+    /// have series for on `/metrics`.
+    pub max_series_per_node: usize,
+    /// Open gRPC connections in total.
+    pub max_connections: usize,
+    /// Open gRPC connections from one IP address.
+    pub max_connections_per_address: usize,
+    /// How long a gRPC connection may stay open without a stream that sent a
+    /// valid (and, with tokens, authenticated) Hello.
+    pub hello_timeout: Duration,
+    /// Separate address for `/api/v1` (then `http_listen` serves only
+    /// `/metrics` and `/healthz`); `None` serves the API on `http_listen`.
+    pub api_listen: Option<SocketAddr>,
+    /// File holding the API read token; `/api/v1` then requires
+    /// `authorization: Bearer TOKEN`.
+    pub api_token_file: Option<PathBuf>,
     /// Prometheus remote write (`[remote_write]`); off without URLs.
     pub remote_write: crate::remote_write::Settings,
 }
@@ -139,6 +160,82 @@ pub const KEYS: &[K] = &[
         },
     )
     .default("20000"),
+    K::new(
+        "max_bytes_per_second",
+        "per node, encoded record bytes, bursts of 5 s worth; excess gets RESOURCE_EXHAUSTED",
+        |c, v| {
+            c.max_bytes_per_second = v.int(65_536..=1 << 40)? as u64;
+            Ok(())
+        },
+    )
+    .default("8388608"),
+    K::new(
+        "max_record_bytes",
+        "largest encoded record; a batch holding a larger one gets INVALID_ARGUMENT",
+        // The largest real record (a bandwidth result with its intervals)
+        // is a few KiB.
+        |c, v| {
+            c.max_record_bytes = v.int(1024..=16_777_216)? as usize;
+            Ok(())
+        },
+    )
+    .default("262144"),
+    K::new(
+        "max_series_per_node",
+        "distinct peers, interfaces, sensors and services (each) per node on `/metrics`; more are stored but counted in `boltwatch_ingest_series_refused_total`",
+        |c, v| {
+            c.max_series_per_node = v.int(1..=100_000)? as usize;
+            Ok(())
+        },
+    )
+    .default("256"),
+    K::new(
+        "max_connections",
+        "open gRPC connections in total; more are closed at once",
+        |c, v| {
+            c.max_connections = v.int(1..=1_000_000)? as usize;
+            Ok(())
+        },
+    )
+    .default("1024"),
+    K::new(
+        "max_connections_per_address",
+        "open gRPC connections from one IP address; more are closed at once",
+        |c, v| {
+            c.max_connections_per_address = v.int(1..=1_000_000)? as usize;
+            Ok(())
+        },
+    )
+    .default("32"),
+    K::new(
+        "hello_timeout",
+        "a gRPC connection without a stream that sent a valid, authorised Hello by then is closed",
+        |c, v| {
+            c.hello_timeout = v.duration(Duration::from_millis(10)..=Duration::from_secs(300))?;
+            Ok(())
+        },
+    )
+    .default("10s"),
+    K::new(
+        "api_listen",
+        "serve `/api/v1/*` here instead of on `http_listen`",
+        |c, v| {
+            c.api_listen = Some(v.addr()?);
+            Ok(())
+        },
+    )
+    .flag("api-listen", "ADDR")
+    .default_doc("none"),
+    K::new(
+        "api_token_file",
+        "file holding one token; `/api/v1/*` then requires `authorization: Bearer TOKEN`",
+        |c, v| {
+            c.api_token_file = Some(PathBuf::from(v.nonempty()?));
+            Ok(())
+        },
+    )
+    .flag("api-token-file", "FILE")
+    .default_doc("none"),
     K::new(
         "remote_write.urls",
         "Prometheus remote write 1.0 endpoints (`http://HOST:PORT/api/v1/write`); every stored record's series at the record's time",
@@ -260,6 +357,14 @@ impl Schema for Config {
             auth: None,
             max_batch_records: 0,
             max_records_per_second: 0,
+            max_bytes_per_second: 0,
+            max_record_bytes: 0,
+            max_series_per_node: 0,
+            max_connections: 0,
+            max_connections_per_address: 0,
+            hello_timeout: Duration::ZERO,
+            api_listen: None,
+            api_token_file: None,
             remote_write: Default::default(),
         }
     }
@@ -284,6 +389,7 @@ impl Schema for Config {
         Ok(())
     }
 }
+
 
 impl Default for Config {
     fn default() -> Self {
@@ -315,6 +421,10 @@ impl Config {
             max_batch_records: self.max_batch_records,
             records_per_second: self.max_records_per_second,
             records_burst: self.max_records_per_second.saturating_mul(5),
+            bytes_per_second: self.max_bytes_per_second,
+            bytes_burst: self.max_bytes_per_second.saturating_mul(5),
+            max_record_bytes: self.max_record_bytes,
+            max_series_per_node: self.max_series_per_node,
         }
     }
 

@@ -1,16 +1,20 @@
-//! The HTTP server: `/metrics` (Prometheus text format), `/healthz` and the
+//! The HTTP servers: `/metrics` (Prometheus text format), `/healthz` and the
 //! JSON API ([`crate::api`], which reads the same state through
-//! [`FromRef`]), on a listener the caller bound.
-
-use std::future::Future;
+//! [`FromRef`]), on listeners the caller bound. By default everything is on
+//! one listener; with `api_listen` the API has its own, so `/metrics` can be
+//! reachable by Prometheus while the API stays private (or the reverse).
 
 use axum::extract::{FromRef, State};
 use axum::http::{header, StatusCode};
+use axum::middleware;
 use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::Router;
+use std::future::IntoFuture;
 use tokio::net::TcpListener;
+use tokio::sync::watch;
 
+use crate::api::token::ApiToken;
 use crate::export::{SharedMetrics, CONTENT_TYPE};
 use crate::store::StoreHandle;
 
@@ -21,6 +25,8 @@ pub struct AppState {
     pub store: StoreHandle,
     /// The metric state.
     pub metrics: SharedMetrics,
+    /// The API read token, if one is configured.
+    pub api_token: Option<ApiToken>,
 }
 
 impl FromRef<AppState> for StoreHandle {
@@ -35,19 +41,39 @@ impl FromRef<AppState> for SharedMetrics {
     }
 }
 
-/// All HTTP routes.
-pub fn router(state: AppState) -> Router {
+/// `/metrics` and `/healthz`.
+pub fn metrics_router(state: AppState) -> Router {
     Router::new()
         .route("/metrics", get(metrics))
         .route("/healthz", get(healthz))
-        .merge(crate::api::routes())
-        .merge(crate::soak::api::routes())
         .with_state(state)
 }
 
+/// `/api/v1/*`, behind the read token when one is configured.
+pub fn api_router(state: AppState) -> Router {
+    let token = state.api_token.clone();
+    crate::api::routes()
+        .merge(crate::soak::api::routes())
+        .route_layer(middleware::from_fn_with_state(
+            token,
+            crate::api::token::require,
+        ))
+        .with_state(state)
+}
+
+/// All HTTP routes on one listener.
+pub fn router(state: AppState) -> Router {
+    metrics_router(state.clone()).merge(api_router(state))
+}
+
 async fn metrics(State(st): State<AppState>) -> impl IntoResponse {
-    let body = st.metrics.lock().render();
-    ([(header::CONTENT_TYPE, CONTENT_TYPE)], body)
+    // Copy the state under the lock and render outside it: rendering is the
+    // slow part, and ingest needs the lock for every batch.
+    let snapshot = st.metrics.lock().clone();
+    match tokio::task::spawn_blocking(move || snapshot.render()).await {
+        Ok(body) => ([(header::CONTENT_TYPE, CONTENT_TYPE)], body).into_response(),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
+    }
 }
 
 async fn healthz(State(st): State<AppState>) -> impl IntoResponse {
@@ -60,13 +86,30 @@ async fn healthz(State(st): State<AppState>) -> impl IntoResponse {
     }
 }
 
-/// Serves until `shutdown` completes, then lets in-flight requests finish.
+/// Serves `/metrics` and `/healthz` on `http` and the API on `api` (or on
+/// `http` too when `api` is `None`) until `shutdown` turns true, then lets
+/// in-flight requests finish.
 pub async fn serve(
-    listener: TcpListener,
+    http: TcpListener,
+    api: Option<TcpListener>,
     state: AppState,
-    shutdown: impl Future<Output = ()> + Send + 'static,
+    shutdown: watch::Receiver<bool>,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(state))
-        .with_graceful_shutdown(shutdown)
-        .await
+    let stopped = |rx: watch::Receiver<bool>| async move {
+        let mut rx = rx;
+        let _ = rx.wait_for(|s| *s).await;
+    };
+    match api {
+        None => {
+            axum::serve(http, router(state))
+                .with_graceful_shutdown(stopped(shutdown))
+                .await
+        }
+        Some(api) => {
+            let m = axum::serve(http, metrics_router(state.clone()))
+                .with_graceful_shutdown(stopped(shutdown.clone()));
+            let a = axum::serve(api, api_router(state)).with_graceful_shutdown(stopped(shutdown));
+            tokio::try_join!(m.into_future(), a.into_future()).map(|_| ())
+        }
+    }
 }

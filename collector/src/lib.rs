@@ -61,8 +61,10 @@ use store::{BootRow, Store};
 pub struct Listeners {
     /// gRPC ingest (`Telemetry.Stream`).
     pub grpc: TcpListener,
-    /// HTTP: `/metrics`, `/healthz`, `/api/v1`.
+    /// HTTP: `/metrics`, `/healthz`, and `/api/v1` unless `api` is given.
     pub http: TcpListener,
+    /// HTTP: `/api/v1` on its own listener (`api_listen`).
+    pub api: Option<TcpListener>,
 }
 
 impl Listeners {
@@ -74,12 +76,27 @@ impl Listeners {
                 source,
             })
         };
+        let api = match config.api_listen {
+            Some(a) => Some(bind(a).await?),
+            None => None,
+        };
         Ok(Listeners {
             grpc: bind(config.grpc_listen).await?,
             http: bind(config.http_listen).await?,
+            api,
         })
     }
 }
+
+/// HTTP/2 keepalive ping interval on gRPC connections.
+pub const GRPC_KEEPALIVE: std::time::Duration = std::time::Duration::from_secs(30);
+/// A keepalive ping unanswered this long closes the connection.
+pub const GRPC_KEEPALIVE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+/// Concurrent streams on one gRPC connection (an agent needs one).
+pub const GRPC_STREAMS_PER_CONNECTION: u32 = 8;
+/// Largest header block of a gRPC request (the bearer token is the only
+/// large header an agent sends).
+pub const GRPC_MAX_HEADER_BYTES: u32 = 16 * 1024;
 
 /// Creates every known node's series before it reconnects (agent_up 0,
 /// info of its latest boot that sent a Hello) and the store size gauge.
@@ -116,6 +133,13 @@ pub async fn run(
     listeners: Listeners,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), Error> {
+    let api_token = match &config.api_token_file {
+        Some(p) => Some(api::token::ApiToken::load(p).map_err(|message| Error::Io {
+            what: message,
+            source: std::io::Error::other("cannot read the API token"),
+        })?),
+        None => None,
+    };
     let store = Store::open(&config.data_dir)?;
     let handle = store.handle();
     let metrics = SharedMetrics::new();
@@ -154,9 +178,17 @@ pub async fn run(
         }
     };
     let (conn_tx, conn_rx) = mpsc::channel(64);
+    let accept = ingest::preface::AcceptPolicy {
+        preface_timeout: config.preface_timeout,
+        hello_timeout: config.hello_timeout,
+        limits: ingest::conn::ConnLimits::new(
+            config.max_connections,
+            config.max_connections_per_address,
+        ),
+    };
     let acceptor = tokio::spawn(ingest::preface::accept_loop(
         listeners.grpc,
-        config.preface_timeout,
+        accept,
         metrics.clone(),
         conn_tx,
         stop_rx.clone(),
@@ -170,12 +202,19 @@ pub async fn run(
         ),
         config.max_message_bytes,
     );
+    // Keepalive pings find dead peers (a pulled cable leaves no FIN);
+    // small stream and header caps bound what one connection may hold.
     let mut grpc = tokio::spawn(
-        tonic::transport::Server::builder().serve_with_incoming_shutdown(
-            service,
-            ReceiverStream::new(conn_rx),
-            stopped(stop_rx.clone()),
-        ),
+        tonic::transport::Server::builder()
+            .http2_keepalive_interval(Some(GRPC_KEEPALIVE))
+            .http2_keepalive_timeout(Some(GRPC_KEEPALIVE_TIMEOUT))
+            .max_concurrent_streams(Some(GRPC_STREAMS_PER_CONNECTION))
+            .http2_max_header_list_size(GRPC_MAX_HEADER_BYTES)
+            .serve_with_incoming_shutdown(
+                service,
+                ReceiverStream::new(conn_rx),
+                stopped(stop_rx.clone()),
+            ),
     );
     let soaks = tokio::spawn(soak::live::run(
         handle.clone(),
@@ -185,8 +224,9 @@ pub async fn run(
     let state = http::AppState {
         store: handle,
         metrics,
+        api_token,
     };
-    let mut http = tokio::spawn(http::serve(listeners.http, state, stopped(stop_rx)));
+    let mut http = tokio::spawn(http::serve(listeners.http, listeners.api, state, stop_rx));
 
     // A server that ends before shutdown was asked for is an error.
     let mut early: Option<Error> = None;

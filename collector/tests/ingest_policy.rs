@@ -6,13 +6,12 @@
 mod common;
 
 use std::net::SocketAddr;
-use std::path::Path;
 
 use boltwatch_collector::ingest::auth::AuthTokens;
 use boltwatch_collector::Config;
 use boltwatch_proto::v1::telemetry_client::TelemetryClient;
 use boltwatch_proto::v1::{agent_message, collector_message, AgentMessage, Record};
-use common::{agent_stats, hello, record, Agent, Collector, WAIT};
+use common::{agent_stats, fill, hello, record, Agent, Collector, Tmpfs, WAIT};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::Code;
@@ -137,54 +136,6 @@ async fn oversized_batches_and_rate_are_refused_with_resource_exhausted() {
     assert_eq!(c.errors("rate_limited").await, 1.0);
     assert_eq!(c.errors("batch_too_large").await, 1.0);
     c.stop().await;
-}
-
-/// A tmpfs mounted for one test, unmounted even if the test panics.
-struct Tmpfs(std::path::PathBuf);
-
-impl Tmpfs {
-    fn mount(dir: &Path, size: &str) -> Tmpfs {
-        let st = std::process::Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(dir)
-            .status()
-            .expect("mount(8) is required; run the tests as root (they never skip)");
-        assert!(
-            st.success(),
-            "mount tmpfs needs root; the tests do not skip"
-        );
-        Tmpfs(dir.to_path_buf())
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("umount")
-            .arg("-l")
-            .arg(&self.0)
-            .status();
-    }
-}
-
-/// Fills the file system of `dir` until ENOSPC; returns the filler's path.
-fn fill(dir: &Path) -> std::path::PathBuf {
-    use std::io::Write;
-    let p = dir.join("filler");
-    let mut f = std::fs::File::create(&p).unwrap();
-    let chunk = vec![0xa5u8; 64 * 1024];
-    for _ in 0..4096 {
-        if f.write_all(&chunk).is_err() {
-            break;
-        }
-    }
-    // Sub-chunk remainder.
-    for _ in 0..65_536 {
-        if f.write_all(&chunk[..512]).is_err() {
-            break;
-        }
-    }
-    let _ = f.sync_all();
-    p
 }
 
 #[tokio::test]

@@ -82,7 +82,7 @@ proptest! {
         if let Ok(RawAgentMessage { msg: Some(RawMsg::Batch(b)) }) =
             RawAgentMessage::decode(bytes.as_slice())
         {
-            let _ = validate::batch("a", b.records);
+            let _ = validate::batch("a", b.records, &validate::Rules::any_size(&["b"]));
         }
     }
 
@@ -92,10 +92,10 @@ proptest! {
         good in 1u64..20,
     ) {
         let mut raws: Vec<Vec<u8>> = (1..=good).map(|s| record("a", s)).collect();
-        prop_assert_eq!(validate::batch("a", raws.clone()).unwrap().len() as u64, good);
+        prop_assert_eq!(validate::batch("a", raws.clone(), &validate::Rules::any_size(&["b"])).unwrap().len() as u64, good);
         raws.extend(garbage);
         // Any outcome but a panic; a success keeps every record.
-        if let Ok(c) = validate::batch("a", raws.clone()) {
+        if let Ok(c) = validate::batch("a", raws.clone(), &validate::Rules::any_size(&["b"])) {
             prop_assert_eq!(c.len(), raws.len());
         }
     }

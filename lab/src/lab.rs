@@ -137,7 +137,11 @@ pub async fn run(opts: LabOptions, out: &mut (impl Write + Send)) -> Result<(), 
     let (collector_stop, collector_rx) = watch::channel(false);
     let collector = tokio::spawn(boltwatch_collector::run(
         config,
-        boltwatch_collector::Listeners { grpc, http },
+        boltwatch_collector::Listeners {
+            grpc,
+            http,
+            api: None,
+        },
         wait_true(collector_rx),
     ));
 

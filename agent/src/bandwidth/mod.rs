@@ -29,7 +29,7 @@ pub mod load;
 pub mod plan;
 pub mod schedule;
 pub mod server;
-mod sys;
+pub(crate) mod sys;
 
 pub use client::{run_client, ClientObserver, ClientOptions, IntervalReport};
 pub use server::{spawn_server, spawn_server_with, ServerOptions};

@@ -11,6 +11,15 @@ use std::path::{Path, PathBuf};
 use super::{
     parse_carrier, parse_counter, parse_speed_mbps, CounterSource, CountersError, InterfaceCounters,
 };
+use crate::platform::Support;
+
+/// Linux reads counters from sysfs.
+pub(super) const SUPPORT: Support = Support::Supported;
+
+/// The source of this OS: sysfs under `sysfs_root`.
+pub(super) fn default_source(sysfs_root: &Path) -> Box<dyn CounterSource> {
+    Box::new(SysfsCounters::new(sysfs_root))
+}
 
 /// Reads `<root>/class/net/<if>/statistics/*`, `carrier`,
 /// `carrier_{up,down}_count`, `speed` and `mtu`.

@@ -1,46 +1,36 @@
 //! macOS interface counters from the per-interface MIB.
 //!
 //! `sysctl {CTL_NET, PF_LINK, NETLINK_GENERIC, IFMIB_IFDATA, ifindex,
-//! IFDATA_GENERAL}` fills an `ifmibdata` whose `ifmd_data` is an
-//! `if_data64`: 64-bit byte counters and a 64-bit baudrate. The `if_data`
-//! that `getifaddrs` exposes is 32-bit (wraps in 0.4 s at 80 Gb/s, baudrate
-//! capped at 4.29 Gb/s) and `NET_RT_IFLIST2` truncates bytes to 32 bits on
-//! recent macOS, so neither is used. Carrier comes from `SIOCGIFMEDIA`
-//! (`IFM_AVALID|IFM_ACTIVE`, what ifconfig prints as `status: active`);
-//! interfaces without media support (bridge0, lo0) report carrier unknown.
-//! macOS keeps no carrier up/down counts, so those stay 0; the link watcher
+//! IFDATA_GENERAL}` fills an `ifmibdata` (180 bytes, layout asserted in
+//! `platform::macos`) whose `ifmd_data` is an `if_data64`: 64-bit byte
+//! counters and a 64-bit baudrate. The `if_data` that `getifaddrs` exposes
+//! is 32-bit (wraps in 0.4 s at 80 Gb/s, baudrate capped at 4.29 Gb/s) and
+//! `NET_RT_IFLIST2` truncates bytes to 32 bits on recent macOS, so neither
+//! is used. Carrier comes from `SIOCGIFMEDIA` (`IFM_AVALID|IFM_ACTIVE`,
+//! what ifconfig prints as `status: active`), through the one definition
+//! the link watcher uses too; `bridge0` answers it (active while any member
+//! is), loopback and tunnels fail it and report carrier unknown. macOS
+//! keeps no carrier up/down counts, so those stay 0; the link watcher
 //! counts transitions from kernel events instead.
 #![allow(unsafe_code)]
 
 use std::ffi::CString;
 use std::io;
 use std::mem;
+use std::os::fd::AsFd;
+use std::path::Path;
 
 use super::{CounterSource, CountersError, InterfaceCounters};
+use crate::platform::macos::{ioctl_socket, media_status};
+use crate::platform::{xnu, Support};
 
-/// `struct ifmediareq` from `<net/if_media.h>`; libc does not carry it.
-#[repr(C)]
-struct IfMediaReq {
-    ifm_name: [libc::c_char; libc::IFNAMSIZ],
-    ifm_current: libc::c_int,
-    ifm_mask: libc::c_int,
-    ifm_status: libc::c_int,
-    ifm_active: libc::c_int,
-    ifm_count: libc::c_int,
-    ifm_ulist: *mut libc::c_int,
+/// macOS reads counters from the interface MIB.
+pub(super) const SUPPORT: Support = Support::Supported;
+
+/// The source of this OS; `_sysfs_root` is a Linux notion.
+pub(super) fn default_source(_sysfs_root: &Path) -> Box<dyn CounterSource> {
+    Box::new(MibCounters::new())
 }
-
-const IFM_AVALID: libc::c_int = 0x1;
-const IFM_ACTIVE: libc::c_int = 0x2;
-/// `_IOWR('i', 56, struct ifmediareq)`, computed from the struct size so it
-/// stays right on any pointer width.
-const SIOCGIFMEDIA: libc::c_ulong = 0xc000_0000
-    | (((mem::size_of::<IfMediaReq>() as libc::c_ulong) & 0x1fff) << 16)
-    | ((b'i' as libc::c_ulong) << 8)
-    | 56;
-// The value ifconfig uses on 64-bit macOS (`struct ifmediareq` is 48 bytes).
-#[cfg(target_pointer_width = "64")]
-const _: () = assert!(SIOCGIFMEDIA == 0xc030_6938);
 
 /// Reads counters through `sysctl(IFMIB_IFDATA)`.
 #[derive(Debug, Default)]
@@ -106,33 +96,11 @@ fn ifmib(ifindex: libc::c_uint, interface: &str) -> Result<libc::ifmibdata, Coun
     Ok(data)
 }
 
-/// Carrier from SIOCGIFMEDIA; `None` when the interface has no media
-/// status (bridge, loopback) or the ioctl fails.
-fn media_carrier(c_name: &CString) -> Option<bool> {
-    let bytes = c_name.as_bytes_with_nul();
-    if bytes.len() > libc::IFNAMSIZ {
-        return None;
-    }
-    // SAFETY: plain socket(2) call; the fd is closed below.
-    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM, 0) };
-    if fd < 0 {
-        return None;
-    }
-    // SAFETY: IfMediaReq is integers, a char array and a pointer; all-zero
-    // (null ifm_ulist, ifm_count 0) is valid and asks for no media list.
-    let mut req: IfMediaReq = unsafe { mem::zeroed() };
-    for (dst, src) in req.ifm_name.iter_mut().zip(bytes) {
-        *dst = *src as libc::c_char;
-    }
-    // SAFETY: `req` is a properly sized, writable ifmediareq for the
-    // duration of the call, matching the size encoded in SIOCGIFMEDIA.
-    let rc = unsafe { libc::ioctl(fd, SIOCGIFMEDIA, &mut req as *mut IfMediaReq) };
-    // SAFETY: `fd` came from socket(2) above and is closed exactly once.
-    unsafe { libc::close(fd) };
-    if rc != 0 || req.ifm_status & IFM_AVALID == 0 {
-        return None;
-    }
-    Some(req.ifm_status & IFM_ACTIVE != 0)
+/// Carrier from `SIOCGIFMEDIA`; `None` (unknown) when the interface has
+/// no media status or the ioctl fails.
+fn media_carrier(interface: &str) -> Option<bool> {
+    let sock = ioctl_socket().ok()?;
+    xnu::carrier_from_media(media_status(sock.as_fd(), interface).ok())
 }
 
 impl CounterSource for MibCounters {
@@ -146,7 +114,7 @@ impl CounterSource for MibCounters {
         }
         let mib = ifmib(ifindex, interface)?;
         let d = mib.ifmd_data;
-        let carrier = media_carrier(&c_name);
+        let carrier = media_carrier(interface);
         Ok(InterfaceCounters {
             interface: interface.to_string(),
             receive_bytes: d.ifi_ibytes,

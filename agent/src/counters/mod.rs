@@ -2,28 +2,41 @@
 //!
 //! This module owns the [`CounterSource`] trait, its error type, the pure
 //! parsers for sysfs attribute text and the pure [`rate`] helper that turns
-//! two counter samples into bits per second. The OS readers live beside it:
-//! `linux.rs` reads sysfs under a configurable root (so tests run on fixture
-//! trees), `macos.rs` reads the per-interface 64-bit MIB (`IFMIB_IFDATA`),
-//! never the 32-bit `if_data` that `getifaddrs` hands out, which wraps in
-//! under a second at Thunderbolt speeds. Other targets get a source that
-//! always answers [`CountersError::Unsupported`]. Scheduling the reads and
-//! emitting the records is the caller's business.
+//! two counter samples into bits per second. The OS readers live beside it,
+//! chosen as [`crate::platform`] describes: `linux.rs` reads sysfs under a
+//! configurable root (so tests run on fixture trees), `macos.rs` reads the
+//! per-interface 64-bit MIB (`IFMIB_IFDATA`), never the 32-bit `if_data`
+//! that `getifaddrs` hands out, which wraps in under a second at
+//! Thunderbolt speeds; `unsupported.rs` answers every read with
+//! [`CountersError::Unsupported`]. Scheduling the reads and emitting the
+//! records is the caller's business.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 pub use boltwatch_proto::v1::InterfaceCounters;
 
+use crate::platform::{Support, Unsupported};
+
 #[cfg(target_os = "linux")]
-mod linux;
-#[cfg(target_os = "linux")]
-pub use linux::SysfsCounters;
+#[path = "linux.rs"]
+mod imp;
+#[cfg(target_os = "macos")]
+#[path = "macos.rs"]
+mod imp;
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
+#[path = "unsupported.rs"]
+mod imp;
 
 #[cfg(target_os = "macos")]
-mod macos;
-#[cfg(target_os = "macos")]
-pub use macos::MibCounters;
+pub use imp::MibCounters;
+#[cfg(target_os = "linux")]
+pub use imp::SysfsCounters;
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
+pub use imp::UnsupportedCounters;
+
+/// Whether this OS has a counter reader.
+pub const SUPPORT: Support = imp::SUPPORT;
 
 /// Why a counter read failed.
 #[derive(Debug, thiserror::Error)]
@@ -60,9 +73,9 @@ pub enum CountersError {
         #[source]
         source: std::io::Error,
     },
-    /// This platform has no counter reader.
-    #[error("interface counters are not supported on this platform")]
-    Unsupported,
+    /// This OS has no counter reader.
+    #[error(transparent)]
+    Unsupported(#[from] Unsupported),
 }
 
 /// Reads the counters of one interface.
@@ -75,31 +88,7 @@ pub trait CounterSource: Send {
 /// The counter source for this OS. `sysfs_root` (normally `/sys`) is only
 /// used on Linux.
 pub fn default_source(sysfs_root: &Path) -> Box<dyn CounterSource> {
-    #[cfg(target_os = "linux")]
-    {
-        Box::new(SysfsCounters::new(sysfs_root))
-    }
-    #[cfg(target_os = "macos")]
-    {
-        let _ = sysfs_root;
-        Box::new(MibCounters::new())
-    }
-    #[cfg(not(any(target_os = "linux", target_os = "macos")))]
-    {
-        let _ = sysfs_root;
-        Box::new(UnsupportedCounters)
-    }
-}
-
-/// The source used on targets without a reader: every read fails with
-/// [`CountersError::Unsupported`].
-#[derive(Debug, Default, Clone, Copy)]
-pub struct UnsupportedCounters;
-
-impl CounterSource for UnsupportedCounters {
-    fn read(&mut self, _interface: &str) -> Result<InterfaceCounters, CountersError> {
-        Err(CountersError::Unsupported)
-    }
+    imp::default_source(sysfs_root)
 }
 
 /// Parses a sysfs unsigned counter ("12345\n").

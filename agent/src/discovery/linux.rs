@@ -22,6 +22,10 @@ use std::path::{Path, PathBuf};
 
 use super::{addresses, kind, parse_link_speed, Interface, ThunderboltLink};
 use crate::counters::parse_speed_mbps;
+use crate::platform::{Support, Unsupported};
+
+/// Linux classifies interfaces and finds Thunderbolt links in sysfs.
+pub(super) const SUPPORT: Support = Support::Supported;
 
 const TB_DRIVER: &str = "thunderbolt-net";
 const ARPHRD_ETHER: u32 = 1;
@@ -115,13 +119,7 @@ pub(super) fn describe(name: &str, root: &Path) -> Interface {
     };
     if !dir.exists() {
         // Not in this sysfs: at least recognise loopback from the flags.
-        let k = if super::is_loopback(name) {
-            kind::LOOPBACK
-        } else {
-            kind::OTHER
-        };
-        iface.kind = k.to_string();
-        return iface;
+        return super::describe_basic(name);
     }
     let k = classify(name, &dir);
     iface.kind = k.to_string();
@@ -205,14 +203,14 @@ fn thunderbolt_link(root: &Path, name: &str, dir: &Path) -> ThunderboltLink {
     link
 }
 
-pub(super) fn thunderbolt_interfaces(root: &Path) -> Vec<ThunderboltLink> {
+pub(super) fn thunderbolt_interfaces(root: &Path) -> Result<Vec<ThunderboltLink>, Unsupported> {
     let net = root.join("class/net");
-    names_in(&net)
+    Ok(names_in(&net)
         .into_iter()
         .filter_map(|name| {
             let dir = net.join(&name);
             (driver_of(&dir).as_deref() == Some(TB_DRIVER))
                 .then(|| thunderbolt_link(root, &name, &dir))
         })
-        .collect()
+        .collect())
 }

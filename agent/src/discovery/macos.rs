@@ -6,14 +6,27 @@
 //! MTU come from the 64-bit interface MIB (see `counters::macos`).
 
 use std::io;
+use std::path::Path;
 use std::process::Command;
 
 use super::parse::{
     hardware_port_kind, parse_bridge_members, parse_hardware_ports,
     parse_system_profiler_thunderbolt, HardwarePort, TbReceptacle,
 };
-use super::{addresses, is_loopback, kind, Interface};
+use super::{addresses, is_loopback, kind, Interface, ThunderboltLink};
 use crate::counters::{CounterSource, MibCounters};
+use crate::platform::{Source, Support, Unsupported};
+
+/// macOS classifies interfaces through networksetup and system_profiler.
+pub(super) const SUPPORT: Support = Support::Supported;
+
+/// Thunderbolt links as Linux sysfs shows them do not exist here; macOS
+/// ports come from [`thunderbolt_receptacles`].
+pub(super) fn thunderbolt_interfaces(
+    _sysfs_root: &Path,
+) -> Result<Vec<ThunderboltLink>, Unsupported> {
+    Err(Unsupported::new(Source::Discovery))
+}
 
 fn run(program: &str, args: &[&str]) -> io::Result<String> {
     let out = Command::new(program).args(args).output()?;
@@ -50,7 +63,7 @@ pub fn thunderbolt_receptacles() -> io::Result<Vec<TbReceptacle>> {
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
 }
 
-pub(super) fn describe(name: &str) -> Interface {
+pub(super) fn describe(name: &str, _sysfs_root: &Path) -> Interface {
     let mut iface = Interface {
         name: name.to_string(),
         addresses: addresses(name),

@@ -3,11 +3,14 @@
 //! This module owns the portable pieces: [`route_interface`] (ask the
 //! kernel's routing table by connecting a UDP socket, then match the chosen
 //! source address against `getifaddrs`), interface addresses, and the pure
-//! Thunderbolt speed parsing shared by both OSes. `linux.rs` classifies
-//! interfaces and finds Thunderbolt links in sysfs under a configurable root;
-//! `macos.rs` runs `networksetup`, `ifconfig` and `system_profiler` (slow:
-//! call it off the probe path) and [`parse`] holds their pure, fixture-tested
-//! parsers. Watching links come and go is `link`'s job, not this one's.
+//! Thunderbolt speed parsing shared by both OSes. The OS files are chosen
+//! as [`crate::platform`] describes: `linux.rs` classifies interfaces and
+//! finds Thunderbolt links in sysfs under a configurable root; `macos.rs`
+//! runs `networksetup`, `ifconfig` and `system_profiler` (slow: call it off
+//! the probe path) and [`parse`] holds their pure, fixture-tested parsers;
+//! `unsupported.rs` describes interfaces from `getifaddrs` alone and fails
+//! the Thunderbolt look-up with [`Unsupported`]. Watching links come and
+//! go is `link`'s job, not this one's.
 
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
@@ -15,14 +18,25 @@ use std::path::Path;
 
 pub use boltwatch_proto::v1::Interface;
 
+use crate::platform::{Support, Unsupported};
+
 pub mod parse;
 
 #[cfg(target_os = "linux")]
-mod linux;
+#[path = "linux.rs"]
+mod imp;
 #[cfg(target_os = "macos")]
-mod macos;
+#[path = "macos.rs"]
+mod imp;
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
+#[path = "unsupported.rs"]
+mod imp;
+
 #[cfg(target_os = "macos")]
-pub use macos::{bridge_members, hardware_ports, thunderbolt_receptacles};
+pub use imp::{bridge_members, hardware_ports, thunderbolt_receptacles};
+
+/// Whether this OS can classify interfaces and find Thunderbolt links.
+pub const SUPPORT: Support = imp::SUPPORT;
 
 /// Interface kinds, as carried in `Interface.kind`.
 pub mod kind {
@@ -144,29 +158,22 @@ pub fn is_loopback(name: &str) -> bool {
 /// addresses, MTU. Never fails: what cannot be learned stays empty or 0.
 /// `sysfs_root` (normally `/sys`) is used on Linux only.
 pub fn describe(name: &str, sysfs_root: &Path) -> Interface {
-    #[cfg(target_os = "linux")]
-    {
-        linux::describe(name, sysfs_root)
-    }
-    #[cfg(target_os = "macos")]
-    {
-        let _ = sysfs_root;
-        macos::describe(name)
-    }
-    #[cfg(not(any(target_os = "linux", target_os = "macos")))]
-    {
-        let _ = sysfs_root;
-        Interface {
-            name: name.to_string(),
-            kind: if is_loopback(name) {
-                kind::LOOPBACK
-            } else {
-                kind::OTHER
-            }
-            .to_string(),
-            addresses: addresses(name),
-            ..Interface::default()
+    imp::describe(name, sysfs_root)
+}
+
+/// What any OS can say about `name` from `getifaddrs` alone: loopback or
+/// other, and its addresses.
+pub fn describe_basic(name: &str) -> Interface {
+    Interface {
+        name: name.to_string(),
+        kind: if is_loopback(name) {
+            kind::LOOPBACK
+        } else {
+            kind::OTHER
         }
+        .to_string(),
+        addresses: addresses(name),
+        ..Interface::default()
     }
 }
 
@@ -217,17 +224,11 @@ impl ThunderboltLink {
 
 /// Thunderbolt networking interfaces under `sysfs_root`, found by driver
 /// (`device/driver` → `thunderbolt-net`) rather than by name, since udev
-/// renames them. Sorted by interface name; empty off Linux.
-pub fn thunderbolt_interfaces(sysfs_root: &Path) -> Vec<ThunderboltLink> {
-    #[cfg(target_os = "linux")]
-    {
-        linux::thunderbolt_interfaces(sysfs_root)
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        let _ = sysfs_root;
-        Vec::new()
-    }
+/// renames them. Sorted by interface name. Linux only: macOS finds its
+/// Thunderbolt ports through `system_profiler` (`thunderbolt_receptacles`),
+/// and everywhere else this fails with [`Unsupported`].
+pub fn thunderbolt_interfaces(sysfs_root: &Path) -> Result<Vec<ThunderboltLink>, Unsupported> {
+    imp::thunderbolt_interfaces(sysfs_root)
 }
 
 /// Parses a speed such as `20.0 Gb/s`, `10 Gb/s`, `40 Gbps` or `800 Mb/s`

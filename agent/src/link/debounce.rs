@@ -10,6 +10,12 @@
 //! counters are older than what is already known is stale (a queued event
 //! that a poll overtook) and is dropped too, so a poll racing the event
 //! socket never reports a change twice or out of order.
+//!
+//! An observation whose carrier is unknown (macOS `SIOCGIFMEDIA` failed)
+//! keeps the carrier last known: a poll that cannot read the media status
+//! never undoes a `KEV_DL_LINK_OFF`, and is never read as carrier up. An
+//! interface first seen with an unknown carrier is not reported until its
+//! carrier is known (or it is admin down, which means no carrier).
 
 use std::collections::HashMap;
 
@@ -58,7 +64,14 @@ impl Tracker {
         source: LinkEventSource,
         at_unix_ns: u64,
     ) -> Option<Accepted> {
+        let mut state = state;
         let prev = self.known.get(interface);
+        state.carrier = match (state.carrier, prev) {
+            _ if !state.admin_up => Some(false),
+            (Some(c), _) => Some(c),
+            (None, Some(p)) => p.carrier,
+            (None, None) => return None,
+        };
         let (carrier_changed, missed) = match prev {
             None => (false, 0),
             Some(p) => {
@@ -73,14 +86,15 @@ impl Tracker {
                 // Each visible carrier transition accounts for one count; the
                 // rest are down transitions nobody saw.
                 let downs = state.carrier_down_count - p.carrier_down_count;
-                let seen_down = u64::from(p.carrier && !state.carrier);
+                let seen_down = u64::from(p.carrier == Some(true) && state.carrier == Some(false));
                 (state.carrier != p.carrier, downs.saturating_sub(seen_down))
             }
         };
         let first = prev.is_none();
+        let carrier = state.carrier == Some(true);
         let event = LinkEvent {
             interface: interface.to_owned(),
-            carrier: state.carrier,
+            carrier,
             admin_up: state.admin_up,
             oper_state: state.oper_state.clone(),
             carrier_up_count: state.carrier_up_count,
@@ -91,7 +105,7 @@ impl Tracker {
         let change = LinkChange {
             interface: interface.to_owned(),
             at_unix_ns,
-            carrier: state.carrier,
+            carrier,
             carrier_changed: carrier_changed && !first,
             missed_flaps: missed,
             source,
@@ -107,7 +121,7 @@ mod tests {
 
     fn st(carrier: bool, admin: bool, up: u64, down: u64) -> LinkState {
         LinkState {
-            carrier,
+            carrier: Some(carrier),
             admin_up: admin,
             oper_state: if carrier { "up" } else { "down" }.into(),
             carrier_up_count: up,
@@ -194,5 +208,67 @@ mod tests {
         t.forget("tb0");
         let a = t.observe("tb0", "", st(true, true, 0, 0), NL, 2).unwrap();
         assert!(!a.change.carrier_changed);
+    }
+
+    /// macOS: a poll whose `SIOCGIFMEDIA` failed (no media status, so
+    /// carrier unknown, never "up" from `IFF_RUNNING`).
+    fn unknown_media(admin: bool) -> LinkState {
+        LinkState {
+            carrier: None,
+            admin_up: admin,
+            oper_state: "unknown".into(),
+            carrier_up_count: 0,
+            carrier_down_count: 0,
+        }
+    }
+
+    #[test]
+    fn link_off_then_polls_with_unknown_media_stays_down() {
+        // The kernel event as the macOS watcher receives it.
+        let bytes = std::fs::read(format!(
+            "{}/tests/fixtures/macos/kev/link_off_en2.bin",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap();
+        let ev = super::super::kev::parse(&bytes).unwrap().remove(0);
+        let carrier = super::super::kev::announced_carrier(ev.kind);
+        assert_eq!(carrier, Some(Some(false)));
+        let mut t = Tracker::new();
+        let mac = |c: bool| LinkState {
+            carrier: Some(c),
+            ..unknown_media(true)
+        };
+        let ke = LinkEventSource::KernelEvent;
+        let poll = LinkEventSource::Poll;
+        t.observe(&ev.interface, "", mac(true), LinkEventSource::Startup, 1)
+            .unwrap();
+        let down = t.observe(&ev.interface, "", mac(false), ke, 2).unwrap();
+        assert!(down.change.carrier_changed && !down.change.carrier);
+        for at in 3..10 {
+            assert!(
+                t.observe(&ev.interface, "", unknown_media(true), poll, at)
+                    .is_none(),
+                "a poll that cannot read the media status changed the state"
+            );
+        }
+        assert_eq!(t.get("en2").unwrap().carrier, Some(false));
+        // A real media reading of "up" (or KEV_DL_LINK_ON) ends it.
+        let up = t.observe("en2", "", mac(true), poll, 10).unwrap();
+        assert!(up.change.carrier_changed && up.change.carrier);
+    }
+
+    #[test]
+    fn unknown_carrier_is_not_reported_until_known() {
+        let mut t = Tracker::new();
+        let poll = LinkEventSource::Poll;
+        assert!(t.observe("lo0", "", unknown_media(true), poll, 1).is_none());
+        assert!(t.get("lo0").is_none());
+        // Admin down is known to have no carrier.
+        let a = t.observe("lo0", "", unknown_media(false), poll, 2).unwrap();
+        assert!(!a.event.carrier && !a.event.admin_up);
+        // Admin up again, media still unknown: the admin change is
+        // reported, the carrier stays the known "down".
+        let b = t.observe("lo0", "", unknown_media(true), poll, 3).unwrap();
+        assert!(b.event.admin_up && !b.event.carrier);
     }
 }

@@ -1,6 +1,7 @@
 //! Parsers for what the macOS watcher reads: `kern_event_msg` records from
-//! a `PF_SYSTEM`/`SYSPROTO_EVENT` socket, the `SIOCGIFMEDIA` status word,
-//! and `ifconfig bridgeN` member lines. Pure, compiled on every OS so the
+//! a `PF_SYSTEM`/`SYSPROTO_EVENT` socket and `ifconfig bridgeN` member
+//! lines (the `SIOCGIFMEDIA` status word is read by
+//! [`xnu::carrier_from_media`]). Pure, compiled on every OS so the
 //! Linux CI tests them on fixture bytes (`agent/tests/fixtures/macos/kev/`,
 //! built from xnu's struct layout, not recorded on a Mac).
 //!
@@ -8,7 +9,11 @@
 //! `kern_event_msg { u32 total_size, vendor_code, kev_class, kev_subclass,
 //! id, event_code; event_data[] }`, and for data-link events
 //! `net_event_data { u32 if_family; u32 if_unit; char if_name[16] }`: the
-//! interface is `if_name` followed by `if_unit` ("en" + 2 = "en2").
+//! interface is `if_name` followed by `if_unit` ("en" + 2 = "en2"). The
+//! offsets come from [`xnu`], which `platform/macos.rs` pins to `repr(C)`
+//! definitions at compile time.
+
+use crate::platform::xnu;
 
 /// `KEV_VENDOR_APPLE`.
 pub const KEV_VENDOR_APPLE: u32 = 1;
@@ -24,28 +29,9 @@ const KEV_DL_IF_DETACHED: u32 = 11;
 const KEV_DL_LINK_OFF: u32 = 12;
 const KEV_DL_LINK_ON: u32 = 13;
 
-const HEADER: usize = 24;
-const NET_EVENT_DATA: usize = 24;
-const IFNAMSIZ: usize = 16;
-
-/// BSD `_IOC` encoding: direction, length, group, number.
-const fn ioc(inout: u64, group: u8, num: u8, len: u64) -> u64 {
-    inout | ((len & 0x1fff) << 16) | ((group as u64) << 8) | num as u64
-}
-/// `sizeof(struct kev_request)`: three `u_int32_t`.
-pub const KEV_REQUEST_SIZE: u64 = 12;
-/// `sizeof(struct ifmediareq)` on LP64: a 16-byte name, five ints, padding
-/// and a pointer.
-pub const IFMEDIAREQ_SIZE: u64 = 48;
-/// `SIOCSKEVFILT = _IOW('e', 2, struct kev_request)`.
-pub const SIOCSKEVFILT: u64 = ioc(0x8000_0000, b'e', 2, KEV_REQUEST_SIZE);
-/// `SIOCGIFMEDIA = _IOWR('i', 56, struct ifmediareq)`.
-pub const SIOCGIFMEDIA: u64 = ioc(0xc000_0000, b'i', 56, IFMEDIAREQ_SIZE);
-
-/// `IFM_AVALID`: the status word is valid.
-pub const IFM_AVALID: i32 = 0x1;
-/// `IFM_ACTIVE`: the link is up.
-pub const IFM_ACTIVE: i32 = 0x2;
+const HEADER: usize = xnu::KERN_EVENT_MSG_HEADER;
+const NET_EVENT_DATA: usize = xnu::NET_EVENT_DATA_SIZE;
+const IFNAMSIZ: usize = xnu::IFNAMSIZ;
 
 /// What a data-link event says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,8 +53,8 @@ pub enum KevKind {
 /// One data-link kernel event.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KevEvent {
-    /// The kernel's monotonically increasing event id (gaps mean the
-    /// socket dropped events).
+    /// The kernel's event id. One counter serves every class of event,
+    /// so ids seen through a class filter have gaps.
     pub id: u32,
     /// What happened.
     pub kind: KevKind,
@@ -126,12 +112,12 @@ pub fn parse(buf: &[u8]) -> Result<Vec<KevEvent>, KevError> {
             && size >= HEADER + NET_EVENT_DATA
         {
             let data = &msg[HEADER..];
-            let unit = u32_at(data, 4);
-            let raw = &data[8..8 + IFNAMSIZ];
+            let unit = u32_at(data, xnu::NET_EVENT_DATA_UNIT);
+            let raw = &data[xnu::NET_EVENT_DATA_NAME..xnu::NET_EVENT_DATA_NAME + IFNAMSIZ];
             let end = raw.iter().position(|&c| c == 0).unwrap_or(IFNAMSIZ);
-            let code = u32_at(msg, 20);
+            let code = u32_at(msg, xnu::KERN_EVENT_MSG_CODE);
             out.push(KevEvent {
-                id: u32_at(msg, 16),
+                id: u32_at(msg, xnu::KERN_EVENT_MSG_ID),
                 kind: match code {
                     KEV_DL_LINK_ON => KevKind::LinkOn,
                     KEV_DL_LINK_OFF => KevKind::LinkOff,
@@ -150,10 +136,17 @@ pub fn parse(buf: &[u8]) -> Result<Vec<KevEvent>, KevError> {
     Ok(out)
 }
 
-/// Carrier from an `ifmediareq.ifm_status`; `None` when the driver does not
-/// report link status (`IFM_AVALID` clear).
-pub fn carrier_from_media_status(status: i32) -> Option<bool> {
-    (status & IFM_AVALID != 0).then_some(status & IFM_ACTIVE != 0)
+/// What an event says about the carrier: `Some(Some(up))` for
+/// `KEV_DL_LINK_ON`/`OFF`, `Some(None)` for a flags change (admin state;
+/// the carrier must be read), `None` for events that say nothing about
+/// link state.
+pub fn announced_carrier(kind: KevKind) -> Option<Option<bool>> {
+    match kind {
+        KevKind::LinkOn => Some(Some(true)),
+        KevKind::LinkOff => Some(Some(false)),
+        KevKind::FlagsChanged => Some(None),
+        _ => None,
+    }
 }
 
 /// Member ports from `ifconfig bridgeN` output (`member: en2 flags=...`).
@@ -246,20 +239,12 @@ mod tests {
     }
 
     #[test]
-    fn ioctl_numbers_match_xnu() {
-        // The values platform.md and xnu's headers give.
-        assert_eq!(SIOCSKEVFILT, 0x800C_6502);
-        assert_eq!(SIOCGIFMEDIA, 0xC030_6938);
-    }
-
-    #[test]
-    fn media_status() {
-        assert_eq!(
-            carrier_from_media_status(IFM_AVALID | IFM_ACTIVE),
-            Some(true)
-        );
-        assert_eq!(carrier_from_media_status(IFM_AVALID), Some(false));
-        assert_eq!(carrier_from_media_status(0), None);
+    fn what_events_say_about_the_carrier() {
+        assert_eq!(announced_carrier(KevKind::LinkOn), Some(Some(true)));
+        assert_eq!(announced_carrier(KevKind::LinkOff), Some(Some(false)));
+        assert_eq!(announced_carrier(KevKind::FlagsChanged), Some(None));
+        assert_eq!(announced_carrier(KevKind::Attached), None);
+        assert_eq!(announced_carrier(KevKind::Other(20)), None);
     }
 
     #[test]

@@ -1,20 +1,18 @@
-//! Linux link watcher: an rtnetlink socket subscribed to `RTMGRP_LINK` for
-//! events, and `<sysfs_root>/class/net/<if>/` for the startup state and the
-//! 1 Hz reconciliation. Parsing is in [`super::netlink`], the rules in
+//! Linux link watcher OS calls: an rtnetlink socket subscribed to
+//! `RTMGRP_LINK` for events, and `<sysfs_root>/class/net/<if>/` for the
+//! startup state and the reconciliation poll. Parsing is in
+//! [`super::netlink`], the loop in `super::reconcile`, the rules in
 //! [`super::debounce`]; this file only moves bytes.
 //!
 //! The netlink socket belongs to the network namespace of the thread that
 //! opens it, and sysfs shows the namespace it was mounted in: run the agent
 //! with both in the same namespace (`ip netns exec` does that).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::path::Path;
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::path::{Path, PathBuf};
 
-use boltwatch_proto::v1::LinkEventSource;
 use nix::errno::Errno;
 use nix::sys::socket::{
     bind, recv, setsockopt, socket, sockopt, AddressFamily, MsgFlags, NetlinkAddr, SockFlag,
@@ -22,24 +20,30 @@ use nix::sys::socket::{
 };
 use nix::sys::time::TimeVal;
 
-use super::debounce::Tracker;
+use super::announce::{gratuitous_arp, ETH_P_ARP};
 use super::netlink::{self, RTM_DELLINK};
-use super::{LinkState, Watch, POLL_INTERVAL};
-use crate::sink::now_unix_ns;
+use super::reconcile::{Inventory, LinkOs, OsEvent, RECV_TIMEOUT};
+use super::LinkState;
+use crate::platform::Support;
+
+/// Linux has a link watcher.
+pub(super) const SUPPORT: Support = Support::Supported;
 
 /// `RTMGRP_LINK`: the multicast group of link messages.
 const RTMGRP_LINK: u32 = 1;
-/// How long one `recv` waits, so a stop request is seen promptly.
-const RECV_TIMEOUT: Duration = Duration::from_millis(200);
 
-pub(super) fn spawn(watch: Watch) -> io::Result<JoinHandle<()>> {
-    let fd = open_socket()?;
-    std::thread::Builder::new()
-        .name("link-watch".into())
-        .spawn(move || run(watch, fd))
+/// The netlink socket, the sysfs root and the announcement socket.
+pub(super) struct Linux {
+    fd: OwnedFd,
+    class_net: PathBuf,
+    buf: Vec<u8>,
+    /// Send-only `AF_PACKET` socket for gratuitous ARP (`None` without
+    /// CAP_NET_RAW: announcements are skipped, said once in the log).
+    packet: Option<OwnedFd>,
 }
 
-fn open_socket() -> io::Result<OwnedFd> {
+/// Opens the netlink socket (in the calling thread's namespace).
+pub(super) fn open(sysfs_root: &Path) -> io::Result<Linux> {
     let fd = socket(
         AddressFamily::Netlink,
         SockType::Raw,
@@ -52,117 +56,136 @@ fn open_socket() -> io::Result<OwnedFd> {
     let tv = TimeVal::new(0, RECV_TIMEOUT.as_micros() as _);
     setsockopt(&fd, sockopt::ReceiveTimeout, &tv)?;
     bind(fd.as_raw_fd(), &NetlinkAddr::new(0, RTMGRP_LINK))?;
-    Ok(fd)
-}
-
-struct Linux {
-    watch: Watch,
-    tracker: Tracker,
-    /// Member port -> bridge, refreshed at every poll.
-    bridges: HashMap<String, String>,
-    /// Interfaces watched, bridges expanded; empty means all.
-    names: BTreeSet<String>,
-}
-
-fn run(watch: Watch, fd: OwnedFd) {
-    let mut w = Linux {
-        watch,
-        tracker: Tracker::new(),
-        bridges: HashMap::new(),
-        names: BTreeSet::new(),
+    // Protocol 0: the socket receives nothing, it only sends.
+    let packet = match socket(
+        AddressFamily::Packet,
+        SockType::Datagram,
+        SockFlag::SOCK_CLOEXEC,
+        None,
+    ) {
+        Ok(p) => Some(p),
+        Err(e) => {
+            tracing::warn!(error = %e, "no packet socket: no gratuitous ARP when a carrier returns");
+            None
+        }
     };
-    w.poll(LinkEventSource::Startup);
-    let mut last_poll = Instant::now();
-    let mut buf = vec![0u8; 64 * 1024];
-    while !w.watch.stopped() {
-        match recv(fd.as_raw_fd(), &mut buf, MsgFlags::empty()) {
-            Ok(n) => w.on_bytes(&buf[..n]),
-            Err(Errno::EAGAIN) | Err(Errno::EINTR) => {}
-            Err(Errno::ENOBUFS) => {
-                tracing::warn!("netlink queue overflowed; reconciling from sysfs");
-                last_poll = Instant::now() - POLL_INTERVAL;
-            }
-            Err(e) => {
-                tracing::error!(error = %e, "netlink recv failed; polling only");
-                std::thread::sleep(RECV_TIMEOUT);
-            }
-        }
-        if last_poll.elapsed() >= POLL_INTERVAL {
-            // Events already queued go first, so the poll only reports what
-            // no event will.
-            while let Ok(n) = recv(fd.as_raw_fd(), &mut buf, MsgFlags::MSG_DONTWAIT) {
-                w.on_bytes(&buf[..n]);
-            }
-            w.poll(LinkEventSource::Poll);
-            last_poll = Instant::now();
-        }
-    }
+    Ok(Linux {
+        fd,
+        class_net: sysfs_root.join("class/net"),
+        buf: vec![0u8; 64 * 1024],
+        packet,
+    })
 }
 
-impl Linux {
-    fn on_bytes(&mut self, bytes: &[u8]) {
-        let at = now_unix_ns();
-        let msgs = match netlink::parse(bytes) {
+impl LinkOs for Linux {
+    fn events(&mut self, nonblocking: bool) -> io::Result<Vec<OsEvent>> {
+        let flags = if nonblocking {
+            MsgFlags::MSG_DONTWAIT
+        } else {
+            MsgFlags::empty()
+        };
+        let n = match recv(self.fd.as_raw_fd(), &mut self.buf, flags) {
+            Ok(n) => n,
+            Err(Errno::ENOBUFS) => return Ok(vec![OsEvent::Overflow]),
+            Err(e) => return Err(e.into()),
+        };
+        let msgs = match netlink::parse(&self.buf[..n]) {
             Ok(m) => m,
             Err(e) => {
                 tracing::warn!(error = %e, "malformed netlink message");
-                return;
+                return Ok(Vec::new());
             }
         };
-        for m in msgs {
-            if !self.wanted(&m.name) {
-                continue;
-            }
-            if m.kind == RTM_DELLINK {
-                self.tracker.forget(&m.name);
-                continue;
-            }
-            let bridge = self.bridges.get(&m.name).cloned().unwrap_or_default();
-            if let Some(a) =
-                self.tracker
-                    .observe(&m.name, &bridge, m.state, LinkEventSource::Netlink, at)
-            {
-                self.watch.report(at, a);
-            }
-        }
-    }
-
-    fn wanted(&self, name: &str) -> bool {
-        self.watch.wants(name) || self.names.contains(name)
-    }
-
-    /// Reads every watched interface from sysfs and reports what differs.
-    fn poll(&mut self, source: LinkEventSource) {
-        let root = self.watch.sysfs_root.join("class/net");
-        let listed = list_interfaces(&root);
-        self.bridges = bridge_members(&root, &listed);
-        self.names = if self.watch.interfaces.is_empty() {
-            listed.iter().cloned().collect()
-        } else {
-            let mut n: BTreeSet<String> = self.watch.interfaces.iter().cloned().collect();
-            for (member, bridge) in &self.bridges {
-                if n.contains(bridge) {
-                    n.insert(member.clone());
-                }
-            }
-            n
-        };
-        let at = now_unix_ns();
-        for name in self.names.clone() {
-            match read_state(&root.join(&name)) {
-                Ok(state) => {
-                    let bridge = self.bridges.get(&name).cloned().unwrap_or_default();
-                    if let Some(a) = self.tracker.observe(&name, &bridge, state, source, at) {
-                        self.watch.report(at, a);
+        Ok(msgs
+            .into_iter()
+            .map(|m| {
+                if m.kind == RTM_DELLINK {
+                    OsEvent::Gone(m.name)
+                } else {
+                    OsEvent::State {
+                        name: m.name,
+                        state: m.state,
                     }
                 }
-                // A vanished interface is forgotten on RTM_DELLINK; a sysfs
-                // root that lacks it (another mount namespace) must not
-                // reset what the events established.
-                Err(e) => tracing::debug!(interface = %name, error = %e, "sysfs read failed"),
+            })
+            .collect())
+    }
+
+    fn inventory(&mut self) -> Inventory {
+        let names = list_interfaces(&self.class_net);
+        let bridges = bridge_members(&self.class_net, &names);
+        Inventory { names, bridges }
+    }
+
+    fn read(&mut self, name: &str) -> io::Result<LinkState> {
+        if name.is_empty() || name.contains('/') || name.starts_with('.') {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{name:?} is not an interface name"),
+            ));
+        }
+        read_state(&self.class_net.join(name))
+    }
+
+    fn announce(&mut self, name: &str) -> io::Result<()> {
+        let Some(packet) = &self.packet else {
+            return Ok(());
+        };
+        let (mut index, mut mac, mut ips) = (None, None, Vec::new());
+        for a in nix::ifaddrs::getifaddrs()?.filter(|a| a.interface_name == name) {
+            let Some(addr) = a.address else { continue };
+            if let Some(link) = addr.as_link_addr() {
+                index = Some(link.ifindex());
+                mac = link.addr();
+            } else if let Some(v4) = addr.as_sockaddr_in() {
+                ips.push(v4.ip());
             }
         }
+        let (Some(index), Some(mac)) = (index, mac) else {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("{name} has no link-layer address"),
+            ));
+        };
+        for ip in ips {
+            send_arp(packet, index, &gratuitous_arp(mac, ip))?;
+            tracing::debug!(interface = %name, %ip, "gratuitous ARP after carrier return");
+        }
+        Ok(())
     }
+}
+
+/// Sends one ARP packet out of interface `index` to the broadcast address.
+#[allow(unsafe_code)]
+fn send_arp(sock: &OwnedFd, index: usize, packet: &[u8]) -> io::Result<()> {
+    let ifindex = i32::try_from(index)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "interface index too large"))?;
+    let mut addr = libc::sockaddr_ll {
+        sll_family: libc::AF_PACKET as u16,
+        sll_protocol: ETH_P_ARP.to_be(),
+        sll_ifindex: ifindex,
+        sll_hatype: 0,
+        sll_pkttype: 0,
+        sll_halen: 6,
+        sll_addr: [0; 8],
+    };
+    addr.sll_addr[..6].copy_from_slice(&[0xff; 6]);
+    // SAFETY: `packet` is a valid buffer of its length and `addr` a fully
+    // initialised sockaddr_ll of the size passed; both outlive the call.
+    let rc = unsafe {
+        libc::sendto(
+            sock.as_raw_fd(),
+            packet.as_ptr().cast(),
+            packet.len(),
+            0,
+            (&addr as *const libc::sockaddr_ll).cast(),
+            std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 fn list_interfaces(class_net: &Path) -> Vec<String> {
@@ -205,7 +228,14 @@ pub(super) fn read_state(dir: &Path) -> io::Result<LinkState> {
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
     let admin_up = flags & 1 != 0;
     // `carrier` of an admin-down interface fails with EINVAL: no carrier.
-    let carrier = admin_up && read_trimmed(&dir.join("carrier")).is_ok_and(|c| c == "1");
+    // Admin up and unreadable is unknown, not down.
+    let carrier = if admin_up {
+        read_trimmed(&dir.join("carrier"))
+            .ok()
+            .and_then(|c| crate::counters::parse_carrier(&c))
+    } else {
+        Some(false)
+    };
     Ok(LinkState {
         carrier,
         admin_up,
@@ -238,7 +268,7 @@ mod tests {
         assert_eq!(
             s,
             LinkState {
-                carrier: true,
+                carrier: Some(true),
                 admin_up: true,
                 oper_state: "up".into(),
                 carrier_up_count: 4,
@@ -247,7 +277,10 @@ mod tests {
         );
         write(&tb0, "flags", "0x1002\n");
         let s = read_state(&tb0).unwrap();
-        assert!(!s.admin_up && !s.carrier, "admin down means no carrier");
+        assert!(
+            !s.admin_up && s.carrier == Some(false),
+            "admin down means no carrier"
+        );
         assert_eq!(
             read_state(&net.join("nope")).unwrap_err().kind(),
             io::ErrorKind::NotFound

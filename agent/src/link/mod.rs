@@ -2,13 +2,15 @@
 //! the moment they arrive, and a 1 Hz reconciliation poll makes sure a
 //! missed event never hides a drop.
 //!
-//! This module owns the shared types and [`spawn_watcher`]; the dedupe
-//! rules are in [`debounce`] (pure), the message parsers in [`netlink`]
-//! (Linux rtnetlink) and [`kev`] (macOS `kern_event_msg`), both pure and
-//! tested on fixture bytes on any OS. The sockets live in `linux.rs`
-//! (`NETLINK_ROUTE`, `RTMGRP_LINK`, sysfs poll) and `macos.rs` (`PF_SYSTEM`
-//! kernel events, `SIOCGIFMEDIA` poll); other targets get
-//! [`std::io::ErrorKind::Unsupported`].
+//! This module owns the shared types and [`spawn_watcher`]; the
+//! reconciliation loop and bridge expansion are in `reconcile` and the
+//! dedupe rules in [`debounce`] (both pure of OS calls), the message
+//! parsers in [`netlink`] (Linux rtnetlink) and [`kev`] (macOS
+//! `kern_event_msg`), both pure and tested on fixture bytes on any OS. The
+//! per-OS files (chosen as [`crate::platform`] describes) only make OS
+//! calls: `linux.rs` (`NETLINK_ROUTE`, `RTMGRP_LINK`, sysfs reads) and
+//! `macos.rs` (`PF_SYSTEM` kernel events, `SIOCGIFMEDIA`, `getifaddrs`);
+//! `unsupported.rs` fails with [`crate::platform::Unsupported`].
 //!
 //! The watcher runs on its own thread, not a tokio task: it blocks on one
 //! socket with a one-second timeout that doubles as the poll tick, and never
@@ -25,19 +27,26 @@ use boltwatch_proto::v1::LinkEventSource;
 
 use crate::sink::{Observer, Sink};
 
+use crate::platform::Support;
+
+pub mod announce;
 pub mod debounce;
 pub mod kev;
 pub mod netlink;
+mod reconcile;
 
 #[cfg(target_os = "linux")]
-mod linux;
-#[cfg(target_os = "linux")]
-use linux as imp;
+#[path = "linux.rs"]
+mod imp;
+#[cfg(target_os = "macos")]
+#[path = "macos.rs"]
+mod imp;
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
+#[path = "unsupported.rs"]
+mod imp;
 
-#[cfg(target_os = "macos")]
-mod macos;
-#[cfg(target_os = "macos")]
-use macos as imp;
+/// Whether this OS has a link watcher.
+pub const SUPPORT: Support = imp::SUPPORT;
 
 /// How often the watcher reconciles against a poll.
 pub const POLL_INTERVAL: Duration = Duration::from_secs(1);
@@ -45,8 +54,11 @@ pub const POLL_INTERVAL: Duration = Duration::from_secs(1);
 /// The state of one interface as one source saw it.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct LinkState {
-    /// Carrier (physical link) present; false while admin down.
-    pub carrier: bool,
+    /// Carrier (physical link) present; `Some(false)` while admin down,
+    /// `None` when the OS could not tell (macOS `SIOCGIFMEDIA` failed). An
+    /// unknown carrier is never taken as up: the [`debounce::Tracker`]
+    /// keeps the last known one.
+    pub carrier: Option<bool>,
     /// Administratively up (`IFF_UP`).
     pub admin_up: bool,
     /// Operational state as the OS names it ("up", "down", ...).
@@ -118,8 +130,6 @@ impl Drop for WatcherHandle {
 #[derive(Debug)]
 struct Watch {
     interfaces: Vec<String>,
-    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
-    sysfs_root: PathBuf,
     sink: Sink,
     observer: Option<Observer<LinkChange>>,
     stop: Arc<AtomicBool>,
@@ -127,18 +137,15 @@ struct Watch {
 
 impl Watch {
     /// True if `name` is watched (an empty list watches everything).
-    #[cfg_attr(not(any(target_os = "linux", target_os = "macos")), allow(dead_code))]
     fn wants(&self, name: &str) -> bool {
         self.interfaces.is_empty() || self.interfaces.iter().any(|i| i == name)
     }
 
-    #[cfg_attr(not(any(target_os = "linux", target_os = "macos")), allow(dead_code))]
     fn stopped(&self) -> bool {
         self.stop.load(Ordering::Relaxed)
     }
 
     /// Emits what the tracker accepted and tells the observer.
-    #[cfg_attr(not(any(target_os = "linux", target_os = "macos")), allow(dead_code))]
     fn report(&self, at_unix_ns: u64, accepted: debounce::Accepted) {
         tracing::debug!(
             interface = %accepted.event.interface,
@@ -166,37 +173,27 @@ impl Watch {
 /// The kernel socket is opened before this returns, in the calling thread's
 /// network namespace, so no event after the return is missed. `sysfs_root`
 /// is where Linux reads `class/net` (normally `/sys`); macOS ignores it.
+/// On an OS without a watcher this fails with
+/// [`std::io::ErrorKind::Unsupported`].
 pub fn spawn_watcher(
     interfaces: Vec<String>,
-    #[cfg_attr(not(target_os = "linux"), allow(dead_code))] sysfs_root: PathBuf,
+    sysfs_root: PathBuf,
     sink: Sink,
     observer: Option<Observer<LinkChange>>,
 ) -> std::io::Result<WatcherHandle> {
+    let os = imp::open(&sysfs_root)?;
     let stop = Arc::new(AtomicBool::new(false));
     let watch = Watch {
         interfaces,
-        sysfs_root,
         sink,
         observer,
         stop: stop.clone(),
     };
-    let thread = spawn_imp(watch)?;
+    let thread = std::thread::Builder::new()
+        .name("link-watch".into())
+        .spawn(move || reconcile::run(watch, os))?;
     Ok(WatcherHandle {
         stop,
         thread: Some(thread),
     })
-}
-
-#[cfg(any(target_os = "linux", target_os = "macos"))]
-fn spawn_imp(watch: Watch) -> std::io::Result<JoinHandle<()>> {
-    imp::spawn(watch)
-}
-
-#[cfg(not(any(target_os = "linux", target_os = "macos")))]
-fn spawn_imp(watch: Watch) -> std::io::Result<JoinHandle<()>> {
-    let _ = (&watch.sink, &watch.observer);
-    Err(std::io::Error::new(
-        std::io::ErrorKind::Unsupported,
-        "link watching is implemented for Linux and macOS only",
-    ))
 }

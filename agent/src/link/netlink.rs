@@ -162,7 +162,7 @@ fn parse_link(kind: u16, msg: &[u8], base: usize) -> Result<LinkMessage, ParseEr
         state: LinkState {
             // IFLA_CARRIER is reported even when admin down; the flag is the
             // fallback for kernels older than 3.x that lack it.
-            carrier: admin_up && carrier.unwrap_or(flags & IFF_LOWER_UP != 0),
+            carrier: Some(admin_up && carrier.unwrap_or(flags & IFF_LOWER_UP != 0)),
             admin_up,
             oper_state: oper_state_name(oper.unwrap_or(0)).to_owned(),
             carrier_up_count: up_count,
@@ -210,7 +210,7 @@ mod tests {
         assert_eq!(
             down.state,
             LinkState {
-                carrier: false,
+                carrier: Some(false),
                 admin_up: true,
                 oper_state: "down".into(),
                 carrier_up_count: 1,
@@ -218,7 +218,7 @@ mod tests {
             }
         );
         let up = one("newlink_carrier_up");
-        assert!(up.state.carrier && up.state.admin_up);
+        assert!(up.state.carrier == Some(true) && up.state.admin_up);
         assert_eq!(up.state.oper_state, "up");
         assert_eq!(
             (up.state.carrier_up_count, up.state.carrier_down_count),
@@ -229,17 +229,17 @@ mod tests {
     #[test]
     fn admin_transitions() {
         let up = one("newlink_admin_up");
-        assert!(up.state.admin_up && up.state.carrier);
+        assert!(up.state.admin_up && up.state.carrier == Some(true));
         assert_eq!(up.state.oper_state, "down", "operstate lags the flags");
         let down = one("newlink_admin_down");
-        assert!(!down.state.admin_up && !down.state.carrier);
+        assert!(!down.state.admin_up && down.state.carrier == Some(false));
         assert_eq!(down.state.carrier_down_count, 4);
     }
 
     #[test]
     fn coalesced_flap_shows_only_in_counters() {
         let m = one("newlink_coalesced_flap");
-        assert!(m.state.carrier);
+        assert_eq!(m.state.carrier, Some(true));
         assert_eq!(
             (m.state.carrier_up_count, m.state.carrier_down_count),
             (3, 3)
@@ -254,7 +254,10 @@ mod tests {
         buf.extend(fixture("newlink_carrier_up"));
         let msgs = parse(&buf).unwrap();
         assert_eq!(msgs.len(), 2);
-        assert!(!msgs[0].state.carrier && msgs[1].state.carrier);
+        assert_eq!(
+            (msgs[0].state.carrier, msgs[1].state.carrier),
+            (Some(false), Some(true))
+        );
     }
 
     #[test]

@@ -70,6 +70,8 @@ impl Topology {
             peers: self.peers.clone(),
             hostname: sysinfo::System::host_name().unwrap_or_default(),
             started_unix_ns: now_unix_ns(),
+            // The transport fills it from the spool at each connect.
+            spooled_boots: Vec::new(),
         }
     }
 }

@@ -45,6 +45,13 @@ impl AckBook {
         AckBook::default()
     }
 
+    /// Every boot with records in a segment still held, in name order.
+    pub fn boots(&self) -> Vec<String> {
+        let all: std::collections::BTreeSet<&String> =
+            self.segments.iter().flat_map(|s| s.boots.keys()).collect();
+        all.into_iter().cloned().collect()
+    }
+
     /// Starts a new (last) segment.
     pub fn open_segment(&mut self, id: u64) {
         self.segments.push_back(SegmentInfo {

@@ -227,6 +227,14 @@ impl Spool {
         &self.boot_id
     }
 
+    /// Boots other than this one whose records segments still hold: the
+    /// Hello announces them, the collector accepts no other old boot.
+    pub fn older_boots(&self) -> Vec<String> {
+        let mut b = self.book.boots();
+        b.retain(|id| *id != self.boot_id);
+        b
+    }
+
     /// The seq the next appended record gets.
     pub fn next_seq(&self) -> u64 {
         self.next_seq

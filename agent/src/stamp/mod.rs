@@ -12,8 +12,8 @@
 //!   the session-sender and `ping`.
 //! - [`sender`]: the session-sender thread.
 //! - [`ping`]: one-shot probes printed like `ping`.
-//! - `timestamp_{linux,macos,other}`: kernel RX timestamps, TTL and device
-//!   binding, one file per OS behind the same functions.
+//! - `timestamp_{linux,macos,unsupported}`: kernel RX timestamps, TTL and
+//!   device binding, one file per OS behind the same functions.
 //!
 //! Probes run on dedicated `std::thread`s with blocking sockets, not on
 //! tokio: at 40-80 us round trips a runtime's wake-up hop is as large as
@@ -35,13 +35,13 @@ pub mod window;
 
 #[cfg(target_os = "linux")]
 #[path = "timestamp_linux.rs"]
-mod imp;
+pub(crate) mod imp;
 #[cfg(target_os = "macos")]
 #[path = "timestamp_macos.rs"]
-mod imp;
+pub(crate) mod imp;
 #[cfg(not(any(target_os = "linux", target_os = "macos")))]
-#[path = "timestamp_other.rs"]
-mod imp;
+#[path = "timestamp_unsupported.rs"]
+pub(crate) mod imp;
 
 pub use packet::{DecodeError, DEFAULT_PORT, PACKET_LEN};
 pub use reflector::spawn_reflector;

@@ -77,6 +77,9 @@ pub fn spawn_reflector_with(
     std::thread::Builder::new()
         .name("stamp-reflector".into())
         .spawn(move || {
+            if let Err(e) = imp::prioritize_current_thread() {
+                debug!(error = %e, "reflector thread keeps its scheduling priority");
+            }
             info!(%local, "STAMP reflector started");
             run(&socket, local, &health, &stop, &opts);
             info!(%local, "STAMP reflector stopped");

@@ -116,6 +116,9 @@ pub fn spawn_sender(
     std::thread::Builder::new()
         .name(format!("stamp-{}", target.peer))
         .spawn(move || {
+            if let Err(e) = imp::prioritize_current_thread() {
+                debug!(error = %e, "sender thread keeps its scheduling priority");
+            }
             info!(peer = %target.peer, addr = %target.addr, interval = ?opts.interval,
                 "STAMP session-sender started");
             let template = RttSummary {

@@ -21,6 +21,9 @@ use nix::sys::socket::{
 
 use super::Received;
 
+/// Kernel RX timestamps and device binding work on macOS.
+pub(crate) const SUPPORT: crate::platform::Support = crate::platform::Support::Supported;
+
 /// Kernel RX timestamps are available on this OS.
 pub(crate) const KERNEL_RX_TIMESTAMPS: bool = true;
 
@@ -76,6 +79,21 @@ pub(crate) fn bind_device(sock: &UdpSocket, device: &str, v6: bool) -> io::Resul
     } else {
         s.bind_device_by_index_v4(index)
     }
+}
+
+/// Puts the calling thread in the user-interactive QoS class, so probe
+/// threads run on P-cores and ahead of background work rather than
+/// waiting behind it (the macOS counterpart of Linux's nice -10).
+#[allow(unsafe_code)]
+pub(crate) fn prioritize_current_thread() -> io::Result<()> {
+    // SAFETY: sets only the calling thread's own QoS class; no pointers.
+    let rc = unsafe {
+        libc::pthread_set_qos_class_self_np(libc::qos_class_t::QOS_CLASS_USER_INTERACTIVE, 0)
+    };
+    if rc != 0 {
+        return Err(io::Error::from_raw_os_error(rc));
+    }
+    Ok(())
 }
 
 fn to_socket_addr(s: &SockaddrStorage) -> Option<SocketAddr> {

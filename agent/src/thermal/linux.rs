@@ -15,9 +15,18 @@ use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
 use super::{
-    cpu_frequency_ratio, index_after, parse_millidegrees, FilterStats, SensorSet, ThermalError,
-    ThermalReading, ThermalSource, Throttle, ThrottleTracker,
+    cpu_frequency_ratio, index_after, parse_millidegrees, FilterStats, SensorSet, SysinfoSensors,
+    ThermalError, ThermalReading, ThermalSource, Throttle, ThrottleTracker,
 };
+use crate::platform::Support;
+
+/// Linux reads thermals from sysfs.
+pub(super) const SUPPORT: Support = Support::Supported;
+
+/// The source of this OS: sysfs under `sysfs_root`.
+pub(super) fn default_source(sysfs_root: &Path) -> Box<dyn ThermalSource> {
+    Box::new(SysfsThermal::new(sysfs_root))
+}
 
 /// Reads thermal zones, hwmon, throttle counts and cpufreq under a root.
 pub struct SysfsThermal {
@@ -25,7 +34,7 @@ pub struct SysfsThermal {
     live: bool,
     tracker: ThrottleTracker,
     stats: FilterStats,
-    components: Option<sysinfo::Components>,
+    sysinfo: SysinfoSensors,
 }
 
 impl std::fmt::Debug for SysfsThermal {
@@ -51,37 +60,7 @@ impl SysfsThermal {
             live,
             tracker: ThrottleTracker::new(),
             stats: FilterStats::default(),
-            components: None,
-        }
-    }
-
-    fn sysinfo_fallback(&mut self, set: &mut SensorSet) {
-        match &mut self.components {
-            Some(c) => c.refresh(true),
-            None => match sysinfo::Components::new_with_refreshed_list() {
-                Ok(c) => self.components = Some(c),
-                Err(e) => {
-                    tracing::debug!(error = %e, "sysinfo components unavailable");
-                    return;
-                }
-            },
-        }
-        let Some(components) = &self.components else {
-            return;
-        };
-        for c in components {
-            let label = c.label();
-            match c.temperature() {
-                Some(t) => set.add(
-                    label,
-                    label,
-                    f64::from(t),
-                    "sysinfo",
-                    c.critical().map(f64::from).unwrap_or(0.0),
-                    &mut self.stats,
-                ),
-                None => set.unreadable(label, &mut self.stats),
-            }
+            sysinfo: SysinfoSensors::new(),
         }
     }
 }
@@ -246,7 +225,7 @@ impl ThermalSource for SysfsThermal {
         read_zones(&self.root, &mut set, &mut self.stats)?;
         read_hwmon(&self.root, &mut set, &mut self.stats)?;
         if set.is_empty() && self.live {
-            self.sysinfo_fallback(&mut set);
+            self.sysinfo.add_to(&mut set, "sysinfo", &mut self.stats);
         }
         let events = throttle_events(&self.root)?;
         let ratio = frequency_ratio(&self.root)?;

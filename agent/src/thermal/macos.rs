@@ -10,11 +10,21 @@
 #![allow(unsafe_code)]
 
 use std::ffi::CStr;
+use std::path::Path;
 
 use super::{
-    pressure_throttled, FilterStats, SensorSet, ThermalError, ThermalReading, ThermalSource,
-    Throttle,
+    pressure_throttled, FilterStats, SensorSet, SysinfoSensors, ThermalError, ThermalReading,
+    ThermalSource, Throttle,
 };
+use crate::platform::Support;
+
+/// macOS reads IOHID temperatures and the pressure level.
+pub(super) const SUPPORT: Support = Support::Supported;
+
+/// The source of this OS; `_sysfs_root` is a Linux notion.
+pub(super) fn default_source(_sysfs_root: &Path) -> Box<dyn ThermalSource> {
+    Box::new(MacThermal::new())
+}
 
 const PRESSURE_NAME: &CStr = c"com.apple.system.thermalpressurelevel";
 const NOTIFY_STATUS_OK: u32 = 0;
@@ -27,7 +37,7 @@ extern "C" {
 
 /// Reads IOHID temperatures through sysinfo and the thermal pressure level.
 pub struct MacThermal {
-    components: Option<sysinfo::Components>,
+    sysinfo: SysinfoSensors,
     token: Option<libc::c_int>,
     stats: FilterStats,
 }
@@ -59,7 +69,7 @@ impl MacThermal {
             tracing::warn!(status, "notify_register_check(thermalpressurelevel) failed");
         }
         MacThermal {
-            components: None,
+            sysinfo: SysinfoSensors::new(),
             token: (status == NOTIFY_STATUS_OK).then_some(token),
             stats: FilterStats::default(),
         }
@@ -77,30 +87,8 @@ impl MacThermal {
 
 impl ThermalSource for MacThermal {
     fn read(&mut self) -> Result<ThermalReading, ThermalError> {
-        match &mut self.components {
-            Some(c) => c.refresh(true),
-            None => match sysinfo::Components::new_with_refreshed_list() {
-                Ok(c) => self.components = Some(c),
-                Err(e) => tracing::debug!(error = %e, "sysinfo components unavailable"),
-            },
-        }
         let mut set = SensorSet::new();
-        if let Some(components) = &self.components {
-            for c in components {
-                let label = c.label();
-                match c.temperature() {
-                    Some(t) => set.add(
-                        label,
-                        label,
-                        f64::from(t),
-                        "iohid",
-                        c.critical().map(f64::from).unwrap_or(0.0),
-                        &mut self.stats,
-                    ),
-                    None => set.unreadable(label, &mut self.stats),
-                }
-            }
-        }
+        self.sysinfo.add_to(&mut set, "iohid", &mut self.stats);
         let throttle = self.pressure_level().map(|level| Throttle {
             throttled: pressure_throttled(level),
             pressure_level: u32::try_from(level).unwrap_or(u32::MAX),

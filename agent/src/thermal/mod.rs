@@ -3,29 +3,44 @@
 //! This module owns the [`ThermalSource`] trait, its error type and the pure
 //! logic every OS reader shares: stable sensor naming with de-duplication
 //! ([`SensorSet`]), the sanity filter ([`MIN_CELSIUS`], [`MAX_CELSIUS`],
-//! [`PLACEHOLDER_SENSORS`]), the throttle-count tracker
-//! ([`ThrottleTracker`]) and the frequency ratio ([`cpu_frequency_ratio`]).
-//! `linux.rs` reads thermal zones, hwmon, `thermal_throttle` and cpufreq
-//! under a configurable sysfs root (fixture-tested) and falls back to
-//! `sysinfo` on the real `/sys` when sysfs yields no sensor; `macos.rs`
-//! reads `sysinfo` components (IOHID) plus the notify(3) thermal pressure
-//! level. Other targets get an empty reading. No sensors at all is a normal
-//! outcome (VMs): the reading is empty, not an error.
+//! [`PLACEHOLDER_SENSORS`]), the `sysinfo` component walk both OSes use
+//! ([`SysinfoSensors`]), the throttle-count tracker ([`ThrottleTracker`])
+//! and the frequency ratio ([`cpu_frequency_ratio`]). The OS readers are
+//! chosen as [`crate::platform`] describes: `linux.rs` reads thermal zones,
+//! hwmon, `thermal_throttle` and cpufreq under a configurable sysfs root
+//! (fixture-tested) and falls back to `sysinfo` on the real `/sys` when
+//! sysfs yields no sensor; `macos.rs` reads `sysinfo` components (IOHID)
+//! plus the notify(3) thermal pressure level; `unsupported.rs` fails every
+//! read with [`ThermalError::Unsupported`]. No sensors at all on a
+//! supported OS is a normal outcome (VMs): the reading is empty, not an
+//! error.
 
 use std::collections::HashMap;
 use std::path::Path;
 
 pub use boltwatch_proto::v1::{TemperatureSensor, ThermalReading, Throttle};
 
+use crate::platform::{Support, Unsupported};
+
 #[cfg(target_os = "linux")]
-mod linux;
-#[cfg(target_os = "linux")]
-pub use linux::SysfsThermal;
+#[path = "linux.rs"]
+mod imp;
+#[cfg(target_os = "macos")]
+#[path = "macos.rs"]
+mod imp;
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
+#[path = "unsupported.rs"]
+mod imp;
 
 #[cfg(target_os = "macos")]
-mod macos;
-#[cfg(target_os = "macos")]
-pub use macos::MacThermal;
+pub use imp::MacThermal;
+#[cfg(target_os = "linux")]
+pub use imp::SysfsThermal;
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
+pub use imp::UnsupportedThermal;
+
+/// Whether this OS has a thermal reader.
+pub const SUPPORT: Support = imp::SUPPORT;
 
 /// Readings below this are dropped: power-gated Apple cores report fixed
 /// sub-ambient sentinels (6.7, 4.6, ~2 °C), absent sensors read 0.
@@ -51,6 +66,9 @@ pub enum ThermalError {
         #[source]
         source: std::io::Error,
     },
+    /// This OS has no thermal reader.
+    #[error(transparent)]
+    Unsupported(#[from] Unsupported),
 }
 
 /// Reads the node's temperatures and throttle state.
@@ -67,30 +85,7 @@ pub trait ThermalSource: Send {
 /// The thermal source for this OS. `sysfs_root` (normally `/sys`) is only
 /// used on Linux.
 pub fn default_source(sysfs_root: &Path) -> Box<dyn ThermalSource> {
-    #[cfg(target_os = "linux")]
-    {
-        Box::new(SysfsThermal::new(sysfs_root))
-    }
-    #[cfg(target_os = "macos")]
-    {
-        let _ = sysfs_root;
-        Box::new(MacThermal::new())
-    }
-    #[cfg(not(any(target_os = "linux", target_os = "macos")))]
-    {
-        let _ = sysfs_root;
-        Box::new(NoThermal)
-    }
-}
-
-/// The source used on targets without a reader: always an empty reading.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct NoThermal;
-
-impl ThermalSource for NoThermal {
-    fn read(&mut self) -> Result<ThermalReading, ThermalError> {
-        Ok(ThermalReading::default())
-    }
+    imp::default_source(sysfs_root)
 }
 
 /// Cumulative counts of readings the sanity filter dropped.
@@ -197,6 +192,62 @@ impl SensorSet {
     /// The accepted sensors.
     pub fn into_sensors(self) -> Vec<TemperatureSensor> {
         self.sensors
+    }
+}
+
+/// The temperature sensors `sysinfo` knows (hwmon on Linux, IOHID on
+/// macOS), refreshed on each read and fed through a [`SensorSet`] like
+/// every other sensor. Enumerated on first use only, since listing is the
+/// expensive part.
+#[derive(Default)]
+pub struct SysinfoSensors {
+    components: Option<sysinfo::Components>,
+}
+
+impl std::fmt::Debug for SysinfoSensors {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SysinfoSensors")
+            .field("listed", &self.components.is_some())
+            .finish()
+    }
+}
+
+impl SysinfoSensors {
+    /// Nothing listed yet.
+    pub fn new() -> Self {
+        SysinfoSensors::default()
+    }
+
+    /// Refreshes the components and adds each to `set`, labelled
+    /// `source`; unreadable ones are counted in `stats`.
+    pub fn add_to(&mut self, set: &mut SensorSet, source: &str, stats: &mut FilterStats) {
+        match &mut self.components {
+            Some(c) => c.refresh(true),
+            None => match sysinfo::Components::new_with_refreshed_list() {
+                Ok(c) => self.components = Some(c),
+                Err(e) => {
+                    tracing::debug!(error = %e, "sysinfo components unavailable");
+                    return;
+                }
+            },
+        }
+        let Some(components) = &self.components else {
+            return;
+        };
+        for c in components {
+            let label = c.label();
+            match c.temperature() {
+                Some(t) => set.add(
+                    label,
+                    label,
+                    f64::from(t),
+                    source,
+                    c.critical().map(f64::from).unwrap_or(0.0),
+                    stats,
+                ),
+                None => set.unreadable(label, stats),
+            }
+        }
     }
 }
 

@@ -189,7 +189,11 @@ impl Transport {
     async fn session(&mut self) -> End {
         // Connecting can take seconds; keep spooling records meanwhile.
         let opts = self.opts.clone();
-        let connect = connect(&opts);
+        // The Hello announces the older boots the spool still holds: the
+        // collector accepts records of no other old boot.
+        let mut hello = opts.hello.clone();
+        hello.spooled_boots = self.queue.older_boots();
+        let connect = connect(&opts, hello);
         tokio::pin!(connect);
         let (out_tx, mut inbound) = loop {
             tokio::select! {
@@ -312,8 +316,11 @@ impl Transport {
     }
 }
 
+/// Opens a stream and sends `hello` (the agent's, with the spool's older
+/// boots filled in).
 async fn connect(
     opts: &TransportOptions,
+    hello: Hello,
 ) -> Result<
     (
         mpsc::Sender<AgentMessage>,
@@ -331,7 +338,7 @@ async fn connect(
     let (out_tx, out_rx) = mpsc::channel(IN_FLIGHT_BATCHES);
     out_tx
         .send(AgentMessage {
-            msg: Some(agent_message::Msg::Hello(opts.hello.clone())),
+            msg: Some(agent_message::Msg::Hello(hello)),
         })
         .await
         .map_err(|_| TransportError::Protocol("stream closed".into()))?;

@@ -48,6 +48,39 @@ fn defaults_are_the_documented_ones() {
 }
 
 #[test]
+fn resource_limits_have_documented_defaults_and_parse() {
+    let c = Config::default();
+    assert_eq!(c.max_bytes_per_second, 8 << 20);
+    assert_eq!(c.max_record_bytes, 256 << 10);
+    assert_eq!(c.max_series_per_node, 256);
+    assert_eq!(
+        (c.max_connections, c.max_connections_per_address),
+        (1024, 32)
+    );
+    assert_eq!(c.hello_timeout, Duration::from_secs(10));
+    assert_eq!((c.api_listen, c.api_token_file.clone()), (None, None));
+    let c = parse(
+        "max_bytes_per_second = 1048576\nmax_record_bytes = 4096\nmax_series_per_node = 8\n\
+         max_connections = 10\nmax_connections_per_address = 2\nhello_timeout = \"1s\"\n\
+         api_listen = \"127.0.0.1:9472\"\napi_token_file = \"/etc/t\"\n",
+    )
+    .unwrap();
+    assert_eq!(c.max_bytes_per_second, 1 << 20);
+    assert_eq!(c.api_listen, Some("127.0.0.1:9472".parse().unwrap()));
+    assert_eq!(c.api_token_file, Some(PathBuf::from("/etc/t")));
+    let p = c.ingest_policy();
+    assert_eq!(
+        (p.bytes_burst, p.max_record_bytes, p.max_series_per_node),
+        (5 << 20, 4096, 8)
+    );
+    let e = err("max_bytes_per_second = 10\n");
+    assert!(
+        e.starts_with("collector.toml:1: key `max_bytes_per_second`"),
+        "{e}"
+    );
+}
+
+#[test]
 fn example_file_states_the_defaults() {
     let c = parse(include_str!("../../collector.example.toml")).unwrap();
     assert_eq!(c, Config::default());

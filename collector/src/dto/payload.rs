@@ -136,6 +136,7 @@ pub enum PayloadDto {
         stamp_refused_reflected: u64,
         stamp_refused_own_address: u64,
         stamp_refused_rate_limited: u64,
+        unsupported_sources: Vec<String>,
     },
 }
 
@@ -290,6 +291,7 @@ impl From<&Payload> for PayloadDto {
                 stamp_refused_reflected: s.stamp_refused_reflected,
                 stamp_refused_own_address: s.stamp_refused_own_address,
                 stamp_refused_rate_limited: s.stamp_refused_rate_limited,
+                unsupported_sources: s.unsupported_sources.clone(),
             },
             Payload::Path(p) => PayloadDto::Path {
                 peer: p.peer.clone(),

@@ -48,7 +48,7 @@ struct BootStats {
 /// The `reason` label values of [`STAMP_REFUSED`].
 const REFUSAL_REASONS: [&str; 3] = ["reflected", "own_address", "rate_limited"];
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct AgentState {
     open_streams: usize,
     info: Option<AgentInfo>,
@@ -64,7 +64,7 @@ impl AgentState {
 }
 
 /// State behind the agent families.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct AgentMetrics {
     agents: BTreeMap<String, AgentState>,
 }

@@ -40,7 +40,7 @@ struct TestCounts {
 type ResultKey = (String, String, &'static str, &'static str);
 
 /// State behind the bandwidth families.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct BandwidthMetrics {
     /// (node, peer, direction, protocol) -> (test start, bits/s).
     last: BTreeMap<ResultKey, (u64, f64)>,

@@ -124,7 +124,7 @@ pub struct Buckets<'a> {
 }
 
 /// The text exposition under construction.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Exposition {
     out: String,
 }

@@ -29,15 +29,20 @@ families! {
     MALFORMED_CONNECTIONS = Counter("boltwatch_ingest_malformed_connections_total", "", labels::NONE, "Connections to the gRPC port that did not start with the HTTP/2 preface.");
     INGEST_ERRORS = Counter("boltwatch_ingest_errors_total", "", &["kind"], "Agent streams or batches rejected or failed, by reason.");
     COMMIT_SECONDS = Histogram("boltwatch_store_commit_seconds", "seconds", labels::NONE, "Time to store and commit one record batch.");
+    SERIES_REFUSED = Counter("boltwatch_ingest_series_refused_total", "", &["kind"], "Records and Hello interfaces kept off /metrics (still stored) because their node reached max_series_per_node distinct values of that kind of label.");
     STORE_RECORDS = Gauge("boltwatch_store_records", "", labels::NONE, "Records held in the store.");
 }
 
+/// Labels of `boltwatch_ingest_series_refused_total`.
+pub const SERIES_LABELS: [&str; 4] = ["peer", "interface", "sensor", "service"];
+
 /// State behind the collector's own families.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct HealthMetrics {
     records_received: BTreeMap<(String, &'static str), u64>,
     malformed_connections: u64,
     ingest_errors: BTreeMap<&'static str, u64>,
+    series_refused: BTreeMap<&'static str, u64>,
     commit: CommitHistogram,
     store_records: u64,
 }
@@ -48,6 +53,7 @@ impl Default for HealthMetrics {
             records_received: BTreeMap::new(),
             malformed_connections: 0,
             ingest_errors: INGEST_ERROR_KINDS.iter().map(|k| (*k, 0)).collect(),
+            series_refused: SERIES_LABELS.iter().map(|k| (*k, 0)).collect(),
             commit: CommitHistogram::default(),
             store_records: 0,
         }
@@ -69,6 +75,11 @@ impl HealthMetrics {
     /// A connection without the HTTP/2 preface.
     pub fn on_malformed_connection(&mut self) {
         self.malformed_connections += 1;
+    }
+
+    /// `n` records or interfaces kept off `/metrics` over the `label` budget.
+    pub fn on_series_refused(&mut self, label: &'static str, n: u64) {
+        *self.series_refused.entry(label).or_default() += n;
     }
 
     /// An ingest failure of the given kind.
@@ -102,6 +113,10 @@ impl Domain for HealthMetrics {
             self.ingest_errors.iter().map(|(k, n)| ([*k], *n)),
         );
         e.histograms(&COMMIT_SECONDS, [(labels::NONE, self.commit.buckets())]);
+        e.family(
+            &SERIES_REFUSED,
+            self.series_refused.iter().map(|(k, n)| ([*k], *n)),
+        );
         e.family(&STORE_RECORDS, [(labels::NONE, self.store_records)]);
     }
 

@@ -63,7 +63,7 @@ const COUNTERS: [Family; 8] = [
 
 type NodeIf = (String, String);
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct DownCount {
     /// Smallest and largest kernel `carrier_down_count` seen in this boot.
     kernel: Option<(u64, u64)>,
@@ -92,7 +92,7 @@ struct Discovered {
     generation: String,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct Iface {
     counters: Newest<[u64; 8]>,
     rate: CounterRate,
@@ -104,7 +104,7 @@ struct Iface {
 }
 
 /// State behind the link and interface families.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct LinkMetrics {
     interfaces: BTreeMap<NodeIf, Iface>,
     paths: BTreeMap<NodePeer, Newest<bool>>,

@@ -83,7 +83,7 @@ pub type NodePeer = (String, String);
 pub type NodePeerService = (String, String, String);
 
 /// What records named, for series that exist before their own records.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Subjects {
     /// Links probed by RTT windows.
     pub probed: BTreeSet<NodePeer>,
@@ -98,8 +98,8 @@ pub struct Subjects {
 macro_rules! domains {
     ($($field:ident: $ty:ty,)+) => {
         /// All exported state. Shared as [`SharedMetrics`]; every method is
-        /// quick.
-        #[derive(Debug, Default)]
+        /// quick. `Clone` so `/metrics` renders a copy outside the lock.
+        #[derive(Debug, Default, Clone)]
         pub struct Metrics {
             subjects: Subjects,
             $($field: $ty,)+
@@ -211,6 +211,12 @@ impl Metrics {
     /// A connection on the gRPC port did not start with the HTTP/2 preface.
     pub fn on_malformed_connection(&mut self) {
         self.health.on_malformed_connection();
+    }
+
+    /// `n` records (or Hello interfaces) kept off `/metrics` because their
+    /// node is over its budget of distinct `dim` values.
+    pub fn on_series_refused(&mut self, dim: crate::ingest::series::Dim, n: u64) {
+        self.health.on_series_refused(dim.label(), n);
     }
 
     /// An ingest failure of the given kind (one of

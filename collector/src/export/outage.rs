@@ -32,7 +32,7 @@ struct Totals {
 }
 
 /// State behind the outage families.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct OutageMetrics {
     links: BTreeMap<NodePeer, Totals>,
     services: BTreeMap<NodePeerService, Totals>,

@@ -36,7 +36,7 @@ pub struct EndpointStats {
 }
 
 /// State behind the remote write families.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct RemoteWriteMetrics {
     endpoints: BTreeMap<String, EndpointStats>,
 }

@@ -34,7 +34,7 @@ const WINDOW_GAUGES: [Family; 4] = [MIN, P50, P99, MAX];
 /// Probes sent, received and lost.
 const PROBE_COUNTERS: [Family; 3] = [SENT, RECEIVED, LOST];
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct LinkRtt {
     all: RttHistogram,
     under_load: RttHistogram,
@@ -45,7 +45,7 @@ struct LinkRtt {
 }
 
 /// State behind the RTT families.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct RttMetrics {
     links: BTreeMap<NodePeer, LinkRtt>,
 }

@@ -17,13 +17,13 @@ families! {
 }
 
 /// State behind the service families.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct ServiceMetrics {
     services: BTreeMap<NodePeerService, ServiceState>,
 }
 
 /// One service of one peer, as one node checks it.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct ServiceState {
     /// Whether the newest check connected.
     up: Newest<bool>,

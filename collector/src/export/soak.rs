@@ -32,7 +32,7 @@ pub struct LiveSoak {
 }
 
 /// State behind the soak families.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct SoakMetrics {
     running: Vec<LiveSoak>,
 }

@@ -20,7 +20,7 @@ families! {
 }
 
 /// A node's throttling, from the readings that carried a throttle signal.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct ThrottleState {
     /// Throttled during the newest reading's interval.
     throttled: Newest<bool>,
@@ -41,7 +41,7 @@ impl ThrottleState {
 }
 
 /// State behind the thermal families.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct ThermalMetrics {
     /// (node, sensor).
     temperatures: BTreeMap<(String, String), Newest<f64>>,

@@ -6,7 +6,9 @@
 //! - [`validate`]: pure checks of the `Hello` and of batches.
 //! - [`preface`]: the accept loop that turns away non-HTTP/2 connections.
 //! - [`auth`]: bearer tokens and the nodes they may speak for.
-//! - [`limit`]: per-node records-per-second token bucket.
+//! - [`limit`]: per-node token buckets of records, bytes and Hellos.
+//! - [`series`]: the per-node cardinality budget of `/metrics`.
+//! - [`conn`]: connection caps of the gRPC port.
 //!
 //! Failures are answered with a gRPC status and counted in
 //! `boltwatch_ingest_errors_total{kind}`; the collector carries on. Refusals
@@ -16,9 +18,11 @@
 //! agent is accepted for any node name.
 
 pub mod auth;
+pub mod conn;
 pub mod limit;
 pub mod preface;
 pub mod raw;
+pub mod series;
 pub mod validate;
 
 use std::collections::HashMap;
@@ -56,6 +60,14 @@ pub struct Policy {
     pub records_per_second: u32,
     /// Records a node may send at once after a quiet spell.
     pub records_burst: u32,
+    /// Encoded record bytes per second per node, sustained.
+    pub bytes_per_second: u64,
+    /// Bytes a node may send at once after a quiet spell.
+    pub bytes_burst: u64,
+    /// Largest encoded record.
+    pub max_record_bytes: usize,
+    /// Distinct peers, interfaces, sensors, services per node on `/metrics`.
+    pub max_series_per_node: usize,
 }
 
 impl Default for Policy {
@@ -65,6 +77,10 @@ impl Default for Policy {
             max_batch_records: 4096,
             records_per_second: 20_000,
             records_burst: 100_000,
+            bytes_per_second: 8 << 20,
+            bytes_burst: 40 << 20,
+            max_record_bytes: 256 << 10,
+            max_series_per_node: 256,
         }
     }
 }
@@ -75,7 +91,8 @@ pub struct Ingest {
     metrics: SharedMetrics,
     shutdown: watch::Receiver<bool>,
     policy: Policy,
-    buckets: Mutex<HashMap<String, limit::Bucket>>,
+    buckets: Mutex<HashMap<String, limit::NodeLimits>>,
+    series: Mutex<series::Budget>,
 }
 
 fn to_proto(w: Vec<Watermark>) -> Vec<BootWatermark> {
@@ -85,6 +102,14 @@ fn to_proto(w: Vec<Watermark>) -> Vec<BootWatermark> {
             highest_seq: w.highest_seq,
         })
         .collect()
+}
+
+/// A stream that sent an accepted Hello.
+struct Opened {
+    node: String,
+    guard: OpenStream,
+    inbound: Streaming<RawAgentMessage>,
+    rules: validate::Rules,
 }
 
 /// Marks the node's stream closed when the stream task ends, however it
@@ -114,20 +139,48 @@ impl Ingest {
             store,
             metrics,
             shutdown,
+            series: Mutex::new(series::Budget::new(policy.max_series_per_node)),
             policy,
             buckets: Mutex::new(HashMap::new()),
         }
     }
 
-    /// Takes `n` records from `node`'s bucket.
-    fn admit(&self, node: &str, n: usize) -> bool {
+    /// Runs `f` on `node`'s buckets (created full). Called only for nodes
+    /// the series budget admitted, so the map is bounded.
+    fn limits<T>(&self, node: &str, f: impl FnOnce(&mut limit::NodeLimits, Instant) -> T) -> T {
         let now = Instant::now();
         let mut b = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
-        let p = &self.policy;
-        let burst = p.records_burst.max(p.max_batch_records as u32);
-        b.entry(node.to_string())
-            .or_insert_with(|| limit::Bucket::new(p.records_per_second, burst, now))
-            .take(n, now)
+        let l = b
+            .entry(node.to_string())
+            .or_insert_with(|| limit::NodeLimits::new(&self.policy, now));
+        f(l, now)
+    }
+
+    fn series(&self) -> std::sync::MutexGuard<'_, series::Budget> {
+        self.series.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Hands a committed batch's new records to the metrics, except those
+    /// naming more distinct peers, interfaces, sensors or services than the
+    /// node's budget (they stay stored, and are counted).
+    fn apply(
+        &self,
+        node: &str,
+        records: &[boltwatch_proto::v1::Record],
+        o: &crate::store::BatchOutcome,
+    ) {
+        let mut budget = self.series();
+        let mut m = self.metrics.lock();
+        m.on_commit(node, o.duplicates, o.total_records, o.commit_seconds);
+        for (r, new) in records.iter().zip(&o.inserted) {
+            if !*new {
+                continue;
+            }
+            match budget.admit(node, series::subjects(r)) {
+                Ok(()) => m.apply_record(r),
+                Err(dim) => m.on_series_refused(dim, 1),
+            }
+        }
     }
 
     fn fail(&self, kind: &'static str, status: Status) -> Status {
@@ -161,15 +214,26 @@ impl Ingest {
                 }
             }
         };
+        let seen = request
+            .extensions()
+            .get::<preface::ConnInfo>()
+            .map(|c| c.hello.clone());
         let inbound = request.into_inner();
         let (tx, rx) = mpsc::channel(16);
         tokio::spawn(async move {
-            let Some((node, open, inbound)) = self.open(inbound, &tx, allowed.as_ref()).await
-            else {
+            let Some(opened) = self.open(inbound, &tx, allowed.as_ref()).await else {
                 return;
             };
-            let _open = open;
-            self.serve_batches(&node, inbound, tx).await;
+            if let Some(seen) = seen {
+                seen.set();
+            }
+            let Opened {
+                node,
+                guard: _guard,
+                inbound,
+                rules,
+            } = opened;
+            self.serve_batches(&node, &rules, inbound, tx).await;
         });
         Ok(tonic::Response::new(ReceiverStream::new(rx)))
     }
@@ -181,7 +245,7 @@ impl Ingest {
         mut inbound: Streaming<RawAgentMessage>,
         tx: &mpsc::Sender<Result<CollectorMessage, Status>>,
         allowed: Option<&auth::Allowed>,
-    ) -> Option<(String, OpenStream, Streaming<RawAgentMessage>)> {
+    ) -> Option<Opened> {
         let refuse = |kind, status| async move {
             let _ = tx.send(Err(self.fail(kind, status))).await;
             None
@@ -216,6 +280,20 @@ impl Ingest {
             ));
             return refuse("permission_denied", s).await;
         }
+        if !self.series().admit_node(&hello.node) {
+            let s = Status::resource_exhausted(format!(
+                "the collector already tracks {} nodes",
+                series::MAX_NODES
+            ));
+            return refuse("too_many_nodes", s).await;
+        }
+        if !self.limits(&hello.node, |l, now| l.hellos.take(1, now)) {
+            let s = Status::resource_exhausted(format!(
+                "node `{}` opens streams too often; retry later",
+                hello.node
+            ));
+            return refuse("hello_rate_limited", s).await;
+        }
         let watermarks = match self.store.hello(row).await {
             Ok(w) => w,
             Err(e) => return refuse("store", Status::unavailable(format!("store: {e}"))).await,
@@ -225,9 +303,27 @@ impl Ingest {
             os: hello.os.clone(),
             boot_id: hello.boot_id.clone(),
         };
-        self.metrics
-            .lock()
-            .on_hello(&hello.node, info, &hello.interfaces);
+        let (interfaces, refused) = self.series().interfaces(&hello.node, &hello.interfaces);
+        {
+            let mut m = self.metrics.lock();
+            m.on_hello(&hello.node, info, &interfaces);
+            m.on_series_refused(series::Dim::Interface, refused as u64);
+        }
+        let mut boots: std::collections::BTreeSet<String> =
+            watermarks.iter().map(|w| w.boot_id.clone()).collect();
+        boots.insert(hello.boot_id.clone());
+        // Boots the agent's spool still holds (validated like every label).
+        boots.extend(
+            hello
+                .spooled_boots
+                .iter()
+                .take(validate::MAX_SPOOLED_BOOTS)
+                .cloned(),
+        );
+        let rules = validate::Rules {
+            max_record_bytes: self.policy.max_record_bytes,
+            boots,
+        };
         let open = OpenStream {
             node: hello.node.clone(),
             metrics: self.metrics.clone(),
@@ -241,12 +337,18 @@ impl Ingest {
             })),
         };
         tx.send(Ok(welcome)).await.ok()?;
-        Some((hello.node, open, inbound))
+        Some(Opened {
+            node: hello.node,
+            guard: open,
+            inbound,
+            rules,
+        })
     }
 
     async fn serve_batches(
         &self,
         node: &str,
+        rules: &validate::Rules,
         mut inbound: Streaming<RawAgentMessage>,
         tx: mpsc::Sender<Result<CollectorMessage, Status>>,
     ) {
@@ -278,8 +380,10 @@ impl Ingest {
                 }
                 Ok(None) => return,
                 Err(s) => {
-                    // The agent went away or sent something undecodable.
-                    self.fail("transport", s);
+                    // An oversized or undecodable message, or the agent went
+                    // away. Send the status: ending the response stream
+                    // without one would tell the agent OK.
+                    let _ = tx.send(Err(self.fail("transport", s))).await;
                     return;
                 }
             };
@@ -292,7 +396,8 @@ impl Ingest {
                 let _ = tx.send(Err(self.fail("batch_too_large", s))).await;
                 return;
             }
-            let checked = match validate::batch(node, batch.records) {
+            let bytes: usize = batch.records.iter().map(Vec::len).sum();
+            let checked = match validate::batch(node, batch.records, rules) {
                 Ok(c) => c,
                 Err(e @ validate::Invalid::NodeMismatch { .. }) if self.policy.auth.is_some() => {
                     // With authentication, speaking for another node is a
@@ -307,12 +412,21 @@ impl Ingest {
                     return;
                 }
             };
-            if !self.admit(node, n) {
+            if let Err(over) = self.limits(node, |l, now| l.take_batch(n, bytes, now)) {
+                let (kind, what) = match over {
+                    limit::Over::Records => (
+                        "rate_limited",
+                        format!("{} records/s", self.policy.records_per_second),
+                    ),
+                    limit::Over::Bytes => (
+                        "byte_rate_limited",
+                        format!("{} bytes/s", self.policy.bytes_per_second),
+                    ),
+                };
                 let s = Status::resource_exhausted(format!(
-                    "node `{node}` is over {} records/s; retry later",
-                    self.policy.records_per_second
+                    "node `{node}` is over {what}; retry later"
                 ));
-                let _ = tx.send(Err(self.fail("rate_limited", s))).await;
+                let _ = tx.send(Err(self.fail(kind, s))).await;
                 return;
             }
             let (records, news): (Vec<_>, Vec<_>) =
@@ -328,20 +442,7 @@ impl Ingest {
                     return;
                 }
             };
-            {
-                let mut m = self.metrics.lock();
-                m.on_commit(
-                    node,
-                    outcome.duplicates,
-                    outcome.total_records,
-                    outcome.commit_seconds,
-                );
-                for (r, new) in records.iter().zip(&outcome.inserted) {
-                    if *new {
-                        m.apply_record(r);
-                    }
-                }
-            }
+            self.apply(node, &records, &outcome);
             let ack = CollectorMessage {
                 msg: Some(collector_message::Msg::Ack(Ack {
                     boots: to_proto(outcome.watermarks),

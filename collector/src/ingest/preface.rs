@@ -4,7 +4,15 @@
 //! misconfigured agent speaking HTTP/1) is counted in
 //! `boltwatch_ingest_malformed_connections_total` and closed, instead of
 //! costing hyper a connection task and an error log line.
+//!
+//! It also enforces the connection caps ([`super::conn`]): a connection over
+//! `max_connections` or `max_connections_per_address` is closed at once, and
+//! one that has not opened a stream with an accepted Hello within
+//! `hello_timeout` is closed by its own read side, so a connection that
+//! only sent the preface cannot sit there forever. Both are counted in
+//! `boltwatch_ingest_errors_total` (`connection_limit`, `hello_timeout`).
 
+use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -14,8 +22,10 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch, Semaphore};
+use tokio::time::Sleep;
 use tonic::transport::server::{Connected, TcpConnectInfo};
 
+use super::conn::{ConnLimits, HelloSeen, Slot};
 use crate::export::SharedMetrics;
 
 /// The HTTP/2 client connection preface (RFC 9113 section 3.4).
@@ -31,12 +41,55 @@ pub fn preface_prefix_ok(read: &[u8]) -> bool {
 }
 
 /// A TCP connection whose first 24 bytes (the preface) were already read;
-/// they are replayed before the rest of the stream.
+/// they are replayed before the rest of the stream. It holds its
+/// connection slot, and ends itself (a read error) when no stream on it
+/// sent an accepted Hello before its deadline.
 #[derive(Debug)]
 pub struct PrefacedStream {
     replay: [u8; 24],
     pos: usize,
     inner: TcpStream,
+    watch: Option<HelloWatch>,
+}
+
+/// What a connection needs to close itself without an accepted Hello.
+#[derive(Debug)]
+struct HelloWatch {
+    seen: HelloSeen,
+    deadline: Pin<Box<Sleep>>,
+    metrics: SharedMetrics,
+    _slot: Slot,
+}
+
+/// The connect info tonic puts in every request's extensions: the TCP
+/// addresses and the flag the ingest service sets on an accepted Hello.
+#[derive(Debug, Clone)]
+pub struct ConnInfo {
+    /// Local and remote address.
+    pub tcp: TcpConnectInfo,
+    /// Set by the service once a stream on this connection is accepted.
+    pub hello: HelloSeen,
+}
+
+impl PrefacedStream {
+    /// Fails the read side once the Hello deadline passed without an
+    /// accepted stream; hyper then closes the connection.
+    fn poll_deadline(&mut self, cx: &mut Context<'_>) -> Option<io::Error> {
+        let w = self.watch.as_mut()?;
+        if w.seen.get() {
+            // Accepted: the slot stays held for the connection's life.
+            return None;
+        }
+        if w.deadline.as_mut().poll(cx).is_pending() {
+            return None;
+        }
+        w.metrics.lock().on_ingest_error("hello_timeout");
+        tracing::info!(peer = ?self.inner.peer_addr().ok(), "closed gRPC connection without an accepted Hello");
+        Some(io::Error::new(
+            io::ErrorKind::TimedOut,
+            "no accepted Hello on this connection in time",
+        ))
+    }
 }
 
 impl AsyncRead for PrefacedStream {
@@ -45,6 +98,9 @@ impl AsyncRead for PrefacedStream {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
+        if let Some(e) = self.poll_deadline(cx) {
+            return Poll::Ready(Err(e));
+        }
         if self.pos < self.replay.len() {
             let n = (self.replay.len() - self.pos).min(buf.remaining());
             let pos = self.pos;
@@ -87,10 +143,17 @@ impl AsyncWrite for PrefacedStream {
 }
 
 impl Connected for PrefacedStream {
-    type ConnectInfo = TcpConnectInfo;
+    type ConnectInfo = ConnInfo;
 
-    fn connect_info(&self) -> TcpConnectInfo {
-        self.inner.connect_info()
+    fn connect_info(&self) -> ConnInfo {
+        ConnInfo {
+            tcp: self.inner.connect_info(),
+            hello: self
+                .watch
+                .as_ref()
+                .map(|w| w.seen.clone())
+                .unwrap_or_default(),
+        }
     }
 }
 
@@ -114,18 +177,31 @@ async fn read_preface(mut s: TcpStream) -> io::Result<Option<PrefacedStream>> {
         replay: buf,
         pos: 0,
         inner: s,
+        watch: None,
     }))
+}
+
+/// The acceptor's settings.
+#[derive(Debug, Clone)]
+pub struct AcceptPolicy {
+    /// Time to send the HTTP/2 preface.
+    pub preface_timeout: Duration,
+    /// Time to open a stream with an accepted Hello.
+    pub hello_timeout: Duration,
+    /// Connection caps.
+    pub limits: Arc<ConnLimits>,
 }
 
 /// Accepts connections until `shutdown` turns true, sending the good ones
 /// to `out` (tonic's incoming stream).
 pub async fn accept_loop(
     listener: TcpListener,
-    timeout: Duration,
+    policy: AcceptPolicy,
     metrics: SharedMetrics,
     out: mpsc::Sender<io::Result<PrefacedStream>>,
     mut shutdown: watch::Receiver<bool>,
 ) {
+    let timeout = policy.preface_timeout;
     let pending = Arc::new(Semaphore::new(PENDING_LIMIT));
     loop {
         let permit = tokio::select! {
@@ -147,13 +223,29 @@ pub async fn accept_loop(
                 }
             },
         };
+        let slot = match policy.limits.acquire(peer.ip()) {
+            Ok(s) => s,
+            Err(why) => {
+                metrics.lock().on_ingest_error("connection_limit");
+                tracing::info!(%peer, ?why, "gRPC connection over the cap closed");
+                drop(stream);
+                continue;
+            }
+        };
         let _ = stream.set_nodelay(true);
         let metrics = metrics.clone();
         let out = out.clone();
+        let hello_deadline = tokio::time::Instant::now() + policy.hello_timeout;
         tokio::spawn(async move {
             let _permit = permit;
             match tokio::time::timeout(timeout, read_preface(stream)).await {
-                Ok(Ok(Some(s))) => {
+                Ok(Ok(Some(mut s))) => {
+                    s.watch = Some(HelloWatch {
+                        seen: HelloSeen::default(),
+                        deadline: Box::pin(tokio::time::sleep_until(hello_deadline)),
+                        metrics,
+                        _slot: slot,
+                    });
                     let _ = out.send(Ok(s)).await;
                 }
                 outcome => {

@@ -3,9 +3,19 @@
 //!
 //! A batch is all-or-nothing: one bad record rejects the batch, so a
 //! misconfigured agent (wrong node name) never leaves half a batch behind.
+//!
+//! Every string that becomes a Prometheus label (node, peer, interface,
+//! sensor, service; the Hello's version, OS, boot id, interface kind and
+//! generation) is bounded in length and may not hold control characters:
+//! one 1 MiB peer name would otherwise be copied into every series of the
+//! peer on every scrape.
+
+use std::collections::BTreeSet;
 
 use boltwatch_proto::v1::{Hello, Record};
 use prost::Message;
+
+use super::series;
 
 use crate::store::{HelloRow, NewRecord};
 
@@ -50,6 +60,45 @@ pub enum Invalid {
         /// The value.
         seq: u64,
     },
+    /// A label value too long or with control characters.
+    #[error("record {index}: {field} {reason}")]
+    BadLabel {
+        /// Position in the batch (0 for the Hello).
+        index: usize,
+        /// Which field.
+        field: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A `Hello` label value too long or with control characters.
+    #[error("Hello.{field} {reason}")]
+    HelloLabel {
+        /// Which field.
+        field: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// An encoded record over the size cap.
+    #[error("record {index}: {bytes} bytes; the limit is {max}")]
+    TooLarge {
+        /// Position in the batch.
+        index: usize,
+        /// Its encoded size.
+        bytes: usize,
+        /// The cap.
+        max: usize,
+    },
+    /// A boot id that is neither the stream's own nor one its Welcome
+    /// listed.
+    #[error(
+        "record {index}: boot `{boot_id}` is neither this stream's boot nor one the Welcome listed"
+    )]
+    UnknownBoot {
+        /// Position in the batch.
+        index: usize,
+        /// The boot id (already checked for length).
+        boot_id: String,
+    },
     /// A timestamp beyond what the store can hold (year 2262).
     #[error("record {index}: unix_ns {unix_ns} is out of range")]
     BadTime {
@@ -66,9 +115,60 @@ impl Invalid {
         match self {
             Invalid::HelloNoNode | Invalid::HelloNoBoot => "bad_hello",
             Invalid::NodeMismatch { .. } => "node_mismatch",
+            Invalid::BadLabel { .. } | Invalid::HelloLabel { .. } => "bad_label",
+            Invalid::TooLarge { .. } => "record_too_large",
+            Invalid::UnknownBoot { .. } => "unknown_boot",
             _ => "invalid_record",
         }
     }
+}
+
+/// `Hello.spooled_boots` entries considered.
+pub const MAX_SPOOLED_BOOTS: usize = 256;
+
+/// Longest name (node, peer, interface, sensor, service, boot id), bytes.
+pub const MAX_NAME_BYTES: usize = 128;
+/// Longest descriptive label (agent version, OS, interface kind), bytes.
+pub const MAX_TEXT_BYTES: usize = 256;
+
+/// Why `v` cannot be a label value at most `max` bytes long, if it cannot.
+pub fn label_problem(v: &str, max: usize) -> Option<String> {
+    if v.len() > max {
+        return Some(format!("is {} bytes; the limit is {max}", v.len()));
+    }
+    if v.chars().any(char::is_control) {
+        return Some("holds a control character".into());
+    }
+    None
+}
+
+fn hello_labels(h: &Hello) -> Result<(), Invalid> {
+    let name = MAX_NAME_BYTES;
+    let text = MAX_TEXT_BYTES;
+    let mut fields: Vec<(&'static str, &str, usize)> = vec![
+        ("node", &h.node, name),
+        ("boot_id", &h.boot_id, name),
+        ("agent_version", &h.agent_version, text),
+        ("os", &h.os, text),
+        ("hostname", &h.hostname, text),
+    ];
+    for i in &h.interfaces {
+        fields.push(("interfaces.name", &i.name, name));
+        fields.push(("interfaces.kind", &i.kind, text));
+        fields.push(("interfaces.generation", &i.generation, text));
+    }
+    for p in &h.peers {
+        fields.push(("peers.name", &p.name, name));
+    }
+    for b in h.spooled_boots.iter().take(MAX_SPOOLED_BOOTS) {
+        fields.push(("spooled_boots", b, name));
+    }
+    for (field, v, max) in fields {
+        if let Some(reason) = label_problem(v, max) {
+            return Err(Invalid::HelloLabel { field, reason });
+        }
+    }
+    Ok(())
 }
 
 /// Checks a `Hello` and turns it into the store's boot row.
@@ -79,6 +179,7 @@ pub fn hello(h: &Hello) -> Result<HelloRow, Invalid> {
     if h.boot_id.trim().is_empty() {
         return Err(Invalid::HelloNoBoot);
     }
+    hello_labels(h)?;
     Ok(HelloRow {
         node: h.node.clone(),
         boot_id: h.boot_id.clone(),
@@ -100,12 +201,39 @@ pub struct Checked {
     pub new: NewRecord,
 }
 
+/// What a stream's records must satisfy beyond being well formed.
+#[derive(Debug, Clone)]
+pub struct Rules {
+    /// Largest encoded record.
+    pub max_record_bytes: usize,
+    /// Boot ids records may carry: the stream's own and those its Welcome
+    /// listed. Any other would make a boot row per record.
+    pub boots: BTreeSet<String>,
+}
+
+impl Rules {
+    /// Rules with no boot allowed yet and no size cap, for tests.
+    pub fn any_size(boots: &[&str]) -> Rules {
+        Rules {
+            max_record_bytes: usize::MAX,
+            boots: boots.iter().map(|b| b.to_string()).collect(),
+        }
+    }
+}
+
 /// Checks every record of a batch, given as the encoded `Record`s, against
-/// the stream's node.
-pub fn batch(node: &str, raws: Vec<Vec<u8>>) -> Result<Vec<Checked>, Invalid> {
+/// the stream's node and `rules`.
+pub fn batch(node: &str, raws: Vec<Vec<u8>>, rules: &Rules) -> Result<Vec<Checked>, Invalid> {
     let max = i64::MAX as u64;
     let mut out = Vec::with_capacity(raws.len());
     for (index, raw) in raws.into_iter().enumerate() {
+        if raw.len() > rules.max_record_bytes {
+            return Err(Invalid::TooLarge {
+                index,
+                bytes: raw.len(),
+                max: rules.max_record_bytes,
+            });
+        }
         let record = Record::decode(raw.as_slice()).map_err(|e| Invalid::Undecodable {
             index,
             message: e.to_string(),
@@ -119,6 +247,24 @@ pub fn batch(node: &str, raws: Vec<Vec<u8>>) -> Result<Vec<Checked>, Invalid> {
         }
         if record.boot_id.is_empty() {
             return Err(Invalid::NoBoot { index });
+        }
+        if !rules.boots.contains(&record.boot_id) {
+            let boot_id = if record.boot_id.len() > MAX_NAME_BYTES {
+                format!("{}...", record.boot_id.chars().take(32).collect::<String>())
+            } else {
+                record.boot_id.clone()
+            };
+            return Err(Invalid::UnknownBoot { index, boot_id });
+        }
+        for (dim, v) in series::subjects(&record) {
+            if let Some(reason) = label_problem(v, MAX_NAME_BYTES) {
+                let field = dim.label();
+                return Err(Invalid::BadLabel {
+                    index,
+                    field,
+                    reason,
+                });
+            }
         }
         if record.seq == 0 || record.seq > max {
             return Err(Invalid::BadSeq {
@@ -166,10 +312,59 @@ mod tests {
         .encode_to_vec()
     }
 
+    fn b(raws: Vec<Vec<u8>>) -> Result<Vec<Checked>, Invalid> {
+        batch("a", raws, &Rules::any_size(&["b"]))
+    }
+
+    fn rtt_to(peer: &str) -> Vec<u8> {
+        Record {
+            node: "a".into(),
+            boot_id: "b".into(),
+            seq: 1,
+            unix_ns: 5,
+            payload: Some(Payload::Rtt(boltwatch_proto::v1::RttSummary {
+                peer: peer.into(),
+                ..Default::default()
+            })),
+        }
+        .encode_to_vec()
+    }
+
+    #[test]
+    fn long_or_control_labels_are_refused() {
+        assert!(b(vec![rtt_to(&"p".repeat(MAX_NAME_BYTES))]).is_ok());
+        let e = b(vec![rtt_to(&"p".repeat(MAX_NAME_BYTES + 1))]).unwrap_err();
+        assert_eq!(e.kind(), "bad_label");
+        assert!(e.to_string().contains("peer is 129 bytes"), "{e}");
+        let e = b(vec![rtt_to("a\nb")]).unwrap_err();
+        assert!(e.to_string().contains("control character"), "{e}");
+        let h = Hello {
+            node: "a".into(),
+            boot_id: "b".into(),
+            os: "x".repeat(MAX_TEXT_BYTES + 1),
+            ..Default::default()
+        };
+        assert_eq!(hello(&h).unwrap_err().kind(), "bad_label");
+    }
+
+    #[test]
+    fn oversized_records_and_foreign_boots_are_refused() {
+        let rules = Rules {
+            max_record_bytes: 64,
+            boots: ["b".to_string()].into(),
+        };
+        assert!(batch("a", vec![enc("a", "b", 1)], &rules).is_ok());
+        let e = batch("a", vec![rtt_to(&"p".repeat(100))], &rules).unwrap_err();
+        assert_eq!(e.kind(), "record_too_large");
+        let e = batch("a", vec![enc("a", "b", 1), enc("a", "other", 1)], &rules).unwrap_err();
+        assert_eq!(e.kind(), "unknown_boot");
+        assert!(e.to_string().contains("record 1: boot `other`"), "{e}");
+    }
+
     #[test]
     fn good_batch_keeps_bytes_and_kind() {
         let raw = enc("a", "b", 1);
-        let out = batch("a", vec![raw.clone()]).unwrap();
+        let out = b(vec![raw.clone()]).unwrap();
         assert_eq!(out[0].new.raw, raw);
         assert_eq!(out[0].new.kind, "agent_stats");
         assert_eq!(out[0].record.seq, 1);
@@ -181,14 +376,14 @@ mod tests {
         let mut raw = enc("a", "b", 1);
         raw.truncate(raw.len() - 2); // drop the empty agent_stats field
         raw.extend_from_slice(&[0x9a, 0x06, 0x02, 0x08, 0x01]);
-        let out = batch("a", vec![raw.clone()]).unwrap();
+        let out = b(vec![raw.clone()]).unwrap();
         assert_eq!(out[0].new.kind, UNKNOWN_KIND);
         assert_eq!(out[0].new.raw, raw);
     }
 
     #[test]
     fn foreign_node_rejects_the_batch() {
-        let e = batch("a", vec![enc("a", "b", 1), enc("x", "b", 2)]).unwrap_err();
+        let e = b(vec![enc("a", "b", 1), enc("x", "b", 2)]).unwrap_err();
         assert_eq!(e.kind(), "node_mismatch");
         assert!(e.to_string().contains("record 1"), "{e}");
     }
@@ -196,19 +391,19 @@ mod tests {
     #[test]
     fn bad_records_rejected() {
         assert!(matches!(
-            batch("a", vec![enc("a", "b", 0)]),
+            b(vec![enc("a", "b", 0)]),
             Err(Invalid::BadSeq { .. })
         ));
         assert!(matches!(
-            batch("a", vec![enc("a", "b", u64::MAX)]),
+            b(vec![enc("a", "b", u64::MAX)]),
             Err(Invalid::BadSeq { .. })
         ));
         assert!(matches!(
-            batch("a", vec![enc("a", "", 1)]),
+            b(vec![enc("a", "", 1)]),
             Err(Invalid::NoBoot { .. })
         ));
         assert!(matches!(
-            batch("a", vec![vec![0xff, 0xff]]),
+            b(vec![vec![0xff, 0xff]]),
             Err(Invalid::Undecodable { .. })
         ));
     }

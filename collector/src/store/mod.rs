@@ -5,11 +5,23 @@
 //! from a bounded channel; each `RecordBatch` is one transaction. Reads
 //! (`/api/v1`) use a small pool of read-only connections on blocking threads,
 //! which WAL lets run beside the writer. SQL text lives in [`queries`], the
-//! schema in [`schema`].
+//! schema in [`schema`], the health checks (free space, `quick_check` at
+//! start, damage found while running) in `health`.
 
+mod error;
+mod health;
 pub mod queries;
 pub mod schema;
 pub mod soaks;
+mod types;
+
+pub use error::StoreError;
+pub use health::{free_bytes, MIN_FREE_BYTES};
+use health::{quick_check, Damage};
+
+pub use types::{
+    BatchOutcome, BootRow, HelloRow, NewRecord, RecordFilter, StoredRecord, Watermark,
+};
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -18,163 +30,10 @@ use std::time::Instant;
 use rusqlite::{Connection, OpenFlags};
 use tokio::sync::{mpsc, oneshot};
 
-/// Why a store operation failed.
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    /// SQLite reported an error.
-    #[error("sqlite: {0}")]
-    Sqlite(#[from] rusqlite::Error),
-    /// The data directory could not be created.
-    #[error("creating {path}: {source}")]
-    CreateDir {
-        /// The directory.
-        path: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// The database was written by a newer collector.
-    #[error("database schema version {found} is newer than this collector's {supported}")]
-    TooNew {
-        /// Version found in the file.
-        found: i64,
-        /// Newest version this build knows.
-        supported: i64,
-    },
-    /// The writer thread has stopped.
-    #[error("store writer is closed")]
-    Closed,
-    /// A blocking read task failed.
-    #[error("read task failed: {0}")]
-    Join(String),
-}
-
-/// A record ready to store: the envelope fields it is keyed and filtered by,
-/// plus its encoded bytes exactly as received.
-#[derive(Debug, Clone, PartialEq)]
-pub struct NewRecord {
-    /// Producing node.
-    pub node: String,
-    /// Producing agent boot.
-    pub boot_id: String,
-    /// Sequence number in the boot (1..=i64::MAX).
-    pub seq: u64,
-    /// Agent timestamp (<= i64::MAX).
-    pub unix_ns: u64,
-    /// `Payload::kind()`, or `"unknown"` for a kind this build cannot name.
-    pub kind: &'static str,
-    /// The encoded `Record`.
-    pub raw: Vec<u8>,
-}
-
-/// A stored record as read back.
-#[derive(Debug, Clone, PartialEq)]
-pub struct StoredRecord {
-    /// Producing node.
-    pub node: String,
-    /// Producing agent boot.
-    pub boot_id: String,
-    /// Sequence number.
-    pub seq: u64,
-    /// Agent timestamp.
-    pub unix_ns: u64,
-    /// Payload kind as stored.
-    pub kind: String,
-    /// The encoded `Record`.
-    pub raw: Vec<u8>,
-}
-
-/// The highest stored sequence number of one boot.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Watermark {
-    /// Agent boot id.
-    pub boot_id: String,
-    /// Highest stored seq.
-    pub highest_seq: u64,
-}
-
-/// What a `Hello` tells the store about a boot.
-#[derive(Debug, Clone, PartialEq)]
-pub struct HelloRow {
-    /// Node name.
-    pub node: String,
-    /// Agent boot id.
-    pub boot_id: String,
-    /// Agent version.
-    pub agent_version: String,
-    /// Operating system.
-    pub os: String,
-    /// Host name.
-    pub hostname: String,
-    /// Agent start, unix ns.
-    pub started_unix_ns: u64,
-    /// The encoded `Hello` (interfaces and peers included).
-    pub hello: Vec<u8>,
-}
-
-/// One boot as listed by the API.
-#[derive(Debug, Clone, PartialEq)]
-pub struct BootRow {
-    /// Node name.
-    pub node: String,
-    /// Agent boot id.
-    pub boot_id: String,
-    /// When the collector first saw the boot, unix ns.
-    pub first_seen_unix_ns: u64,
-    /// When the collector last heard from it, unix ns.
-    pub last_seen_unix_ns: u64,
-    /// Records stored for it.
-    pub records: u64,
-    /// Highest stored seq.
-    pub highest_seq: u64,
-    /// Agent version from its `Hello` (empty if only records were seen).
-    pub agent_version: String,
-    /// OS from its `Hello`.
-    pub os: String,
-    /// Agent start from its `Hello`, 0 if unknown.
-    pub started_unix_ns: u64,
-}
-
-impl BootRow {
-    /// Sequence numbers missing below the highest one. Records are unique
-    /// per seq, so this is exact.
-    pub fn gaps(&self) -> u64 {
-        self.highest_seq.saturating_sub(self.records)
-    }
-}
-
-/// Which records to read.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct RecordFilter {
-    /// Only this node.
-    pub node: Option<String>,
-    /// Only this kind.
-    pub kind: Option<String>,
-    /// Only records at or after this agent time.
-    pub since_unix_ns: u64,
-    /// At most this many.
-    pub limit: u32,
-}
-
-/// The result of storing one batch.
-#[derive(Debug, Clone, PartialEq)]
-pub struct BatchOutcome {
-    /// Whether each input record was newly stored (same order as the input).
-    pub inserted: Vec<bool>,
-    /// Records that were already stored.
-    pub duplicates: u64,
-    /// Per boot id in the batch (first-appearance order): the highest
-    /// stored seq after the commit.
-    pub watermarks: Vec<Watermark>,
-    /// Time spent in the transaction, commit included.
-    pub commit_seconds: f64,
-    /// Records in the whole store after the commit.
-    pub total_records: u64,
-}
-
 type Reply<T> = oneshot::Sender<Result<T, StoreError>>;
 
 enum Command {
-    Hello(HelloRow, Reply<Vec<Watermark>>),
+    Hello(HelloRow, Reply<()>),
     Batch(Vec<NewRecord>, Reply<BatchOutcome>),
     Ping(Reply<()>),
     Shutdown,
@@ -188,6 +47,7 @@ pub const WELCOME_BOOTS: u32 = 64;
 pub struct StoreHandle {
     tx: mpsc::Sender<Command>,
     readers: Arc<ReadPool>,
+    damage: Arc<Damage>,
 }
 
 /// The store: the handle plus the writer thread, joined by [`Store::close`].
@@ -204,6 +64,23 @@ const WRITER_CACHE_KIB: i64 = -256;
 const READER_CACHE_KIB: i64 = -512;
 
 fn open_writer(path: &Path) -> Result<Connection, StoreError> {
+    let opened = open_writer_unchecked(path).map_err(|e| StoreError::Open {
+        path: path.to_path_buf(),
+        source: Box::new(e),
+    })?;
+    // Damage reported as such, not as "cannot open" (its own message
+    // names the path).
+    match quick_check(&opened, path) {
+        Err(e @ StoreError::Corrupt { .. }) => Err(e),
+        Err(e) => Err(StoreError::Open {
+            path: path.to_path_buf(),
+            source: Box::new(e),
+        }),
+        Ok(()) => Ok(opened),
+    }
+}
+
+fn open_writer_unchecked(path: &Path) -> Result<Connection, StoreError> {
     let mut conn = Connection::open(path)?;
     conn.pragma_update(None, "journal_mode", "WAL")?;
     // FULL: an Ack promises the batch is durable, NORMAL could lose the last
@@ -229,7 +106,13 @@ impl Store {
             source,
         })?;
         let path = dir.join("boltwatch.db");
-        let conn = open_writer(&path)?;
+        let mut conn = open_writer(&path)?;
+        // A read-only directory or file opens fine and fails at the first
+        // write: write now, so the collector refuses to start, naming it.
+        queries::touch_health(&mut conn, now_ns()).map_err(|e| StoreError::Open {
+            path: path.clone(),
+            source: Box::new(e.into()),
+        })?;
         let total = queries::total_records(&conn)?;
         let (tx, rx) = mpsc::channel(64);
         let writer = std::thread::Builder::new()
@@ -242,6 +125,7 @@ impl Store {
         Ok(Store {
             handle: StoreHandle {
                 tx,
+                damage: Arc::default(),
                 readers: Arc::new(ReadPool {
                     path,
                     idle: Mutex::new(Vec::new()),
@@ -276,18 +160,62 @@ impl StoreHandle {
     }
 
     /// Records a `Hello` and returns the node's watermarks for the `Welcome`.
+    /// The watermark query sorts the node's boots: it runs on the read pool
+    /// after the commit, so it never holds up the writer (and other nodes'
+    /// acks).
     pub async fn hello(&self, row: HelloRow) -> Result<Vec<Watermark>, StoreError> {
-        self.call(|r| Command::Hello(row, r)).await
+        let node = row.node.clone();
+        self.call(|r| Command::Hello(row, r)).await?;
+        self.read(move |c| queries::watermarks(c, &node, WELCOME_BOOTS))
+            .await
     }
 
     /// Stores a batch in one transaction; returns after the commit.
+    /// Refused once the file was found damaged: the agents keep the records
+    /// in their spools until the store is repaired.
     pub async fn write_batch(&self, records: Vec<NewRecord>) -> Result<BatchOutcome, StoreError> {
-        self.call(|r| Command::Batch(records, r)).await
+        self.damaged()?;
+        let r = self.call(|r| Command::Batch(records, r)).await;
+        self.damage.watch(r)
     }
 
-    /// Proves the store is writable by taking and releasing the write lock.
+    fn damaged(&self) -> Result<(), StoreError> {
+        match self.damage.first() {
+            Some(first) => Err(StoreError::Damaged {
+                path: self.readers.path.clone(),
+                first,
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Proves the store is writable: rewrites the health row in a
+    /// committed transaction, and checks the data directory has at least
+    /// [`MIN_FREE_BYTES`] free.
     pub async fn ping(&self) -> Result<(), StoreError> {
-        self.call(Command::Ping).await
+        self.damaged()?;
+        let r = self.call(Command::Ping).await;
+        self.damage.watch(r)?;
+        let dir = self
+            .readers
+            .path
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default();
+        let free = tokio::task::spawn_blocking({
+            let dir = dir.clone();
+            move || free_bytes(&dir)
+        })
+        .await
+        .map_err(|e| StoreError::Join(e.to_string()))??;
+        if free < MIN_FREE_BYTES {
+            return Err(StoreError::DiskFull {
+                path: dir,
+                free,
+                needed: MIN_FREE_BYTES,
+            });
+        }
+        Ok(())
     }
 
     /// Runs `f` on a pooled read-only connection on a blocking thread.
@@ -297,9 +225,10 @@ impl StoreHandle {
         F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
     {
         let pool = self.readers.clone();
-        tokio::task::spawn_blocking(move || pool.with(f))
+        let r = tokio::task::spawn_blocking(move || pool.with(f))
             .await
-            .map_err(|e| StoreError::Join(e.to_string()))?
+            .map_err(|e| StoreError::Join(e.to_string()))?;
+        self.damage.watch(r)
     }
 
     /// The SQLite file (soak commands open their own short-lived writer).
@@ -371,19 +300,21 @@ impl Writer {
                 Command::Shutdown => break,
             }
         }
+        // Fold the WAL into the database file, so a stopped collector
+        // leaves one self-contained file (for backups and copies).
+        if let Err(e) = self.conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);") {
+            tracing::warn!(error = %e, "WAL checkpoint at shutdown failed");
+        }
         tracing::debug!("store writer stopped");
     }
 
-    fn hello(&mut self, row: &HelloRow) -> Result<Vec<Watermark>, StoreError> {
-        let tx = self.conn.transaction()?;
-        queries::upsert_hello(&tx, row, now_ns())?;
-        let w = queries::watermarks(&tx, &row.node, WELCOME_BOOTS)?;
-        tx.commit()?;
-        Ok(w)
+    fn hello(&mut self, row: &HelloRow) -> Result<(), StoreError> {
+        queries::upsert_hello(&self.conn, row, now_ns())?;
+        Ok(())
     }
 
     fn ping(&mut self) -> Result<(), StoreError> {
-        self.conn.execute_batch("BEGIN IMMEDIATE; COMMIT;")?;
+        queries::touch_health(&mut self.conn, now_ns())?;
         Ok(())
     }
 
@@ -446,6 +377,48 @@ mod tests {
             kind: "rtt",
             raw: vec![1, 2, 3],
         }
+    }
+
+    #[tokio::test]
+    async fn damage_found_while_running_fails_health_and_refuses_batches() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let h = store.handle();
+        for k in 0..20u64 {
+            let batch = (1..=200)
+                .map(|s| NewRecord {
+                    raw: vec![7; 200],
+                    ..rec(k * 200 + s)
+                })
+                .collect();
+            h.write_batch(batch).await.unwrap();
+        }
+        let path = dir.path().join("boltwatch.db");
+        let side = Connection::open(&path).unwrap();
+        side.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
+            .unwrap();
+        drop(side);
+        let mut bytes = std::fs::read(&path).unwrap();
+        let page = 4096;
+        assert!(bytes.len() > 32 * page, "{} bytes", bytes.len());
+        let mid = bytes.len() / 2 / page * page;
+        for (i, b) in bytes[mid..mid + 4 * page].iter_mut().enumerate() {
+            *b = (i as u8).wrapping_mul(151) ^ 0x5a;
+        }
+        std::fs::write(&path, &bytes).unwrap();
+        // A reader (a fresh connection) walks the records and trips on it.
+        let read = h
+            .records(RecordFilter {
+                limit: 10_000,
+                ..Default::default()
+            })
+            .await;
+        assert!(read.is_err(), "a damaged b-tree must fail the scan");
+        let e = h.ping().await.unwrap_err().to_string();
+        assert!(e.contains("damaged") && e.contains("boltwatch.db"), "{e}");
+        let e = h.write_batch(vec![rec(99_999)]).await.unwrap_err();
+        assert!(matches!(e, StoreError::Damaged { .. }), "{e}");
+        store.close().await;
     }
 
     #[tokio::test]

@@ -112,6 +112,18 @@ pub fn watermarks(conn: &Connection, node: &str, limit: u32) -> rusqlite::Result
     rows.collect()
 }
 
+/// Rewrites the health row in its own committed transaction: the
+/// `/healthz` proof that a write reaches the file.
+pub fn touch_health(conn: &mut Connection, now_ns: u64) -> rusqlite::Result<()> {
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    tx.execute(
+        "INSERT INTO health (id, checked_unix_ns) VALUES (1, ?1)
+         ON CONFLICT (id) DO UPDATE SET checked_unix_ns = excluded.checked_unix_ns",
+        params![now_ns as i64],
+    )?;
+    tx.commit()
+}
+
 /// Number of records in the store (from the boot counters, not a scan).
 pub fn total_records(conn: &Connection) -> rusqlite::Result<u64> {
     let v: i64 = conn.query_row("SELECT coalesce(sum(records), 0) FROM boots", [], |r| {
@@ -158,6 +170,68 @@ pub fn list_records(conn: &Connection, f: &RecordFilter) -> rusqlite::Result<Vec
         stored_record,
     )?;
     rows.collect()
+}
+
+/// The sort key of a record, `(unix_ns, node, boot_id, seq)`.
+pub type RecordKey<'a> = (u64, &'a str, &'a str, u64);
+
+/// Records matching `f` (its `limit` included) that sort after `after`,
+/// oldest first, handed to `each` one at a time until it returns false: a
+/// page never holds more rows in memory than it keeps.
+pub fn each_record(
+    conn: &Connection,
+    f: &RecordFilter,
+    after: Option<RecordKey<'_>>,
+    mut each: impl FnMut(StoredRecord) -> bool,
+) -> rusqlite::Result<()> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT node, boot_id, seq, unix_ns, kind, record FROM records
+         WHERE (?1 IS NULL OR node = ?1)
+           AND (?2 IS NULL OR kind = ?2)
+           AND unix_ns >= ?3
+           AND (?4 IS NULL OR (unix_ns, node, boot_id, seq) > (?4, ?5, ?6, ?7))
+         ORDER BY unix_ns, node, boot_id, seq
+         LIMIT ?8",
+    )?;
+    let (a_ns, a_node, a_boot, a_seq) = match after {
+        Some((t, n, b, q)) => (Some(t as i64), Some(n), Some(b), Some(q as i64)),
+        None => (None, None, None, None),
+    };
+    let mut rows = stmt.query(params![
+        f.node,
+        f.kind,
+        f.since_unix_ns as i64,
+        a_ns,
+        a_node,
+        a_boot,
+        a_seq,
+        f.limit as i64
+    ])?;
+    while let Some(row) = rows.next()? {
+        if !each(stored_record(row)?) {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// [`records_of_kind`] one row at a time, without collecting them.
+pub fn each_record_of_kind(
+    conn: &Connection,
+    node: Option<&str>,
+    kind: &str,
+    mut each: impl FnMut(StoredRecord),
+) -> rusqlite::Result<()> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT node, boot_id, seq, unix_ns, kind, record FROM records
+         WHERE (?1 IS NULL OR node = ?1) AND kind = ?2
+         ORDER BY unix_ns, node, boot_id, seq",
+    )?;
+    let mut rows = stmt.query(params![node, kind])?;
+    while let Some(row) = rows.next()? {
+        each(stored_record(row)?);
+    }
+    Ok(())
 }
 
 /// A row of `SELECT node, boot_id, seq, unix_ns, kind, record`.
@@ -288,6 +362,25 @@ mod tests {
         let since = list_records(&c, &f(Some("a"), None, 1_004, 100)).unwrap();
         assert_eq!(since.iter().map(|r| r.seq).collect::<Vec<_>>(), [4, 5]);
         assert_eq!(list_records(&c, &f(None, None, 0, 2)).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn each_record_resumes_after_a_key_and_stops_when_told() {
+        let c = db();
+        for s in 1..=5 {
+            insert_record(&c, &rec("b1", s)).unwrap();
+        }
+        let f = RecordFilter {
+            limit: 100,
+            ..Default::default()
+        };
+        let mut seen = Vec::new();
+        each_record(&c, &f, Some((1_002, "a", "b1", 2)), |r| {
+            seen.push(r.seq);
+            seen.len() < 2
+        })
+        .unwrap();
+        assert_eq!(seen, [3, 4]);
     }
 
     #[test]

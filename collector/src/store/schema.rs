@@ -37,7 +37,7 @@ const MIGRATIONS: &[&str] = &[
         hello              BLOB,
         PRIMARY KEY (node, boot_id)
     );",
-    // soak: soak runs and their workload marks (issue 10). Nodes, SLO and
+    // 2: soak runs and their workload marks (issue 10). Nodes, SLO and
     // labels are JSON text: read whole, never queried inside.
     "CREATE TABLE soaks (
         name            TEXT    PRIMARY KEY,
@@ -56,6 +56,12 @@ const MIGRATIONS: &[&str] = &[
         until_unix_ns INTEGER
     );
     CREATE INDEX soak_marks_by_soak ON soak_marks (soak, at_unix_ns);",
+    // 3: one row that `/healthz` rewrites, so the health check proves a
+    // write reaches the file (an empty transaction writes nothing).
+    "CREATE TABLE health (
+        id               INTEGER PRIMARY KEY CHECK (id = 1),
+        checked_unix_ns  INTEGER NOT NULL
+    );",
     // remote_write (issue 13): `records` has no rowid, so a trigger logs
     // every newly stored record in arrival order (`pos`, never reused), in
     // the writer's transaction; each remote_write endpoint keeps the last

@@ -27,6 +27,8 @@ pub const WAIT: Duration = Duration::from_secs(20);
 pub struct Collector {
     pub grpc: SocketAddr,
     pub http: SocketAddr,
+    /// The API's own address, when the test asked for `api_listen`.
+    pub api: Option<SocketAddr>,
     stop: Option<oneshot::Sender<()>>,
     task: tokio::task::JoinHandle<Result<(), boltwatch_collector::Error>>,
 }
@@ -59,10 +61,15 @@ impl Collector {
             ..Config::default()
         };
         tune(&mut config);
+        let api = match config.api_listen {
+            Some(a) => Some(tokio::net::TcpListener::bind(a).await.unwrap()),
+            None => None,
+        };
+        let api_addr = api.as_ref().map(|l| l.local_addr().unwrap());
         let (tx, rx) = oneshot::channel::<()>();
         let task = tokio::spawn(boltwatch_collector::run(
             config,
-            Listeners { grpc, http },
+            Listeners { grpc, http, api },
             async move {
                 let _ = rx.await;
             },
@@ -70,6 +77,7 @@ impl Collector {
         Collector {
             grpc: grpc_addr,
             http: http_addr,
+            api: api_addr,
             stop: Some(tx),
             task,
         }
@@ -145,9 +153,12 @@ impl Collector {
 
     /// Opens an agent stream and returns it with the Welcome's watermarks.
     pub async fn agent(&self, node: &str, boot: &str) -> (Agent, Vec<BootWatermark>) {
-        let mut agent = Agent::open(self.grpc, hello(node, boot))
-            .await
-            .expect("stream opens");
+        self.agent_with(hello(node, boot)).await
+    }
+
+    /// [`Collector::agent`] with a Hello of the caller's.
+    pub async fn agent_with(&self, hello: Hello) -> (Agent, Vec<BootWatermark>) {
+        let mut agent = Agent::open(self.grpc, hello).await.expect("stream opens");
         let msg = agent.next().await.expect("a Welcome");
         let Some(collector_message::Msg::Welcome(w)) = msg.msg else {
             panic!("expected Welcome, got {msg:?}");
@@ -372,4 +383,67 @@ pub fn link_event(interface: &str, carrier: bool) -> Payload {
         oper_state: if carrier { "up" } else { "lowerlayerdown" }.into(),
         ..Default::default()
     })
+}
+
+/// A tmpfs mounted for one test, unmounted even if the test panics.
+pub struct Tmpfs(std::path::PathBuf);
+
+impl Tmpfs {
+    pub fn mount(dir: &Path, size: &str) -> Tmpfs {
+        Tmpfs::mount_opts(dir, &format!("size={size}"))
+    }
+
+    /// Mounts with `-o opts` (`ro,size=1m`).
+    pub fn mount_opts(dir: &Path, opts: &str) -> Tmpfs {
+        let st = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", opts, "tmpfs"])
+            .arg(dir)
+            .status()
+            .expect("mount(8) is required; run the tests as root (they never skip)");
+        assert!(
+            st.success(),
+            "mount tmpfs needs root; the tests do not skip"
+        );
+        Tmpfs(dir.to_path_buf())
+    }
+
+    /// `mount -o remount,OPTS`.
+    pub fn remount(&self, opts: &str) {
+        let st = std::process::Command::new("mount")
+            .args(["-o", &format!("remount,{opts}")])
+            .arg(&self.0)
+            .status()
+            .expect("mount(8)");
+        assert!(st.success(), "remount {opts}");
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
+    }
+}
+
+/// Fills the file system of `dir` until ENOSPC; returns the filler's path.
+pub fn fill(dir: &Path) -> std::path::PathBuf {
+    use std::io::Write;
+    let p = dir.join("filler");
+    let mut f = std::fs::File::create(&p).unwrap();
+    let chunk = vec![0xa5u8; 64 * 1024];
+    for _ in 0..4096 {
+        if f.write_all(&chunk).is_err() {
+            break;
+        }
+    }
+    // Sub-chunk remainder.
+    for _ in 0..65_536 {
+        if f.write_all(&chunk[..512]).is_err() {
+            break;
+        }
+    }
+    let _ = f.sync_all();
+    p
 }

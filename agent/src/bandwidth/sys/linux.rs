@@ -1,10 +1,13 @@
 //! Linux: `getsockopt(TCP_INFO)` for `tcpi_total_retrans`, `getrusage`.
 #![allow(unsafe_code)]
 
-use super::{CpuTimes, SocketStats};
+use super::{duration_of, CpuTimes, SocketStats};
+use crate::platform::Support;
 use std::io;
 use std::os::fd::AsRawFd;
-use std::time::Duration;
+
+/// Both are measurable on Linux.
+pub(super) const SUPPORT: Support = Support::Supported;
 
 /// The Linux implementation.
 pub struct Sys;
@@ -36,10 +39,6 @@ impl SocketStats for Sys {
     }
 }
 
-fn tv(t: libc::timeval) -> Duration {
-    Duration::from_secs(t.tv_sec.max(0) as u64) + Duration::from_micros(t.tv_usec.max(0) as u64)
-}
-
 fn rusage() -> io::Result<CpuTimes> {
     // SAFETY: rusage is plain old data, so all-zero is a valid value.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
@@ -48,7 +47,7 @@ fn rusage() -> io::Result<CpuTimes> {
         return Err(io::Error::last_os_error());
     }
     Ok(CpuTimes {
-        user: tv(ru.ru_utime),
-        system: tv(ru.ru_stime),
+        user: duration_of(ru.ru_utime.tv_sec, ru.ru_utime.tv_usec),
+        system: duration_of(ru.ru_stime.tv_sec, ru.ru_stime.tv_usec),
     })
 }

@@ -1,36 +1,51 @@
-//! macOS: `getsockopt(TCP_CONNECTION_INFO)` (retransmitted bytes divided by
-//! the segment size, since XNU counts bytes, not segments), `getrusage`.
+//! macOS: `getsockopt(TCP_CONNECTION_INFO)` into our own 112-byte
+//! `tcp_connection_info` ([`TcpConnectionInfo`], layout asserted against
+//! xnu's `bsd/netinet/tcp.h`), reading `tcpi_txretransmitpackets`; and
+//! `getrusage`. The `libc` crate's definition is 176 bytes (it spells the
+//! 15 TFO bitfields as separate `u32`s), so its `tcpi_txretransmitbytes`
+//! sits at 136, past the 112 bytes the kernel copies: always 0.
 #![allow(unsafe_code)]
 
-use super::{CpuTimes, SocketStats};
+use super::{duration_of, CpuTimes, SocketStats};
+use crate::platform::macos::TcpConnectionInfo;
+use crate::platform::{xnu, Support};
 use std::io;
 use std::os::fd::AsRawFd;
-use std::time::Duration;
+
+/// Both are measurable on macOS.
+pub(super) const SUPPORT: Support = Support::Supported;
 
 /// The macOS implementation.
 pub struct Sys;
 
 impl SocketStats for Sys {
     fn tcp_retransmits(&self, sock: &std::net::TcpStream) -> io::Result<u64> {
-        // SAFETY: tcp_connection_info is plain old data; all-zero is valid.
-        let mut info: libc::tcp_connection_info = unsafe { std::mem::zeroed() };
-        let mut len = std::mem::size_of::<libc::tcp_connection_info>() as libc::socklen_t;
-        // SAFETY: the fd is open for the borrow of `sock`; the kernel writes at
-        // most `len` bytes into `info`, which is that large.
+        let mut info = TcpConnectionInfo::default();
+        let mut len = std::mem::size_of::<TcpConnectionInfo>() as libc::socklen_t;
+        // SAFETY: the fd is open for the borrow of `sock`; the kernel writes
+        // at most `len` bytes into `info`, which is that large.
         let rc = unsafe {
             libc::getsockopt(
                 sock.as_raw_fd(),
                 libc::IPPROTO_TCP,
                 libc::TCP_CONNECTION_INFO,
-                (&mut info as *mut libc::tcp_connection_info).cast(),
+                (&mut info as *mut TcpConnectionInfo).cast(),
                 &mut len,
             )
         };
         if rc != 0 {
             return Err(io::Error::last_os_error());
         }
-        let mss = u64::from(info.tcpi_maxseg.max(1));
-        Ok(info.tcpi_txretransmitbytes.div_ceil(mss))
+        // An older kernel with a shorter struct leaves the field unwritten:
+        // a zero there would be a made-up measurement.
+        let need = xnu::TCPI_TXRETRANSMITPACKETS + 8;
+        if (len as usize) < need {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("TCP_CONNECTION_INFO returned {len} bytes, need {need}"),
+            ));
+        }
+        Ok(info.tcpi_txretransmitpackets)
     }
 
     fn process_cpu(&self) -> io::Result<CpuTimes> {
@@ -40,13 +55,9 @@ impl SocketStats for Sys {
         if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
             return Err(io::Error::last_os_error());
         }
-        let tv = |t: libc::timeval| {
-            Duration::from_secs(t.tv_sec.max(0) as u64)
-                + Duration::from_micros(t.tv_usec.max(0) as u64)
-        };
         Ok(CpuTimes {
-            user: tv(ru.ru_utime),
-            system: tv(ru.ru_stime),
+            user: duration_of(ru.ru_utime.tv_sec, ru.ru_utime.tv_usec.into()),
+            system: duration_of(ru.ru_stime.tv_sec, ru.ru_stime.tv_usec.into()),
         })
     }
 }

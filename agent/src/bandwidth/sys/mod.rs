@@ -2,40 +2,28 @@
 //! retransmit counters (Linux `TCP_INFO`, macOS `TCP_CONNECTION_INFO`) and
 //! the process CPU time (`getrusage`).
 //!
-//! Behind the [`SocketStats`] trait with one file per OS; other targets get
-//! a fallback that reports `Unsupported`, so the engine still runs there
-//! and simply reports no retransmits.
+//! Behind the [`SocketStats`] trait with one file per OS, chosen as
+//! [`crate::platform`] describes; other targets get `unsupported.rs`,
+//! which fails with [`crate::platform::Unsupported`], so the engine still
+//! runs there and reports no retransmits.
 
 use std::io;
 use std::time::Duration;
 
-#[cfg(target_os = "linux")]
-mod linux;
-#[cfg(target_os = "linux")]
-use linux as imp;
+use crate::platform::Support;
 
+#[cfg(target_os = "linux")]
+#[path = "linux.rs"]
+mod imp;
 #[cfg(target_os = "macos")]
-mod macos;
-#[cfg(target_os = "macos")]
-use macos as imp;
-
+#[path = "macos.rs"]
+mod imp;
 #[cfg(not(any(target_os = "linux", target_os = "macos")))]
-mod imp {
-    //! Fallback for targets without a port: nothing is measurable.
-    use std::io;
+#[path = "unsupported.rs"]
+mod imp;
 
-    /// Unsupported here.
-    pub struct Sys;
-
-    impl super::SocketStats for Sys {
-        fn tcp_retransmits(&self, _sock: &std::net::TcpStream) -> io::Result<u64> {
-            Err(io::Error::from(io::ErrorKind::Unsupported))
-        }
-        fn process_cpu(&self) -> io::Result<super::CpuTimes> {
-            Err(io::Error::from(io::ErrorKind::Unsupported))
-        }
-    }
-}
+/// Whether this OS reports retransmits and CPU time.
+pub(crate) const SUPPORT: Support = imp::SUPPORT;
 
 /// Process CPU time consumed so far.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -52,6 +40,12 @@ pub trait SocketStats {
     fn tcp_retransmits(&self, sock: &std::net::TcpStream) -> io::Result<u64>;
     /// CPU time used by the whole process.
     fn process_cpu(&self) -> io::Result<CpuTimes>;
+}
+
+/// A `timeval` as a duration; negative parts count as 0.
+#[cfg_attr(not(any(target_os = "linux", target_os = "macos")), allow(dead_code))]
+fn duration_of(sec: i64, usec: i64) -> Duration {
+    Duration::from_secs(sec.max(0) as u64) + Duration::from_micros(usec.max(0) as u64)
 }
 
 /// The implementation for the running OS.

@@ -1,6 +1,8 @@
-//! Fallback receive path for targets without kernel RX timestamps: plain
+//! Receive path for targets without kernel RX timestamps: plain
 //! `recv_from`; the sender then stamps t4 in userspace and reports
-//! `TIMESTAMP_SOURCE_USERSPACE`.
+//! `TIMESTAMP_SOURCE_USERSPACE`, and `SUPPORT` lists kernel timestamps as
+//! unsupported so the agent says so at start. Binding to a device fails
+//! with [`Unsupported`].
 //!
 //! Same functions, same signatures as `timestamp_linux.rs`.
 
@@ -8,6 +10,11 @@ use std::io;
 use std::net::UdpSocket;
 
 use super::Received;
+use crate::platform::{Source, Unsupported};
+
+/// No kernel timestamps and no device binding here: probes fall back to
+/// userspace stamps (and say so in `timestamp_source`).
+pub(crate) const SUPPORT: crate::platform::Support = crate::platform::Support::Unsupported;
 
 /// Kernel RX timestamps are not available on this target.
 pub(crate) const KERNEL_RX_TIMESTAMPS: bool = false;
@@ -39,8 +46,10 @@ pub(crate) fn recv(sock: &UdpSocket, buf: &mut [u8], nonblocking: bool) -> io::R
 
 /// Not supported on this target.
 pub(crate) fn bind_device(_sock: &UdpSocket, _device: &str, _v6: bool) -> io::Result<()> {
-    Err(io::Error::new(
-        io::ErrorKind::Unsupported,
-        "binding to a device is not supported on this OS",
-    ))
+    Err(Unsupported::new(Source::KernelTimestamps).into())
+}
+
+/// No way to raise a thread's priority is known here.
+pub(crate) fn prioritize_current_thread() -> io::Result<()> {
+    Err(Unsupported::new(Source::KernelTimestamps).into())
 }

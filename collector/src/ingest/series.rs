@@ -1,0 +1,224 @@
+//! The cardinality budget of `/metrics`: how many distinct peers,
+//! interfaces, sensors and services each node may have series for, and how
+//! many nodes there may be. Pure: names in, a verdict out.
+//!
+//! Why at ingest and not in each export domain: every domain keys its state
+//! by these names, so one check before a record reaches the domains bounds
+//! all of them, and a domain added later is bounded without knowing it.
+//! A record over the budget is still stored (it is valid data, the API and
+//! reports see it); it only stays out of `/metrics`, counted in
+//! `boltwatch_ingest_series_refused_total{label}`.
+
+use std::collections::{BTreeSet, HashMap};
+
+use boltwatch_proto::v1::record::Payload;
+use boltwatch_proto::v1::{Interface, Record};
+
+/// Most distinct nodes with series. With tokens the table bounds the nodes
+/// already; without, this keeps a stream of invented node names from
+/// growing the state.
+pub const MAX_NODES: usize = 4096;
+
+/// A label whose distinct values are budgeted per node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Dim {
+    /// `peer`.
+    Peer,
+    /// `interface`.
+    Interface,
+    /// `sensor`.
+    Sensor,
+    /// `service`.
+    Service,
+}
+
+impl Dim {
+    /// The label name, as counted in `boltwatch_ingest_series_refused_total`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Dim::Peer => "peer",
+            Dim::Interface => "interface",
+            Dim::Sensor => "sensor",
+            Dim::Service => "service",
+        }
+    }
+}
+
+/// The budgeted names a record carries (empty names are not series).
+pub fn subjects(r: &Record) -> Vec<(Dim, &str)> {
+    let mut out = Vec::new();
+    let Some(p) = &r.payload else { return out };
+    match p {
+        Payload::Rtt(s) => {
+            out.push((Dim::Peer, s.peer.as_str()));
+            out.push((Dim::Interface, s.interface.as_str()));
+        }
+        Payload::LinkEvent(e) => out.push((Dim::Interface, e.interface.as_str())),
+        Payload::Counters(c) => out.push((Dim::Interface, c.interface.as_str())),
+        Payload::Thermal(t) => out.extend(t.sensors.iter().map(|s| (Dim::Sensor, s.name.as_str()))),
+        Payload::Bandwidth(b) => {
+            out.push((Dim::Peer, b.peer.as_str()));
+            out.push((Dim::Interface, b.interface.as_str()));
+        }
+        Payload::Service(s) => {
+            out.push((Dim::Peer, s.peer.as_str()));
+            out.push((Dim::Service, s.service.as_str()));
+        }
+        Payload::Outage(o) => {
+            out.push((Dim::Peer, o.peer.as_str()));
+            out.push((Dim::Interface, o.interface.as_str()));
+            out.push((Dim::Service, o.service.as_str()));
+        }
+        Payload::Path(p) => {
+            out.push((Dim::Peer, p.peer.as_str()));
+            out.push((Dim::Interface, p.expected_interface.as_str()));
+            out.push((Dim::Interface, p.route_interface.as_str()));
+        }
+        _ => {}
+    }
+    out.retain(|(_, s)| !s.is_empty());
+    out
+}
+
+/// Distinct names seen per node and label.
+#[derive(Debug)]
+pub struct Budget {
+    per_node: usize,
+    nodes: HashMap<String, HashMap<Dim, BTreeSet<String>>>,
+}
+
+impl Budget {
+    /// At most `per_node` distinct names per node and label.
+    pub fn new(per_node: usize) -> Budget {
+        Budget {
+            per_node,
+            nodes: HashMap::new(),
+        }
+    }
+
+    /// Whether `node` has, or may get, series.
+    pub fn admit_node(&mut self, node: &str) -> bool {
+        if self.nodes.contains_key(node) {
+            return true;
+        }
+        if self.nodes.len() >= MAX_NODES {
+            return false;
+        }
+        self.nodes.insert(node.to_string(), HashMap::new());
+        true
+    }
+
+    /// Admits all of `names` for `node`, or none: `Err` names the first
+    /// label over the budget.
+    pub fn admit<'a>(
+        &mut self,
+        node: &str,
+        names: impl IntoIterator<Item = (Dim, &'a str)> + Clone,
+    ) -> Result<(), Dim> {
+        if !self.admit_node(node) {
+            return Err(names.into_iter().next().map_or(Dim::Peer, |(d, _)| d));
+        }
+        let sets = self.nodes.get_mut(node).expect("admitted above");
+        let mut new: HashMap<Dim, BTreeSet<&str>> = HashMap::new();
+        for (dim, name) in names.clone() {
+            if !sets.get(&dim).is_some_and(|s| s.contains(name)) {
+                new.entry(dim).or_default().insert(name);
+            }
+        }
+        for (dim, names) in &new {
+            let have = sets.get(dim).map_or(0, BTreeSet::len);
+            if have + names.len() > self.per_node {
+                return Err(*dim);
+            }
+        }
+        for (dim, names) in new {
+            let set = sets.entry(dim).or_default();
+            set.extend(names.into_iter().map(str::to_string));
+        }
+        Ok(())
+    }
+
+    /// The interfaces of a `Hello` that fit the budget, in order; the rest
+    /// are counted by the caller.
+    pub fn interfaces(&mut self, node: &str, all: &[Interface]) -> (Vec<Interface>, usize) {
+        let mut kept = Vec::new();
+        let mut refused = 0;
+        for i in all {
+            match self.admit(node, [(Dim::Interface, i.name.as_str())]) {
+                Ok(()) => kept.push(i.clone()),
+                Err(_) => refused += 1,
+            }
+        }
+        (kept, refused)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use boltwatch_proto::v1::{RttSummary, ServiceCheck};
+
+    fn rtt(peer: &str) -> Record {
+        Record {
+            node: "a".into(),
+            payload: Some(Payload::Rtt(RttSummary {
+                peer: peer.into(),
+                interface: "lo".into(),
+                ..Default::default()
+            })),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn names_beyond_the_cap_are_refused_known_ones_pass() {
+        let mut b = Budget::new(3);
+        for p in ["p1", "p2", "p3"] {
+            assert_eq!(b.admit("a", subjects(&rtt(p))), Ok(()));
+        }
+        assert_eq!(b.admit("a", subjects(&rtt("p4"))), Err(Dim::Peer));
+        // Known names still pass, and other nodes have their own budget.
+        assert_eq!(b.admit("a", subjects(&rtt("p2"))), Ok(()));
+        assert_eq!(b.admit("b", subjects(&rtt("p4"))), Ok(()));
+    }
+
+    #[test]
+    fn a_refused_record_admits_none_of_its_names() {
+        let mut b = Budget::new(1);
+        let svc = |peer: &str, service: &str| Record {
+            payload: Some(Payload::Service(ServiceCheck {
+                peer: peer.into(),
+                service: service.into(),
+                ..Default::default()
+            })),
+            ..Default::default()
+        };
+        assert_eq!(b.admit("a", subjects(&svc("p", "ssh"))), Ok(()));
+        assert_eq!(b.admit("a", subjects(&svc("q", "ssh"))), Err(Dim::Peer));
+        assert_eq!(b.admit("a", subjects(&svc("p", "http"))), Err(Dim::Service));
+        assert_eq!(b.admit("a", subjects(&svc("p", "ssh"))), Ok(()));
+    }
+
+    #[test]
+    fn hello_interfaces_are_trimmed_to_the_cap() {
+        let mut b = Budget::new(2);
+        let ifs: Vec<Interface> = (0..5)
+            .map(|i| Interface {
+                name: format!("en{i}"),
+                ..Default::default()
+            })
+            .collect();
+        let (kept, refused) = b.interfaces("a", &ifs);
+        assert_eq!((kept.len(), refused), (2, 3));
+    }
+
+    #[test]
+    fn node_count_is_capped() {
+        let mut b = Budget::new(1);
+        for i in 0..MAX_NODES {
+            assert!(b.admit_node(&format!("n{i}")));
+        }
+        assert!(!b.admit_node("one-more"));
+        assert!(b.admit_node("n0"));
+    }
+}

@@ -1,0 +1,124 @@
+//! The values the store takes and returns.
+
+/// A record ready to store: the envelope fields it is keyed and filtered by,
+/// plus its encoded bytes exactly as received.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewRecord {
+    /// Producing node.
+    pub node: String,
+    /// Producing agent boot.
+    pub boot_id: String,
+    /// Sequence number in the boot (1..=i64::MAX).
+    pub seq: u64,
+    /// Agent timestamp (<= i64::MAX).
+    pub unix_ns: u64,
+    /// `Payload::kind()`, or `"unknown"` for a kind this build cannot name.
+    pub kind: &'static str,
+    /// The encoded `Record`.
+    pub raw: Vec<u8>,
+}
+
+/// A stored record as read back.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredRecord {
+    /// Producing node.
+    pub node: String,
+    /// Producing agent boot.
+    pub boot_id: String,
+    /// Sequence number.
+    pub seq: u64,
+    /// Agent timestamp.
+    pub unix_ns: u64,
+    /// Payload kind as stored.
+    pub kind: String,
+    /// The encoded `Record`.
+    pub raw: Vec<u8>,
+}
+
+/// The highest stored sequence number of one boot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Watermark {
+    /// Agent boot id.
+    pub boot_id: String,
+    /// Highest stored seq.
+    pub highest_seq: u64,
+}
+
+/// What a `Hello` tells the store about a boot.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HelloRow {
+    /// Node name.
+    pub node: String,
+    /// Agent boot id.
+    pub boot_id: String,
+    /// Agent version.
+    pub agent_version: String,
+    /// Operating system.
+    pub os: String,
+    /// Host name.
+    pub hostname: String,
+    /// Agent start, unix ns.
+    pub started_unix_ns: u64,
+    /// The encoded `Hello` (interfaces and peers included).
+    pub hello: Vec<u8>,
+}
+
+/// One boot as listed by the API.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BootRow {
+    /// Node name.
+    pub node: String,
+    /// Agent boot id.
+    pub boot_id: String,
+    /// When the collector first saw the boot, unix ns.
+    pub first_seen_unix_ns: u64,
+    /// When the collector last heard from it, unix ns.
+    pub last_seen_unix_ns: u64,
+    /// Records stored for it.
+    pub records: u64,
+    /// Highest stored seq.
+    pub highest_seq: u64,
+    /// Agent version from its `Hello` (empty if only records were seen).
+    pub agent_version: String,
+    /// OS from its `Hello`.
+    pub os: String,
+    /// Agent start from its `Hello`, 0 if unknown.
+    pub started_unix_ns: u64,
+}
+
+impl BootRow {
+    /// Sequence numbers missing below the highest one. Records are unique
+    /// per seq, so this is exact.
+    pub fn gaps(&self) -> u64 {
+        self.highest_seq.saturating_sub(self.records)
+    }
+}
+
+/// Which records to read.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RecordFilter {
+    /// Only this node.
+    pub node: Option<String>,
+    /// Only this kind.
+    pub kind: Option<String>,
+    /// Only records at or after this agent time.
+    pub since_unix_ns: u64,
+    /// At most this many.
+    pub limit: u32,
+}
+
+/// The result of storing one batch.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BatchOutcome {
+    /// Whether each input record was newly stored (same order as the input).
+    pub inserted: Vec<bool>,
+    /// Records that were already stored.
+    pub duplicates: u64,
+    /// Per boot id in the batch (first-appearance order): the highest
+    /// stored seq after the commit.
+    pub watermarks: Vec<Watermark>,
+    /// Time spent in the transaction, commit included.
+    pub commit_seconds: f64,
+    /// Records in the whole store after the commit.
+    pub total_records: u64,
+}
