@@ -37,13 +37,16 @@ async fn main() -> anyhow::Result<()> {
             "--nodes" => nodes = v()?.parse()?,
             "--data-dir" => dir = Some(v()?.into()),
             "--url" => url = Some(v()?),
-            _ => anyhow::bail!("usage: remote_write_bench [--hours H] [--nodes N] --data-dir DIR --url URL"),
+            _ => anyhow::bail!(
+                "usage: remote_write_bench [--hours H] [--nodes N] --data-dir DIR --url URL"
+            ),
         }
     }
     let (dir, url) = (dir.context("--data-dir DIR")?, url.context("--url URL")?);
 
     // 1. The store: a soak ending now.
-    let c = common::Collector::start_with(&dir, |cfg| cfg.max_records_per_second = 10_000_000).await;
+    let c =
+        common::Collector::start_with(&dir, |cfg| cfg.max_records_per_second = 10_000_000).await;
     let now = boltwatch_common::clock::now_unix_ns() / (60 * S) * (60 * S);
     let duration = hours * 3600 * S;
     let mut sc = sim::Scenario::standard(nodes, now - duration, duration);
@@ -61,7 +64,10 @@ async fn main() -> anyhow::Result<()> {
     let store = Store::open(&dir)?;
     let (n, secs) = log::rebuild(&store.handle(), &SharedMetrics::new()).await?;
     store.close().await;
-    eprintln!("rebuild: {n} records in {secs:.2} s ({:.0} records/s)", n as f64 / secs);
+    eprintln!(
+        "rebuild: {n} records in {secs:.2} s ({:.0} records/s)",
+        n as f64 / secs
+    );
 
     // 3. The backfill.
     let t = Instant::now();

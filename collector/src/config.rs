@@ -376,20 +376,25 @@ impl Schema for Config {
         let pass = rw.basic_auth_password_file.is_some();
         if bearer && (user || pass) {
             return Err(at.error(
-                &["remote_write.bearer_token_file", "remote_write.basic_auth_username"],
+                &[
+                    "remote_write.bearer_token_file",
+                    "remote_write.basic_auth_username",
+                ],
                 "choose bearer token or basic auth, not both",
             ));
         }
         if user != pass {
             return Err(at.error(
-                &["remote_write.basic_auth_username", "remote_write.basic_auth_password_file"],
+                &[
+                    "remote_write.basic_auth_username",
+                    "remote_write.basic_auth_password_file",
+                ],
                 "basic auth needs both basic_auth_username and basic_auth_password_file",
             ));
         }
         Ok(())
     }
 }
-
 
 impl Default for Config {
     fn default() -> Self {

@@ -75,7 +75,10 @@ impl Receiver {
         let child = spawn(
             Command::new("prometheus")
                 .arg(format!("--config.file={}", config.display()))
-                .arg(format!("--storage.tsdb.path={}", dir.path().join("tsdb").display()))
+                .arg(format!(
+                    "--storage.tsdb.path={}",
+                    dir.path().join("tsdb").display()
+                ))
                 .arg(format!("--web.listen-address=127.0.0.1:{port}"))
                 .arg("--web.enable-remote-write-receiver"),
             "prometheus",
@@ -140,7 +143,10 @@ async fn victoria_samples(vm: &Receiver, selector: &str, start_s: i64) -> Vec<(i
 async fn prometheus_samples(p: &Receiver, selector: &str, at_s: i64) -> Vec<(i64, f64)> {
     let r = reqwest::Client::new()
         .get(p.url("/api/v1/query"))
-        .query(&[("query", format!("{selector}[3h]")), ("time", at_s.to_string())])
+        .query(&[
+            ("query", format!("{selector}[3h]")),
+            ("time", at_s.to_string()),
+        ])
         .send()
         .await
         .expect("query");
@@ -244,7 +250,10 @@ async fn victoria_metrics_and_prometheus_hold_exactly_the_stored_values() {
     let c = start(dir.path(), &urls).await;
     let body = c.metrics().await;
     assert_eq!(
-        metric(&body, r#"boltwatch_records_received_total{node="a",kind="thermal"}"#),
+        metric(
+            &body,
+            r#"boltwatch_records_received_total{node="a",kind="thermal"}"#
+        ),
         Some(20.0),
         "counters rebuilt from the store:\n{body}"
     );
@@ -259,7 +268,11 @@ async fn victoria_metrics_and_prometheus_hold_exactly_the_stored_values() {
         }
         tokio::time::sleep(POLL).await;
     }
-    assert_eq!(vm_temp, want(1..=40, celsius), "VictoriaMetrics temperature");
+    assert_eq!(
+        vm_temp,
+        want(1..=40, celsius),
+        "VictoriaMetrics temperature"
+    );
     assert_eq!(prom_temp, want(1..=40, celsius), "Prometheus temperature");
     let count = |s: u64| s as f64;
     let vm_received = victoria_samples(&vm, RECEIVED, start_s).await;
@@ -269,12 +282,16 @@ async fn victoria_metrics_and_prometheus_hold_exactly_the_stored_values() {
 
     let body = c.metrics().await;
     assert_eq!(
-        metric(&body, r#"boltwatch_records_received_total{node="a",kind="thermal"}"#),
+        metric(
+            &body,
+            r#"boltwatch_records_received_total{node="a",kind="thermal"}"#
+        ),
         Some(40.0)
     );
     for url in &urls {
         let failed = format!(r#"boltwatch_remote_write_samples_failed_total{{endpoint="{url}"}}"#);
-        let dropped = format!(r#"boltwatch_remote_write_samples_dropped_total{{endpoint="{url}"}}"#);
+        let dropped =
+            format!(r#"boltwatch_remote_write_samples_dropped_total{{endpoint="{url}"}}"#);
         let pending = format!(r#"boltwatch_remote_write_pending_samples{{endpoint="{url}"}}"#);
         assert_eq!(metric(&body, &failed), Some(0.0), "{body}");
         assert_eq!(metric(&body, &dropped), Some(0.0), "{body}");

@@ -60,7 +60,10 @@ impl Domain for RemoteWriteMetrics {
         e.family(&FAILED, ep.iter().map(|(k, s)| (label(k), s.failed)));
         e.family(&DROPPED, ep.iter().map(|(k, s)| (label(k), s.dropped)));
         e.family(&PENDING, ep.iter().map(|(k, s)| (label(k), s.pending)));
-        e.family(&LAST_SUCCESS, ep.iter().map(|(k, s)| (label(k), s.last_success)));
+        e.family(
+            &LAST_SUCCESS,
+            ep.iter().map(|(k, s)| (label(k), s.last_success)),
+        );
     }
 
     fn families(&self) -> &'static [Family] {

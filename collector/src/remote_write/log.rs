@@ -72,7 +72,12 @@ pub fn open_writer(db: &Path) -> rusqlite::Result<Connection> {
 }
 
 /// Records that `endpoint` delivered everything up to `pos`.
-pub fn save_position(conn: &Connection, endpoint: &str, pos: i64, now_ns: u64) -> rusqlite::Result<()> {
+pub fn save_position(
+    conn: &Connection,
+    endpoint: &str,
+    pos: i64,
+    now_ns: u64,
+) -> rusqlite::Result<()> {
     conn.execute(
         "INSERT INTO remote_write_positions (endpoint, pos, updated_unix_ns) VALUES (?1, ?2, ?3)
          ON CONFLICT (endpoint) DO UPDATE SET pos = excluded.pos, updated_unix_ns = excluded.updated_unix_ns",
@@ -85,7 +90,10 @@ pub fn save_position(conn: &Connection, endpoint: &str, pos: i64, now_ns: u64) -
 /// state, so `/metrics` counters continue across collector restarts (and
 /// agree with what remote write pushes). Runs before ingest starts, so no
 /// record is applied twice. Returns (records, seconds).
-pub async fn rebuild(store: &StoreHandle, metrics: &SharedMetrics) -> Result<(u64, f64), StoreError> {
+pub async fn rebuild(
+    store: &StoreHandle,
+    metrics: &SharedMetrics,
+) -> Result<(u64, f64), StoreError> {
     let started = Instant::now();
     let end = store.read(newest).await?;
     let (mut pos, mut n) = (0i64, 0u64);
@@ -102,7 +110,11 @@ pub async fn rebuild(store: &StoreHandle, metrics: &SharedMetrics) -> Result<(u6
         }
     }
     let secs = started.elapsed().as_secs_f64();
-    tracing::info!(records = n, seconds = secs, "rebuilt /metrics state from the store");
+    tracing::info!(
+        records = n,
+        seconds = secs,
+        "rebuilt /metrics state from the store"
+    );
     Ok((n, secs))
 }
 

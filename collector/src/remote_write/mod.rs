@@ -78,7 +78,9 @@ pub fn check_label_name(n: &str) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!("`{n}` is not a label name ([a-zA-Z_][a-zA-Z0-9_]*, no leading __)"))
+        Err(format!(
+            "`{n}` is not a label name ([a-zA-Z_][a-zA-Z0-9_]*, no leading __)"
+        ))
     }
 }
 
@@ -87,7 +89,9 @@ pub fn check_url(u: &str) -> Result<(), String> {
     let url = reqwest::Url::parse(u).map_err(|e| format!("`{u}`: {e}"))?;
     match url.scheme() {
         "http" if url.host().is_some() => Ok(()),
-        "https" => Err(format!("`{u}`: https is not supported yet (plain http only)")),
+        "https" => Err(format!(
+            "`{u}`: https is not supported yet (plain http only)"
+        )),
         _ => Err(format!("`{u}`: expected an http://HOST[:PORT]/PATH URL")),
     }
 }

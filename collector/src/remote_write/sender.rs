@@ -13,6 +13,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use rand::Rng;
@@ -20,7 +21,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use tokio::sync::watch;
 
 use super::log::{self, Logged};
-use super::series::{Deriver, Labels, Point};
+use super::series::{Deriver, LabelPairs, Point};
 use super::wire::{self, Label, Sample, TimeSeries, WriteRequest};
 use super::{Auth, Settings};
 use crate::export::SharedMetrics;
@@ -65,9 +66,19 @@ impl Sender {
         metrics: SharedMetrics,
     ) -> Result<Sender, crate::Error> {
         let mut headers = HeaderMap::new();
-        for (k, v) in wire::HEADERS.iter().map(|(k, v)| (k.to_string(), v.to_string())).chain(s.headers.iter().cloned()) {
-            let (Ok(k), Ok(v)) = (HeaderName::try_from(k.as_str()), HeaderValue::try_from(v.as_str())) else {
-                return Err(io_err(format!("remote_write header `{k}`"), "not a valid header"));
+        for (k, v) in wire::HEADERS
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .chain(s.headers.iter().cloned())
+        {
+            let (Ok(k), Ok(v)) = (
+                HeaderName::try_from(k.as_str()),
+                HeaderValue::try_from(v.as_str()),
+            ) else {
+                return Err(io_err(
+                    format!("remote_write header `{k}`"),
+                    "not a valid header",
+                ));
             };
             headers.insert(k, v);
         }
@@ -97,7 +108,9 @@ impl Sender {
         let mut pos = loop {
             match self.restore().await {
                 Ok(p) => break p,
-                Err(e) => tracing::warn!(endpoint = %self.url, "remote_write: reading the store: {e}"),
+                Err(e) => {
+                    tracing::warn!(endpoint = %self.url, "remote_write: reading the store: {e}")
+                }
             }
             if pause(&mut stop, BACKOFF_MAX).await {
                 return;
@@ -128,10 +141,17 @@ impl Sender {
         let saved = self.store.read(move |c| log::position(c, &url)).await?;
         let mut pos = 0;
         while pos < saved {
-            let chunk = self.store.read(move |c| log::read_after(c, pos, log::CHUNK)).await?;
+            let chunk = self
+                .store
+                .read(move |c| log::read_after(c, pos, log::CHUNK))
+                .await?;
             let Some(last) = chunk.last() else { break };
             pos = last.pos;
-            for r in chunk.iter().filter(|l| l.pos <= saved).filter_map(|l| l.record.as_ref()) {
+            for r in chunk
+                .iter()
+                .filter(|l| l.pos <= saved)
+                .filter_map(|l| l.record.as_ref())
+            {
                 self.deriver.skip(r);
             }
         }
@@ -139,7 +159,11 @@ impl Sender {
     }
 
     /// One batch after `pos`: Some(new position) when something was done.
-    async fn step(&mut self, pos: i64, stop: &mut watch::Receiver<bool>) -> Result<Option<i64>, StoreError> {
+    async fn step(
+        &mut self,
+        pos: i64,
+        stop: &mut watch::Receiver<bool>,
+    ) -> Result<Option<i64>, StoreError> {
         let newest = self.store.read(log::newest).await?;
         if newest - pos > self.max_backlog {
             let to = newest - self.max_backlog;
@@ -149,14 +173,25 @@ impl Sender {
             return Ok(Some(to));
         }
         let limit = self.batch_records;
-        let chunk = self.store.read(move |c| log::read_after(c, pos, limit)).await?;
+        let chunk = self
+            .store
+            .read(move |c| log::read_after(c, pos, limit))
+            .await?;
         let Some(end) = chunk.last().map(|l| l.pos) else {
-            self.metrics.lock().remote_write().endpoint(&self.url).pending = 0;
+            self.metrics
+                .lock()
+                .remote_write()
+                .endpoint(&self.url)
+                .pending = 0;
             return Ok(None);
         };
         let points = self.derive(&chunk);
         let n = points.len() as u64;
-        self.metrics.lock().remote_write().endpoint(&self.url).pending = n;
+        self.metrics
+            .lock()
+            .remote_write()
+            .endpoint(&self.url)
+            .pending = n;
         if n > 0 && !self.deliver(&points, end, stop).await? {
             return Ok(Some(pos)); // Stopping: the batch is resent after a restart.
         }
@@ -188,19 +223,31 @@ impl Sender {
     async fn drop_until(&mut self, mut pos: i64, to: i64) -> Result<u64, StoreError> {
         let mut dropped = 0u64;
         while pos < to {
-            let chunk = self.store.read(move |c| log::read_after(c, pos, log::CHUNK)).await?;
+            let chunk = self
+                .store
+                .read(move |c| log::read_after(c, pos, log::CHUNK))
+                .await?;
             let Some(last) = chunk.last() else { break };
             pos = last.pos;
             let keep: Vec<Logged> = chunk.into_iter().filter(|l| l.pos <= to).collect();
             dropped += self.derive(&keep).len() as u64;
         }
-        self.metrics.lock().remote_write().endpoint(&self.url).dropped += dropped;
+        self.metrics
+            .lock()
+            .remote_write()
+            .endpoint(&self.url)
+            .dropped += dropped;
         Ok(dropped)
     }
 
     /// Posts `points` until delivered, refused, or dropped for the backlog
     /// bound; false when asked to stop first.
-    async fn deliver(&mut self, points: &[Point], end: i64, stop: &mut watch::Receiver<bool>) -> Result<bool, StoreError> {
+    async fn deliver(
+        &mut self,
+        points: &[Point],
+        end: i64,
+        stop: &mut watch::Receiver<bool>,
+    ) -> Result<bool, StoreError> {
         let n = points.len() as u64;
         let body = wire::encode(&request(points));
         let mut delay = BACKOFF_MIN;
@@ -219,14 +266,22 @@ impl Sender {
                 }
                 Outcome::Refused(why) => {
                     tracing::error!(endpoint = %self.url, samples = n, "remote_write: refused, not retried: {why}");
-                    self.metrics.lock().remote_write().endpoint(&self.url).failed += n;
+                    self.metrics
+                        .lock()
+                        .remote_write()
+                        .endpoint(&self.url)
+                        .failed += n;
                     return Ok(true);
                 }
                 Outcome::Retry(why) => {
                     let newest = self.store.read(log::newest).await?;
                     if newest - end > self.max_backlog {
                         tracing::warn!(endpoint = %self.url, samples = n, "remote_write: dropping a batch for the backlog bound: {why}");
-                        self.metrics.lock().remote_write().endpoint(&self.url).dropped += n;
+                        self.metrics
+                            .lock()
+                            .remote_write()
+                            .endpoint(&self.url)
+                            .dropped += n;
                         return Ok(true);
                     }
                     let wait = jitter(delay);
@@ -254,7 +309,13 @@ impl Sender {
                 if status.is_success() {
                     return Outcome::Delivered;
                 }
-                let text: String = resp.text().await.unwrap_or_default().chars().take(300).collect();
+                let text: String = resp
+                    .text()
+                    .await
+                    .unwrap_or_default()
+                    .chars()
+                    .take(300)
+                    .collect();
                 let why = format!("{status}: {}", text.trim());
                 if status.is_server_error() || status.as_u16() == 429 {
                     Outcome::Retry(why)
@@ -275,44 +336,44 @@ impl Sender {
         .await;
         match r {
             Ok(Ok(())) => {}
-            Ok(Err(e)) => tracing::warn!(endpoint = %self.url, "remote_write: saving the position: {e}"),
-            Err(e) => tracing::warn!(endpoint = %self.url, "remote_write: saving the position: {e}"),
+            Ok(Err(e)) => {
+                tracing::warn!(endpoint = %self.url, "remote_write: saving the position: {e}")
+            }
+            Err(e) => {
+                tracing::warn!(endpoint = %self.url, "remote_write: saving the position: {e}")
+            }
         }
     }
 }
 
-/// Groups points by series, samples in time order.
+/// Groups points by series (points of one series share their labels'
+/// `Arc`), samples in time order.
 pub fn request(points: &[Point]) -> WriteRequest {
-    let mut by: HashMap<*const Vec<(String, String)>, (Labels, Vec<Sample>)> = HashMap::new();
-    let mut order = Vec::new();
+    let mut index: HashMap<*const LabelPairs, usize> = HashMap::new();
+    let mut timeseries: Vec<TimeSeries> = Vec::new();
     for p in points {
-        let key = std::sync::Arc::as_ptr(&p.labels);
-        let e = by.entry(key).or_insert_with(|| {
-            order.push(key);
-            (p.labels.clone(), Vec::new())
-        });
-        e.1.push(Sample {
-            value: p.value,
-            timestamp: p.ts_ms,
-        });
-    }
-    let timeseries = order
-        .into_iter()
-        .filter_map(|k| by.remove(&k))
-        .map(|(labels, mut samples)| {
-            samples.sort_by_key(|s| s.timestamp);
-            TimeSeries {
-                labels: labels
+        let i = *index.entry(Arc::as_ptr(&p.labels)).or_insert_with(|| {
+            timeseries.push(TimeSeries {
+                labels: p
+                    .labels
                     .iter()
                     .map(|(name, value)| Label {
                         name: name.clone(),
                         value: value.clone(),
                     })
                     .collect(),
-                samples,
-            }
-        })
-        .collect();
+                samples: Vec::new(),
+            });
+            timeseries.len() - 1
+        });
+        timeseries[i].samples.push(Sample {
+            value: p.value,
+            timestamp: p.ts_ms,
+        });
+    }
+    for t in &mut timeseries {
+        t.samples.sort_by_key(|s| s.timestamp);
+    }
     WriteRequest { timeseries }
 }
 

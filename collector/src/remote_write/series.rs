@@ -43,7 +43,10 @@ const NOT_FROM_RECORDS: &[&str] = &[
 
 /// A series' labels, `__name__` first then sorted by name (the order remote
 /// write wants), external labels included.
-pub type Labels = Arc<Vec<(String, String)>>;
+pub type Labels = Arc<LabelPairs>;
+
+/// (name, value) pairs.
+pub type LabelPairs = Vec<(String, String)>;
 
 /// One sample to push.
 #[derive(Debug, Clone, PartialEq)]
@@ -229,22 +232,24 @@ fn ms(r: &Record) -> i64 {
 
 /// Sample lines of an exposition: (series id, family name, value).
 fn parse(text: &str) -> impl Iterator<Item = (&str, &str, f64)> {
-    text.lines().filter(|l| !l.starts_with('#')).filter_map(|l| {
-        let (id, v) = l.rsplit_once(' ')?;
-        let name = id.split('{').next()?;
-        let value = match v {
-            "NaN" => f64::NAN,
-            "+Inf" => f64::INFINITY,
-            "-Inf" => f64::NEG_INFINITY,
-            v => v.parse().ok()?,
-        };
-        Some((id, name, value))
-    })
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| {
+            let (id, v) = l.rsplit_once(' ')?;
+            let name = id.split('{').next()?;
+            let value = match v {
+                "NaN" => f64::NAN,
+                "+Inf" => f64::INFINITY,
+                "-Inf" => f64::NEG_INFINITY,
+                v => v.parse().ok()?,
+            };
+            Some((id, name, value))
+        })
 }
 
 /// Parses `name{k="v",...}` into sorted labels with `__name__`, plus the
 /// value of its `node` label.
-fn labels_of(id: &str, external: &[(String, String)]) -> Option<(Vec<(String, String)>, Option<String>)> {
+fn labels_of(id: &str, external: &[(String, String)]) -> Option<(LabelPairs, Option<String>)> {
     let (name, rest) = match id.split_once('{') {
         Some((n, r)) => (n, r.strip_suffix('}')?),
         None => (id, ""),
@@ -281,7 +286,10 @@ fn labels_of(id: &str, external: &[(String, String)]) -> Option<(Vec<(String, St
         }
     }
     labels[1..].sort();
-    let node = labels.iter().find(|(k, _)| k == "node").map(|(_, v)| v.clone());
+    let node = labels
+        .iter()
+        .find(|(k, _)| k == "node")
+        .map(|(_, v)| v.clone());
     Some((labels, node))
 }
 
@@ -316,7 +324,10 @@ mod tests {
     fn labels_parse_with_escapes_and_external_labels() {
         let (l, node) = labels_of(
             r#"boltwatch_x{node="a\"b",peer="c\\d",le="+Inf"}"#,
-            &[("cluster".into(), "east".into()), ("node".into(), "ignored".into())],
+            &[
+                ("cluster".into(), "east".into()),
+                ("node".into(), "ignored".into()),
+            ],
         )
         .unwrap();
         let want: Vec<(String, String)> = [
@@ -368,7 +379,10 @@ mod tests {
         d.skip(&thermal("a", 5, 1_063_000_000_000, 50.0));
         out.clear();
         d.apply(&thermal("a", 6, 1_064_000_000_000, 50.0), &mut out);
-        assert!(find(&out, "boltwatch_temperature_celsius").is_empty(), "{out:?}");
+        assert!(
+            find(&out, "boltwatch_temperature_celsius").is_empty(),
+            "{out:?}"
+        );
         assert_eq!(find(&out, "boltwatch_records_received_total")[0].value, 6.0);
 
         // Another node's record, then one more of `a` at the same time:
