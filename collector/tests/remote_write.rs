@@ -280,7 +280,22 @@ async fn victoria_metrics_and_prometheus_hold_exactly_the_stored_values() {
     assert_eq!(vm_received, want(1..=40, count), "VictoriaMetrics counter");
     assert_eq!(prom_received, want(1..=40, count), "Prometheus counter");
 
-    let body = c.metrics().await;
+    // The last batch is in the receivers; its sender marks it delivered
+    // (pending back to 0) just after.
+    let caught_up = |body: &str| {
+        urls.iter().all(|u| {
+            let pending = format!(r#"boltwatch_remote_write_pending_samples{{endpoint="{u}"}}"#);
+            metric(body, &pending) == Some(0.0)
+        })
+    };
+    let mut body = c.metrics().await;
+    for _ in 0..TRIES {
+        if caught_up(&body) {
+            break;
+        }
+        tokio::time::sleep(POLL).await;
+        body = c.metrics().await;
+    }
     assert_eq!(
         metric(
             &body,
@@ -296,6 +311,9 @@ async fn victoria_metrics_and_prometheus_hold_exactly_the_stored_values() {
         assert_eq!(metric(&body, &failed), Some(0.0), "{body}");
         assert_eq!(metric(&body, &dropped), Some(0.0), "{body}");
         assert_eq!(metric(&body, &pending), Some(0.0), "{body}");
+        let sent = format!(r#"boltwatch_remote_write_samples_sent_total{{endpoint="{url}"}}"#);
+        // At least this collector's 20 temperatures and 20 counter values.
+        assert!(metric(&body, &sent).is_some_and(|n| n >= 40.0), "{body}");
     }
     c.stop().await;
 }
