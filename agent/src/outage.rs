@@ -19,9 +19,13 @@
 //!   proves the path works, so it also counts as the carrier's return when
 //!   the kernel's carrier-up notification lags behind the traffic.
 //! - A probe-loss outage starts when `k` consecutive probes, sent while the
-//!   carrier was up, went unanswered; its start is the send time of the
-//!   first of them. It ends at the first good reply to a probe sent after the
-//!   outage started.
+//!   carrier was up, were lost (unanswered at the probe timeout); its start
+//!   is the send time of the first of them. It ends when the first probe
+//!   after them is answered. A probe answered late but within the timeout
+//!   is not lost: a reflector or sender starved of CPU for a few probe
+//!   intervals is latency, not an outage. Probe fates are taken in
+//!   sequence order (`order`), so an outage is known a timeout after its
+//!   k-th probe was sent, and its times are still those of the probes.
 //! - Probes sent while the carrier was down neither count towards nor break
 //!   a run of missing probes: their loss is already explained.
 //! - A reply to a probe sent before the carrier went down is stale and ends
@@ -38,6 +42,9 @@ use boltwatch_proto::v1::{Outage, OutageCause};
 use crate::link::LinkChange;
 use crate::service::ServiceChange;
 use crate::stamp::ProbeEvent;
+
+mod order;
+use order::{Fate, InOrder};
 
 /// Default number of consecutive missing probes that make an outage.
 pub const DEFAULT_MISSING_PROBES: u32 = 3;
@@ -114,6 +121,8 @@ pub struct OutageTracker {
     last_down: Option<DownPeriod>,
     /// Open service outages by service name.
     services: HashMap<String, OpenService>,
+    /// Probe fates, released in sequence order to the run logic.
+    fates: InOrder,
 }
 
 impl OutageTracker {
@@ -130,6 +139,7 @@ impl OutageTracker {
             carrier_down_at: None,
             last_down: None,
             services: HashMap::new(),
+            fates: InOrder::default(),
         }
     }
 
@@ -149,7 +159,26 @@ impl OutageTracker {
     }
 
     /// Probe `seq`, sent at `sent_unix_ns`, was answered at `now`.
-    pub fn on_probe_reply(&mut self, _seq: u64, sent_unix_ns: u64, now: u64) -> Vec<Outage> {
+    pub fn on_probe_reply(&mut self, seq: u64, sent_unix_ns: u64, now: u64) -> Vec<Outage> {
+        let mut out = self.carrier_reply(sent_unix_ns, now);
+        let fate = Fate::Answered {
+            sent: sent_unix_ns,
+            at: now,
+        };
+        out.extend(self.settle(seq, fate));
+        out
+    }
+
+    /// Probe `seq`, sent at `sent_unix_ns`, was still unanswered at its
+    /// timeout: lost.
+    pub fn on_probe_missing(&mut self, seq: u64, sent_unix_ns: u64, _now: u64) -> Vec<Outage> {
+        self.settle(seq, Fate::Lost { sent: sent_unix_ns })
+    }
+
+    /// A reply at once, out of order: it proves the path works, so it ends
+    /// a carrier outage (and counts as the carrier's return) without
+    /// waiting for the fates of earlier probes.
+    fn carrier_reply(&mut self, sent_unix_ns: u64, now: u64) -> Vec<Outage> {
         if let Some(down) = self.carrier_down_at {
             if sent_unix_ns <= down {
                 // Stale: sent before the drop, it proves nothing about now.
@@ -166,11 +195,8 @@ impl OutageTracker {
                 up: sent_unix_ns,
             });
         }
-        if self.run.is_some_and(|r| sent_unix_ns > r.last_sent) {
-            self.run = None;
-        }
         match self.open {
-            Some(open) if sent_unix_ns >= open.start => {
+            Some(open) if open.carrier && sent_unix_ns >= open.start => {
                 self.open = None;
                 self.run = None;
                 vec![self.record(&open, Some(now))]
@@ -179,9 +205,38 @@ impl OutageTracker {
         }
     }
 
-    /// Probe `seq`, sent at `sent_unix_ns`, was still unanswered at `now`
-    /// (one probe interval after sending).
-    pub fn on_probe_missing(&mut self, _seq: u64, sent_unix_ns: u64, _now: u64) -> Vec<Outage> {
+    /// Takes one probe's fate; runs the loss rules over every fate now
+    /// known in sequence order.
+    fn settle(&mut self, seq: u64, fate: Fate) -> Vec<Outage> {
+        // Sequence numbers are the sender's u32s, widened for the API.
+        let released = self.fates.push(seq as u32, fate);
+        released
+            .into_iter()
+            .flat_map(|f| match f {
+                Fate::Answered { sent, at } => self.answered_in_order(sent, at),
+                Fate::Lost { sent } => self.lost_in_order(sent),
+            })
+            .collect()
+    }
+
+    /// An answered probe, after every earlier probe's fate: it breaks a run
+    /// of lost probes and ends a probe-loss outage.
+    fn answered_in_order(&mut self, sent_unix_ns: u64, at: u64) -> Vec<Outage> {
+        if self.run.is_some_and(|r| sent_unix_ns > r.last_sent) {
+            self.run = None;
+        }
+        match self.open {
+            Some(open) if !open.carrier && sent_unix_ns >= open.start => {
+                self.open = None;
+                self.run = None;
+                vec![self.record(&open, Some(at))]
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// A lost probe, after every earlier probe's fate.
+    fn lost_in_order(&mut self, sent_unix_ns: u64) -> Vec<Outage> {
         if self.sent_while_carrier_down(sent_unix_ns) {
             return Vec::new();
         }
@@ -367,7 +422,7 @@ impl OutageTrackers {
                     ProbeEvent::Reply {
                         seq, sent_unix_ns, ..
                     } => t.on_probe_reply(u64::from(seq), sent_unix_ns, now),
-                    ProbeEvent::Overdue { seq, sent_unix_ns } => {
+                    ProbeEvent::Lost { seq, sent_unix_ns } => {
                         t.on_probe_missing(u64::from(seq), sent_unix_ns, now)
                     }
                 }

@@ -304,23 +304,23 @@ fn assert_all_lost(run: &Run, addr: SocketAddr) {
     assert!(run
         .events
         .iter()
-        .all(|e| matches!(e, ProbeEvent::Overdue { .. })));
-    let overdue: Vec<u32> = run
+        .all(|e| matches!(e, ProbeEvent::Lost { .. })));
+    let lost: Vec<u32> = run
         .events
         .iter()
         .map(|e| match e {
-            ProbeEvent::Overdue { seq, .. } => *seq,
+            ProbeEvent::Lost { seq, .. } => *seq,
             ProbeEvent::Reply { seq, .. } => *seq,
         })
         .collect();
-    // Every lost probe was overdue first, in order, with no gaps: what the
-    // outage ledger needs to see three in a row.
-    assert!(overdue.len() as u64 >= total(recs, |s| s.lost));
-    assert!(overdue.windows(2).all(|w| w[1] == w[0] + 1), "{overdue:?}");
+    // Every lost probe was reported lost, in order, with no gaps: what the
+    // outage tracker needs to see three in a row.
+    assert!(lost.len() as u64 >= total(recs, |s| s.lost));
+    assert!(lost.windows(2).all(|w| w[1] == w[0] + 1), "{lost:?}");
 }
 
 #[test]
-fn black_hole_probes_are_lost_and_overdue() {
+fn black_hole_probes_are_lost_and_reported_lost() {
     // Bound but never read: the datagrams vanish into its queue.
     let hole = UdpSocket::bind("127.0.0.1:0").unwrap();
     let addr = hole.local_addr().unwrap();

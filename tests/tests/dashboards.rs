@@ -46,7 +46,6 @@ const CONTRACT: &[&str] = &[
     "boltwatch_records_received_total",
     "boltwatch_agent_malformed_packets_total",
     "boltwatch_agent_dropped_records_total",
-    "boltwatch_agent_stamp_refused_total",
     "boltwatch_ingest_malformed_connections_total",
     "boltwatch_ingest_errors_total",
     // Link truth.

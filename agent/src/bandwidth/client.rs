@@ -15,7 +15,7 @@ use super::{resolve, BandwidthError, DEFAULT_PORT};
 use boltwatch_proto::v1::{BandwidthInterval, BandwidthResult, Direction, Protocol};
 pub(crate) use results::our_results;
 use results::{build_results, Measured, Sampled};
-use std::io::{ErrorKind, Write};
+use std::io::Write;
 use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::time::{Duration, Instant};
 
@@ -316,7 +316,7 @@ fn udp_connect(addr: SocketAddr, window: Option<usize>) -> Result<UdpSocket, Ban
                 )));
             }
             Ok(_) => return Err(BandwidthError::Protocol("short UDP connect reply".into())),
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+            Err(e) if crate::bandwidth::engine::is_wait(&e) => {}
             Err(e) => return Err(e.into()),
         }
     }
@@ -357,7 +357,7 @@ fn run_intervals(
                         s => BandwidthError::Protocol(format!("unexpected {s:?} mid-test")),
                     })
                 }
-                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+                Err(e) if crate::bandwidth::engine::is_wait(&e) => {}
                 Err(e) => return Err(e.into()),
             }
             continue;

@@ -15,10 +15,15 @@ pub fn write_state(s: &mut TcpStream, state: State) -> io::Result<()> {
 /// Reads one state byte; EOF is an error naming the peer's disappearance.
 pub fn read_state(s: &mut TcpStream) -> Result<State, BandwidthError> {
     let mut b = [0u8; 1];
-    match s.read(&mut b) {
-        Ok(0) => Err(BandwidthError::PeerClosed),
-        Ok(_) => Ok(State::from_byte(b[0])?),
-        Err(e) => Err(e.into()),
+    loop {
+        return match s.read(&mut b) {
+            Ok(0) => Err(BandwidthError::PeerClosed),
+            Ok(_) => Ok(State::from_byte(b[0])?),
+            // A signal (SIGCHLD of any child of the process) interrupts a
+            // read on a socket with a timeout; the kernel does not restart it.
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => Err(e.into()),
+        };
     }
 }
 

@@ -394,5 +394,16 @@ impl Drop for Engine {
 }
 
 mod streams;
+/// Whether a failed socket call only means "nothing yet, try again": its
+/// timeout ran out (`WouldBlock`/`TimedOut`), or a signal interrupted it
+/// (`Interrupted`: the kernel never restarts a socket call that has a
+/// timeout, and any child of the process exiting sends SIGCHLD).
+pub(crate) fn is_wait(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
+    )
+}
+
 #[cfg(test)]
 mod tests;

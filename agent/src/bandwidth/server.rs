@@ -463,8 +463,7 @@ fn session(
                 return Err(BandwidthError::Protocol("client terminated".into()))
             }
             Ok(s) => return Err(BandwidthError::Protocol(format!("unexpected {s:?}"))),
-            Err(BandwidthError::Io(e))
-                if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+            Err(BandwidthError::Io(e)) if super::engine::is_wait(&e) => {}
             Err(e) => return Err(e),
         }
     }

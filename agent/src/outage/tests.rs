@@ -269,7 +269,7 @@ fn inputs_reach_the_peer_they_name() {
     ]);
     let missing = |peer, seq: u32| OutageInput::Probe {
         peer,
-        event: ProbeEvent::Overdue {
+        event: ProbeEvent::Lost {
             seq,
             sent_unix_ns: sent(u64::from(seq)),
         },
@@ -310,4 +310,41 @@ fn inputs_reach_the_peer_they_name() {
     };
     let out = all.apply(OutageInput::Link(change), sent(5));
     assert_eq!((out.len(), out[0].peer.as_str()), (1, "b"));
+}
+
+/// Losses become known a timeout after sending, replies at once: a run of
+/// lost probes is told after the reply that ends it. It is still one
+/// outage, from the first lost probe to that reply.
+#[test]
+fn losses_told_after_the_reply_that_ends_them_make_one_outage() {
+    let mut l = tracker();
+    assert!(l.on_probe_reply(1, sent(1), sent(1) + 50_000).is_empty());
+    // Probes 2..=5 vanish; 6 is answered at once.
+    let answered_at = sent(6) + 60_000;
+    assert!(l.on_probe_reply(6, sent(6), answered_at).is_empty());
+    assert!(l.on_probe_missing(2, sent(2), sent(2) + 1000 * MS).is_empty());
+    assert!(l.on_probe_missing(3, sent(3), sent(3) + 1000 * MS).is_empty());
+    let out = l.on_probe_missing(4, sent(4), sent(4) + 1000 * MS);
+    let more = l.on_probe_missing(5, sent(5), sent(5) + 1000 * MS);
+    let all: Vec<_> = out.into_iter().chain(more).collect();
+    assert_eq!(all.len(), 2, "a start and an end: {all:?}");
+    assert_eq!(all[0].end_unix_ns, None);
+    assert_eq!(all[1].outage_id, all[0].outage_id);
+    assert_eq!(all[1].start_unix_ns, sent(2));
+    assert_eq!(all[1].end_unix_ns, Some(answered_at));
+    assert_eq!(cause(&all[1]), OutageCause::ProbeLoss);
+    assert!(!l.in_outage());
+}
+
+/// A reflector (or this sender) starved of CPU answers probes late but
+/// within the timeout: that is latency. Late replies are replies; no
+/// outage, however many probe intervals they took.
+#[test]
+fn late_replies_within_the_timeout_are_no_outage() {
+    let mut l = tracker();
+    for seq in 1..=10 {
+        // Each answered 95 ms after sending, 9 probe intervals late.
+        assert!(l.on_probe_reply(seq, sent(seq), sent(seq) + 95 * MS).is_empty());
+    }
+    assert!(!l.in_outage());
 }

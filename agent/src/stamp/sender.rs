@@ -79,9 +79,8 @@ impl Default for SenderOptions {
 /// Per-probe outcomes, for an [`Observer`] (the outage tracker).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ProbeEvent {
-    /// The first answer to a probe, within the timeout (possibly after an
-    /// `Overdue` for the same probe). `rtt_ns` is 0 when the RTT was
-    /// discarded as negative (clock step): the peer did answer.
+    /// The first answer to a probe, within the timeout. `rtt_ns` is 0 when
+    /// the RTT was discarded as negative (clock step): the peer did answer.
     Reply {
         /// Sequence number.
         seq: u32,
@@ -90,8 +89,10 @@ pub enum ProbeEvent {
         /// `(t4 - t1) - (t3 - t2)`.
         rtt_ns: u64,
     },
-    /// Still unanswered `min(interval, timeout)` after sending.
-    Overdue {
+    /// Unanswered at the timeout. Reported only then, not when merely
+    /// late: a reply that comes within the timeout is an answer, however
+    /// starved the reflector or this thread was meanwhile.
+    Lost {
         /// Sequence number.
         seq: u32,
         /// t1, unix ns.
@@ -175,10 +176,11 @@ fn record(
             }
             None
         }
-        Outcome::Overdue { seq, sent_unix_ns } => Some(ProbeEvent::Overdue { seq, sent_unix_ns }),
-        Outcome::Lost { sent_unix_ns, .. } => {
+        // Late is not lost (see `ProbeEvent::Lost`).
+        Outcome::Overdue { .. } => None,
+        Outcome::Lost { seq, sent_unix_ns } => {
             windows.lost(sent_unix_ns);
-            None
+            Some(ProbeEvent::Lost { seq, sent_unix_ns })
         }
         Outcome::Tick => {
             let tagged = |start, end| load.is_some_and(|l| l.overlaps(start, end));

@@ -15,12 +15,6 @@ use tokio_util::sync::CancellationToken;
 /// 10-40 % on loopback and veth (the buffer stays in cache), and beat
 /// 1 MiB reads with SO_RCVLOWAT 256 KiB on loopback.
 const TCP_READ_BUF: usize = 128 * 1024;
-fn is_timeout(e: &io::Error) -> bool {
-    matches!(
-        e.kind(),
-        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
-    )
-}
 
 pub(super) fn tcp_send(
     mut s: TcpStream,
@@ -41,7 +35,7 @@ pub(super) fn tcp_send(
                 sent += n as u64;
                 shared.bytes.fetch_add(n as u64, Ordering::Relaxed);
             }
-            Err(e) if is_timeout(&e) => {}
+            Err(e) if super::is_wait(&e) => {}
             Err(e) => return Err(e),
         }
     }
@@ -62,7 +56,7 @@ pub(super) fn tcp_recv(
                     shared.bytes.fetch_add(n as u64, Ordering::Relaxed);
                 }
             }
-            Err(e) if is_timeout(&e) => {}
+            Err(e) if super::is_wait(&e) => {}
             Err(e) => return Err(e),
         }
     }
@@ -126,7 +120,7 @@ pub(super) fn udp_send(
             }
             // A full queue or a transient ICMP error: the datagram is gone,
             // which is the receiver's loss to count.
-            Err(e) if is_timeout(&e) => {}
+            Err(e) if super::is_wait(&e) => {}
             Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {}
             Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
                 std::thread::sleep(Duration::from_millis(1));
@@ -162,7 +156,7 @@ pub(super) fn udp_recv(
                     *locked(&shared.udp) = stats.clone();
                 }
             }
-            Err(e) if is_timeout(&e) => {}
+            Err(e) if super::is_wait(&e) => {}
             Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {}
             Err(e) => {
                 *locked(&shared.udp) = stats;

@@ -1,7 +1,6 @@
 //! UDP streams of a test: a fresh socket per stream on the listener's
 //! address, connected to the client once its connect datagram arrives.
 
-use std::io::ErrorKind;
 use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::sync::atomic::AtomicU64;
 use std::time::Instant;
@@ -57,7 +56,7 @@ pub(super) fn udp_accept(
                 count(from.refused);
                 tracing::debug!(%peer, "UDP connect datagram from a foreign address ignored");
             }
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+            Err(e) if crate::bandwidth::engine::is_wait(&e) => {}
             Err(e) => return Err(e.into()),
         }
     };
