@@ -322,8 +322,12 @@ fn losses_told_after_the_reply_that_ends_them_make_one_outage() {
     // Probes 2..=5 vanish; 6 is answered at once.
     let answered_at = sent(6) + 60_000;
     assert!(l.on_probe_reply(6, sent(6), answered_at).is_empty());
-    assert!(l.on_probe_missing(2, sent(2), sent(2) + 1000 * MS).is_empty());
-    assert!(l.on_probe_missing(3, sent(3), sent(3) + 1000 * MS).is_empty());
+    assert!(l
+        .on_probe_missing(2, sent(2), sent(2) + 1000 * MS)
+        .is_empty());
+    assert!(l
+        .on_probe_missing(3, sent(3), sent(3) + 1000 * MS)
+        .is_empty());
     let out = l.on_probe_missing(4, sent(4), sent(4) + 1000 * MS);
     let more = l.on_probe_missing(5, sent(5), sent(5) + 1000 * MS);
     let all: Vec<_> = out.into_iter().chain(more).collect();
@@ -344,7 +348,9 @@ fn late_replies_within_the_timeout_are_no_outage() {
     let mut l = tracker();
     for seq in 1..=10 {
         // Each answered 95 ms after sending, 9 probe intervals late.
-        assert!(l.on_probe_reply(seq, sent(seq), sent(seq) + 95 * MS).is_empty());
+        assert!(l
+            .on_probe_reply(seq, sent(seq), sent(seq) + 95 * MS)
+            .is_empty());
     }
     assert!(!l.in_outage());
 }
