@@ -73,6 +73,8 @@ pub struct Config {
     pub api_token_file: Option<PathBuf>,
     /// How long a disconnected agent's gauges stay on `/metrics`.
     pub stale_after: Duration,
+    /// Prometheus remote write (`[remote_write]`); off without URLs.
+    pub remote_write: crate::remote_write::Settings,
 }
 
 type K = Key<Config>;
@@ -245,6 +247,100 @@ pub const KEYS: &[K] = &[
         },
     )
     .default("5m"),
+    K::new(
+        "remote_write.urls",
+        "Prometheus remote write 1.0 endpoints (`http://HOST:PORT/api/v1/write`); every stored record's series at the record's time",
+        |c, v| {
+            let urls = v.list()?;
+            for u in &urls {
+                crate::remote_write::check_url(u)?;
+            }
+            c.remote_write.urls = urls;
+            Ok(())
+        },
+    )
+    .repeated("remote-write", "URL")
+    .default("")
+    .default_doc("none"),
+    K::new(
+        "remote_write.external_labels",
+        "`NAME=VALUE` labels added to every pushed series, such as `cluster`",
+        |c, v| {
+            let labels = crate::remote_write::pairs(v.entries()?)?;
+            for (k, _) in &labels {
+                crate::remote_write::check_label_name(k)?;
+            }
+            c.remote_write.external_labels = labels;
+            Ok(())
+        },
+    )
+    .repeated("remote-write-label", "NAME=VALUE")
+    .default("")
+    .default_doc("none"),
+    K::new(
+        "remote_write.headers",
+        "`NAME=VALUE` HTTP headers on every remote write request (tenant headers)",
+        |c, v| {
+            c.remote_write.headers = crate::remote_write::pairs(v.entries()?)?;
+            Ok(())
+        },
+    )
+    .default("")
+    .default_doc("none"),
+    K::new(
+        "remote_write.bearer_token_file",
+        "file whose contents are sent as `Authorization: Bearer`",
+        |c, v| {
+            c.remote_write.bearer_token_file = Some(PathBuf::from(v.nonempty()?));
+            Ok(())
+        },
+    )
+    .default_doc("none"),
+    K::new(
+        "remote_write.basic_auth_username",
+        "basic auth user (with `basic_auth_password_file`)",
+        |c, v| {
+            c.remote_write.basic_auth_username = Some(v.nonempty()?.to_string());
+            Ok(())
+        },
+    )
+    .default_doc("none"),
+    K::new(
+        "remote_write.basic_auth_password_file",
+        "file holding the basic auth password",
+        |c, v| {
+            c.remote_write.basic_auth_password_file = Some(PathBuf::from(v.nonempty()?));
+            Ok(())
+        },
+    )
+    .default_doc("none"),
+    K::new(
+        "remote_write.batch_records",
+        "most records per remote write request",
+        |c, v| {
+            c.remote_write.batch_records = v.int(1..=2_000)? as usize;
+            Ok(())
+        },
+    )
+    .default("500"),
+    K::new(
+        "remote_write.max_backlog_records",
+        "most stored records an endpoint may lag; older ones are skipped and their samples counted as dropped",
+        |c, v| {
+            c.remote_write.max_backlog_records = v.int(1..=1_000_000_000)? as u64;
+            Ok(())
+        },
+    )
+    .default("10000000"),
+    K::new(
+        "remote_write.timeout",
+        "per remote write request",
+        |c, v| {
+            c.remote_write.timeout = v.duration(Duration::from_millis(100)..=Duration::from_secs(300))?;
+            Ok(())
+        },
+    )
+    .default("30s"),
 ];
 
 impl HasLogFormat for Config {
@@ -281,7 +377,34 @@ impl Schema for Config {
             api_listen: None,
             api_token_file: None,
             stale_after: Duration::ZERO,
+            remote_write: Default::default(),
         }
+    }
+
+    fn finish(&mut self, at: &common::Where<'_, Self>) -> Result<(), ConfigError> {
+        let rw = &self.remote_write;
+        let bearer = rw.bearer_token_file.is_some();
+        let user = rw.basic_auth_username.is_some();
+        let pass = rw.basic_auth_password_file.is_some();
+        if bearer && (user || pass) {
+            return Err(at.error(
+                &[
+                    "remote_write.bearer_token_file",
+                    "remote_write.basic_auth_username",
+                ],
+                "choose bearer token or basic auth, not both",
+            ));
+        }
+        if user != pass {
+            return Err(at.error(
+                &[
+                    "remote_write.basic_auth_username",
+                    "remote_write.basic_auth_password_file",
+                ],
+                "basic auth needs both basic_auth_username and basic_auth_password_file",
+            ));
+        }
+        Ok(())
     }
 }
 

@@ -36,6 +36,7 @@ pub mod error;
 pub mod export;
 pub mod http;
 pub mod ingest;
+pub mod remote_write;
 pub mod report;
 pub mod soak;
 pub mod store;
@@ -150,6 +151,11 @@ pub async fn run(
             return Err(e.into());
         }
     }
+    // Before ingest starts, so no record is applied twice.
+    if let Err(e) = remote_write::log::rebuild(&handle, &metrics).await {
+        store.close().await;
+        return Err(e.into());
+    }
     let grpc_addr = listeners.grpc.local_addr().ok();
     let http_addr = listeners.http.local_addr().ok();
     tracing::info!(?grpc_addr, ?http_addr, data_dir = %config.data_dir.display(), "collector serving");
@@ -160,6 +166,18 @@ pub async fn run(
         let _ = rx.wait_for(|s| *s).await;
     };
 
+    let senders = match remote_write::spawn(
+        &config.remote_write,
+        handle.clone(),
+        metrics.clone(),
+        stop_rx.clone(),
+    ) {
+        Ok(s) => s,
+        Err(e) => {
+            store.close().await;
+            return Err(e);
+        }
+    };
     let (conn_tx, conn_rx) = mpsc::channel(64);
     let accept = ingest::preface::AcceptPolicy {
         preface_timeout: config.preface_timeout,
@@ -248,6 +266,12 @@ pub async fn run(
     let _ = acceptor.await;
     soaks.abort();
     let _ = soaks.await;
+    // A batch in flight is abandoned (its position was not saved, so it is
+    // sent again after a restart).
+    for s in senders {
+        s.abort();
+        let _ = s.await;
+    }
     store.close().await;
     match early {
         Some(e) => Err(e),

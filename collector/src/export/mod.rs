@@ -15,6 +15,7 @@
 //! | [`service`] | `service` | service checks |
 //! | [`bandwidth`] | `bandwidth` | bandwidth test results and counters |
 //! | [`soak`] | none (the soaks table) | running soaks: info, elapsed, verdict per SLO line |
+//! | [`remote_write`] | none (the senders) | remote write per endpoint: sent, failed, dropped, pending, last success |
 //! | [`agent`] | `agent_stats` (and Hello, stream close) | agent up, info, its own drops |
 //! | [`health`] | every record (and commits, refusals) | the collector's ingest and store health |
 //! | [`process`] | none (procfs at scrape time) | the collector's build info and `process_*` |
@@ -36,8 +37,9 @@
 //! here does I/O or reads a clock.
 //!
 //! Restart policy: accumulated counters (probe counts, the RTT histograms,
-//! records received, agent stats) start at 0 when the collector starts;
-//! Prometheus treats that as a counter reset. Kernel interface counters are
+//! records received, agent stats) are rebuilt when the collector starts by
+//! replaying the store in arrival order (`crate::remote_write::log::rebuild`),
+//! so they continue across restarts. Kernel interface counters are
 //! exported as the agent read them, so they continue where they were.
 //! Gauges that describe "now" keep the value with the newest agent
 //! timestamp ([`family::Newest`]).
@@ -61,6 +63,7 @@ pub mod link;
 pub mod outage;
 pub mod process;
 pub mod rate;
+pub mod remote_write;
 pub mod rtt;
 pub mod service;
 pub mod soak;
@@ -145,6 +148,7 @@ domains! {
     service: service::ServiceMetrics,
     bandwidth: bandwidth::BandwidthMetrics,
     soak: soak::SoakMetrics,
+    remote_write: remote_write::RemoteWriteMetrics,
     health: health::HealthMetrics,
     process: process::ProcessMetrics,
 }
@@ -234,6 +238,11 @@ impl Metrics {
     /// The running soaks and their verdict so far.
     pub fn set_soaks(&mut self, running: Vec<soak::LiveSoak>) {
         self.soak.set(running);
+    }
+
+    /// Remote write's per-endpoint counters, for its senders.
+    pub fn remote_write(&mut self) -> &mut remote_write::RemoteWriteMetrics {
+        &mut self.remote_write
     }
 
     /// Sets the stored-records gauge (at startup).

@@ -62,6 +62,26 @@ const MIGRATIONS: &[&str] = &[
         id               INTEGER PRIMARY KEY CHECK (id = 1),
         checked_unix_ns  INTEGER NOT NULL
     );",
+    // remote_write (issue 13): `records` has no rowid, so a trigger logs
+    // every newly stored record in arrival order (`pos`, never reused), in
+    // the writer's transaction; each remote_write endpoint keeps the last
+    // `pos` it delivered. Records already stored are logged by time.
+    "CREATE TABLE record_log (
+        pos     INTEGER PRIMARY KEY AUTOINCREMENT,
+        node    TEXT    NOT NULL,
+        boot_id TEXT    NOT NULL,
+        seq     INTEGER NOT NULL
+    );
+    INSERT INTO record_log (node, boot_id, seq)
+        SELECT node, boot_id, seq FROM records ORDER BY unix_ns, node, boot_id, seq;
+    CREATE TRIGGER record_log_append AFTER INSERT ON records BEGIN
+        INSERT INTO record_log (node, boot_id, seq) VALUES (NEW.node, NEW.boot_id, NEW.seq);
+    END;
+    CREATE TABLE remote_write_positions (
+        endpoint        TEXT    PRIMARY KEY,
+        pos             INTEGER NOT NULL,
+        updated_unix_ns INTEGER NOT NULL
+    );",
 ];
 
 /// The schema version this build writes.

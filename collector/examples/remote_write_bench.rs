@@ -1,0 +1,109 @@
+//! Remote write figures: fills a store with a simulated soak (N nodes,
+//! H hours ending now, through the real gRPC ingest), times the startup
+//! rebuild of the `/metrics` state from it, then starts a collector that
+//! remote-writes the whole store to `--url` (VictoriaMetrics, say) and
+//! times the backfill until the endpoint's saved position reaches the end
+//! of the store. `bench/remote-write.sh` runs it against a local
+//! `victoria-metrics`.
+//!
+//! ```sh
+//! cargo run --release -p boltwatch-collector --example remote_write_bench -- \
+//!     --hours 1 --nodes 4 --data-dir /tmp/rw --url http://127.0.0.1:8428/api/v1/write
+//! ```
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+#[path = "../tests/sim/mod.rs"]
+mod sim;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use boltwatch_collector::export::SharedMetrics;
+use boltwatch_collector::remote_write::log;
+use boltwatch_collector::store::Store;
+use sim::S;
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let (mut hours, mut nodes) = (1u64, 4usize);
+    let (mut dir, mut url): (Option<PathBuf>, Option<String>) = (None, None);
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        let mut v = || args.next().context("a value");
+        match a.as_str() {
+            "--hours" => hours = v()?.parse()?,
+            "--nodes" => nodes = v()?.parse()?,
+            "--data-dir" => dir = Some(v()?.into()),
+            "--url" => url = Some(v()?),
+            _ => anyhow::bail!(
+                "usage: remote_write_bench [--hours H] [--nodes N] --data-dir DIR --url URL"
+            ),
+        }
+    }
+    let (dir, url) = (dir.context("--data-dir DIR")?, url.context("--url URL")?);
+
+    // 1. The store: a soak ending now.
+    let c =
+        common::Collector::start_with(&dir, |cfg| cfg.max_records_per_second = 10_000_000).await;
+    let now = boltwatch_common::clock::now_unix_ns() / (60 * S) * (60 * S);
+    let duration = hours * 3600 * S;
+    let mut sc = sim::Scenario::standard(nodes, now - duration, duration);
+    sc.keep_samples = false;
+    let t = Instant::now();
+    let truth = sim::run(&sc, c.grpc, 4000).await;
+    eprintln!(
+        "ingest: {} records in {:.1} s",
+        truth.records,
+        t.elapsed().as_secs_f64()
+    );
+    c.stop().await;
+
+    // 2. The startup rebuild, alone.
+    let store = Store::open(&dir)?;
+    let (n, secs) = log::rebuild(&store.handle(), &SharedMetrics::new()).await?;
+    store.close().await;
+    eprintln!(
+        "rebuild: {n} records in {secs:.2} s ({:.0} records/s)",
+        n as f64 / secs
+    );
+
+    // 3. The backfill.
+    let t = Instant::now();
+    let u = url.clone();
+    let c = common::Collector::start_with(&dir, move |cfg| {
+        cfg.remote_write.urls = vec![u];
+        cfg.remote_write.external_labels = vec![("cluster".into(), "bench".into())];
+        cfg.remote_write.batch_records = 2000;
+        cfg.remote_write.max_backlog_records = 100_000_000;
+        cfg.remote_write.timeout = Duration::from_secs(30);
+    })
+    .await;
+    let db = dir.join("boltwatch.db");
+    let end = {
+        let conn = rusqlite::Connection::open(&db)?;
+        log::newest(&conn)?
+    };
+    // Bounded: an hour of wall time at most.
+    for _ in 0..36_000 {
+        let conn = rusqlite::Connection::open(&db)?;
+        if log::position(&conn, &url)? >= end {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let secs = t.elapsed().as_secs_f64();
+    let body = c.metrics().await;
+    let sent = common::metric(
+        &body,
+        &format!(r#"boltwatch_remote_write_samples_sent_total{{endpoint="{url}"}}"#),
+    )
+    .unwrap_or(0.0);
+    c.stop().await;
+    eprintln!(
+        "backfill: {end} records, {sent} samples in {secs:.1} s (incl. the rebuild at startup): {:.0} samples/s",
+        sent / secs
+    );
+    Ok(())
+}

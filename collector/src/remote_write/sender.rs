@@ -1,0 +1,399 @@
+//! One endpoint's delivery loop: rebuild the endpoint's exporter state up
+//! to its saved position, then read records after it in store order,
+//! derive their samples, post them, and save the new position once the
+//! receiver accepted them.
+//!
+//! Failures: 5xx, 429 and transport errors are retried with exponential
+//! backoff (250 ms doubling to 30 s) and full jitter over the upper half;
+//! any other 4xx means the receiver refuses the data, so the batch's
+//! samples are counted as failed, logged, and skipped. While the backlog
+//! (records stored after the position) exceeds `max_backlog_records`, the
+//! oldest records are applied without sending and their samples counted as
+//! dropped, so a receiver down for days costs neither memory nor a flood.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rand::Rng;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use tokio::sync::watch;
+
+use super::log::{self, Logged};
+use super::series::{Deriver, LabelPairs, Point};
+use super::wire::{self, Label, Sample, TimeSeries, WriteRequest};
+use super::{Auth, Settings};
+use crate::export::SharedMetrics;
+use crate::store::{StoreError, StoreHandle};
+
+/// First retry delay.
+const BACKOFF_MIN: Duration = Duration::from_millis(250);
+/// Longest retry delay.
+const BACKOFF_MAX: Duration = Duration::from_secs(30);
+/// How often an idle sender looks for new records.
+const POLL: Duration = Duration::from_millis(500);
+
+/// One endpoint.
+pub struct Sender {
+    url: String,
+    client: reqwest::Client,
+    auth: Auth,
+    store: StoreHandle,
+    db: PathBuf,
+    metrics: SharedMetrics,
+    deriver: Deriver,
+    batch_records: u32,
+    max_backlog: i64,
+}
+
+/// How a post ended.
+enum Outcome {
+    Delivered,
+    /// Retry (5xx, 429, transport).
+    Retry(String),
+    /// Do not retry (other 4xx, an unencodable body).
+    Refused(String),
+}
+
+impl Sender {
+    /// A sender for `url` (checked by the config).
+    pub fn new(
+        url: &str,
+        s: &Settings,
+        auth: Auth,
+        store: StoreHandle,
+        metrics: SharedMetrics,
+    ) -> Result<Sender, crate::Error> {
+        let mut headers = HeaderMap::new();
+        for (k, v) in wire::HEADERS
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .chain(s.headers.iter().cloned())
+        {
+            let (Ok(k), Ok(v)) = (
+                HeaderName::try_from(k.as_str()),
+                HeaderValue::try_from(v.as_str()),
+            ) else {
+                return Err(io_err(
+                    format!("remote_write header `{k}`"),
+                    "not a valid header",
+                ));
+            };
+            headers.insert(k, v);
+        }
+        let client = reqwest::Client::builder()
+            .user_agent(concat!("boltwatch-collector/", env!("CARGO_PKG_VERSION")))
+            .default_headers(headers)
+            .timeout(s.timeout)
+            .build()
+            .map_err(|e| io_err(format!("remote_write client for {url}"), &e.to_string()))?;
+        metrics.lock().remote_write().endpoint(url);
+        Ok(Sender {
+            url: url.to_string(),
+            client,
+            auth,
+            db: store.path().to_path_buf(),
+            store,
+            metrics,
+            deriver: Deriver::new(s.external_labels.clone()),
+            batch_records: s.batch_records.clamp(1, log::CHUNK as usize) as u32,
+            max_backlog: s.max_backlog_records.min(i64::MAX as u64) as i64,
+        })
+    }
+
+    /// Delivers until `stop` turns true; store errors are logged and
+    /// retried after a pause.
+    pub async fn run(mut self, mut stop: watch::Receiver<bool>) {
+        let mut pos = loop {
+            match self.restore().await {
+                Ok(p) => break p,
+                Err(e) => {
+                    tracing::warn!(endpoint = %self.url, "remote_write: reading the store: {e}")
+                }
+            }
+            if pause(&mut stop, BACKOFF_MAX).await {
+                return;
+            }
+        };
+        tracing::info!(endpoint = %self.url, position = pos, series = self.deriver.series(), "remote_write: resuming");
+        while !*stop.borrow() {
+            match self.step(pos, &mut stop).await {
+                Ok(Some(p)) => pos = p,
+                Ok(None) => {
+                    if pause(&mut stop, POLL).await {
+                        return;
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(endpoint = %self.url, "remote_write: store: {e}");
+                    if pause(&mut stop, BACKOFF_MAX).await {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Loads the saved position and applies the records up to it.
+    async fn restore(&mut self) -> Result<i64, StoreError> {
+        let url = self.url.clone();
+        let saved = self.store.read(move |c| log::position(c, &url)).await?;
+        let mut pos = 0;
+        while pos < saved {
+            let chunk = self
+                .store
+                .read(move |c| log::read_after(c, pos, log::CHUNK))
+                .await?;
+            let Some(last) = chunk.last() else { break };
+            pos = last.pos;
+            for r in chunk
+                .iter()
+                .filter(|l| l.pos <= saved)
+                .filter_map(|l| l.record.as_ref())
+            {
+                self.deriver.skip(r);
+            }
+        }
+        Ok(saved)
+    }
+
+    /// One batch after `pos`: Some(new position) when something was done.
+    async fn step(
+        &mut self,
+        pos: i64,
+        stop: &mut watch::Receiver<bool>,
+    ) -> Result<Option<i64>, StoreError> {
+        let newest = self.store.read(log::newest).await?;
+        if newest - pos > self.max_backlog {
+            let to = newest - self.max_backlog;
+            let n = self.drop_until(pos, to).await?;
+            tracing::warn!(endpoint = %self.url, records = to - pos, samples = n, "remote_write: backlog over its bound, oldest records dropped");
+            self.save(to).await;
+            return Ok(Some(to));
+        }
+        let limit = self.batch_records;
+        let chunk = self
+            .store
+            .read(move |c| log::read_after(c, pos, limit))
+            .await?;
+        let Some(end) = chunk.last().map(|l| l.pos) else {
+            self.metrics
+                .lock()
+                .remote_write()
+                .endpoint(&self.url)
+                .pending = 0;
+            return Ok(None);
+        };
+        let points = self.derive(&chunk);
+        let n = points.len() as u64;
+        self.metrics
+            .lock()
+            .remote_write()
+            .endpoint(&self.url)
+            .pending = n;
+        if n > 0 && !self.deliver(&points, end, stop).await? {
+            return Ok(Some(pos)); // Stopping: the batch is resent after a restart.
+        }
+        self.save(end).await;
+        let mut m = self.metrics.lock();
+        let e = m.remote_write().endpoint(&self.url);
+        e.pending = 0;
+        Ok(Some(end))
+    }
+
+    /// Samples of a chunk, consecutive records of one timestamp rendered
+    /// together.
+    fn derive(&mut self, chunk: &[Logged]) -> Vec<Point> {
+        let mut points = Vec::new();
+        self.deriver.begin();
+        let mut group: Vec<boltwatch_proto::v1::Record> = Vec::new();
+        for r in chunk.iter().filter_map(|l| l.record.as_ref()) {
+            if group.first().is_some_and(|g| g.unix_ns != r.unix_ns) {
+                self.deriver.apply_group(&group, &mut points);
+                group.clear();
+            }
+            group.push(r.clone());
+        }
+        self.deriver.apply_group(&group, &mut points);
+        points
+    }
+
+    /// Applies records in (pos, to] without sending; returns their samples.
+    async fn drop_until(&mut self, mut pos: i64, to: i64) -> Result<u64, StoreError> {
+        let mut dropped = 0u64;
+        while pos < to {
+            let chunk = self
+                .store
+                .read(move |c| log::read_after(c, pos, log::CHUNK))
+                .await?;
+            let Some(last) = chunk.last() else { break };
+            pos = last.pos;
+            let keep: Vec<Logged> = chunk.into_iter().filter(|l| l.pos <= to).collect();
+            dropped += self.derive(&keep).len() as u64;
+        }
+        self.metrics
+            .lock()
+            .remote_write()
+            .endpoint(&self.url)
+            .dropped += dropped;
+        Ok(dropped)
+    }
+
+    /// Posts `points` until delivered, refused, or dropped for the backlog
+    /// bound; false when asked to stop first.
+    async fn deliver(
+        &mut self,
+        points: &[Point],
+        end: i64,
+        stop: &mut watch::Receiver<bool>,
+    ) -> Result<bool, StoreError> {
+        let n = points.len() as u64;
+        let body = wire::encode(&request(points));
+        let mut delay = BACKOFF_MIN;
+        loop {
+            let outcome = match &body {
+                Ok(b) => self.post(b.clone()).await,
+                Err(e) => Outcome::Refused(format!("encoding: {e}")),
+            };
+            match outcome {
+                Outcome::Delivered => {
+                    let mut m = self.metrics.lock();
+                    let e = m.remote_write().endpoint(&self.url);
+                    e.sent += n;
+                    e.last_success = boltwatch_common::clock::now_unix_ns() as f64 / 1e9;
+                    return Ok(true);
+                }
+                Outcome::Refused(why) => {
+                    tracing::error!(endpoint = %self.url, samples = n, "remote_write: refused, not retried: {why}");
+                    self.metrics
+                        .lock()
+                        .remote_write()
+                        .endpoint(&self.url)
+                        .failed += n;
+                    return Ok(true);
+                }
+                Outcome::Retry(why) => {
+                    let newest = self.store.read(log::newest).await?;
+                    if newest - end > self.max_backlog {
+                        tracing::warn!(endpoint = %self.url, samples = n, "remote_write: dropping a batch for the backlog bound: {why}");
+                        self.metrics
+                            .lock()
+                            .remote_write()
+                            .endpoint(&self.url)
+                            .dropped += n;
+                        return Ok(true);
+                    }
+                    let wait = jitter(delay);
+                    tracing::warn!(endpoint = %self.url, retry_in = ?wait, "remote_write: {why}");
+                    if pause(stop, wait).await {
+                        return Ok(false);
+                    }
+                    delay = (delay * 2).min(BACKOFF_MAX);
+                }
+            }
+        }
+    }
+
+    async fn post(&self, body: Vec<u8>) -> Outcome {
+        let mut req = self.client.post(&self.url).body(body);
+        req = match &self.auth {
+            Auth::None => req,
+            Auth::Bearer(t) => req.bearer_auth(t),
+            Auth::Basic(u, p) => req.basic_auth(u, Some(p)),
+        };
+        match req.send().await {
+            Err(e) => Outcome::Retry(format!("sending: {e}")),
+            Ok(resp) => {
+                let status = resp.status();
+                if status.is_success() {
+                    return Outcome::Delivered;
+                }
+                let text: String = resp
+                    .text()
+                    .await
+                    .unwrap_or_default()
+                    .chars()
+                    .take(300)
+                    .collect();
+                let why = format!("{status}: {}", text.trim());
+                if status.is_server_error() || status.as_u16() == 429 {
+                    Outcome::Retry(why)
+                } else {
+                    Outcome::Refused(why)
+                }
+            }
+        }
+    }
+
+    async fn save(&self, pos: i64) {
+        let (db, url) = (self.db.clone(), self.url.clone());
+        let now = boltwatch_common::clock::now_unix_ns();
+        let r = tokio::task::spawn_blocking(move || {
+            let c = log::open_writer(&db)?;
+            log::save_position(&c, &url, pos, now)
+        })
+        .await;
+        match r {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                tracing::warn!(endpoint = %self.url, "remote_write: saving the position: {e}")
+            }
+            Err(e) => {
+                tracing::warn!(endpoint = %self.url, "remote_write: saving the position: {e}")
+            }
+        }
+    }
+}
+
+/// Groups points by series (points of one series share their labels'
+/// `Arc`), samples in time order.
+pub fn request(points: &[Point]) -> WriteRequest {
+    let mut index: HashMap<*const LabelPairs, usize> = HashMap::new();
+    let mut timeseries: Vec<TimeSeries> = Vec::new();
+    for p in points {
+        let i = *index.entry(Arc::as_ptr(&p.labels)).or_insert_with(|| {
+            timeseries.push(TimeSeries {
+                labels: p
+                    .labels
+                    .iter()
+                    .map(|(name, value)| Label {
+                        name: name.clone(),
+                        value: value.clone(),
+                    })
+                    .collect(),
+                samples: Vec::new(),
+            });
+            timeseries.len() - 1
+        });
+        timeseries[i].samples.push(Sample {
+            value: p.value,
+            timestamp: p.ts_ms,
+        });
+    }
+    for t in &mut timeseries {
+        t.samples.sort_by_key(|s| s.timestamp);
+    }
+    WriteRequest { timeseries }
+}
+
+/// A delay in [d/2, d].
+fn jitter(d: Duration) -> Duration {
+    let half = d / 2;
+    half + Duration::from_millis(rand::rng().random_range(0..=half.as_millis() as u64))
+}
+
+/// Waits `d`; true when `stop` turned true (or its sender is gone).
+async fn pause(stop: &mut watch::Receiver<bool>, d: Duration) -> bool {
+    if *stop.borrow() {
+        return true;
+    }
+    tokio::time::timeout(d, stop.wait_for(|s| *s)).await.is_ok()
+}
+
+fn io_err(what: String, msg: &str) -> crate::Error {
+    crate::Error::Io {
+        what,
+        source: std::io::Error::other(msg.to_string()),
+    }
+}
