@@ -420,9 +420,20 @@ impl OutageTrackers {
                     return Vec::new();
                 };
                 match event {
+                    // A reply ends an outage when it arrived, not when this
+                    // thread, behind others on a busy CPU, read it: on the
+                    // loaded 2-core bed that wait added up to ~130 ms to a
+                    // carrier outage. Bounded by `now` against a clock step.
                     ProbeEvent::Reply {
-                        seq, sent_unix_ns, ..
-                    } => t.on_probe_reply(u64::from(seq), sent_unix_ns, now),
+                        seq,
+                        sent_unix_ns,
+                        received_unix_ns,
+                        ..
+                    } => t.on_probe_reply(
+                        u64::from(seq),
+                        sent_unix_ns,
+                        received_unix_ns.clamp(sent_unix_ns, now.max(sent_unix_ns)),
+                    ),
                     ProbeEvent::Lost { seq, sent_unix_ns } => {
                         t.on_probe_missing(u64::from(seq), sent_unix_ns, now)
                     }

@@ -183,7 +183,16 @@ pub fn spawn_watcher(
     };
     let thread = std::thread::Builder::new()
         .name("link-watch".into())
-        .spawn(move || reconcile::run(watch, os))?;
+        .spawn(move || {
+            // A carrier change is timed when this thread reads it, and the
+            // gratuitous ARP that ends an outage (`announce`) leaves from
+            // it: it gets the probe threads' scheduling, so a busy CPU
+            // does not shift outage starts or hold the path closed.
+            if let Err(e) = crate::stamp::imp::prioritize_current_thread() {
+                tracing::debug!(error = %e, "link watcher keeps its scheduling priority");
+            }
+            reconcile::run(watch, os)
+        })?;
     Ok(WatcherHandle {
         stop,
         thread: Some(thread),

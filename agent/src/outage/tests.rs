@@ -296,10 +296,16 @@ fn inputs_reach_the_peer_they_name() {
         event: ProbeEvent::Reply {
             seq: 2,
             sent_unix_ns: sent(2),
+            received_unix_ns: sent(2) + 40_000,
             rtt_ns: 1,
         },
     };
-    assert_eq!(all.apply(reply, sent(3))[0].end_unix_ns, Some(sent(3)));
+    // The outage ends when the reply arrived, not when the tracker read it
+    // (a whole interval later here).
+    assert_eq!(
+        all.apply(reply, sent(3))[0].end_unix_ns,
+        Some(sent(2) + 40_000)
+    );
     let down = OutageInput::Service {
         peer: 0,
         change: crate::service::ServiceChange {

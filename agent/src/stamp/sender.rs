@@ -86,6 +86,9 @@ pub enum ProbeEvent {
         seq: u32,
         /// t1, unix ns.
         sent_unix_ns: u64,
+        /// t4, unix ns: when the reply arrived (the kernel's RX timestamp
+        /// where the OS gives one), not when a thread got round to it.
+        received_unix_ns: u64,
         /// `(t4 - t1) - (t3 - t2)`.
         rtt_ns: u64,
     },
@@ -159,6 +162,7 @@ fn record(
         Outcome::Reply {
             seq,
             sent_unix_ns,
+            received_unix_ns,
             rtt_ns,
             kernel_rx,
             ..
@@ -167,6 +171,7 @@ fn record(
             Some(ProbeEvent::Reply {
                 seq,
                 sent_unix_ns,
+                received_unix_ns,
                 rtt_ns: rtt_ns.unwrap_or(0),
             })
         }

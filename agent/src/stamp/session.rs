@@ -56,6 +56,8 @@ pub(crate) enum Outcome {
     Reply {
         seq: u32,
         sent_unix_ns: u64,
+        /// t4: when the reply arrived (kernel RX timestamp where there is one).
+        received_unix_ns: u64,
         rtt_ns: Option<u64>,
         kernel_rx: bool,
         kernel_tx: bool,
@@ -323,6 +325,7 @@ impl Session {
             } => on(Outcome::Reply {
                 seq,
                 sent_unix_ns,
+                received_unix_ns: t4,
                 rtt_ns,
                 kernel_rx,
                 kernel_tx,
