@@ -141,21 +141,35 @@ impl Sender {
         let saved = self.store.read(move |c| log::position(c, &url)).await?;
         let mut pos = 0;
         while pos < saved {
-            let chunk = self
-                .store
-                .read(move |c| log::read_after(c, pos, log::CHUNK))
-                .await?;
-            let Some(last) = chunk.last() else { break };
-            pos = last.pos;
-            for r in chunk
-                .iter()
-                .filter(|l| l.pos <= saved)
-                .filter_map(|l| l.record.as_ref())
-            {
+            let Some((next, chunk)) = self.chunk_until(pos, saved).await? else {
+                break;
+            };
+            pos = next;
+            for r in chunk.iter().filter_map(|l| l.record.as_ref()) {
                 self.deriver.skip(r);
             }
         }
         Ok(saved)
+    }
+
+    /// The next chunk of the log after `pos`, cut at `to`: the position it
+    /// reaches and its entries at or before `to`; `None` at the log's end.
+    async fn chunk_until(
+        &self,
+        pos: i64,
+        to: i64,
+    ) -> Result<Option<(i64, Vec<Logged>)>, StoreError> {
+        let chunk = self
+            .store
+            .read(move |c| log::read_after(c, pos, log::CHUNK))
+            .await?;
+        let Some(last) = chunk.last().map(|l| l.pos) else {
+            return Ok(None);
+        };
+        Ok(Some((
+            last,
+            chunk.into_iter().filter(|l| l.pos <= to).collect(),
+        )))
     }
 
     /// One batch after `pos`: Some(new position) when something was done.
@@ -223,13 +237,10 @@ impl Sender {
     async fn drop_until(&mut self, mut pos: i64, to: i64) -> Result<u64, StoreError> {
         let mut dropped = 0u64;
         while pos < to {
-            let chunk = self
-                .store
-                .read(move |c| log::read_after(c, pos, log::CHUNK))
-                .await?;
-            let Some(last) = chunk.last() else { break };
-            pos = last.pos;
-            let keep: Vec<Logged> = chunk.into_iter().filter(|l| l.pos <= to).collect();
+            let Some((next, keep)) = self.chunk_until(pos, to).await? else {
+                break;
+            };
+            pos = next;
             dropped += self.derive(&keep).len() as u64;
         }
         self.metrics
