@@ -8,14 +8,15 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-/// The binaries the tests drive that belong to other packages: cargo
-/// builds a package's own binaries before its integration tests, but not
-/// these, so `cargo test -p boltwatch-tests` alone would run whatever
-/// stale build sits in target/.
-const PRODUCTS: [&str; 2] = ["boltwatch-agent", "boltwatch-collector"];
+/// The binaries the tests drive that belong to other packages (each
+/// package is named after its one binary): cargo builds a package's own
+/// binaries before its integration tests, but not these, so
+/// `cargo test -p boltwatch-tests` alone would run whatever stale build
+/// sits in target/, and a clean clone would have none at all.
+const PRODUCTS: [&str; 3] = ["boltwatch-agent", "boltwatch-collector", "boltwatch-lab"];
 
-/// Path of a binary in this test's target directory. The agent and
-/// collector are (re)built first, once per test process, with the same
+/// Path of a binary in this test's target directory. The agent,
+/// collector and lab are (re)built first, once per test process, with the same
 /// profile and target directory as the test itself, so a test never runs
 /// a stale binary; a build failure fails the test with cargo's message.
 pub fn bin(name: &str) -> PathBuf {
