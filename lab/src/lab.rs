@@ -23,6 +23,9 @@ use prost::Message;
 use tokio::sync::watch;
 
 use boltwatch_collector::report::summary;
+use boltwatch_collector::store::StoreReader;
+
+use crate::progress::{self, Tally};
 
 /// Lab settings.
 #[derive(Debug, Clone)]
@@ -39,6 +42,8 @@ pub struct LabOptions {
     pub data_dir: Option<PathBuf>,
     /// Bandwidth tests between the agents this often; none when `None`.
     pub bandwidth_interval: Option<Duration>,
+    /// How the status line is shown while the lab runs.
+    pub progress: progress::Style,
 }
 
 /// The lab's test length for `interval`: a quarter of it, whole seconds in
@@ -203,9 +208,29 @@ pub async fn run(opts: LabOptions, out: &mut (impl Write + Send)) -> Result<(), 
         data_dir.display()
     );
     let _ = out.flush();
-    tokio::select! {
-        _ = tokio::time::sleep(opts.duration) => {}
-        _ = tokio::signal::ctrl_c() => { let _ = writeln!(out, "interrupted; stopping early"); }
+    let started = tokio::time::Instant::now();
+    let reader = StoreReader::new(&data_dir);
+    let mut tally = Tally::default();
+    let mut ticks = tokio::time::interval(opts.progress.period());
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let end = tokio::time::sleep(opts.duration);
+    tokio::pin!(end);
+    let interrupted = loop {
+        tokio::select! {
+            _ = &mut end => break false,
+            _ = tokio::signal::ctrl_c() => break true,
+            _ = ticks.tick() => {
+                tally.refresh(&reader).await;
+                let line = tally.line(started.elapsed(), opts.duration);
+                progress::show(out, opts.progress, &line);
+            }
+        }
+    };
+    if opts.progress == progress::Style::Terminal {
+        let _ = writeln!(out);
+    }
+    if interrupted {
+        let _ = writeln!(out, "interrupted; stopping early");
     }
 
     // Agents first, so their last records are flushed and acknowledged.
@@ -223,6 +248,10 @@ pub async fn run(opts: LabOptions, out: &mut (impl Write + Send)) -> Result<(), 
         Ok(r) => r?,
         Err(e) => return Err(LabError::Results(format!("collector task: {e}"))),
     }
+    // The last status line: every record is stored now, so its totals are
+    // the table's.
+    tally.refresh(&reader).await;
+    let _ = writeln!(out, "{}", tally.line(started.elapsed(), opts.duration));
     // Read the results back from the store the collector wrote, the way a
     // report would.
     let store = boltwatch_collector::store::Store::open(&data_dir)

@@ -5,6 +5,7 @@
 //! It lives in its own crate because it links both the agent and the
 //! collector; the production collector binary links no agent code.
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -14,6 +15,7 @@ use boltwatch_common::log::{self, LogFormat};
 use clap::Parser;
 
 mod lab;
+mod progress;
 
 /// A real local soak: a collector and N agents on loopback, probing in a
 /// full mesh; prints a table per link at the end.
@@ -51,6 +53,7 @@ fn main() -> ExitCode {
         http_listen: a.http_listen,
         data_dir: a.data_dir,
         bandwidth_interval: a.bandwidth_interval,
+        progress: progress::Style::for_output(std::io::stdout().is_terminal(), a.duration),
     };
     // The table goes to stdout; only warnings to stderr.
     log::init(LogFormat::Text, "warn");

@@ -315,6 +315,7 @@ fn lab_runs_and_prints_a_table_per_link() {
         .filter(|l| l.starts_with("lab-") && l.contains(" -> "))
         .collect();
     assert_eq!(rows.len(), 6, "{stdout}");
+    let mut table_probes = 0;
     for r in rows {
         let probes: u64 = r
             .split_whitespace()
@@ -322,5 +323,29 @@ fn lab_runs_and_prints_a_table_per_link() {
             .and_then(|v| v.parse().ok())
             .unwrap_or(0);
         assert!(probes > 0, "{r}");
+        table_probes += probes;
     }
+    // Not a terminal: plain status lines, the last one written after every
+    // record was stored, so its probe count is the table's total.
+    let status: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.contains("  records stored "))
+        .collect();
+    assert!(
+        !stdout.contains('\r'),
+        "in-place updates off a terminal: {stdout:?}"
+    );
+    let last = status
+        .last()
+        .unwrap_or_else(|| panic!("no status line: {stdout}"));
+    let field = |name: &str| -> u64 {
+        let words: Vec<&str> = last.split_whitespace().collect();
+        let i = words
+            .iter()
+            .position(|w| *w == name)
+            .unwrap_or_else(|| panic!("{last}"));
+        words[i + 1].parse().unwrap_or_else(|_| panic!("{last}"))
+    };
+    assert_eq!(field("probes"), table_probes, "{stdout}");
+    assert!(field("stored") > 0, "{stdout}");
 }

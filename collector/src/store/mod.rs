@@ -224,10 +224,11 @@ impl StoreHandle {
         T: Send + 'static,
         F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
     {
-        let pool = self.readers.clone();
-        let r = tokio::task::spawn_blocking(move || pool.with(f))
-            .await
-            .map_err(|e| StoreError::Join(e.to_string()))?;
+        let r = StoreReader {
+            readers: self.readers.clone(),
+        }
+        .read(f)
+        .await;
         self.damage.watch(r)
     }
 
@@ -244,6 +245,40 @@ impl StoreHandle {
     /// Records matching a filter, oldest first.
     pub async fn records(&self, f: RecordFilter) -> Result<Vec<StoredRecord>, StoreError> {
         self.read(move |c| queries::list_records(c, &f)).await
+    }
+}
+
+/// A read-only view of a store that another task or process writes (the
+/// lab's status line reads the running collector's store this way): pooled
+/// read-only connections, no writer thread, no migrations, nothing
+/// created. Until the writer has created the file, reads fail with
+/// [`StoreError::Sqlite`].
+#[derive(Clone)]
+pub struct StoreReader {
+    readers: Arc<ReadPool>,
+}
+
+impl StoreReader {
+    /// A reader of `dir/boltwatch.db`; opens connections on first use.
+    pub fn new(dir: &Path) -> StoreReader {
+        StoreReader {
+            readers: Arc::new(ReadPool {
+                path: dir.join("boltwatch.db"),
+                idle: Mutex::new(Vec::new()),
+            }),
+        }
+    }
+
+    /// Runs `f` on a pooled read-only connection on a blocking thread.
+    pub async fn read<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+    {
+        let pool = self.readers.clone();
+        tokio::task::spawn_blocking(move || pool.with(f))
+            .await
+            .map_err(|e| StoreError::Join(e.to_string()))?
     }
 }
 
