@@ -80,6 +80,8 @@ pub struct Config {
     /// The token itself, if already known (the lab sets it; `main` reads
     /// `token_file` into it).
     pub token: Option<String>,
+    /// TLS to an `https://` collector (`[tls]`).
+    pub tls: crate::transport::ClientTls,
     /// Interface to probe through, overriding discovery.
     pub interface: Option<String>,
     /// Log format.

@@ -193,6 +193,7 @@ fn start_transport(
         collector: config.collector.clone(),
         hello,
         token: config.token.clone(),
+        tls: config.tls.clone(),
         flush_timeout: Duration::from_secs(3),
     };
     tokio::spawn(transport::run(opts, spool, records, crew.health.clone()))

@@ -75,6 +75,8 @@ pub struct Config {
     pub stale_after: Duration,
     /// Prometheus remote write (`[remote_write]`); off without URLs.
     pub remote_write: crate::remote_write::Settings,
+    /// TLS on the gRPC port (`[tls]`); plaintext without a certificate.
+    pub tls: crate::tls::Settings,
 }
 
 type K = Key<Config>;
@@ -113,6 +115,32 @@ pub const KEYS: &[K] = &[
         },
     )
     .flag("auth-tokens", "FILE")
+    .default_doc("none"),
+    K::new(
+        "tls.cert",
+        "PEM certificate chain; the gRPC port then speaks only TLS (reloaded on SIGHUP)",
+        |c, v| {
+            c.tls.cert = Some(PathBuf::from(v.nonempty()?));
+            Ok(())
+        },
+    )
+    .flag("tls-cert", "FILE")
+    .default_doc("none (plaintext)"),
+    K::new("tls.key", "PEM private key of `tls.cert`", |c, v| {
+        c.tls.key = Some(PathBuf::from(v.nonempty()?));
+        Ok(())
+    })
+    .flag("tls-key", "FILE")
+    .default_doc("none"),
+    K::new(
+        "tls.client_ca",
+        "PEM CA for mutual TLS: agents must present a certificate it signed whose DNS name is their node name",
+        |c, v| {
+            c.tls.client_ca = Some(PathBuf::from(v.nonempty()?));
+            Ok(())
+        },
+    )
+    .flag("tls-client-ca", "FILE")
     .default_doc("none"),
     K::new(
         "preface_timeout",
@@ -378,10 +406,23 @@ impl Schema for Config {
             api_token_file: None,
             stale_after: Duration::ZERO,
             remote_write: Default::default(),
+            tls: Default::default(),
         }
     }
 
     fn finish(&mut self, at: &common::Where<'_, Self>) -> Result<(), ConfigError> {
+        if self.tls.cert.is_some() != self.tls.key.is_some() {
+            return Err(at.error(
+                &["tls.cert", "tls.key"],
+                "TLS needs both tls.cert and tls.key",
+            ));
+        }
+        if self.tls.client_ca.is_some() && self.tls.cert.is_none() {
+            return Err(at.error(
+                &["tls.client_ca"],
+                "mutual TLS needs tls.cert and tls.key as well",
+            ));
+        }
         let rw = &self.remote_write;
         let bearer = rw.bearer_token_file.is_some();
         let user = rw.basic_auth_username.is_some();

@@ -22,6 +22,9 @@ pub enum Error {
         /// The OS error.
         source: std::io::Error,
     },
+    /// The TLS files cannot be used.
+    #[error("TLS: {0}")]
+    Tls(#[from] crate::tls::TlsError),
     /// The gRPC server failed.
     #[error("gRPC server: {0}")]
     Grpc(#[from] tonic::transport::Error),

@@ -40,6 +40,7 @@ pub mod remote_write;
 pub mod report;
 pub mod soak;
 pub mod store;
+pub mod tls;
 
 use std::future::Future;
 
@@ -140,6 +141,7 @@ pub async fn run(
         })?),
         None => None,
     };
+    let tls = tls::Tls::load(&config.tls)?;
     let store = Store::open(&config.data_dir)?;
     let handle = store.handle();
     let metrics = SharedMetrics::new();
@@ -186,7 +188,11 @@ pub async fn run(
             config.max_connections,
             config.max_connections_per_address,
         ),
+        tls: tls.clone(),
     };
+    if let Some(t) = &tls {
+        tokio::spawn(tls::reload_on_sighup(t.clone(), stop_rx.clone()));
+    }
     let acceptor = tokio::spawn(ingest::preface::accept_loop(
         listeners.grpc,
         accept,

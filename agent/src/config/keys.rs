@@ -106,6 +106,32 @@ pub const KEYS: &[K] = &[
     .flag("token-file", "FILE")
     .default_doc("none"),
     K::new(
+        "tls.ca",
+        "PEM CA that signed the collector's certificate; needed for an `https://` collector",
+        |c, v| {
+            c.tls.ca = Some(PathBuf::from(v.nonempty()?));
+            Ok(())
+        },
+    )
+    .flag("tls-ca", "FILE")
+    .default_doc("none"),
+    K::new(
+        "tls.cert",
+        "PEM client certificate for mutual TLS (its DNS name is the node name)",
+        |c, v| {
+            c.tls.cert = Some(PathBuf::from(v.nonempty()?));
+            Ok(())
+        },
+    )
+    .flag("tls-cert", "FILE")
+    .default_doc("none"),
+    K::new("tls.key", "PEM private key of `tls.cert`", |c, v| {
+        c.tls.key = Some(PathBuf::from(v.nonempty()?));
+        Ok(())
+    })
+    .flag("tls-key", "FILE")
+    .default_doc("none"),
+    K::new(
         "sysfs_root",
         "Linux sysfs root (fixtures in tests)",
         |c, v| {
@@ -332,6 +358,7 @@ pub(super) fn blank() -> Config {
         spool_max_bytes: 0,
         token_file: None,
         token: None,
+        tls: Default::default(),
         interface: None,
         log_format: LogFormat::Text,
         services: Vec::new(),
@@ -380,6 +407,25 @@ pub(super) fn finish(c: &mut Config, at: &Where<'_, Config>) -> Result<(), Confi
         return Err(at.error(
             &["bandwidth.peers"],
             format!("`{name}` is not one of the peers"),
+        ));
+    }
+    let https = c.collector.starts_with("https://");
+    if https && c.tls.ca.is_none() {
+        return Err(at.error(
+            &["tls.ca", "collector"],
+            "an https:// collector needs tls.ca (the CA that signed its certificate)",
+        ));
+    }
+    if !https && (c.tls.ca.is_some() || c.tls.cert.is_some()) {
+        return Err(at.error(
+            &["tls.ca", "tls.cert", "collector"],
+            "TLS settings need an https:// collector URL",
+        ));
+    }
+    if c.tls.cert.is_some() != c.tls.key.is_some() {
+        return Err(at.error(
+            &["tls.cert", "tls.key"],
+            "a client certificate needs both tls.cert and tls.key",
         ));
     }
     // The schedule must be one the planner accepts, by its own rules.

@@ -17,6 +17,7 @@
 
 pub mod backoff;
 
+use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -53,15 +54,75 @@ pub struct TransportOptions {
     pub hello: Hello,
     /// Bearer token sent as `authorization` metadata, if any.
     pub token: Option<String>,
+    /// TLS files for an `https://` collector.
+    pub tls: ClientTls,
     /// How long to keep trying to deliver queued records at shutdown.
     pub flush_timeout: Duration,
+}
+
+/// TLS to the collector: the CA that signed its certificate and, for
+/// mutual TLS, the agent's own certificate and key. The files are read at
+/// every connect, so rotated certificates are picked up by the next
+/// reconnect without a restart.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClientTls {
+    /// PEM CA certificate(s) trusted for the collector.
+    pub ca: Option<PathBuf>,
+    /// PEM client certificate chain.
+    pub cert: Option<PathBuf>,
+    /// PEM key of `cert`.
+    pub key: Option<PathBuf>,
+}
+
+impl ClientTls {
+    /// tonic's client config, or `None` without a CA (plaintext).
+    fn load(&self) -> Result<Option<tonic::transport::ClientTlsConfig>, TransportError> {
+        use tonic::transport::{Certificate, ClientTlsConfig, Identity};
+        let Some(ca) = &self.ca else { return Ok(None) };
+        let read = |p: &PathBuf| {
+            std::fs::read(p)
+                .map_err(|e| TransportError::Protocol(format!("TLS file {}: {e}", p.display())))
+        };
+        let mut config = ClientTlsConfig::new().ca_certificate(Certificate::from_pem(read(ca)?));
+        if let (Some(cert), Some(key)) = (&self.cert, &self.key) {
+            config = config.identity(Identity::from_pem(read(cert)?, read(key)?));
+        }
+        Ok(Some(config))
+    }
+}
+
+/// An error and its sources, `a: b: c`: tonic's own text is only
+/// "transport error", the reason (a refused certificate, a reset
+/// connection) is in the chain.
+fn causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut next = e.source();
+    while let Some(s) = next {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        next = s.source();
+    }
+    text
+}
+
+/// A plaintext HTTP/2 client that reaches a TLS port reads the server's
+/// TLS alert as an HTTP/2 frame header, and h2 reports a frame size
+/// error: on an `http://` URL that is almost always the reason, so say so.
+fn plaintext_to_tls_hint(collector: &str, e: &TransportError) -> Option<&'static str> {
+    let text = match e {
+        TransportError::Status(s) => format!("{s:?}"),
+        other => other.to_string(),
+    };
+    (collector.starts_with("http://") && text.contains("FRAME_SIZE_ERROR")).then_some(
+        "the collector may speak TLS on this port: use an https:// collector URL and --tls-ca",
+    )
 }
 
 /// Transport failures that end one stream (the loop retries them).
 #[derive(Debug, thiserror::Error)]
 pub enum TransportError {
     /// Could not connect or the stream broke.
-    #[error("collector connection: {0}")]
+    #[error("collector connection: {}", causes(.0))]
     Connect(#[from] tonic::transport::Error),
     /// The collector answered with a gRPC error.
     #[error("collector refused: {0}")]
@@ -132,7 +193,14 @@ impl Transport {
     /// when the sinks closed while waiting.
     async fn wait_to_retry(&mut self, e: TransportError) -> bool {
         let delay = self.backoff.next_delay(rand::random::<f64>());
-        warn!(error = %e, retry_in = ?delay, unacked = self.queue.unacked(), "collector unavailable");
+        match plaintext_to_tls_hint(&self.opts.collector, &e) {
+            Some(hint) => {
+                warn!(error = %e, retry_in = ?delay, unacked = self.queue.unacked(), hint, "collector unavailable")
+            }
+            None => {
+                warn!(error = %e, retry_in = ?delay, unacked = self.queue.unacked(), "collector unavailable")
+            }
+        }
         let sleep = tokio::time::sleep(delay);
         tokio::pin!(sleep);
         loop {
@@ -333,6 +401,10 @@ async fn connect(
         .tcp_nodelay(true)
         .http2_keep_alive_interval(Duration::from_secs(10))
         .keep_alive_timeout(Duration::from_secs(10));
+    let endpoint = match opts.tls.load()? {
+        Some(tls) => endpoint.tls_config(tls)?,
+        None => endpoint,
+    };
     let channel = endpoint.connect().await?;
     let mut client = TelemetryClient::new(channel).max_decoding_message_size(16 * 1024 * 1024);
     let (out_tx, out_rx) = mpsc::channel(IN_FLIGHT_BATCHES);

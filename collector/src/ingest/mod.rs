@@ -104,6 +104,15 @@ fn to_proto(w: Vec<Watermark>) -> Vec<BootWatermark> {
         .collect()
 }
 
+/// Who a stream's credentials say it may speak for: the nodes of its
+/// bearer token and the names of its verified client certificate, each
+/// when present.
+#[derive(Clone, Copy)]
+struct Identity<'a> {
+    token: Option<&'a auth::Allowed>,
+    cert: Option<&'a tokio_rustls::rustls::pki_types::CertificateDer<'static>>,
+}
+
 /// A stream that sent an accepted Hello.
 struct Opened {
     node: String,
@@ -214,14 +223,17 @@ impl Ingest {
                 }
             }
         };
-        let seen = request
-            .extensions()
-            .get::<preface::ConnInfo>()
-            .map(|c| c.hello.clone());
+        let conn = request.extensions().get::<preface::ConnInfo>().cloned();
+        let seen = conn.as_ref().map(|c| c.hello.clone());
+        let cert = conn.and_then(|c| c.peer_cert);
         let inbound = request.into_inner();
         let (tx, rx) = mpsc::channel(16);
         tokio::spawn(async move {
-            let Some(opened) = self.open(inbound, &tx, allowed.as_ref()).await else {
+            let who = Identity {
+                token: allowed.as_ref(),
+                cert: cert.as_ref(),
+            };
+            let Some(opened) = self.open(inbound, &tx, who).await else {
                 return;
             };
             if let Some(seen) = seen {
@@ -244,7 +256,7 @@ impl Ingest {
         &self,
         mut inbound: Streaming<RawAgentMessage>,
         tx: &mpsc::Sender<Result<CollectorMessage, Status>>,
-        allowed: Option<&auth::Allowed>,
+        who: Identity<'_>,
     ) -> Option<Opened> {
         let refuse = |kind, status| async move {
             let _ = tx.send(Err(self.fail(kind, status))).await;
@@ -273,9 +285,19 @@ impl Ingest {
             Ok(r) => r,
             Err(e) => return refuse(e.kind(), Status::invalid_argument(e.to_string())).await,
         };
-        if allowed.is_some_and(|a| !a.permits(&hello.node)) {
+        if who.token.is_some_and(|a| !a.permits(&hello.node)) {
             let s = Status::permission_denied(format!(
                 "this token may not speak for node `{}`",
+                hello.node
+            ));
+            return refuse("permission_denied", s).await;
+        }
+        if who
+            .cert
+            .is_some_and(|c| !crate::tls::cert_names_node(c, &hello.node))
+        {
+            let s = Status::permission_denied(format!(
+                "the client certificate does not name node `{}`",
                 hello.node
             ));
             return refuse("permission_denied", s).await;

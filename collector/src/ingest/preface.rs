@@ -11,6 +11,11 @@
 //! `hello_timeout` is closed by its own read side, so a connection that
 //! only sent the preface cannot sit there forever. Both are counted in
 //! `boltwatch_ingest_errors_total` (`connection_limit`, `hello_timeout`).
+//!
+//! With TLS ([`crate::tls`]) the handshake comes first, inside the same
+//! preface timeout; a failed handshake (a plaintext agent, a wrong CA, an
+//! expired certificate) is a malformed connection too, logged with
+//! rustls's reason.
 
 use std::future::Future;
 use std::io;
@@ -23,10 +28,13 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch, Semaphore};
 use tokio::time::Sleep;
+use tokio_rustls::rustls::pki_types::CertificateDer;
+use tokio_rustls::server::TlsStream;
 use tonic::transport::server::{Connected, TcpConnectInfo};
 
 use super::conn::{ConnLimits, HelloSeen, Slot};
 use crate::export::SharedMetrics;
+use crate::tls::Tls;
 
 /// The HTTP/2 client connection preface (RFC 9113 section 3.4).
 pub const PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
@@ -48,8 +56,43 @@ pub fn preface_prefix_ok(read: &[u8]) -> bool {
 pub struct PrefacedStream {
     replay: [u8; 24],
     pos: usize,
-    inner: TcpStream,
+    inner: Wire,
     watch: Option<HelloWatch>,
+}
+
+/// The bytes under HTTP/2: plain TCP, or TLS over it.
+#[derive(Debug)]
+enum Wire {
+    Plain(TcpStream),
+    Tls(Box<TlsStream<TcpStream>>),
+}
+
+impl Wire {
+    fn tcp(&self) -> &TcpStream {
+        match self {
+            Wire::Plain(s) => s,
+            Wire::Tls(s) => s.get_ref().0,
+        }
+    }
+
+    /// The client's end-entity certificate, verified by the handshake
+    /// (mutual TLS only).
+    fn peer_cert(&self) -> Option<CertificateDer<'static>> {
+        match self {
+            Wire::Plain(_) => None,
+            Wire::Tls(s) => s.get_ref().1.peer_certificates()?.first().cloned(),
+        }
+    }
+}
+
+/// Forwards an I/O call to whichever stream the wire is.
+macro_rules! on_wire {
+    ($self:ident, $s:ident => $call:expr) => {
+        match &mut $self.inner {
+            Wire::Plain($s) => $call,
+            Wire::Tls($s) => $call,
+        }
+    };
 }
 
 /// What a connection needs to close itself without an accepted Hello.
@@ -69,6 +112,8 @@ pub struct ConnInfo {
     pub tcp: TcpConnectInfo,
     /// Set by the service once a stream on this connection is accepted.
     pub hello: HelloSeen,
+    /// The client certificate the TLS handshake verified (mutual TLS).
+    pub peer_cert: Option<CertificateDer<'static>>,
 }
 
 impl PrefacedStream {
@@ -84,7 +129,7 @@ impl PrefacedStream {
             return None;
         }
         w.metrics.lock().on_ingest_error("hello_timeout");
-        tracing::info!(peer = ?self.inner.peer_addr().ok(), "closed gRPC connection without an accepted Hello");
+        tracing::info!(peer = ?self.inner.tcp().peer_addr().ok(), "closed gRPC connection without an accepted Hello");
         Some(io::Error::new(
             io::ErrorKind::TimedOut,
             "no accepted Hello on this connection in time",
@@ -108,7 +153,7 @@ impl AsyncRead for PrefacedStream {
             self.pos += n;
             return Poll::Ready(Ok(()));
         }
-        Pin::new(&mut self.inner).poll_read(cx, buf)
+        on_wire!(self, s => Pin::new(s).poll_read(cx, buf))
     }
 }
 
@@ -118,15 +163,15 @@ impl AsyncWrite for PrefacedStream {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write(cx, buf)
+        on_wire!(self, s => Pin::new(s).poll_write(cx, buf))
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_flush(cx)
+        on_wire!(self, s => Pin::new(s).poll_flush(cx))
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_shutdown(cx)
+        on_wire!(self, s => Pin::new(s).poll_shutdown(cx))
     }
 
     fn poll_write_vectored(
@@ -134,11 +179,14 @@ impl AsyncWrite for PrefacedStream {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+        on_wire!(self, s => Pin::new(s).poll_write_vectored(cx, bufs))
     }
 
     fn is_write_vectored(&self) -> bool {
-        self.inner.is_write_vectored()
+        match &self.inner {
+            Wire::Plain(s) => s.is_write_vectored(),
+            Wire::Tls(s) => s.is_write_vectored(),
+        }
     }
 }
 
@@ -147,23 +195,27 @@ impl Connected for PrefacedStream {
 
     fn connect_info(&self) -> ConnInfo {
         ConnInfo {
-            tcp: self.inner.connect_info(),
+            tcp: self.inner.tcp().connect_info(),
             hello: self
                 .watch
                 .as_ref()
                 .map(|w| w.seen.clone())
                 .unwrap_or_default(),
+            peer_cert: self.inner.peer_cert(),
         }
     }
 }
 
 /// Reads the preface; `Ok(None)` when the peer sent something else or
 /// closed early.
-async fn read_preface(mut s: TcpStream) -> io::Result<Option<PrefacedStream>> {
+async fn read_preface(mut s: Wire) -> io::Result<Option<PrefacedStream>> {
     let mut buf = [0u8; 24];
     let mut n = 0;
     while n < buf.len() {
-        let got = s.read(&mut buf[n..]).await?;
+        let got = match &mut s {
+            Wire::Plain(t) => t.read(&mut buf[n..]).await?,
+            Wire::Tls(t) => t.read(&mut buf[n..]).await?,
+        };
         if got == 0 {
             return Ok(None);
         }
@@ -190,6 +242,30 @@ pub struct AcceptPolicy {
     pub hello_timeout: Duration,
     /// Connection caps.
     pub limits: Arc<ConnLimits>,
+    /// TLS, when configured: every connection must complete a handshake.
+    pub tls: Option<Arc<Tls>>,
+}
+
+/// The handshake (with TLS) and the preface, in one timeout.
+async fn open(
+    stream: TcpStream,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+) -> io::Result<Option<PrefacedStream>> {
+    let wire = match tls {
+        None => Wire::Plain(stream),
+        Some(acceptor) => match acceptor.accept(stream).await {
+            Ok(s) => Wire::Tls(Box::new(s)),
+            Err(e) => {
+                return Err(io::Error::new(
+                    e.kind(),
+                    format!(
+                        "TLS handshake failed ({e}); a plaintext agent needs https:// and --tls-ca"
+                    ),
+                ))
+            }
+        },
+    };
+    read_preface(wire).await
 }
 
 /// Accepts connections until `shutdown` turns true, sending the good ones
@@ -236,9 +312,10 @@ pub async fn accept_loop(
         let metrics = metrics.clone();
         let out = out.clone();
         let hello_deadline = tokio::time::Instant::now() + policy.hello_timeout;
+        let tls = policy.tls.as_ref().map(|t| t.acceptor());
         tokio::spawn(async move {
             let _permit = permit;
-            match tokio::time::timeout(timeout, read_preface(stream)).await {
+            match tokio::time::timeout(timeout, open(stream, tls)).await {
                 Ok(Ok(Some(mut s))) => {
                     s.watch = Some(HelloWatch {
                         seen: HelloSeen::default(),
@@ -284,7 +361,10 @@ mod tests {
         c.write_all(PREFACE).await.unwrap();
         c.write_all(b"rest").await.unwrap();
         let (s, _) = l.accept().await.unwrap();
-        let mut p = read_preface(s).await.unwrap().expect("valid preface");
+        let mut p = read_preface(Wire::Plain(s))
+            .await
+            .unwrap()
+            .expect("valid preface");
         let mut got = vec![0u8; 28];
         p.read_exact(&mut got).await.unwrap();
         assert_eq!(&got[..24], PREFACE);
@@ -293,6 +373,6 @@ mod tests {
         let mut c = TcpStream::connect(addr).await.unwrap();
         c.write_all(b"GET / HTTP/1.1\r\n").await.unwrap();
         let (s, _) = l.accept().await.unwrap();
-        assert!(read_preface(s).await.unwrap().is_none());
+        assert!(read_preface(Wire::Plain(s)).await.unwrap().is_none());
     }
 }
