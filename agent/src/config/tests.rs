@@ -77,17 +77,35 @@ fn peers_as_table() {
     assert_eq!(c.peers.len(), 2);
 }
 
+/// A bad value or key: the error starts with the file, the line and the key.
 #[test]
-fn bad_duration_names_file_key_and_line() {
-    let e = err("node = \"a\"\n\nprobe_interval = \"fast\"\n");
-    assert!(e.starts_with("agent.toml:3: key `probe_interval`"), "{e}");
-}
-
-#[test]
-fn unknown_key_names_file_key_and_line() {
-    let e = err("node = \"a\"\nprobe_intervall = \"1s\"\n");
-    assert!(e.starts_with("agent.toml:2:"), "{e}");
-    assert!(e.contains("probe_intervall"), "{e}");
+fn errors_name_file_line_and_key() {
+    let cases = [
+        // A duration that is not one.
+        (
+            "node = \"a\"\n\nprobe_interval = \"fast\"\n",
+            "agent.toml:3: key `probe_interval`",
+        ),
+        // A misspelt key.
+        (
+            "node = \"a\"\nprobe_intervall = \"1s\"\n",
+            "agent.toml:2: key `probe_intervall`",
+        ),
+        // A string where a number goes.
+        (
+            "node = \"a\"\n[spool]\nmax_bytes = \"many\"\n",
+            "agent.toml:3: key `spool.max_bytes`",
+        ),
+        // A peer address without a port.
+        (
+            "node = \"a\"\npeers = [\"b=10.0.0.2\"]\n",
+            "agent.toml:2: key `peers`",
+        ),
+    ];
+    for (text, start) in cases {
+        let e = err(text);
+        assert!(e.starts_with(start), "{e}");
+    }
     let e = err("[spool]\ndirectory = \"/s\"\n");
     assert_eq!(e, "agent.toml:2: key `spool.directory`: unknown key");
 }
@@ -112,18 +130,6 @@ fn flat_names_from_before_the_sections_still_work_and_are_noted() {
     assert_eq!(c.spool_dir, PathBuf::from("/s"));
     assert_eq!(c.bandwidth_streams, 2);
     assert_eq!(c.bandwidth_peers["b"], "10.0.0.2:7000".parse().unwrap());
-}
-
-#[test]
-fn wrong_type_names_key_and_line() {
-    let e = err("node = \"a\"\n[spool]\nmax_bytes = \"many\"\n");
-    assert!(e.starts_with("agent.toml:3: key `spool.max_bytes`"), "{e}");
-}
-
-#[test]
-fn bad_peer_address_names_line() {
-    let e = err("node = \"a\"\npeers = [\"b=10.0.0.2\"]\n");
-    assert!(e.starts_with("agent.toml:2: key `peers`"), "{e}");
 }
 
 #[test]
