@@ -6,8 +6,8 @@
 //! A missing `iperf3` fails these tests; it never skips them.
 
 use boltwatch_agent::bandwidth::iperf3::Mode;
-use boltwatch_common::testing::{free_tcp_port, output_ok};
 use boltwatch_agent::bandwidth::{run_client, BandwidthError, ClientOptions, ServerOptions};
+use boltwatch_common::testing::{free_tcp_port, output_ok};
 use boltwatch_proto::v1::{BandwidthResult, Direction, Protocol};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};

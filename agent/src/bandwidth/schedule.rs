@@ -302,7 +302,8 @@ mod tests {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let stop = CancellationToken::new();
-        let server = super::super::spawn_server(listener, stop.clone(), Default::default()).unwrap();
+        let server =
+            super::super::spawn_server(listener, stop.clone(), Default::default()).unwrap();
         let gate = TestGate::default();
         let board = LoadBoard::new([("p".to_string(), vec![addr.ip()])]);
         let (sink, mut rx) = Sink::new();

@@ -116,8 +116,14 @@ fn errors_name_file_line_and_key() {
             "preface_timeout = \"1ms\"\n",
             "collector.toml:1: key `preface_timeout`",
         ),
-        ("max_message_bytes = 10\n", "collector.toml:1: key `max_message_bytes`"),
-        ("log_format = \"xml\"\n", "collector.toml:1: key `log_format`"),
+        (
+            "max_message_bytes = 10\n",
+            "collector.toml:1: key `max_message_bytes`",
+        ),
+        (
+            "log_format = \"xml\"\n",
+            "collector.toml:1: key `log_format`",
+        ),
         // An unterminated string at the end (a proptest finding) names a
         // line the file has.
         ("_=\"\"\"\n", "collector.toml:1: "),

@@ -10,9 +10,8 @@
 //! macOS (and any other OS) [`read_self`] returns `None`: the `process_*`
 //! families are declared with no samples, `build_info` is still there.
 
-use super::family::{families, labels, Exposition, Family};
+use super::family::{families, labels, Exposition};
 use super::{Domain, Subjects};
-use boltwatch_proto::v1::Record;
 
 families! {
     BUILD_INFO = Gauge("boltwatch_collector_build_info", "", &["version"], "The collector's version; always 1.");
@@ -130,8 +129,6 @@ impl ProcessMetrics {
 }
 
 impl Domain for ProcessMetrics {
-    fn apply(&mut self, _: &Record, _: &mut Subjects) {}
-
     fn render(&self, e: &mut Exposition, _: &Subjects) {
         e.family(&BUILD_INFO, [([env!("CARGO_PKG_VERSION")], 1u64)]);
         let s = self.stats.iter();
@@ -143,10 +140,6 @@ impl Domain for ProcessMetrics {
         e.family(&OPEN_FDS, s.clone().map(|s| (none, s.open_fds)));
         e.family(&MAX_FDS, s.clone().map(|s| (none, s.max_fds)));
         e.family(&THREADS, s.map(|s| (none, s.threads)));
-    }
-
-    fn families(&self) -> &'static [Family] {
-        FAMILIES
     }
 }
 

@@ -4,9 +4,7 @@
 //! dashboard and an alert can follow a 72-hour run live. Lines without a
 //! threshold (not judged) have no series.
 
-use boltwatch_proto::v1::Record;
-
-use super::family::{families, Exposition, Family};
+use super::family::{families, Exposition};
 use super::{Domain, Subjects};
 
 families! {
@@ -45,8 +43,6 @@ impl SoakMetrics {
 }
 
 impl Domain for SoakMetrics {
-    fn apply(&mut self, _: &Record, _: &mut Subjects) {}
-
     fn render(&self, e: &mut Exposition, _: &Subjects) {
         let s = &self.running;
         e.family(
@@ -67,9 +63,5 @@ impl Domain for SoakMetrics {
                     .map(move |(k, p)| ([x.name.as_str(), *k], *p))
             }),
         );
-    }
-
-    fn families(&self) -> &'static [Family] {
-        FAMILIES
     }
 }
