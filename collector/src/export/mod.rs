@@ -102,6 +102,23 @@ pub type NodePeer = (String, String);
 /// (node, peer, service).
 pub type NodePeerService = (String, String, String);
 
+/// The state of a domain fed from outside the records (procfs, the soaks
+/// table): the latest value, replaced whole.
+#[derive(Debug, Default, Clone)]
+pub struct Snapshot<T>(T);
+
+impl<T> Snapshot<T> {
+    /// The value the next render shows.
+    pub fn set(&mut self, value: T) {
+        self.0 = value;
+    }
+
+    /// The value set last.
+    pub fn get(&self) -> &T {
+        &self.0
+    }
+}
+
 /// What records named, for series that exist before their own records.
 #[derive(Debug, Default, Clone)]
 pub struct Subjects {

@@ -5,7 +5,7 @@
 //! threshold (not judged) have no series.
 
 use super::family::{families, Exposition};
-use super::{Domain, Subjects};
+use super::{Domain, Snapshot, Subjects};
 
 families! {
     INFO = Gauge("boltwatch_soak_info", "", &["soak", "nodes"], "A running soak; always 1.");
@@ -29,22 +29,12 @@ pub struct LiveSoak {
     pub lines: Vec<(&'static str, bool)>,
 }
 
-/// State behind the soak families.
-#[derive(Debug, Default, Clone)]
-pub struct SoakMetrics {
-    running: Vec<LiveSoak>,
-}
-
-impl SoakMetrics {
-    /// Replaces the running soaks.
-    pub fn set(&mut self, running: Vec<LiveSoak>) {
-        self.running = running;
-    }
-}
+/// State behind the soak families: the running soaks.
+pub type SoakMetrics = Snapshot<Vec<LiveSoak>>;
 
 impl Domain for SoakMetrics {
     fn render(&self, e: &mut Exposition, _: &Subjects) {
-        let s = &self.running;
+        let s = self.get();
         e.family(
             &INFO,
             s.iter()
