@@ -226,7 +226,7 @@ pub fn bandwidth_server_cmd(args: BandwidthServerArgs) -> anyhow::Result<()> {
         allow: args.allow,
         ..Default::default()
     };
-    let handle = bandwidth::spawn_server_with(listener, CancellationToken::new(), opts)?;
+    let handle = bandwidth::spawn_server(listener, CancellationToken::new(), opts)?;
     let _ = handle.join();
     Ok(())
 }

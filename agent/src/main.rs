@@ -223,7 +223,7 @@ fn reflect_cmd(args: ReflectArgs) -> anyhow::Result<ExitCode> {
     let local = socket.local_addr()?;
     let health = Arc::new(Health::default());
     // Runs until killed: nothing cancels the token.
-    let handle = spawn_reflector(socket, health, CancellationToken::new())
+    let handle = spawn_reflector(socket, health, CancellationToken::new(), Default::default())
         .context("starting the reflector")?;
     eprintln!("STAMP reflector listening on {local}");
     handle

@@ -7,22 +7,15 @@
 
 use boltwatch_agent::bandwidth::iperf3::Mode;
 use boltwatch_agent::bandwidth::{run_client, BandwidthError, ClientOptions, ServerOptions};
+use boltwatch_common::testing::{free_tcp_port, output_ok};
 use boltwatch_proto::v1::{BandwidthResult, Direction, Protocol};
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod support;
 use support::{iperf3, loopback_listeners, OurServer};
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 /// True once something listens on 127.0.0.1:`port` (read from
 /// /proc/net/tcp: connecting would use up a one-off iperf3 server).
@@ -38,7 +31,7 @@ struct StockServer {
 
 impl StockServer {
     fn start() -> StockServer {
-        let port = free_port();
+        let port = free_tcp_port();
         let child = Command::new(iperf3())
             .args(["-s", "-1", "-J", "-B", "127.0.0.1", "-p", &port.to_string()])
             .stdout(Stdio::piped())
@@ -208,25 +201,17 @@ fn client_udp_against_stock_server() {
 #[test]
 fn cli_json_against_stock_server() {
     let srv = StockServer::start();
-    let out = Command::new(env!("CARGO_BIN_EXE_boltwatch-agent"))
-        .args([
-            "bandwidth",
-            "--iperf3",
-            &format!("127.0.0.1:{}", srv.port),
-            "-P",
-            "2",
-            "-t",
-            "1",
-            "-R",
-            "--json",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = output_ok(Command::new(env!("CARGO_BIN_EXE_boltwatch-agent")).args([
+        "bandwidth",
+        "--iperf3",
+        &format!("127.0.0.1:{}", srv.port),
+        "-P",
+        "2",
+        "-t",
+        "1",
+        "-R",
+        "--json",
+    ]));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v[0]["direction"], "recv");
     assert_eq!(v[0]["streams"], 2);

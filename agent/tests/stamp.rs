@@ -429,7 +429,7 @@ fn ping_over_ipv6_loopback() {
     let addr = socket.local_addr().unwrap();
     let health = Arc::new(Health::default());
     let stop = CancellationToken::new();
-    let h = spawn_reflector(socket, health.clone(), stop.clone()).unwrap();
+    let h = spawn_reflector(socket, health.clone(), stop.clone(), Default::default()).unwrap();
     let mut out = Vec::new();
     let report = ping(
         &ping_opts(addr, 5, 1000),

@@ -19,44 +19,42 @@ mod sim;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
 use boltwatch_collector::export::SharedMetrics;
 use boltwatch_collector::remote_write::log;
 use boltwatch_collector::store::Store;
+use clap::Parser;
 use sim::S;
+
+/// Remote write figures of a simulated soak.
+#[derive(Parser)]
+struct Flags {
+    /// Hours of soak, ending now.
+    #[arg(long, default_value_t = 1)]
+    hours: u64,
+    /// Simulated nodes.
+    #[arg(long, default_value_t = 4)]
+    nodes: usize,
+    /// The store to fill.
+    #[arg(long)]
+    data_dir: PathBuf,
+    /// The remote write endpoint.
+    #[arg(long)]
+    url: String,
+}
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let (mut hours, mut nodes) = (1u64, 4usize);
-    let (mut dir, mut url): (Option<PathBuf>, Option<String>) = (None, None);
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        let mut v = || args.next().context("a value");
-        match a.as_str() {
-            "--hours" => hours = v()?.parse()?,
-            "--nodes" => nodes = v()?.parse()?,
-            "--data-dir" => dir = Some(v()?.into()),
-            "--url" => url = Some(v()?),
-            _ => anyhow::bail!(
-                "usage: remote_write_bench [--hours H] [--nodes N] --data-dir DIR --url URL"
-            ),
-        }
-    }
-    let (dir, url) = (dir.context("--data-dir DIR")?, url.context("--url URL")?);
+    let flags = Flags::parse();
+    let (dir, url) = (flags.data_dir, flags.url);
 
     // 1. The store: a soak ending now.
-    let c =
-        common::Collector::start_with(&dir, |cfg| cfg.max_records_per_second = 10_000_000).await;
     let now = boltwatch_common::clock::now_unix_ns() / (60 * S) * (60 * S);
-    let duration = hours * 3600 * S;
-    let mut sc = sim::Scenario::standard(nodes, now - duration, duration);
-    sc.keep_samples = false;
-    let t = Instant::now();
-    let truth = sim::run(&sc, c.grpc, 4000).await;
+    let duration = flags.hours * 3600 * S;
+    let (c, _, truth, took) = sim::fill(&dir, flags.nodes, now - duration, duration).await;
     eprintln!(
         "ingest: {} records in {:.1} s",
         truth.records,
-        t.elapsed().as_secs_f64()
+        took.as_secs_f64()
     );
     c.stop().await;
 

@@ -16,41 +16,37 @@ mod sim;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use anyhow::Context;
 use boltwatch_collector::report::render;
 use boltwatch_collector::soak::load;
+use clap::Parser;
 use serde_json::json;
 use sim::S;
 
+/// A simulated soak, recorded and reported.
+#[derive(Parser)]
+struct Flags {
+    /// Hours of soak.
+    #[arg(long, default_value_t = 72)]
+    hours: u64,
+    /// Simulated nodes.
+    #[arg(long, default_value_t = 3)]
+    nodes: usize,
+    /// Where the store stays.
+    #[arg(long)]
+    data_dir: PathBuf,
+    /// Also write the HTML report here.
+    #[arg(long)]
+    html: Option<PathBuf>,
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let mut hours = 72u64;
-    let mut nodes = 3usize;
-    let mut dir: Option<PathBuf> = None;
-    let mut html: Option<PathBuf> = None;
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        let mut v = || args.next().context("a value");
-        match a.as_str() {
-            "--hours" => hours = v()?.parse()?,
-            "--nodes" => nodes = v()?.parse()?,
-            "--data-dir" => dir = Some(v()?.into()),
-            "--html" => html = Some(v()?.into()),
-            _ => anyhow::bail!(
-                "usage: soak_sim [--hours H] [--nodes N] [--data-dir DIR] [--html FILE]"
-            ),
-        }
-    }
-    let dir = dir.context("--data-dir DIR")?;
-    let c =
-        common::Collector::start_with(&dir, |cfg| cfg.max_records_per_second = 10_000_000).await;
+    let flags = Flags::parse();
+    let dir = flags.data_dir;
     // 2026-11-30T00:00:00Z
     let start = 1_795_996_800 * S;
-    let mut sc = sim::Scenario::standard(nodes, start, hours * 3600 * S);
-    sc.keep_samples = false;
-    let t = Instant::now();
-    let truth = sim::run(&sc, c.grpc, 4000).await;
-    let ingest = t.elapsed().as_secs_f64();
+    let (c, sc, truth, took) = sim::fill(&dir, flags.nodes, start, flags.hours * 3600 * S).await;
+    let ingest = took.as_secs_f64();
     let http = reqwest::Client::new();
     let r = http
         .post(c.url("/api/v1/soaks"))
@@ -78,7 +74,7 @@ async fn main() -> anyhow::Result<()> {
         truth.records as f64 / ingest
     );
     print!("{}", render::table(&report));
-    if let Some(p) = html {
+    if let Some(p) = flags.html {
         std::fs::write(&p, render::Format::Html.render(&report))?;
         eprintln!("wrote {}", p.display());
     }

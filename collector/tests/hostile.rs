@@ -26,6 +26,15 @@ fn rtt_to(node: &str, seq: u64, peer: &str) -> boltwatch_proto::v1::Record {
     )
 }
 
+/// Fails unless `node`, not seen before, can still connect and have a
+/// record stored: what an attack by others must leave working.
+async fn serves_a_fresh_node(c: &Collector, node: &str) {
+    let (mut a, _) = c.agent(node, "b1").await;
+    a.send(vec![record(node, "b1", 1, agent_stats(0, 0))])
+        .await
+        .unwrap();
+}
+
 /// Scrapes `/metrics` `n` times from three tasks at once while `node`
 /// sends `batches` one-record batches; returns each ack's latency (ms).
 async fn acks_under_scrapes(c: &Collector, node: &str, batches: u64) -> Vec<f64> {
@@ -173,10 +182,7 @@ async fn records_of_unannounced_boots_make_no_boot_rows_and_hellos_are_limited()
     assert!(refused > 0, "30 Hellos at once all accepted");
     assert_eq!(c.errors("hello_rate_limited").await, refused as f64);
     // Another node is not affected.
-    let (mut b, _) = c.agent("y", "b1").await;
-    b.send(vec![record("y", "b1", 1, agent_stats(0, 0))])
-        .await
-        .unwrap();
+    serves_a_fresh_node(&c, "y").await;
     c.stop().await;
 }
 
@@ -295,10 +301,7 @@ async fn idle_connections_beyond_the_caps_are_closed_and_agents_get_through() {
     a.send(vec![record("a", "b1", 2, agent_stats(0, 0))])
         .await
         .unwrap();
-    let (mut b, _) = c.agent("b", "b1").await;
-    b.send(vec![record("b", "b1", 1, agent_stats(0, 0))])
-        .await
-        .unwrap();
+    serves_a_fresh_node(&c, "b").await;
     c.stop().await;
 }
 

@@ -11,8 +11,9 @@
 
 mod common;
 
-use std::net::TcpListener;
 use std::path::Path;
+
+use boltwatch_common::testing::free_tcp_port;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -34,14 +35,6 @@ impl Drop for Receiver {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 fn spawn(cmd: &mut Command, what: &str) -> Child {
@@ -212,9 +205,9 @@ async fn victoria_metrics_and_prometheus_hold_exactly_the_stored_values() {
     let start_s = base_ms / 1000 - 60;
     let at_s = now_ms / 1000 + 60;
 
-    let mut vm = Receiver::victoria_metrics(free_port());
+    let mut vm = Receiver::victoria_metrics(free_tcp_port());
     vm.ready("/health").await;
-    let prom_port = free_port();
+    let prom_port = free_tcp_port();
     let urls = vec![
         vm.url("/api/v1/write"),
         format!("http://127.0.0.1:{prom_port}/api/v1/write"),

@@ -258,7 +258,9 @@ async fn report_reproduces_the_simulated_truth() {
     let http: Value = c.json("/api/v1/soaks/sim/report?format=json").await;
     assert_eq!(http, r);
     // --check gates on the verdict: 3 on FAIL.
-    let check = collector_cli(&["report", "--soak", "sim", "--check"], dir.path());
+    let check = collector_cli(&["report", "--soak", "sim", "--check"], dir.path())
+        .output()
+        .unwrap();
     assert_eq!(check.status.code(), Some(3));
     let table = String::from_utf8(check.stdout).unwrap();
     assert!(

@@ -1,4 +1,6 @@
-//! Helpers for the workspace's property tests (feature `testing`).
+//! Helpers for the workspace's tests (feature `testing`): free loopback
+//! ports, a command that must succeed, and for the property tests their
+//! configuration and strategies.
 //!
 //! One proptest configuration for all of them: a fixed
 //! seed, so CI runs the same cases every time, and regression files beside
@@ -9,6 +11,9 @@
 //! `PROPTEST_RNG_SEED=$RANDOM cargo test -p boltwatch-agent --test props`
 //! (any u64); a failure is written to the regression file, to be committed
 //! with its fix.
+
+use std::net::{TcpListener, UdpSocket};
+use std::process::{Command, Output};
 
 use proptest::prelude::*;
 use proptest::sample::select;
@@ -76,4 +81,38 @@ pub fn config_text(
         lines.push(select(sections).prop_map(str::to_string).boxed());
     }
     proptest::collection::vec(Union::new(lines), 0..8).prop_map(|l| l.join("\n"))
+}
+
+/// A free TCP port on 127.0.0.1 (released before use; fine for tests).
+pub fn free_tcp_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A free UDP port on 127.0.0.1.
+pub fn free_udp_port() -> u16 {
+    UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Runs `cmd` to its end and returns what it printed; panics, naming the
+/// program and its standard error, unless it exits 0.
+pub fn output_ok(cmd: &mut Command) -> Output {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {:?}: {e}", cmd.get_program()));
+    assert!(
+        out.status.success(),
+        "{:?} failed ({}): {}",
+        cmd.get_program(),
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
 }

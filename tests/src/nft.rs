@@ -82,18 +82,29 @@ mod tests {
     }
 
     #[test]
-    fn script_names_the_device_and_threshold() {
-        let s = loss_script("tb-1", 100);
-        assert!(s.contains("table netdev bwloss_tb_1"));
-        assert!(s.contains("device \"tb-1\""));
-        assert!(s.contains("mod 1000 < 100 counter drop"));
-    }
-
-    #[test]
-    fn block_script_drops_one_udp_port() {
-        let s = block_udp_script("tb0", 8620);
-        assert!(s.contains("table netdev bwblock_tb0"));
-        assert!(s.contains("device \"tb0\""));
-        assert!(s.contains("udp dport 8620 counter drop"));
+    fn scripts_name_the_table_the_device_and_the_rule() {
+        let cases = [
+            (
+                loss_script("tb-1", 100),
+                [
+                    "table netdev bwloss_tb_1",
+                    "device \"tb-1\"",
+                    "mod 1000 < 100 counter drop",
+                ],
+            ),
+            (
+                block_udp_script("tb0", 8620),
+                [
+                    "table netdev bwblock_tb0",
+                    "device \"tb0\"",
+                    "udp dport 8620 counter drop",
+                ],
+            ),
+        ];
+        for (script, wants) in cases {
+            for want in wants {
+                assert!(script.contains(want), "{want} not in\n{script}");
+            }
+        }
     }
 }

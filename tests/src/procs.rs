@@ -2,7 +2,7 @@
 //! `boltwatch-collector` binaries, started on loopback (or inside a test-bed
 //! namespace), killed when their handle drops, even when a test panics.
 
-use std::net::{SocketAddr, TcpListener, UdpSocket};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
@@ -118,23 +118,7 @@ fn build_command(profile_dir: &Path) -> Result<Command, String> {
     Ok(cmd)
 }
 
-/// A free TCP port on 127.0.0.1 (released before use; fine for tests).
-pub fn free_tcp_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// A free UDP port on 127.0.0.1.
-pub fn free_udp_port() -> u16 {
-    UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+pub use boltwatch_common::testing::{free_tcp_port, free_udp_port};
 
 /// A child process that is killed and reaped on drop; its stderr goes to a
 /// log file that is printed if the test fails.

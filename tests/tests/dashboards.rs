@@ -766,12 +766,15 @@ fn grafana_dashboard_is_well_formed() {
         assert!(types.contains(kind), "no {kind} panel");
     }
 
+    // The titles of the panels of one type, in order.
+    let titles = |kind: &str| -> Vec<&str> {
+        all.iter()
+            .filter(|p| p["type"] == kind)
+            .map(|p| p["title"].as_str().unwrap_or_default())
+            .collect()
+    };
     // The rows the soak review walks through, in order.
-    let rows: Vec<&str> = all
-        .iter()
-        .filter(|p| p["type"] == "row")
-        .map(|p| p["title"].as_str().unwrap_or_default())
-        .collect();
+    let rows = titles("row");
     let expected = [
         "Soak verdict",
         "Round-trip time",
@@ -786,11 +789,7 @@ fn grafana_dashboard_is_well_formed() {
     for (row, prefix) in rows.iter().zip(expected) {
         assert!(row.starts_with(prefix), "row {row:?}, expected {prefix}…");
     }
-    let verdict: Vec<&str> = all
-        .iter()
-        .filter(|p| p["type"] == "stat")
-        .map(|p| p["title"].as_str().unwrap_or_default())
-        .collect();
+    let verdict = titles("stat");
     for title in [
         "RTT mean",
         "RTT worst",

@@ -7,6 +7,7 @@ use std::net::{TcpStream, UdpSocket};
 use std::process::Command;
 use std::time::Duration;
 
+use boltwatch_common::testing::output_ok;
 use boltwatch_tests::procs::{
     agent, bin, free_udp_port, promtool_check, sample, wait_for, Collector,
 };
@@ -184,22 +185,14 @@ fn malformed_packets_and_connections_are_counted_and_dropped() {
     });
     assert!(pair.a.alive() && pair.b.alive() && pair.collector.proc.alive());
     // A STAMP client still gets answers from the reflector that saw garbage.
-    let out = Command::new(bin("boltwatch-agent"))
-        .args([
-            "ping",
-            &format!("127.0.0.1:{}", pair.a_port),
-            "-c",
-            "3",
-            "-i",
-            "0.05",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "ping: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = output_ok(Command::new(bin("boltwatch-agent")).args([
+        "ping",
+        &format!("127.0.0.1:{}", pair.a_port),
+        "-c",
+        "3",
+        "-i",
+        "0.05",
+    ]));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains("3 received") || text.contains("3 packets received"),

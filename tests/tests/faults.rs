@@ -46,6 +46,15 @@ fn pair_args(collector: &str, interval: &str) -> ([Vec<String>; 2], u16) {
     ([a, b], pa)
 }
 
+/// Agents `a` and `b` under `dir`, probing each other every 10 ms and
+/// reporting to `home`; and a's flags, to restart it with.
+fn start_pair(dir: &Path, home: &Home) -> (Proc, Proc, Vec<String>) {
+    let ([a_args, b_args], _) = pair_args(&home.url(), "10ms");
+    let a = agent(dir, "a", &a_args);
+    let b = agent(dir, "b", &b_args);
+    (a, b, a_args)
+}
+
 /// Where a collector lives across restarts: fixed free ports and one data
 /// directory under the test's directory, so a killed collector comes back
 /// where the agents expect it, with its store.
@@ -189,9 +198,7 @@ fn collector_killed_five_times_every_seq_stored_exactly_once() {
     let dir = tempfile::tempdir().unwrap();
     let home = Home::new(dir.path());
     let mut c = home.start();
-    let ([a_args, b_args], _) = pair_args(&home.url(), "10ms");
-    let mut a = agent(dir.path(), "a", &a_args);
-    let mut b = agent(dir.path(), "b", &b_args);
+    let (mut a, mut b, _) = start_pair(dir.path(), &home);
     wait_for("both agents connected", Duration::from_secs(60), || {
         agent_up(&c, "a") && agent_up(&c, "b")
     });
@@ -235,9 +242,7 @@ fn agent_killed_and_restarted_delivers_the_old_boots_spool() {
     let dir = tempfile::tempdir().unwrap();
     let home = Home::new(dir.path());
     let mut c = home.start();
-    let ([a_args, b_args], _) = pair_args(&home.url(), "10ms");
-    let mut a = agent(dir.path(), "a", &a_args);
-    let _b = agent(dir.path(), "b", &b_args);
+    let (mut a, _b, a_args) = start_pair(dir.path(), &home);
     wait_for("a connected", Duration::from_secs(60), || agent_up(&c, "a"));
     std::thread::sleep(Duration::from_secs(2));
 
@@ -270,10 +275,8 @@ fn agent_killed_and_restarted_delivers_the_old_boots_spool() {
 fn a_flipped_byte_in_the_spool_costs_one_record_shown_as_a_gap_and_a_drop() {
     let dir = tempfile::tempdir().unwrap();
     let home = Home::new(dir.path());
-    let ([a_args, b_args], _) = pair_args(&home.url(), "10ms");
     // No collector yet: a spools everything.
-    let mut a = agent(dir.path(), "a", &a_args);
-    let _b = agent(dir.path(), "b", &b_args);
+    let (mut a, _b, a_args) = start_pair(dir.path(), &home);
     let spool_dir = dir.path().join("spool-a");
     let frames_in = |p: &Path| -> Vec<(usize, usize)> {
         let bytes = std::fs::read(p).unwrap();

@@ -33,7 +33,7 @@ pub(crate) mod sys;
 pub mod thermals;
 
 pub use client::{run_client, ClientObserver, ClientOptions, IntervalReport};
-pub use server::{spawn_server, spawn_server_with, ServerOptions};
+pub use server::{spawn_server, ServerOptions};
 
 /// The agent's default bandwidth server port (iperf3's own is 5201).
 pub const DEFAULT_PORT: u16 = 5202;

@@ -302,7 +302,8 @@ mod tests {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let stop = CancellationToken::new();
-        let server = super::super::spawn_server(listener, stop.clone()).unwrap();
+        let server =
+            super::super::spawn_server(listener, stop.clone(), Default::default()).unwrap();
         let gate = TestGate::default();
         let board = LoadBoard::new([("p".to_string(), vec![addr.ip()])]);
         let (sink, mut rx) = Sink::new();
@@ -360,7 +361,7 @@ mod tests {
     /// during the test.
     #[test]
     fn server_answers_busy_while_the_gate_is_held_and_marks_the_client() {
-        use super::super::server::{spawn_server_with, ServerOptions};
+        use super::super::server::{spawn_server, ServerOptions};
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let stop = CancellationToken::new();
@@ -371,7 +372,7 @@ mod tests {
             load: Some(board.clone()),
             ..Default::default()
         };
-        let server = spawn_server_with(listener, stop.clone(), opts).unwrap();
+        let server = spawn_server(listener, stop.clone(), opts).unwrap();
         let client = ClientOptions {
             server: addr.to_string(),
             streams: 1,

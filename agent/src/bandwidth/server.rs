@@ -145,8 +145,8 @@ impl Drop for SlotGuard {
     }
 }
 
-/// Serves tests on `listener` until `stop` is cancelled, with default
-/// options.
+/// Serves tests on `listener` until `stop` is cancelled, with the timeouts
+/// and limits of `opts` (`ServerOptions::default()` for the stock ones).
 ///
 /// The caller owns the socket (tests bind `127.0.0.1:0`; the agent binds
 /// `0.0.0.0:5202`). UDP tests bind UDP sockets on the listener's address.
@@ -154,14 +154,6 @@ impl Drop for SlotGuard {
 /// `SERVER_TERMINATE` within 50 ms, a test still in setup ends by its setup
 /// timeout; the returned thread joins its sessions before it exits.
 pub fn spawn_server(
-    listener: TcpListener,
-    stop: CancellationToken,
-) -> std::io::Result<JoinHandle<()>> {
-    spawn_server_with(listener, stop, ServerOptions::default())
-}
-
-/// [`spawn_server`] with explicit timeouts and limits.
-pub fn spawn_server_with(
     listener: TcpListener,
     stop: CancellationToken,
     opts: ServerOptions,

@@ -1,7 +1,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use boltwatch_common::config::{between_markers, markdown_table};
+use boltwatch_common::config::check_table;
 
 use super::*;
 
@@ -77,17 +77,40 @@ fn peers_as_table() {
     assert_eq!(c.peers.len(), 2);
 }
 
+/// A bad value or key: the error starts with the file, the line and the key.
 #[test]
-fn bad_duration_names_file_key_and_line() {
-    let e = err("node = \"a\"\n\nprobe_interval = \"fast\"\n");
-    assert!(e.starts_with("agent.toml:3: key `probe_interval`"), "{e}");
-}
-
-#[test]
-fn unknown_key_names_file_key_and_line() {
-    let e = err("node = \"a\"\nprobe_intervall = \"1s\"\n");
-    assert!(e.starts_with("agent.toml:2:"), "{e}");
-    assert!(e.contains("probe_intervall"), "{e}");
+fn errors_name_file_line_and_key() {
+    let cases = [
+        // A duration that is not one.
+        (
+            "node = \"a\"\n\nprobe_interval = \"fast\"\n",
+            "agent.toml:3: key `probe_interval`",
+        ),
+        // A misspelt key.
+        (
+            "node = \"a\"\nprobe_intervall = \"1s\"\n",
+            "agent.toml:2: key `probe_intervall`",
+        ),
+        // A string where a number goes.
+        (
+            "node = \"a\"\n[spool]\nmax_bytes = \"many\"\n",
+            "agent.toml:3: key `spool.max_bytes`",
+        ),
+        // A peer address without a port.
+        (
+            "node = \"a\"\npeers = [\"b=10.0.0.2\"]\n",
+            "agent.toml:2: key `peers`",
+        ),
+        // Out of range.
+        (
+            "\n[bandwidth]\nstreams = 0\n",
+            "agent.toml:3: key `bandwidth.streams`",
+        ),
+    ];
+    for (text, start) in cases {
+        let e = err(text);
+        assert!(e.starts_with(start), "{e}");
+    }
     let e = err("[spool]\ndirectory = \"/s\"\n");
     assert_eq!(e, "agent.toml:2: key `spool.directory`: unknown key");
 }
@@ -112,18 +135,6 @@ fn flat_names_from_before_the_sections_still_work_and_are_noted() {
     assert_eq!(c.spool_dir, PathBuf::from("/s"));
     assert_eq!(c.bandwidth_streams, 2);
     assert_eq!(c.bandwidth_peers["b"], "10.0.0.2:7000".parse().unwrap());
-}
-
-#[test]
-fn wrong_type_names_key_and_line() {
-    let e = err("node = \"a\"\n[spool]\nmax_bytes = \"many\"\n");
-    assert!(e.starts_with("agent.toml:3: key `spool.max_bytes`"), "{e}");
-}
-
-#[test]
-fn bad_peer_address_names_line() {
-    let e = err("node = \"a\"\npeers = [\"b=10.0.0.2\"]\n");
-    assert!(e.starts_with("agent.toml:2: key `peers`"), "{e}");
 }
 
 #[test]
@@ -267,24 +278,14 @@ fn infeasible_bandwidth_schedules_name_the_key_that_was_set() {
     let e = err("[bandwidth.peers]\nzz = \"10.0.0.9:5202\"\n");
     assert!(e.starts_with("agent.toml:1: key `bandwidth.peers`"), "{e}");
     assert!(e.contains("`zz` is not one of the peers"), "{e}");
-    let e = err("\n[bandwidth]\nstreams = 0\n");
-    assert!(
-        e.starts_with("agent.toml:3: key `bandwidth.streams`"),
-        "{e}"
-    );
 }
 
 #[test]
 fn readme_run_table_is_the_key_table() {
     let readme = include_str!("../../../README.md");
-    let table = between_markers(readme, "agent-run-flags").unwrap_or_default();
-    let want = markdown_table::<Config>();
-    assert!(
-        table == want,
-        "README.md's `boltwatch-agent run` table (between <!-- BEGIN agent-run-flags --> \
-         and <!-- END agent-run-flags -->) differs from agent/src/config/keys.rs; it should \
-         read:\n{want}"
-    );
+    if let Err(e) = check_table::<Config>(readme, "agent-run-flags") {
+        panic!("README.md, `boltwatch-agent run`: {e}\n(keys: agent/src/config/keys.rs)");
+    }
 }
 
 #[test]

@@ -225,11 +225,7 @@ mod tests {
     #[test]
     fn link_off_then_polls_with_unknown_media_stays_down() {
         // The kernel event as the macOS watcher receives it.
-        let bytes = std::fs::read(format!(
-            "{}/tests/fixtures/macos/kev/link_off_en2.bin",
-            env!("CARGO_MANIFEST_DIR")
-        ))
-        .unwrap();
+        let bytes = crate::link::fixtures::read("macos/kev/link_off_en2.bin");
         let ev = super::super::kev::parse(&bytes).unwrap().remove(0);
         let carrier = super::super::kev::announced_carrier(ev.kind);
         assert_eq!(carrier, Some(Some(false)));

@@ -163,18 +163,14 @@ pub fn parse_bridge_members(ifconfig: &str) -> Vec<String> {
 mod tests {
     use super::*;
 
+    use crate::link::fixtures;
+
     fn fixture(name: &str) -> Vec<u8> {
-        let path = format!(
-            "{}/tests/fixtures/macos/kev/{name}",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+        fixtures::read(&format!("macos/kev/{name}"))
     }
 
     fn one(name: &str) -> KevEvent {
-        let v = parse(&fixture(name)).unwrap();
-        assert_eq!(v.len(), 1, "{name}: {v:?}");
-        v.into_iter().next().unwrap()
+        fixtures::only(parse(&fixture(name)).unwrap(), name)
     }
 
     #[test]
@@ -249,11 +245,7 @@ mod tests {
 
     #[test]
     fn bridge_members_from_ifconfig() {
-        let path = format!(
-            "{}/tests/fixtures/macos/kev/ifconfig_bridge0.txt",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        let text = std::fs::read_to_string(path).unwrap();
+        let text = String::from_utf8(fixture("ifconfig_bridge0.txt")).unwrap();
         assert_eq!(parse_bridge_members(&text), vec!["en2", "en3"]);
         assert!(parse_bridge_members("en0: flags=8863<UP> mtu 1500\n").is_empty());
     }

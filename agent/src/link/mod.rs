@@ -37,6 +37,23 @@ mod reconcile;
 
 crate::platform::os_module!(mod imp);
 
+/// Event bytes recorded from the kernels, for the unit tests of the parsers
+/// and of the loops their events feed.
+#[cfg(test)]
+pub(crate) mod fixtures {
+    /// The file at `path` below `agent/tests/fixtures/`.
+    pub(crate) fn read(path: &str) -> Vec<u8> {
+        let path = format!("{}/tests/fixtures/{path}", env!("CARGO_MANIFEST_DIR"));
+        std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+    }
+
+    /// The one item parsed from the fixture `what`.
+    pub(crate) fn only<T: std::fmt::Debug>(items: Vec<T>, what: &str) -> T {
+        assert_eq!(items.len(), 1, "{what}: {items:?}");
+        items.into_iter().next().unwrap()
+    }
+}
+
 /// Whether this OS has a link watcher.
 pub const SUPPORT: Support = imp::SUPPORT;
 

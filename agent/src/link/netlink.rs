@@ -175,18 +175,14 @@ fn parse_link(kind: u16, msg: &[u8], base: usize) -> Result<LinkMessage, ParseEr
 mod tests {
     use super::*;
 
+    use crate::link::fixtures;
+
     fn fixture(name: &str) -> Vec<u8> {
-        let path = format!(
-            "{}/tests/fixtures/linux/rtnetlink/{name}.bin",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+        fixtures::read(&format!("linux/rtnetlink/{name}.bin"))
     }
 
     fn one(name: &str) -> LinkMessage {
-        let msgs = parse(&fixture(name)).unwrap();
-        assert_eq!(msgs.len(), 1, "{name}");
-        msgs.into_iter().next().unwrap()
+        fixtures::only(parse(&fixture(name)).unwrap(), name)
     }
 
     #[cfg(target_os = "linux")]

@@ -306,11 +306,7 @@ mod tests {
         assert!(start[0].carrier);
         // KEV_DL_LINK_OFF; from now on SIOCGIFMEDIA fails.
         r.os.media = None;
-        let bytes = std::fs::read(format!(
-            "{}/tests/fixtures/macos/kev/link_off_en2.bin",
-            env!("CARGO_MANIFEST_DIR")
-        ))
-        .unwrap();
+        let bytes = crate::link::fixtures::read("macos/kev/link_off_en2.bin");
         let ev = super::super::kev::parse(&bytes).unwrap().remove(0);
         let carrier = super::super::kev::announced_carrier(ev.kind).unwrap();
         r.on_events(vec![OsEvent::Changed {

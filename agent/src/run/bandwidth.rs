@@ -11,7 +11,7 @@ use super::topology::Topology;
 use crate::bandwidth::load::{LoadBoard, TestGate};
 use crate::bandwidth::schedule::{self, PeerServer, ScheduleOptions};
 use crate::bandwidth::thermals::ThermalProbe;
-use crate::bandwidth::{spawn_server_with, ServerOptions};
+use crate::bandwidth::{spawn_server, ServerOptions};
 use crate::config::Config;
 use crate::error::Error;
 
@@ -67,7 +67,7 @@ pub(super) fn start(
             max_duration: defaults.max_duration.max(config.bandwidth_duration),
             ..defaults
         };
-        let spawned = spawn_server_with(l, crew.stop.clone(), opts);
+        let spawned = spawn_server(l, crew.stop.clone(), opts);
         crew.thread("bandwidth server", spawned)?;
     }
     if !config.bandwidth_enabled || config.peers.is_empty() {

@@ -7,6 +7,11 @@ use crate::error::Error;
 use crate::stamp;
 
 pub(super) fn start(crew: &mut Crew, socket: UdpSocket) -> Result<(), Error> {
-    let spawned = stamp::spawn_reflector(socket, crew.health.clone(), crew.stop.clone());
+    let spawned = stamp::spawn_reflector(
+        socket,
+        crew.health.clone(),
+        crew.stop.clone(),
+        Default::default(),
+    );
     crew.thread("STAMP reflector", spawned)
 }

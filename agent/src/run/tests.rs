@@ -20,14 +20,7 @@ fn spooled(dir: &std::path::Path) -> Vec<Record> {
         max_bytes: 1 << 30,
     };
     let mut spool = Spool::open(opts, "a", "reader").expect("spool opens after the stop");
-    let mut out = Vec::new();
-    loop {
-        let batch = spool.next_batch(512).unwrap();
-        if batch.is_empty() {
-            return out;
-        }
-        out.extend(batch);
-    }
+    spool.read_to_end(512).unwrap()
 }
 
 fn outages(records: &[Record]) -> Vec<boltwatch_proto::v1::Outage> {

@@ -54,46 +54,61 @@ impl LossTally {
 mod tests {
     use super::*;
 
+    /// What recovery saw, in file order.
+    enum Seen {
+        /// An intact record of a boot.
+        Record(&'static str, u64),
+        /// A damaged stretch; `false` when it was counted before.
+        Damage(bool),
+    }
+    use Seen::{Damage, Record};
+
+    /// What a tally of `seen` counts as lost.
+    fn lost(seen: &[Seen]) -> u64 {
+        let mut t = LossTally::new();
+        for s in seen {
+            match *s {
+                Record(boot, seq) => t.record(boot, seq),
+                Damage(fresh) => t.damage(fresh),
+            }
+        }
+        t.lost()
+    }
+
     #[test]
     fn a_gap_in_one_boot_counts_exactly() {
-        let mut t = LossTally::new();
-        t.record("a", 36);
-        t.damage(true);
-        t.record("a", 38);
-        t.record("a", 39);
-        t.damage(true);
-        t.damage(true);
-        t.record("a", 45);
-        assert_eq!(t.lost(), 1 + 5);
+        let seen = [
+            Record("a", 36),
+            Damage(true),
+            Record("a", 38),
+            Record("a", 39),
+            Damage(true),
+            Damage(true),
+            Record("a", 45),
+        ];
+        assert_eq!(lost(&seen), 1 + 5);
     }
 
     #[test]
     fn garbage_between_neighbours_costs_nothing() {
-        let mut t = LossTally::new();
-        t.record("a", 1);
-        t.damage(true);
-        t.record("a", 2);
-        assert_eq!(t.lost(), 0);
+        assert_eq!(lost(&[Record("a", 1), Damage(true), Record("a", 2)]), 0);
     }
 
     #[test]
     fn boot_changes_and_tails_count_at_least_one() {
-        let mut t = LossTally::new();
-        t.damage(true);
-        t.record("a", 5);
-        t.damage(true);
-        t.record("b", 1);
-        t.damage(true);
-        assert_eq!(t.lost(), 3);
+        let seen = [
+            Damage(true),
+            Record("a", 5),
+            Damage(true),
+            Record("b", 1),
+            Damage(true),
+        ];
+        assert_eq!(lost(&seen), 3);
     }
 
     #[test]
     fn damage_counted_before_is_not_counted_again() {
-        let mut t = LossTally::new();
-        t.record("a", 1);
-        t.damage(false);
-        t.record("a", 3);
-        t.damage(false);
-        assert_eq!(t.lost(), 0);
+        let seen = [Record("a", 1), Damage(false), Record("a", 3), Damage(false)];
+        assert_eq!(lost(&seen), 0);
     }
 }

@@ -78,6 +78,20 @@ impl Spool {
         }
     }
 
+    /// Every unacknowledged record after the cursor, read `batch` at a time,
+    /// without acknowledging any: the whole spool for a reader that inspects
+    /// it (the transport sends one [`Spool::next_batch`] at a time).
+    pub fn read_to_end(&mut self, batch: usize) -> Result<Vec<Record>, SpoolError> {
+        let mut out = Vec::new();
+        loop {
+            let b = self.next_batch(batch)?;
+            if b.is_empty() {
+                return Ok(out);
+            }
+            out.extend(b);
+        }
+    }
+
     /// Reads up to `max` unacknowledged records after the cursor, from disk,
     /// and moves the cursor past them.
     pub fn next_batch(&mut self, max: usize) -> Result<Vec<Record>, SpoolError> {

@@ -96,14 +96,19 @@ fn a_new_boot_replays_the_old_boots_unacked_records() {
     );
 }
 
+/// Records 1 to 3 written by an earlier boot (`old`) into `dir`, and the
+/// segment file that holds them.
+fn earlier_boot_of_three(dir: &Path) -> PathBuf {
+    let mut s = Spool::open(opts(dir, 1 << 30), "n", "old").unwrap();
+    s.append((1..=3).map(em)).unwrap();
+    drop(s);
+    seg_files(dir).pop().unwrap()
+}
+
 #[test]
 fn torn_tail_is_truncated_not_fatal() {
     let d = tempfile::tempdir().unwrap();
-    {
-        let mut s = Spool::open(opts(d.path(), 1 << 30), "n", "old").unwrap();
-        s.append((1..=3).map(em)).unwrap();
-    }
-    let seg = seg_files(d.path()).pop().unwrap();
+    let seg = earlier_boot_of_three(d.path());
     let good = fs::metadata(&seg).unwrap().len();
     // A torn write: half a frame of garbage at the end.
     let mut f = OpenOptions::new().append(true).open(&seg).unwrap();
@@ -150,11 +155,7 @@ fn flip(path: &Path, at: usize) {
 #[test]
 fn bad_crc_on_the_last_frame_is_damage_not_a_torn_tail() {
     let d = tempfile::tempdir().unwrap();
-    {
-        let mut s = Spool::open(opts(d.path(), 1 << 30), "n", "old").unwrap();
-        s.append((1..=3).map(em)).unwrap();
-    }
-    let seg = seg_files(d.path()).pop().unwrap();
+    let seg = earlier_boot_of_three(d.path());
     let n = fs::metadata(&seg).unwrap().len() as usize;
     flip(&seg, n - 2);
     let mut s = Spool::open(opts(d.path(), 1 << 30), "n", "new").unwrap();
@@ -209,14 +210,7 @@ fn damage_at_a_segment_end_is_counted_from_the_next_segment() {
     assert_eq!(s.dropped(), 4);
     assert_eq!(s.unacked(), 5996);
     assert_eq!(damaged_files(d.path()).len(), 2);
-    let mut got = Vec::new();
-    loop {
-        let b = s.next_batch(64).unwrap();
-        if b.is_empty() {
-            break;
-        }
-        got.extend(b.into_iter().map(|r| r.seq));
-    }
+    let got: Vec<u64> = s.read_to_end(64).unwrap().iter().map(|r| r.seq).collect();
     assert_eq!(got.len(), 5996);
     assert!(got.windows(2).all(|w| w[0] < w[1]));
     // A partial ack then a new stream: the cursor skips the damage again.
@@ -258,21 +252,10 @@ fn cap_drops_oldest_and_counts() {
         .sum();
     assert_eq!(on_disk, s.bytes());
     // What is left is the newest, contiguous up to the last.
-    let mut last = 0;
-    let mut n = 0;
-    loop {
-        let b = s.next_batch(1000).unwrap();
-        if b.is_empty() {
-            break;
-        }
-        for r in b {
-            assert!(last == 0 || r.seq == last + 1);
-            last = r.seq;
-            n += 1;
-        }
-    }
-    assert_eq!(last, 20_000);
-    assert_eq!(n, s.unacked());
+    let left = s.read_to_end(1000).unwrap();
+    assert!(left.windows(2).all(|w| w[1].seq == w[0].seq + 1));
+    assert_eq!(left.last().map(|r| r.seq), Some(20_000));
+    assert_eq!(left.len() as u64, s.unacked());
 }
 
 #[test]
@@ -329,14 +312,7 @@ fn damage_in_a_segment_larger_than_the_read_window_is_found_everywhere() {
 
     let mut s = Spool::open(o, "n", "new").unwrap();
     assert_eq!(s.dropped(), hit.len() as u64);
-    let mut got = Vec::new();
-    loop {
-        let b = s.next_batch(500).unwrap();
-        if b.is_empty() {
-            break;
-        }
-        got.extend(b.into_iter().map(|r| r.seq));
-    }
+    let got: Vec<u64> = s.read_to_end(500).unwrap().iter().map(|r| r.seq).collect();
     let want: Vec<u64> = (1..=n).filter(|i| !hit.contains(i)).collect();
     assert_eq!(got, want);
 }

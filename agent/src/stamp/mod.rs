@@ -42,7 +42,7 @@ crate::platform::os_module!(pub(crate) mod imp {
 });
 
 pub use packet::{DecodeError, DEFAULT_PORT, PACKET_LEN};
-pub use reflector::spawn_reflector;
+pub use reflector::{spawn_reflector, ReflectorOptions};
 pub use sender::{spawn_sender, ProbeEvent, SenderOptions, Target};
 
 /// One datagram as the OS delivered it.

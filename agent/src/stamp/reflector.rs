@@ -52,19 +52,11 @@ pub struct ReflectorOptions {
     pub rate: RateLimit,
 }
 
-/// Starts the reflector on `socket` (already bound) with default limits.
-/// It answers until `stop` is cancelled, then returns within about 100 ms. Fails
-/// only if the socket cannot be configured or the thread cannot start.
+/// Starts the reflector on `socket` (already bound) with the limits of
+/// `opts` (`ReflectorOptions::default()` for the stock ones). It answers
+/// until `stop` is cancelled, then returns within about 100 ms. Fails only
+/// if the socket cannot be configured or the thread cannot start.
 pub fn spawn_reflector(
-    socket: UdpSocket,
-    health: Arc<Health>,
-    stop: CancellationToken,
-) -> io::Result<JoinHandle<()>> {
-    spawn_reflector_with(socket, health, stop, ReflectorOptions::default())
-}
-
-/// [`spawn_reflector`] with explicit limits.
-pub fn spawn_reflector_with(
     socket: UdpSocket,
     health: Arc<Health>,
     stop: CancellationToken,

@@ -12,9 +12,9 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use boltwatch_agent::bandwidth::server::Refusals;
-use boltwatch_agent::bandwidth::{spawn_server_with, ServerOptions};
+use boltwatch_agent::bandwidth::{spawn_server, ServerOptions};
 use boltwatch_agent::health::Health;
-use boltwatch_agent::stamp::reflector::{spawn_reflector_with, ReflectorOptions};
+use boltwatch_agent::stamp::{spawn_reflector, ReflectorOptions};
 use tokio_util::sync::CancellationToken;
 
 /// The stock `iperf3` binary; a missing one fails the test, never skips it.
@@ -115,7 +115,7 @@ impl OurServer {
         let addr = l.local_addr().unwrap();
         let stop = CancellationToken::new();
         let refusals = opts.refusals.clone();
-        let handle = spawn_server_with(l, stop.clone(), opts).unwrap();
+        let handle = spawn_server(l, stop.clone(), opts).unwrap();
         OurServer {
             addr,
             refusals,
@@ -137,7 +137,7 @@ impl Reflector {
         let addr = socket.local_addr().unwrap();
         let health = Arc::new(Health::default());
         let stop = CancellationToken::new();
-        let handle = spawn_reflector_with(socket, health.clone(), stop.clone(), opts).unwrap();
+        let handle = spawn_reflector(socket, health.clone(), stop.clone(), opts).unwrap();
         Reflector {
             addr,
             health,

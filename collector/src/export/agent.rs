@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use boltwatch_proto::v1::record::Payload;
 use boltwatch_proto::v1::Record;
 
-use super::family::{families, labels, Exposition, Family};
+use super::family::{families, labels, Exposition};
 use super::{Domain, Subjects};
 
 families! {
@@ -192,9 +192,5 @@ impl Domain for AgentMetrics {
                 })
             }),
         );
-    }
-
-    fn families(&self) -> &'static [Family] {
-        FAMILIES
     }
 }

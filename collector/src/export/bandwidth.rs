@@ -201,10 +201,6 @@ impl Domain for BandwidthMetrics {
         }
     }
 
-    fn families(&self) -> &'static [Family] {
-        FAMILIES
-    }
-
     fn forget(&mut self, node: &str) {
         self.last.retain(|k, _| k.0 != node);
         self.last_test.retain(|k, _| k.0 != node);

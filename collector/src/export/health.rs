@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use boltwatch_proto::v1::Record;
 
-use super::family::{families, labels, Exposition, Family};
+use super::family::{families, labels, Exposition};
 use super::histogram::CommitHistogram;
 use super::{Domain, Subjects};
 
@@ -118,9 +118,5 @@ impl Domain for HealthMetrics {
             self.series_refused.iter().map(|(k, n)| ([*k], *n)),
         );
         e.family(&STORE_RECORDS, [(labels::NONE, self.store_records)]);
-    }
-
-    fn families(&self) -> &'static [Family] {
-        FAMILIES
     }
 }

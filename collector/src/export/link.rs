@@ -235,10 +235,6 @@ impl Domain for LinkMetrics {
         );
     }
 
-    fn families(&self) -> &'static [Family] {
-        FAMILIES
-    }
-
     fn forget(&mut self, node: &str) {
         for ((n, _), s) in self.interfaces.iter_mut() {
             if n == node {

@@ -82,12 +82,13 @@ pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// One domain of metrics.
 pub trait Domain: std::fmt::Debug + Send {
-    /// A newly stored record; a domain ignores the kinds it does not own.
-    fn apply(&mut self, r: &Record, subjects: &mut Subjects);
-    /// Appends every family of the domain, also those with no series yet.
+    /// A newly stored record; a domain ignores the kinds it does not own
+    /// (one fed from elsewhere, the soaks table, the senders or procfs,
+    /// takes none).
+    fn apply(&mut self, _r: &Record, _subjects: &mut Subjects) {}
+    /// Appends every family of the domain (its module's `FAMILIES`, in
+    /// order), also those with no series yet.
     fn render(&self, e: &mut Exposition, subjects: &Subjects);
-    /// The families [`Domain::render`] writes, in order.
-    fn families(&self) -> &'static [Family];
     /// The node's agent is gone for good (see "Staleness" above): drop its
     /// gauges, keep its counters.
     fn forget(&mut self, _node: &str) {}
@@ -100,6 +101,23 @@ pub const DEFAULT_STALE_AFTER: Duration = Duration::from_secs(300);
 pub type NodePeer = (String, String);
 /// (node, peer, service).
 pub type NodePeerService = (String, String, String);
+
+/// The state of a domain fed from outside the records (procfs, the soaks
+/// table): the latest value, replaced whole.
+#[derive(Debug, Default, Clone)]
+pub struct Snapshot<T>(T);
+
+impl<T> Snapshot<T> {
+    /// The value the next render shows.
+    pub fn set(&mut self, value: T) {
+        self.0 = value;
+    }
+
+    /// The value set last.
+    pub fn get(&self) -> &T {
+        &self.0
+    }
+}
 
 /// What records named, for series that exist before their own records.
 #[derive(Debug, Default, Clone)]
@@ -115,7 +133,7 @@ pub struct Subjects {
 /// Declares [`Metrics`] with one field per domain, in exposition order, and
 /// the loops over them.
 macro_rules! domains {
-    ($($field:ident: $ty:ty,)+) => {
+    ($($field:ident: $module:ident::$ty:ident,)+) => {
         /// All exported state. Shared as [`SharedMetrics`]; every method is
         /// quick. `Clone` so `/metrics` renders a copy outside the lock.
         #[derive(Debug, Default, Clone)]
@@ -123,7 +141,7 @@ macro_rules! domains {
             subjects: Subjects,
             /// None: [`DEFAULT_STALE_AFTER`].
             stale_after: Option<Duration>,
-            $($field: $ty,)+
+            $($field: $module::$ty,)+
         }
 
         impl Metrics {
@@ -133,6 +151,11 @@ macro_rules! domains {
 
             fn each_mut(&mut self, mut f: impl FnMut(&mut dyn Domain, &mut Subjects)) {
                 $(f(&mut self.$field, &mut self.subjects);)+
+            }
+
+            /// Every family `/metrics` declares, in exposition order.
+            pub fn families(&self) -> Vec<Family> {
+                [$($module::FAMILIES),+].concat()
             }
         }
     };
@@ -157,13 +180,6 @@ impl Metrics {
     /// Empty state with the collector's own series at 0.
     pub fn new() -> Metrics {
         Metrics::default()
-    }
-
-    /// Every family `/metrics` declares, in exposition order.
-    pub fn families(&self) -> Vec<Family> {
-        let mut out = Vec::new();
-        self.each(|d, _| out.extend_from_slice(d.families()));
-        out
     }
 
     /// A newly stored record; duplicates must not be passed here.

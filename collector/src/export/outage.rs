@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use boltwatch_proto::v1::record::Payload;
 use boltwatch_proto::v1::{Outage, OutageCause, Record};
 
-use super::family::{families, labels, pair, triple, Exposition, Family};
+use super::family::{families, labels, pair, triple, Exposition};
 use super::{Domain, NodePeer, NodePeerService, Subjects};
 
 families! {
@@ -96,9 +96,5 @@ impl Domain for OutageMetrics {
             &SERVICE_SECONDS,
             services.iter().map(|(k, t)| (triple(k), t.seconds)),
         );
-    }
-
-    fn families(&self) -> &'static [Family] {
-        FAMILIES
     }
 }

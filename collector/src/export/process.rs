@@ -10,9 +10,8 @@
 //! macOS (and any other OS) [`read_self`] returns `None`: the `process_*`
 //! families are declared with no samples, `build_info` is still there.
 
-use super::family::{families, labels, Exposition, Family};
-use super::{Domain, Subjects};
-use boltwatch_proto::v1::Record;
+use super::family::{families, labels, Exposition};
+use super::{Domain, Snapshot, Subjects};
 
 families! {
     BUILD_INFO = Gauge("boltwatch_collector_build_info", "", &["version"], "The collector's version; always 1.");
@@ -116,25 +115,13 @@ pub fn read_self() -> Option<ProcessStats> {
     None
 }
 
-/// State behind the process families: the latest snapshot.
-#[derive(Debug, Default, Clone)]
-pub struct ProcessMetrics {
-    stats: Option<ProcessStats>,
-}
-
-impl ProcessMetrics {
-    /// The snapshot the next render shows.
-    pub fn set(&mut self, stats: Option<ProcessStats>) {
-        self.stats = stats;
-    }
-}
+/// State behind the process families: the latest reading.
+pub type ProcessMetrics = Snapshot<Option<ProcessStats>>;
 
 impl Domain for ProcessMetrics {
-    fn apply(&mut self, _: &Record, _: &mut Subjects) {}
-
     fn render(&self, e: &mut Exposition, _: &Subjects) {
         e.family(&BUILD_INFO, [([env!("CARGO_PKG_VERSION")], 1u64)]);
-        let s = self.stats.iter();
+        let s = self.get().iter();
         let none = labels::NONE;
         e.family(&CPU_SECONDS, s.clone().map(|s| (none, s.cpu_seconds)));
         e.family(&RESIDENT, s.clone().map(|s| (none, s.resident_bytes)));
@@ -143,10 +130,6 @@ impl Domain for ProcessMetrics {
         e.family(&OPEN_FDS, s.clone().map(|s| (none, s.open_fds)));
         e.family(&MAX_FDS, s.clone().map(|s| (none, s.max_fds)));
         e.family(&THREADS, s.map(|s| (none, s.threads)));
-    }
-
-    fn families(&self) -> &'static [Family] {
-        FAMILIES
     }
 }
 

@@ -5,9 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use boltwatch_proto::v1::Record;
-
-use super::family::{families, Exposition, Family};
+use super::family::{families, Exposition};
 use super::{Domain, Subjects};
 
 const ENDPOINT: &[&str] = &["endpoint"];
@@ -49,8 +47,6 @@ impl RemoteWriteMetrics {
 }
 
 impl Domain for RemoteWriteMetrics {
-    fn apply(&mut self, _: &Record, _: &mut Subjects) {}
-
     fn render(&self, e: &mut Exposition, _: &Subjects) {
         let ep = &self.endpoints;
         fn label(k: &str) -> [&str; 1] {
@@ -64,9 +60,5 @@ impl Domain for RemoteWriteMetrics {
             &LAST_SUCCESS,
             ep.iter().map(|(k, s)| (label(k), s.last_success)),
         );
-    }
-
-    fn families(&self) -> &'static [Family] {
-        FAMILIES
     }
 }

@@ -110,10 +110,6 @@ impl Domain for RttMetrics {
         );
     }
 
-    fn families(&self) -> &'static [Family] {
-        FAMILIES
-    }
-
     fn forget(&mut self, node: &str) {
         // The histograms and probe counters stay; the newest window goes.
         for ((n, _), l) in self.links.iter_mut() {

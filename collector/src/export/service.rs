@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use boltwatch_proto::v1::record::Payload;
 use boltwatch_proto::v1::Record;
 
-use super::family::{families, labels::NODE_PEER_SERVICE, triple, Exposition, Family, Newest};
+use super::family::{families, labels::NODE_PEER_SERVICE, triple, Exposition, Newest};
 use super::{Domain, NodePeerService, Subjects};
 
 families! {
@@ -58,10 +58,6 @@ impl Domain for ServiceMetrics {
             svc.iter()
                 .filter_map(|(k, s)| Some((triple(k), *s.connect_seconds.get()?))),
         );
-    }
-
-    fn families(&self) -> &'static [Family] {
-        FAMILIES
     }
 
     fn forget(&mut self, node: &str) {

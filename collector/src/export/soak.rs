@@ -4,10 +4,8 @@
 //! dashboard and an alert can follow a 72-hour run live. Lines without a
 //! threshold (not judged) have no series.
 
-use boltwatch_proto::v1::Record;
-
-use super::family::{families, Exposition, Family};
-use super::{Domain, Subjects};
+use super::family::{families, Exposition};
+use super::{Domain, Snapshot, Subjects};
 
 families! {
     INFO = Gauge("boltwatch_soak_info", "", &["soak", "nodes"], "A running soak; always 1.");
@@ -31,24 +29,12 @@ pub struct LiveSoak {
     pub lines: Vec<(&'static str, bool)>,
 }
 
-/// State behind the soak families.
-#[derive(Debug, Default, Clone)]
-pub struct SoakMetrics {
-    running: Vec<LiveSoak>,
-}
-
-impl SoakMetrics {
-    /// Replaces the running soaks.
-    pub fn set(&mut self, running: Vec<LiveSoak>) {
-        self.running = running;
-    }
-}
+/// State behind the soak families: the running soaks.
+pub type SoakMetrics = Snapshot<Vec<LiveSoak>>;
 
 impl Domain for SoakMetrics {
-    fn apply(&mut self, _: &Record, _: &mut Subjects) {}
-
     fn render(&self, e: &mut Exposition, _: &Subjects) {
-        let s = &self.running;
+        let s = self.get();
         e.family(
             &INFO,
             s.iter()
@@ -67,9 +53,5 @@ impl Domain for SoakMetrics {
                     .map(move |(k, p)| ([x.name.as_str(), *k], *p))
             }),
         );
-    }
-
-    fn families(&self) -> &'static [Family] {
-        FAMILIES
     }
 }

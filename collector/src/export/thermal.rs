@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use boltwatch_proto::v1::record::Payload;
 use boltwatch_proto::v1::{Record, Throttle};
 
-use super::family::{families, labels::NODE, Exposition, Family, Newest};
+use super::family::{families, labels::NODE, Exposition, Newest};
 use super::{Domain, Subjects};
 
 families! {
@@ -116,10 +116,6 @@ impl Domain for ThermalMetrics {
             th.iter()
                 .filter_map(|(n, s)| Some(([n.as_str()], *s.ratio.get()?))),
         );
-    }
-
-    fn families(&self) -> &'static [Family] {
-        FAMILIES
     }
 
     fn forget(&mut self, node: &str) {

@@ -24,6 +24,7 @@ use super::log::{self, Logged};
 use super::series::{Deriver, LabelPairs, Point};
 use super::wire::{self, Label, Sample, TimeSeries, WriteRequest};
 use super::{Auth, Settings};
+use crate::export::remote_write::EndpointStats;
 use crate::export::SharedMetrics;
 use crate::store::{StoreError, StoreHandle};
 
@@ -192,28 +193,23 @@ impl Sender {
             .read(move |c| log::read_after(c, pos, limit))
             .await?;
         let Some(end) = chunk.last().map(|l| l.pos) else {
-            self.metrics
-                .lock()
-                .remote_write()
-                .endpoint(&self.url)
-                .pending = 0;
+            self.stats(|e| e.pending = 0);
             return Ok(None);
         };
         let points = self.derive(&chunk);
         let n = points.len() as u64;
-        self.metrics
-            .lock()
-            .remote_write()
-            .endpoint(&self.url)
-            .pending = n;
+        self.stats(|e| e.pending = n);
         if n > 0 && !self.deliver(&points, end, stop).await? {
             return Ok(Some(pos)); // Stopping: the batch is resent after a restart.
         }
         self.save(end).await;
-        let mut m = self.metrics.lock();
-        let e = m.remote_write().endpoint(&self.url);
-        e.pending = 0;
+        self.stats(|e| e.pending = 0);
         Ok(Some(end))
+    }
+
+    /// Updates this endpoint's counters on `/metrics`.
+    fn stats(&self, update: impl FnOnce(&mut EndpointStats)) {
+        update(self.metrics.lock().remote_write().endpoint(&self.url));
     }
 
     /// Samples of a chunk, consecutive records of one timestamp rendered
@@ -243,11 +239,7 @@ impl Sender {
             pos = next;
             dropped += self.derive(&keep).len() as u64;
         }
-        self.metrics
-            .lock()
-            .remote_write()
-            .endpoint(&self.url)
-            .dropped += dropped;
+        self.stats(|e| e.dropped += dropped);
         Ok(dropped)
     }
 
@@ -269,30 +261,22 @@ impl Sender {
             };
             match outcome {
                 Outcome::Delivered => {
-                    let mut m = self.metrics.lock();
-                    let e = m.remote_write().endpoint(&self.url);
-                    e.sent += n;
-                    e.last_success = boltwatch_common::clock::now_unix_ns() as f64 / 1e9;
+                    self.stats(|e| {
+                        e.sent += n;
+                        e.last_success = boltwatch_common::clock::now_unix_ns() as f64 / 1e9;
+                    });
                     return Ok(true);
                 }
                 Outcome::Refused(why) => {
                     tracing::error!(endpoint = %self.url, samples = n, "remote_write: refused, not retried: {why}");
-                    self.metrics
-                        .lock()
-                        .remote_write()
-                        .endpoint(&self.url)
-                        .failed += n;
+                    self.stats(|e| e.failed += n);
                     return Ok(true);
                 }
                 Outcome::Retry(why) => {
                     let newest = self.store.read(log::newest).await?;
                     if newest - end > self.max_backlog {
                         tracing::warn!(endpoint = %self.url, samples = n, "remote_write: dropping a batch for the backlog bound: {why}");
-                        self.metrics
-                            .lock()
-                            .remote_write()
-                            .endpoint(&self.url)
-                            .dropped += n;
+                        self.stats(|e| e.dropped += n);
                         return Ok(true);
                     }
                     let wait = jitter(delay);

@@ -56,6 +56,8 @@ fn outages(title: String, i: &Interruptions, rows: &mut Vec<Vec<String>>) {
     }
 }
 
+/// The sections of the text renderings, in order; those without rows are
+/// left out.
 fn sections(r: &Report) -> Vec<Section> {
     let h = &r.headline;
     let mut s = vec![Section {
@@ -315,6 +317,7 @@ fn sections(r: &Report) -> Vec<Section> {
             })
             .collect(),
     });
+    s.retain(|section| !section.rows.is_empty());
     s
 }
 
@@ -337,9 +340,6 @@ fn title(r: &Report) -> String {
 pub fn table(r: &Report) -> String {
     let mut o = format!("{}\n", title(r));
     for s in sections(r) {
-        if s.rows.is_empty() {
-            continue;
-        }
         let _ = writeln!(o, "\n{}", s.title);
         let cols = s.header.len();
         let mut w: Vec<usize> = s.header.iter().map(|h| h.len()).collect();
@@ -375,9 +375,6 @@ pub fn table(r: &Report) -> String {
 pub fn markdown(r: &Report) -> String {
     let mut o = format!("# {}\n", title(r));
     for s in sections(r) {
-        if s.rows.is_empty() {
-            continue;
-        }
         let _ = writeln!(o, "\n## {}\n", s.title);
         let _ = writeln!(o, "| {} |", s.header.join(" | "));
         let _ = writeln!(o, "|{}", "---|".repeat(s.header.len()));

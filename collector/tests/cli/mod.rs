@@ -3,25 +3,18 @@
 //! which has no binary to run).
 
 use std::path::Path;
+use std::process::Command;
 
-/// Runs the real `boltwatch-collector` binary with `args` then
-/// `--data-dir dir`.
-pub fn collector_cli(args: &[&str], dir: &Path) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_boltwatch-collector"))
-        .args(args)
-        .arg("--data-dir")
-        .arg(dir)
-        .output()
-        .unwrap()
+use boltwatch_common::testing::output_ok;
+
+/// The real `boltwatch-collector` binary with `args` then `--data-dir dir`.
+pub fn collector_cli(args: &[&str], dir: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_boltwatch-collector"));
+    cmd.args(args).arg("--data-dir").arg(dir);
+    cmd
 }
 
-/// [`collector_cli`] that must succeed; its standard output.
+/// [`collector_cli`] run to a successful end; its standard output.
 pub fn collector_cli_ok(args: &[&str], dir: &Path) -> String {
-    let out = collector_cli(args, dir);
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    String::from_utf8(output_ok(&mut collector_cli(args, dir)).stdout).unwrap()
 }

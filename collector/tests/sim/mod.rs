@@ -12,6 +12,8 @@
 #![allow(dead_code)] // The test and the example use different parts.
 
 use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::{Duration, Instant};
 
 use boltwatch_proto::histogram::sparse_buckets;
 use boltwatch_proto::v1::record::Payload;
@@ -426,4 +428,25 @@ fn second(sc: &Scenario, i: usize, t: u64, g: &mut NodeGen, truth: &mut Truth) {
             }),
         );
     }
+}
+
+/// A collector storing in `dir`, its rate limit out of the way, with the
+/// standard scenario of `nodes` over `[start, start + duration)` run into
+/// it, without per-sample truth (what the long runs of the examples want);
+/// the collector, the scenario, the truth and how long the ingest took.
+pub async fn fill(
+    dir: &Path,
+    nodes: usize,
+    start: u64,
+    duration: u64,
+) -> (crate::common::Collector, Scenario, Truth, Duration) {
+    let c =
+        crate::common::Collector::start_with(dir, |cfg| cfg.max_records_per_second = 10_000_000)
+            .await;
+    let mut sc = Scenario::standard(nodes, start, duration);
+    sc.keep_samples = false;
+    let t = Instant::now();
+    let truth = run(&sc, c.grpc, 4000).await;
+    let took = t.elapsed();
+    (c, sc, truth, took)
 }

@@ -26,7 +26,7 @@ mod value;
 
 pub use error::{line_of, ConfigError, FLAGS};
 pub use flags::Flags;
-pub use table::{between_markers, markdown_table};
+pub use table::{between_markers, check_table, markdown_table};
 pub use value::Value;
 
 use std::path::Path;

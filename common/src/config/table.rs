@@ -54,3 +54,18 @@ pub fn between_markers<'a>(doc: &'a str, name: &str) -> Option<&'a str> {
     let len = doc[start..].find(&end)?;
     Some(&doc[start..start + len])
 }
+
+/// Whether the table between the `name` markers of `doc` is
+/// [`markdown_table`] of `C`: the test that keeps a README's flag table
+/// and the key definitions from drifting. The error says where the table
+/// is and what it should read.
+pub fn check_table<C: Schema>(doc: &str, name: &str) -> Result<(), String> {
+    let want = markdown_table::<C>();
+    if between_markers(doc, name) == Some(want.as_str()) {
+        return Ok(());
+    }
+    Err(format!(
+        "the table between <!-- BEGIN {name} --> and <!-- END {name} --> differs from \
+         the key definitions; it should read:\n{want}"
+    ))
+}

@@ -146,6 +146,22 @@ fn table_lists_every_key_and_off_flag() {
 }
 
 #[test]
+fn check_table_wants_the_key_table_between_the_markers() {
+    let doc = format!(
+        "x\n<!-- BEGIN t -->\n{}<!-- END t -->\n",
+        markdown_table::<Demo>()
+    );
+    assert_eq!(check_table::<Demo>(&doc, "t"), Ok(()));
+    let stale = doc.replace("a port", "the port");
+    let e = check_table::<Demo>(&stale, "t").unwrap_err();
+    assert!(
+        e.contains("<!-- BEGIN t -->") && e.contains("| a port |"),
+        "{e}"
+    );
+    assert!(check_table::<Demo>("no markers", "t").is_err());
+}
+
+#[test]
 fn clap_flags_parse_into_values() {
     use clap::{Args, FromArgMatches};
     let cmd = Flags::<Demo>::augment_args(clap::Command::new("t"));

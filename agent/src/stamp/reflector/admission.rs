@@ -243,14 +243,17 @@ mod tests {
         assert!(!is_own_address(a("10.0.0.2:862"), a("0.0.0.0:862"), never));
     }
 
+    fn limiter(per_second: f64, burst: f64, max_sources: usize) -> RateLimiter {
+        RateLimiter::new(RateLimit {
+            per_second,
+            burst,
+            max_sources,
+        })
+    }
+
     #[test]
     fn bucket_allows_burst_then_rate() {
-        let limit = RateLimit {
-            per_second: 10.0,
-            burst: 5.0,
-            max_sources: 4,
-        };
-        let mut rl = RateLimiter::new(limit);
+        let mut rl = limiter(10.0, 5.0, 4);
         let ip: IpAddr = "10.0.0.1".parse().unwrap();
         let ok = (0..20).filter(|_| rl.allow(ip, 0)).count();
         assert_eq!(ok, 5);
@@ -266,12 +269,7 @@ mod tests {
 
     #[test]
     fn table_stays_bounded_and_overflow_is_shared() {
-        let limit = RateLimit {
-            per_second: 1.0,
-            burst: 2.0,
-            max_sources: 3,
-        };
-        let mut rl = RateLimiter::new(limit);
+        let mut rl = limiter(1.0, 2.0, 3);
         let ip = |i: u32| IpAddr::from(std::net::Ipv4Addr::from(0x0a00_0000 + i));
         for i in 0..3 {
             assert!(rl.allow(ip(i), 0));

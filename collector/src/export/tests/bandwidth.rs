@@ -62,7 +62,9 @@ fn probed_links_have_test_counters_at_zero() {
 #[test]
 fn expected_and_thermals_of_the_newest_test() {
     let mut m = Metrics::new();
-    let with = |start: u64, dir: Direction, throttled: Option<(bool, f64)>| {
+    // Record `seq` of node a: a test of the link to p started at `start`,
+    // with what the thermals said during it, if they were sampled.
+    let test = |seq: u64, start: u64, dir: Direction, throttled: Option<(bool, f64)>| {
         let Payload::Bandwidth(mut b) = result(start, dir, 30e9, "", 0) else {
             unreachable!()
         };
@@ -72,54 +74,24 @@ fn expected_and_thermals_of_the_newest_test() {
             b.throttled_during = t;
             b.max_celsius_during = c;
         }
-        Payload::Bandwidth(b)
+        rec("a", "b", seq, seq, Payload::Bandwidth(b))
     };
     let ap = "{node=\"a\",peer=\"p\"}";
     let throttled = format!("boltwatch_bandwidth_last_test_throttled{ap}");
     let hottest = format!("boltwatch_bandwidth_last_test_max_temperature_celsius{ap}");
     let expected = format!("boltwatch_bandwidth_expected_bytes_per_second{ap}");
-    m.apply_record(&rec(
-        "a",
-        "b",
-        1,
-        1,
-        with(2_000_000_000, Direction::Upload, None),
-    ));
+    m.apply_record(&test(1, 2_000_000_000, Direction::Upload, None));
     assert_eq!(value(&m, &expected).as_deref(), Some("5000000000"));
     assert_eq!(value(&m, &throttled), None, "not sampled, no series");
     // Either direction's record of one test: throttled if any says so.
     let t = 3_000_000_000;
-    m.apply_record(&rec(
-        "a",
-        "b",
-        2,
-        2,
-        with(t, Direction::Upload, Some((true, 80.0))),
-    ));
-    m.apply_record(&rec(
-        "a",
-        "b",
-        3,
-        3,
-        with(t, Direction::Download, Some((false, 70.0))),
-    ));
+    m.apply_record(&test(2, t, Direction::Upload, Some((true, 80.0))));
+    m.apply_record(&test(3, t, Direction::Download, Some((false, 70.0))));
     assert_eq!(value(&m, &throttled).as_deref(), Some("1"));
     assert_eq!(value(&m, &hottest).as_deref(), Some("80"));
     // A newer cool test replaces the verdict; a late old one does not.
-    m.apply_record(&rec(
-        "a",
-        "b",
-        4,
-        4,
-        with(4 * t, Direction::Upload, Some((false, 50.0))),
-    ));
-    m.apply_record(&rec(
-        "a",
-        "b",
-        5,
-        5,
-        with(t, Direction::Upload, Some((true, 99.0))),
-    ));
+    m.apply_record(&test(4, 4 * t, Direction::Upload, Some((false, 50.0))));
+    m.apply_record(&test(5, t, Direction::Upload, Some((true, 99.0))));
     assert_eq!(value(&m, &throttled).as_deref(), Some("0"));
     assert_eq!(value(&m, &hottest).as_deref(), Some("50"));
     let at = format!("boltwatch_bandwidth_last_test_timestamp_seconds{ap}");
