@@ -16,8 +16,8 @@ use boltwatch_agent::stamp::ping::{self, PingOptions};
 use boltwatch_agent::stamp::spawn_reflector;
 use boltwatch_common::exit;
 use boltwatch_common::log::{self, LogFormat};
-use boltwatch_common::notify;
 use boltwatch_common::signal::shutdown_signal;
+use boltwatch_common::{notify, reopen};
 use clap::{Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
 
@@ -200,6 +200,8 @@ async fn supervised(live: run::Liveness) {
     let mut progress = notify::Progress::new();
     tokio::select! {
         _ = shutdown_signal() => {}
+        // newsyslog's SIGHUP after rotating the log (launchd).
+        _ = reopen::serve_rotation() => {}
         _ = notify::watchdog(|| std::future::ready(progress.check(&live.counters()))) => {}
     }
     notify::stopping();

@@ -12,7 +12,7 @@ use anyhow::Context;
 use boltwatch_collector::config;
 use boltwatch_collector::store::StoreHandle;
 use boltwatch_collector::{Config, Listeners};
-use boltwatch_common::{exit, log, notify, signal::shutdown_signal};
+use boltwatch_common::{exit, log, notify, reopen, signal::shutdown_signal};
 use clap::{Parser, Subcommand};
 
 mod cli_soak;
@@ -91,6 +91,8 @@ async fn supervised(store: StoreHandle) {
     });
     tokio::select! {
         _ = shutdown_signal() => {}
+        // newsyslog's SIGHUP after rotating the log (launchd).
+        _ = reopen::serve_rotation() => {}
         _ = watchdog => {}
     }
     notify::stopping();

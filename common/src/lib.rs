@@ -8,6 +8,7 @@
 //! - [`signal`]: the SIGINT/SIGTERM shutdown future.
 //! - [`exit`]: EX_CONFIG and its launchd override.
 //! - [`notify`]: systemd's READY=1 and the progress-driven WATCHDOG=1.
+//! - [`reopen`]: the pid file and SIGHUP log reopening newsyslog needs.
 //! - [`clock`]: realtime unix nanoseconds.
 //! - `testing` (feature `testing`): the seeded proptest config and
 //!   error-location helpers of the property tests.
@@ -19,6 +20,7 @@ pub mod duration;
 pub mod exit;
 pub mod log;
 pub mod notify;
+pub mod reopen;
 pub mod signal;
 #[cfg(feature = "testing")]
 pub mod testing;
