@@ -114,6 +114,8 @@ impl Progress {
     }
 }
 
+// Without systemd (not Linux) nothing reads the status text.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 enum Message<'a> {
     Ready(&'a str),
     Stopping,
