@@ -25,7 +25,11 @@ if [[ $what == collector || $what == both ]]; then
     install -m 0755 target/release/boltwatch-collector /usr/local/bin/
     # The commented example: every key with its default (loopback only).
     [[ -e /etc/boltwatch/collector.toml ]] || install -m 0644 collector/collector.example.toml /etc/boltwatch/collector.toml
-    /usr/local/bin/boltwatch-collector serve --config /etc/boltwatch/collector.toml --check-config
+    # A tokens file handed to the unit as a credential (README, "Services
+    # and deployment") is checked from its source.
+    tokens=()
+    [[ -e /etc/boltwatch/tokens ]] && tokens=(--auth-tokens /etc/boltwatch/tokens)
+    /usr/local/bin/boltwatch-collector serve --config /etc/boltwatch/collector.toml "${tokens[@]}" --check-config
     install -m 0644 systemd-launchd/boltwatch-collector.service /etc/systemd/system/
     systemctl daemon-reload
     systemctl enable --now boltwatch-collector
