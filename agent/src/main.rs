@@ -194,7 +194,8 @@ fn serve(config: Config) -> anyhow::Result<()> {
 /// What the agent runs until, once every role started: READY=1 to
 /// systemd (the reflector's socket is bound, probing began), then the
 /// watchdog beside the shutdown signal. WATCHDOG=1 goes out only while the
-/// sampler turns and the senders close RTT windows.
+/// sampler turns and the senders close RTT windows. SIGHUP reopens the log
+/// file newsyslog rotated (launchd; see `boltwatch_common::reopen`).
 async fn supervised(live: run::Liveness) {
     notify::ready("probing");
     let mut progress = notify::Progress::new();

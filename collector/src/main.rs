@@ -76,7 +76,8 @@ fn serve(config: Config) -> anyhow::Result<()> {
 /// serves: READY=1 to systemd, then the watchdog beside the shutdown
 /// signal. WATCHDOG=1 goes out only when the store writer answered a ping
 /// (queued behind the batches before it), so an idle collector with no
-/// agents is alive and a wedged writer is not.
+/// agents is alive and a wedged writer is not. SIGHUP reopens the log file
+/// newsyslog rotated (launchd; see `boltwatch_common::reopen`).
 async fn supervised(store: StoreHandle) {
     notify::ready("serving");
     let watchdog = notify::watchdog(|| {
