@@ -59,7 +59,9 @@ where
         check_every_ms = every.as_millis() as u64,
         "systemd watchdog on: WATCHDOG=1 only while the work loops progress"
     );
-    let mut tick = tokio::time::interval(every);
+    // The first check one period after READY=1, not at once: the loops
+    // have had no time to turn yet.
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
     // A late tick is not made up for with a burst: one check per period.
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {

@@ -205,4 +205,9 @@ fn sighup_reopens_the_rotated_log_and_the_pid_file_is_the_jobs() {
         "{old}"
     );
     assert!(!pid_file.exists(), "the pid file outlived the job");
+    // Text logs to a file carry no colour codes.
+    assert!(
+        !old.contains('\u{1b}') && !new.contains('\u{1b}'),
+        "ANSI codes in the log file"
+    );
 }
