@@ -26,6 +26,12 @@ pub struct Health {
     pub reconnects: AtomicU64,
     /// Records waiting for the collector's ack (in the spool).
     pub queued_records: AtomicU64,
+    /// Turns of the sampler's loop (it naps at most 100 ms between turns):
+    /// the systemd watchdog's proof that the thread is not stuck in a read.
+    pub sampler_turns: AtomicU64,
+    /// RTT windows the STAMP senders closed, all peers together: the
+    /// watchdog's proof that probing goes on.
+    pub probe_windows: AtomicU64,
 }
 
 impl Health {

@@ -17,6 +17,7 @@ use boltwatch_agent::stamp::spawn_reflector;
 use boltwatch_common::exit;
 use boltwatch_common::log::{self, LogFormat};
 use boltwatch_common::signal::shutdown_signal;
+use boltwatch_common::{notify, reopen};
 use clap::{Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
 
@@ -184,10 +185,27 @@ fn serve(config: Config) -> anyhow::Result<()> {
         .build()
         .context("starting the async runtime")?;
     rt.block_on(async move {
-        let stopped = run::run(config, listeners, shutdown_signal()).await?;
+        let stopped = run::run_supervised(config, listeners, supervised).await?;
         tracing::info!(boot_id = %stopped.boot_id, last_seq = stopped.last_seq, undelivered = stopped.undelivered, "agent stopped");
         Ok(())
     })
+}
+
+/// What the agent runs until, once every role started: READY=1 to
+/// systemd (the reflector's socket is bound, probing began), then the
+/// watchdog beside the shutdown signal. WATCHDOG=1 goes out only while the
+/// sampler turns and the senders close RTT windows. SIGHUP reopens the log
+/// file newsyslog rotated (launchd; see `boltwatch_common::reopen`).
+async fn supervised(live: run::Liveness) {
+    notify::ready("probing");
+    let mut progress = notify::Progress::new();
+    tokio::select! {
+        _ = shutdown_signal() => {}
+        // newsyslog's SIGHUP after rotating the log (launchd).
+        _ = reopen::serve_rotation() => {}
+        _ = notify::watchdog(|| std::future::ready(progress.check(&live.counters()))) => {}
+    }
+    notify::stopping();
 }
 
 fn ping_cmd(args: PingArgs) -> anyhow::Result<ExitCode> {

@@ -40,6 +40,7 @@ mod topology;
 
 use std::future::Future;
 use std::net::{SocketAddr, TcpListener, UdpSocket};
+use std::sync::Arc;
 use std::time::Duration;
 
 use boltwatch_proto::v1::Hello;
@@ -50,6 +51,7 @@ use tracing::{info, warn};
 
 use crate::config::Config;
 use crate::error::Error;
+use crate::health::Health;
 use crate::sink::Emitted;
 use crate::spool::{Spool, SpoolOptions};
 use crate::transport::{self, TransportOptions};
@@ -108,8 +110,49 @@ pub async fn run(
     listeners: Listeners,
     shutdown: impl Future<Output = ()>,
 ) -> Result<Stopped, Error> {
+    run_supervised(config, listeners, |_| shutdown).await
+}
+
+/// What a service manager's watchdog may read of a running agent: the
+/// counters of the work loops that must keep moving.
+#[derive(Debug, Clone)]
+pub struct Liveness {
+    health: Arc<Health>,
+    probing: bool,
+}
+
+impl Liveness {
+    /// `(loop, counter)`: the sampler's turns, and, when there are peers to
+    /// probe, the RTT windows the senders closed (one a second per peer,
+    /// lost probes included, so a dead peer does not stop them).
+    pub fn counters(&self) -> Vec<(&'static str, u64)> {
+        let mut c = vec![("sampler", Health::get(&self.health.sampler_turns))];
+        if self.probing {
+            c.push(("probe windows", Health::get(&self.health.probe_windows)));
+        }
+        c
+    }
+}
+
+/// As [`run`], for a supervised process: once every role started, `serve`
+/// gets the agent's [`Liveness`] and returns the future the agent runs
+/// until; the binary sends systemd's READY=1 there and runs the watchdog.
+pub async fn run_supervised<F, Fut>(
+    config: Config,
+    listeners: Listeners,
+    serve: F,
+) -> Result<Stopped, Error>
+where
+    F: FnOnce(Liveness) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let probing = !config.peers.is_empty();
     let agent = Agent::start(config, listeners)?;
-    shutdown.await;
+    serve(Liveness {
+        health: agent.crew.health.clone(),
+        probing,
+    })
+    .await;
     info!("agent stopping");
     Ok(agent.stop().await)
 }

@@ -55,7 +55,7 @@ use export::agent::AgentInfo;
 use export::{Metrics, SharedMetrics};
 use ingest::raw::TelemetryService;
 use ingest::Ingest;
-use store::{BootRow, Store};
+use store::{BootRow, Store, StoreHandle};
 
 /// The sockets [`run`] serves on, bound by the caller.
 #[derive(Debug)]
@@ -134,6 +134,22 @@ pub async fn run(
     listeners: Listeners,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), Error> {
+    run_supervised(config, listeners, |_| shutdown).await
+}
+
+/// As [`run`], for a supervised process: once the store is open and every
+/// server is serving, `serve` gets a store handle (for the watchdog's
+/// liveness check, [`StoreHandle::writer_answers`]) and returns the future
+/// the collector runs until; the binary sends systemd's READY=1 there.
+pub async fn run_supervised<F, Fut>(
+    config: Config,
+    listeners: Listeners,
+    serve: F,
+) -> Result<(), Error>
+where
+    F: FnOnce(StoreHandle) -> Fut,
+    Fut: Future<Output = ()>,
+{
     let api_token = match &config.api_token_file {
         Some(p) => Some(api::token::ApiToken::load(p).map_err(|message| Error::Io {
             what: message,
@@ -228,12 +244,14 @@ pub async fn run(
         metrics.clone(),
         stop_rx.clone(),
     ));
+    let live = handle.clone();
     let state = http::AppState {
         store: handle,
         metrics,
         api_token,
     };
     let mut http = tokio::spawn(http::serve(listeners.http, listeners.api, state, stop_rx));
+    let shutdown = serve(live);
 
     // A server that ends before shutdown was asked for is an error.
     let mut early: Option<Error> = None;

@@ -7,6 +7,8 @@
 //! - [`log`]: [`log::LogFormat`] and the one log setup (`BOLTWATCH_LOG`).
 //! - [`signal`]: the SIGINT/SIGTERM shutdown future.
 //! - [`exit`]: EX_CONFIG and its launchd override.
+//! - [`notify`]: systemd's READY=1 and the progress-driven WATCHDOG=1.
+//! - [`reopen`]: the pid file and SIGHUP log reopening newsyslog needs.
 //! - [`clock`]: realtime unix nanoseconds.
 //! - `testing` (feature `testing`): the seeded proptest config and
 //!   error-location helpers of the property tests.
@@ -17,6 +19,8 @@ pub mod config;
 pub mod duration;
 pub mod exit;
 pub mod log;
+pub mod notify;
+pub mod reopen;
 pub mod signal;
 #[cfg(feature = "testing")]
 pub mod testing;

@@ -1,9 +1,14 @@
 //! Service definitions: the launchd plists pass the launchd.plist(5) lint
 //! (which also refuses a job that would restart-loop on a config error), the
 //! lint itself catches what it claims to, and the install scripts parse.
+//! The systemd units pass `systemd-analyze verify` with the binaries at the
+//! paths they name and `systemd-analyze security --offline=true` at an
+//! exposure of 2.0 or lower, and a config error stops them for good.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output};
+
+use boltwatch_tests::procs::bin;
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -104,4 +109,308 @@ fn install_scripts_parse() {
             .expect("bash");
         assert!(st.success(), "{s} does not parse");
     }
+}
+
+const UNITS: [&str; 2] = ["boltwatch-agent.service", "boltwatch-collector.service"];
+
+/// The exposure `systemd-analyze security` may give a shipped unit.
+const MAX_EXPOSURE: f64 = 2.0;
+
+const SYSTEMD_ANALYZE: &str = "/usr/bin/systemd-analyze";
+
+fn systemd_analyze(args: &[&std::ffi::OsStr]) -> Output {
+    Command::new(SYSTEMD_ANALYZE)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("{SYSTEMD_ANALYZE}: {e} (apt-get install -y systemd)"))
+}
+
+fn text(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr)
+}
+
+fn unit_text(unit: &str) -> String {
+    std::fs::read_to_string(repo().join("systemd-launchd").join(unit)).unwrap()
+}
+
+/// The values of `key=` in a unit's text, in order.
+fn unit_values(text: &str, key: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|l| l.trim().strip_prefix(key)?.strip_prefix('='))
+        .map(|v| v.trim().to_string())
+        .collect()
+}
+
+/// A root directory for `systemd-analyze verify --root`: this machine's
+/// unit tree (targets such as sysinit.target must resolve), the shipped
+/// units in /etc/systemd/system, and the built binaries at the paths the
+/// units' ExecStart names (`with_binaries` false leaves them out).
+fn verify_root(with_binaries: bool) -> tempfile::TempDir {
+    let root = tempfile::tempdir().unwrap();
+    let system = Path::new("/usr/lib/systemd/system");
+    assert!(
+        system.join("sysinit.target").exists(),
+        "{} has no sysinit.target: systemd is not installed (apt-get install -y systemd)",
+        system.display()
+    );
+    let lib = root.path().join("usr/lib/systemd");
+    std::fs::create_dir_all(&lib).unwrap();
+    let st = Command::new("cp")
+        .arg("-a")
+        .arg(system)
+        .arg(&lib)
+        .status()
+        .unwrap();
+    assert!(st.success(), "copying {}", system.display());
+    let etc = root.path().join("etc/systemd/system");
+    std::fs::create_dir_all(&etc).unwrap();
+    for unit in UNITS {
+        let text = unit_text(unit);
+        std::fs::write(etc.join(unit), &text).unwrap();
+        if !with_binaries {
+            continue;
+        }
+        let exec = unit_values(&text, "ExecStart");
+        assert_eq!(exec.len(), 1, "{unit}: one ExecStart expected: {exec:?}");
+        let program = exec[0].split_whitespace().next().unwrap();
+        assert!(
+            program.starts_with('/'),
+            "{unit}: {program} is not absolute"
+        );
+        let name = Path::new(program).file_name().unwrap().to_str().unwrap();
+        let inside = root.path().join(program.trim_start_matches('/'));
+        std::fs::create_dir_all(inside.parent().unwrap()).unwrap();
+        std::fs::copy(bin(name), &inside).unwrap();
+    }
+    root
+}
+
+fn verify(root: &Path) -> Output {
+    let mut args: Vec<std::ffi::OsString> = vec![
+        "verify".into(),
+        "--man=no".into(),
+        format!("--root={}", root.display()).into(),
+    ];
+    for unit in UNITS {
+        args.push(format!("/etc/systemd/system/{unit}").into());
+    }
+    let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
+    systemd_analyze(&args)
+}
+
+#[test]
+fn units_pass_systemd_analyze_verify_with_the_binaries_in_place() {
+    let root = verify_root(true);
+    let out = verify(root.path());
+    // verify exits 0 on an unknown key and only warns: any output fails.
+    assert!(
+        out.status.success() && text(&out).trim().is_empty(),
+        "systemd-analyze verify: {}\n{}",
+        out.status,
+        text(&out)
+    );
+    // The check is worth something only if it looks at the binaries.
+    let bare = verify_root(false);
+    let out = verify(bare.path());
+    assert!(
+        !out.status.success() && text(&out).contains("/usr/local/bin/boltwatch-agent"),
+        "verify passed without the binaries:\n{}",
+        text(&out)
+    );
+}
+
+/// `→ Overall exposure level for NAME: 1.5 OK 🙂` -> 1.5.
+fn exposure(report: &str) -> Option<f64> {
+    let line = report
+        .lines()
+        .find(|l| l.contains("Overall exposure level for"))?;
+    line.rsplit_once(": ")?
+        .1
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+#[test]
+fn units_are_hardened_to_exposure_2_or_lower() {
+    let mut scores = Vec::new();
+    for unit in UNITS {
+        let path = repo().join("systemd-launchd").join(unit);
+        let out = systemd_analyze(&[
+            "security".as_ref(),
+            "--offline=true".as_ref(),
+            "--no-pager".as_ref(),
+            path.as_os_str(),
+        ]);
+        let report = text(&out);
+        let score =
+            exposure(&report).unwrap_or_else(|| panic!("{unit}: no exposure level in:\n{report}"));
+        eprintln!("{unit}: exposure {score}");
+        assert!(
+            score <= MAX_EXPOSURE,
+            "{unit}: exposure {score} > {MAX_EXPOSURE}:\n{report}"
+        );
+        scores.push(score);
+    }
+    // The parser reads what systemd-analyze prints for a weak unit too.
+    let dir = tempfile::tempdir().unwrap();
+    let weak = dir.path().join("weak.service");
+    std::fs::write(&weak, "[Service]\nExecStart=/bin/true\n").unwrap();
+    let out = systemd_analyze(&[
+        "security".as_ref(),
+        "--offline=true".as_ref(),
+        "--no-pager".as_ref(),
+        weak.as_os_str(),
+    ]);
+    let score = exposure(&text(&out)).expect("exposure of a bare unit");
+    assert!(score > MAX_EXPOSURE, "a bare unit scored {score}");
+}
+
+#[test]
+fn units_notify_and_stop_for_good_on_a_config_error() {
+    for unit in UNITS {
+        let t = unit_text(unit);
+        assert_eq!(unit_values(&t, "Type"), ["notify"], "{unit}");
+        assert_eq!(unit_values(&t, "NotifyAccess"), ["main"], "{unit}");
+        assert_eq!(unit_values(&t, "WatchdogSec").len(), 1, "{unit}");
+        // AF_UNIX carries NOTIFY_SOCKET's datagrams.
+        let families = unit_values(&t, "RestrictAddressFamilies").join(" ");
+        assert!(families.contains("AF_UNIX"), "{unit}: {families}");
+        assert_eq!(
+            unit_values(&t, "RestartPreventExitStatus"),
+            [boltwatch_common::exit::EX_CONFIG.to_string()],
+            "{unit}: a config error would restart-loop"
+        );
+        // launchd's override must not leak into the units.
+        assert!(
+            !t.contains(boltwatch_common::exit::CONFIG_ERROR_STATUS_VAR),
+            "{unit}"
+        );
+    }
+    let agent = unit_values(&unit_text(UNITS[0]), "RestrictAddressFamilies").join(" ");
+    assert!(
+        agent.contains("AF_NETLINK"),
+        "the agent's link events: {agent}"
+    );
+}
+
+fn collector(args: &[&str], dir: &Path, env: Option<&str>) -> Output {
+    let mut cmd = Command::new(bin("boltwatch-collector"));
+    cmd.arg("serve")
+        .args(args)
+        .arg("--data-dir")
+        .arg(dir.join("data"))
+        .env_remove(boltwatch_common::exit::CONFIG_ERROR_STATUS_VAR);
+    if let Some(v) = env {
+        cmd.env(boltwatch_common::exit::CONFIG_ERROR_STATUS_VAR, v);
+    }
+    cmd.output().unwrap()
+}
+
+#[test]
+fn collector_check_config_and_the_config_error_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |name: &str| dir.path().join(name).display().to_string();
+    std::fs::write(p("token"), "s3cret\n").unwrap();
+    std::fs::write(p("empty"), "\n").unwrap();
+    std::fs::write(
+        p("good.toml"),
+        format!(
+            "grpc_listen = \"127.0.0.1:0\"\nhttp_listen = \"127.0.0.1:0\"\napi_token_file = \"{}\"\n",
+            p("token")
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        p("bad.toml"),
+        "grpc_listen = \"127.0.0.1:0\"\nmax_connections = \"many\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        p("no-token.toml"),
+        format!("api_token_file = \"{}\"\n", p("missing")),
+    )
+    .unwrap();
+    std::fs::write(
+        p("empty-token.toml"),
+        format!("api_token_file = \"{}\"\n", p("empty")),
+    )
+    .unwrap();
+
+    let out = collector(
+        &["--config", &p("good.toml"), "--check-config"],
+        dir.path(),
+        None,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("config OK: gRPC 127.0.0.1:0, HTTP 127.0.0.1:0"),
+        "{stdout}"
+    );
+    // --check-config binds nothing and opens no store.
+    assert!(
+        !dir.path().join("data").exists(),
+        "--check-config opened the store"
+    );
+
+    let out = collector(
+        &["--config", &p("bad.toml"), "--check-config"],
+        dir.path(),
+        Some("0"),
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(78),
+        "--check-config ignores the override: {}",
+        text(&out)
+    );
+    assert!(
+        text(&out).contains("bad.toml:2: key `max_connections`"),
+        "{}",
+        text(&out)
+    );
+
+    // Under launchd (override 0) a config error ends the job for good.
+    let out = collector(&["--config", &p("bad.toml")], dir.path(), Some("0"));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains("exiting with status 0"),
+        "{}",
+        text(&out)
+    );
+    // Under systemd: 78, which RestartPreventExitStatus stops on.
+    let out = collector(&["--config", &p("bad.toml")], dir.path(), None);
+    assert_eq!(out.status.code(), Some(78), "{}", text(&out));
+
+    // A token file named but missing or empty is a config error, before
+    // any socket is bound, not a runtime failure that restarts.
+    let out = collector(&["--config", &p("no-token.toml")], dir.path(), None);
+    assert_eq!(out.status.code(), Some(78), "{}", text(&out));
+    assert!(text(&out).contains(&p("missing")), "{}", text(&out));
+    let out = collector(
+        &["--config", &p("empty-token.toml"), "--check-config"],
+        dir.path(),
+        None,
+    );
+    assert_eq!(out.status.code(), Some(78), "{}", text(&out));
+    assert!(
+        text(&out).contains("key `api_token_file`: the file is empty"),
+        "{}",
+        text(&out)
+    );
+    assert!(
+        !dir.path().join("data").exists(),
+        "a config error opened the store"
+    );
+
+    // The install scripts' config: the commented example, as shipped.
+    let example = repo().join("collector/collector.example.toml");
+    let out = collector(
+        &["--config", example.to_str().unwrap(), "--check-config"],
+        dir.path(),
+        None,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
 }

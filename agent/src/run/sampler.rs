@@ -5,6 +5,7 @@
 
 use std::collections::HashSet;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use boltwatch_proto::v1::record::Payload;
@@ -15,6 +16,7 @@ use super::crew::Crew;
 use super::topology::Topology;
 use crate::config::Config;
 use crate::error::Error;
+use crate::health::Health;
 use crate::sink::Sink;
 use crate::{counters, thermal};
 
@@ -28,6 +30,7 @@ pub(super) fn start(crew: &mut Crew, config: &Config, topology: &Topology) -> Re
         counters_every: config.counters_interval,
         thermal_every: config.thermal_interval,
         sink: crew.sink.clone(),
+        health: crew.health.clone(),
     };
     let stop = crew.stop.clone();
     let spawned = std::thread::Builder::new()
@@ -42,6 +45,7 @@ struct Sampler {
     counters_every: Duration,
     thermal_every: Duration,
     sink: Sink,
+    health: Arc<Health>,
 }
 
 impl Sampler {
@@ -81,6 +85,8 @@ impl Sampler {
                     Err(e) => warn!(error = %e, "cannot read thermals"),
                 }
             }
+            // One turn done: what the systemd watchdog checks.
+            Health::incr(&self.health.sampler_turns);
             let wake = next_counters.min(next_thermal);
             std::thread::sleep(wake.saturating_duration_since(Instant::now()).min(MAX_NAP));
         }

@@ -114,6 +114,7 @@ pub fn spawn_sender(
     health: Arc<Health>,
     stop: CancellationToken,
 ) -> io::Result<JoinHandle<()>> {
+    let windows_closed = health.clone();
     let mut session = Session::open(&target, opts.interval, opts.timeout, health, true)?;
     let splay_ns = rand::rng().random_range(0..opts.interval.as_nanos().max(1) as u64);
     let first = Instant::now() + Duration::from_nanos(splay_ns);
@@ -138,7 +139,11 @@ pub fn spawn_sender(
             );
             let mut observer = opts.observer;
             session.run(first, None, &stop, &mut |o| {
-                record(&mut windows, &mut observer, &sink, opts.load.as_ref(), o)
+                let closed = record(&mut windows, &mut observer, &sink, opts.load.as_ref(), o);
+                // What the systemd watchdog checks (see boltwatch_common::notify).
+                windows_closed
+                    .probe_windows
+                    .fetch_add(closed, std::sync::atomic::Ordering::Relaxed);
             });
             let open = windows.open_windows();
             info!(peer = %target.peer, open_windows = open, "STAMP session-sender stopped");
@@ -146,14 +151,15 @@ pub fn spawn_sender(
 }
 
 /// Feeds one outcome to the open windows and the observer, and emits every
-/// window that is complete.
+/// window that is complete; returns how many that was.
 fn record(
     windows: &mut RttWindows,
     observer: &mut Option<Observer<ProbeEvent>>,
     sink: &Sink,
     load: Option<&LoadTag>,
     o: Outcome,
-) {
+) -> u64 {
+    let mut closed = 0;
     let event = match o {
         Outcome::Sent { sent_unix_ns } => {
             windows.sent(sent_unix_ns);
@@ -191,6 +197,7 @@ fn record(
             let tagged = |start, end| load.is_some_and(|l| l.overlaps(start, end));
             for (end, summary) in windows.drain_complete(now_unix_ns(), tagged) {
                 sink.emit_at(end, Payload::Rtt(summary));
+                closed += 1;
             }
             None
         }
@@ -201,4 +208,5 @@ fn record(
             *observer = None;
         }
     }
+    closed
 }

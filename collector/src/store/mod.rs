@@ -218,6 +218,15 @@ impl StoreHandle {
         Ok(())
     }
 
+    /// Whether the writer thread answers a ping (one committed write of the
+    /// health row, queued behind the batches before it), whatever the
+    /// answer: a full disk or a damaged file is `/healthz`'s verdict and a
+    /// restart fixes neither, a writer that answers nothing is stuck. What
+    /// the systemd watchdog checks.
+    pub async fn writer_answers(&self) -> bool {
+        !matches!(self.call(Command::Ping).await, Err(StoreError::Closed))
+    }
+
     /// Runs `f` on a pooled read-only connection on a blocking thread.
     pub async fn read<T, F>(&self, f: F) -> Result<T, StoreError>
     where

@@ -1,0 +1,171 @@
+//! The README's deployment walkthrough, checked by the tools that will read
+//! it: its collector and agent configs pass `--check-config` (with the
+//! token files it tells how to make), its Prometheus config passes
+//! `promtool check config` with the shipped rule files, and its Alertmanager
+//! routing passes `amtool check-config` and routes as the text says.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use boltwatch_tests::procs::bin;
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .into()
+}
+
+/// The fenced blocks of `lang` in the README's walkthrough, in order.
+fn walkthrough_blocks(lang: &str) -> Vec<String> {
+    let readme = std::fs::read_to_string(workspace().join("README.md")).unwrap();
+    let start = readme
+        .find("### Walkthrough: two Mac minis and one collector host")
+        .expect("the walkthrough section");
+    let section = &readme[start..];
+    let end = section[4..].find("\n## ").map_or(section.len(), |i| i + 4);
+    let mut blocks = Vec::new();
+    let mut rest = &section[..end];
+    let fence = format!("```{lang}\n");
+    while let Some(i) = rest.find(&fence) {
+        let body = &rest[i + fence.len()..];
+        let close = body.find("```").expect("a closed block");
+        blocks.push(body[..close].to_string());
+        rest = &body[close..];
+    }
+    blocks
+}
+
+fn tool(name: &str, package: &str) -> Command {
+    let path = Path::new("/usr/bin").join(name);
+    assert!(
+        path.exists(),
+        "{} missing: apt-get install -y {package}",
+        path.display()
+    );
+    Command::new(path)
+}
+
+fn ok(out: Output, what: &str) -> String {
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{what}: {}\n{text}", out.status);
+    text
+}
+
+#[test]
+fn walkthrough_configs_pass_check_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let toml = walkthrough_blocks("toml");
+    assert_eq!(toml.len(), 2, "collector and agent configs expected");
+    let tokens = dir.path().join("tokens");
+    std::fs::write(
+        &tokens,
+        format!("mini-a {}\nmini-b {}\n", "a".repeat(64), "b".repeat(64)),
+    )
+    .unwrap();
+    let token = dir.path().join("token");
+    std::fs::write(&token, format!("{}\n", "a".repeat(64))).unwrap();
+
+    let collector = dir.path().join("collector.toml");
+    std::fs::write(&collector, &toml[0]).unwrap();
+    // The flag the walkthrough uses outside the unit, for the credential.
+    let out = Command::new(bin("boltwatch-collector"))
+        .args(["serve", "--check-config", "--config"])
+        .arg(&collector)
+        .arg("--auth-tokens")
+        .arg(&tokens)
+        .output()
+        .unwrap();
+    let text = ok(out, "collector --check-config");
+    assert!(
+        text.contains("gRPC 192.168.10.5:50071, HTTP 127.0.0.1:9471"),
+        "{text}"
+    );
+
+    let agent = dir.path().join("agent.toml");
+    let body = toml[1].replace(
+        "/Library/Application Support/boltwatch/token",
+        token.to_str().unwrap(),
+    );
+    assert_ne!(body, toml[1], "the agent config names no token file");
+    std::fs::write(&agent, body).unwrap();
+    let out = Command::new(bin("boltwatch-agent"))
+        .args(["run", "--check-config", "--config"])
+        .arg(&agent)
+        .output()
+        .unwrap();
+    let text = ok(out, "agent --check-config");
+    assert!(text.contains("config OK: node mini-a, 1 peer(s)"), "{text}");
+}
+
+#[test]
+fn walkthrough_prometheus_and_alertmanager_configs_are_valid() {
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = walkthrough_blocks("yaml");
+    assert_eq!(
+        yaml.len(),
+        2,
+        "Prometheus and Alertmanager configs expected"
+    );
+
+    // Prometheus: the rule files where the walkthrough copies them.
+    let rules = dir.path().join("boltwatch");
+    std::fs::create_dir(&rules).unwrap();
+    for f in ["recording.yml", "alerts.yml"] {
+        std::fs::copy(
+            workspace().join("dashboards/prometheus").join(f),
+            rules.join(f),
+        )
+        .unwrap();
+    }
+    let prometheus = dir.path().join("prometheus.yml");
+    std::fs::write(&prometheus, &yaml[0]).unwrap();
+    let out = tool("promtool", "prometheus")
+        .args(["check", "config"])
+        .arg(&prometheus)
+        .output()
+        .unwrap();
+    let text = ok(out, "promtool check config");
+    assert!(
+        text.contains("2 rule files found") && text.contains("alerts.yml"),
+        "the rule files were not read: {text}"
+    );
+
+    let am = dir.path().join("alertmanager.yml");
+    std::fs::write(&am, &yaml[1]).unwrap();
+    let out = tool("amtool", "prometheus-alertmanager")
+        .arg("check-config")
+        .arg(&am)
+        .output()
+        .unwrap();
+    ok(out, "amtool check-config");
+    // Pages on critical, the channel for the rest.
+    for (labels, receiver) in [
+        (
+            &["severity=critical", "alertname=BoltwatchCollectorDown"][..],
+            "on-call-pager",
+        ),
+        (
+            &["severity=warning", "alertname=BoltwatchLinkDown"][..],
+            "team-chat",
+        ),
+    ] {
+        let out = tool("amtool", "prometheus-alertmanager")
+            .args(["config", "routes", "test"])
+            .arg(format!("--config.file={}", am.display()))
+            .args(labels)
+            .output()
+            .unwrap();
+        // stdout (the receiver) comes first in `ok`'s text.
+        let text = ok(out, "amtool config routes test");
+        assert_eq!(
+            text.lines().next().map(str::trim),
+            Some(receiver),
+            "{labels:?}: {text}"
+        );
+    }
+}
