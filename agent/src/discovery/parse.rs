@@ -6,14 +6,13 @@
 //! - `networksetup -listallhardwareports`: blocks of `Hardware Port: X`,
 //!   `Device: Y`, `Ethernet Address: Z`.
 //! - `ifconfig bridge0`: `member: en2 flags=3<LEARNING,DISCOVER>` lines.
-//! - `system_profiler SPThunderboltDataType -json`: one entry per bus with
-//!   `receptacle_N_tag { receptacle_id_key, current_speed_key,
-//!   receptacle_status_key, link_status_key }`, `domain_uuid_key` (this
-//!   host's domain) and `_items[].domain_uuid_key` (the peer's domain).
+//! - `system_profiler SPThunderboltDataType -json`: in [`super::profiler`],
+//!   re-exported here.
 
-use serde_json::Value;
-
-use super::{kind, parse_link_speed};
+use super::kind;
+pub use super::profiler::{
+    is_mac_model_identifier, parse_system_profiler_thunderbolt, TbDevice, TbPeer, TbReceptacle,
+};
 
 /// One block of `networksetup -listallhardwareports`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -104,117 +103,6 @@ pub fn parse_bridge_members(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// One Thunderbolt receptacle (port) from system_profiler.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TbReceptacle {
-    /// The bus entry's `_name`, e.g. `thunderboltusb4_bus_1`.
-    pub bus: String,
-    /// `receptacle_id_key`: the N of "Thunderbolt N" in networksetup.
-    pub receptacle_id: Option<u32>,
-    /// `receptacle_status_key`, e.g. `receptacle_connected`.
-    pub status: String,
-    /// Something is plugged in (status is not `..._no_devices_connected`).
-    pub connected: bool,
-    /// Negotiated speed in bits per second when something is connected;
-    /// 0 otherwise (system_profiler then prints the port's capability,
-    /// "Up to 120 Gb/s", which goes to `max_speed_bits_per_second`).
-    pub current_speed_bits_per_second: u64,
-    /// The port's capability from an "Up to N Gb/s" value, 0 if not given.
-    pub max_speed_bits_per_second: u64,
-    /// `link_status_key`, e.g. `0x2`.
-    pub link_status: Option<String>,
-    /// This host's domain UUID on that bus (`domain_uuid_key`).
-    pub domain_uuid: Option<String>,
-    /// Domain UUIDs of what is connected (`_items[].domain_uuid_key`): a
-    /// peer Mac's domain, i.e. the other end of a topology edge.
-    pub peer_domain_uuids: Vec<String>,
-    /// Names of connected devices (`_items[]._name`/`device_name_key`).
-    pub peer_names: Vec<String>,
-}
-
-impl TbReceptacle {
-    /// "5" when the negotiated speed is above 40 Gb/s (only TB5 gets
-    /// there), empty otherwise: 40 Gb/s may be TB3, TB4 or a TB5 port
-    /// talking to a TB4 peer.
-    pub fn generation(&self) -> &'static str {
-        if self.current_speed_bits_per_second > 40_000_000_000 {
-            "5"
-        } else {
-            ""
-        }
-    }
-}
-
-fn str_field(v: &Value, key: &str) -> Option<String> {
-    match v.get(key)? {
-        Value::String(s) => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        _ => None,
-    }
-}
-
-/// Parses `system_profiler SPThunderboltDataType -json` into one entry per
-/// receptacle, in bus order. Unknown keys are ignored, missing ones left
-/// empty; only malformed JSON is an error.
-pub fn parse_system_profiler_thunderbolt(
-    json: &str,
-) -> Result<Vec<TbReceptacle>, serde_json::Error> {
-    let root: Value = serde_json::from_str(json)?;
-    let mut out = Vec::new();
-    let Some(buses) = root.get("SPThunderboltDataType").and_then(Value::as_array) else {
-        return Ok(out);
-    };
-    for bus in buses {
-        let items: Vec<&Value> = bus
-            .get("_items")
-            .and_then(Value::as_array)
-            .map(|a| a.iter().collect())
-            .unwrap_or_default();
-        let Some(obj) = bus.as_object() else {
-            continue;
-        };
-        let mut tags: Vec<(&String, &Value)> = obj
-            .iter()
-            .filter(|(k, v)| k.starts_with("receptacle_") && k.ends_with("_tag") && v.is_object())
-            .collect();
-        tags.sort_by_key(|(k, _)| k.to_string());
-        for (_, tag) in tags {
-            let status = str_field(tag, "receptacle_status_key").unwrap_or_default();
-            let connected = !status.is_empty() && !status.contains("no_devices");
-            let speed_text = str_field(tag, "current_speed_key").unwrap_or_default();
-            let speed = parse_link_speed(&speed_text).unwrap_or(0);
-            let capability_only = speed_text
-                .trim_start()
-                .to_ascii_lowercase()
-                .starts_with("up to");
-            out.push(TbReceptacle {
-                bus: str_field(bus, "_name").unwrap_or_default(),
-                receptacle_id: str_field(tag, "receptacle_id_key")
-                    .and_then(|s| s.trim().parse().ok()),
-                connected,
-                // macOS may print "Up to" on a connected port too [verify]:
-                // connected means the number is the negotiated speed.
-                current_speed_bits_per_second: if connected { speed } else { 0 },
-                max_speed_bits_per_second: if capability_only { speed } else { 0 },
-                link_status: str_field(tag, "link_status_key"),
-                domain_uuid: str_field(bus, "domain_uuid_key"),
-                peer_domain_uuids: items
-                    .iter()
-                    .filter_map(|i| str_field(i, "domain_uuid_key"))
-                    .collect(),
-                peer_names: items
-                    .iter()
-                    .filter_map(|i| {
-                        str_field(i, "device_name_key").or_else(|| str_field(i, "_name"))
-                    })
-                    .collect(),
-                status,
-            });
-        }
-    }
-    Ok(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -244,11 +132,5 @@ mod tests {
         let text = "bridge0: flags=8863<UP>\n\tmember: en2 flags=3<LEARNING,DISCOVER>\n\t        ifmaxaddr 0 port 9 priority 0 path cost 0\n\tmember: en3 flags=3<LEARNING,DISCOVER>\n";
         assert_eq!(parse_bridge_members(text), vec!["en2", "en3"]);
         assert!(parse_bridge_members("lo0: flags=8049<UP,LOOPBACK>").is_empty());
-    }
-
-    #[test]
-    fn empty_or_bad_profiler_json() {
-        assert!(parse_system_profiler_thunderbolt("{}").unwrap().is_empty());
-        assert!(parse_system_profiler_thunderbolt("not json").is_err());
     }
 }
