@@ -129,6 +129,8 @@ pub fn spawn_sender(
                 peer: target.peer.clone(),
                 peer_address: target.addr.to_string(),
                 interface: target.interface.clone(),
+                timestamp_clock: imp::CLOCK as i32,
+                timestamp_resolution_ns: imp::clock_resolution_ns(),
                 ..Default::default()
             };
             let mut windows = RttWindows::new(
