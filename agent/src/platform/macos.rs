@@ -169,6 +169,7 @@ pub(crate) fn media_status(sock: BorrowedFd<'_>, name: &str) -> io::Result<i32> 
 // `SO_TIMESTAMP_MONOTONIC` as libc declares it, pinned to the header; its
 // payload is one `uint64_t` of ticks.
 const _: () = assert!(libc::SO_TIMESTAMP_MONOTONIC == xnu::SO_TIMESTAMP_MONOTONIC);
+const _: () = assert!(libc::SOL_SOCKET == xnu::SOL_SOCKET);
 const _: () = assert!(size_of::<u64>() == xnu::SCM_TIMESTAMP_MONOTONIC_LEN);
 const _: () =
     assert!(size_of::<mach2::mach_time::mach_timebase_info>() == xnu::MACH_TIMEBASE_INFO_SIZE);

@@ -118,6 +118,9 @@ pub const SIOCGIFMTU: u64 = iowr(b'i', 51, IFREQ_SIZE);
 /// `SIOCSKEVFILT = _IOW('e', 2, struct kev_request)` (`bsd/sys/kern_event.h`).
 pub const SIOCSKEVFILT: u64 = iow(b'e', 2, KEV_REQUEST_SIZE as u64);
 
+/// `SOL_SOCKET` on Darwin (`bsd/sys/socket.h`): the level of
+/// socket-layer control messages.
+pub const SOL_SOCKET: i32 = 0xffff;
 /// `SO_TIMESTAMP_MONOTONIC` (`bsd/sys/socket.h`).
 pub const SO_TIMESTAMP_MONOTONIC: i32 = 0x0800;
 /// `SCM_TIMESTAMP_MONOTONIC`: the control message type carrying it.
@@ -126,6 +129,15 @@ pub const SCM_TIMESTAMP_MONOTONIC: i32 = 0x04;
 pub const SCM_TIMESTAMP_MONOTONIC_LEN: usize = 8;
 /// `sizeof(struct mach_timebase_info)`.
 pub const MACH_TIMEBASE_INFO_SIZE: usize = 8;
+
+/// The tick count in a received control message, if it is a
+/// `SCM_TIMESTAMP_MONOTONIC` with exactly one `uint64_t` (native endian).
+pub fn monotonic_ticks(level: i32, kind: i32, data: &[u8]) -> Option<u64> {
+    if level != SOL_SOCKET || kind != SCM_TIMESTAMP_MONOTONIC {
+        return None;
+    }
+    Some(u64::from_ne_bytes(data.try_into().ok()?))
+}
 
 /// Converts `mach_absolute_time` ticks to unix nanoseconds through one
 /// anchor: a tick count and the realtime read taken right after it. Every
@@ -220,6 +232,27 @@ mod tests {
         assert_eq!(TCPI_TXRETRANSMITPACKETS + 8, TCP_CONNECTION_INFO_SIZE);
         assert_eq!(NET_EVENT_DATA_NAME + IFNAMSIZ, NET_EVENT_DATA_SIZE);
         assert_eq!(KERN_EVENT_MSG_HEADER + 4, KERN_EVENT_MSG_SIZE);
+    }
+
+    #[test]
+    fn monotonic_control_messages() {
+        let t = 123_456_789_u64.to_ne_bytes();
+        assert_eq!(
+            monotonic_ticks(SOL_SOCKET, SCM_TIMESTAMP_MONOTONIC, &t),
+            Some(123_456_789)
+        );
+        // SCM_TIMESTAMP (a timeval) and other levels are not ours.
+        assert_eq!(monotonic_ticks(SOL_SOCKET, 0x02, &t), None);
+        assert_eq!(monotonic_ticks(0, SCM_TIMESTAMP_MONOTONIC, &t), None);
+        // A short or long payload is dropped, not misread.
+        assert_eq!(
+            monotonic_ticks(SOL_SOCKET, SCM_TIMESTAMP_MONOTONIC, &t[..4]),
+            None
+        );
+        assert_eq!(
+            monotonic_ticks(SOL_SOCKET, SCM_TIMESTAMP_MONOTONIC, &[0; 16]),
+            None
+        );
     }
 
     #[test]

@@ -69,23 +69,12 @@ pub(crate) fn recv(sock: &UdpSocket, buf: &mut [u8], nonblocking: bool) -> io::R
     recv_with(sock, buf, cmsg, nonblocking, |c, out| {
         // nix does not know SCM_TIMESTAMP_MONOTONIC on Apple targets.
         if let ControlMessageOwned::Unknown(u) = c {
-            out.kernel_rx_unix_ns = mach_stamp(
-                u.cmsg_header.cmsg_level,
-                u.cmsg_header.cmsg_type,
-                &u.data_bytes,
-            );
+            let h = &u.cmsg_header;
+            if let Some(ticks) = xnu::monotonic_ticks(h.cmsg_level, h.cmsg_type, &u.data_bytes) {
+                out.kernel_rx_unix_ns = Some(macos::mach_anchor().unix_ns_at(ticks));
+            }
         }
     })
-}
-
-/// The unix-ns RX stamp in a `SCM_TIMESTAMP_MONOTONIC` control message,
-/// `None` for any other message or a payload that is not one `uint64_t`.
-fn mach_stamp(level: i32, kind: i32, data: &[u8]) -> Option<u64> {
-    if level != libc::SOL_SOCKET || kind != xnu::SCM_TIMESTAMP_MONOTONIC {
-        return None;
-    }
-    let ticks = u64::from_ne_bytes(data.try_into().ok()?);
-    Some(macos::mach_anchor().unix_ns_at(ticks))
 }
 
 /// `IP_BOUND_IF` / `IPV6_BOUND_IF`: probes leave through `device`.
