@@ -259,7 +259,10 @@ fn sender_and_reflector_on_loopback() {
                 assert_eq!(s.timestamp_resolution_ns, realtime_resolution_ns());
             }
             #[cfg(target_os = "macos")]
-            assert_eq!(s.timestamp_clock, TimestampClock::KernelMonotonicMach as i32);
+            assert_eq!(
+                s.timestamp_clock,
+                TimestampClock::KernelMonotonicMach as i32
+            );
         }
     }
     assert_eq!(total(recs, |s| s.duplicates), 0);
