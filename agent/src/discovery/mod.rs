@@ -7,8 +7,7 @@
 //! as [`crate::platform`] describes: `linux.rs` classifies interfaces and
 //! finds Thunderbolt links in sysfs under a configurable root; `macos.rs`
 //! runs `networksetup`, `ifconfig` and `system_profiler` (slow: call it off
-//! the probe path) and [`parse`] and [`profiler`] hold their pure,
-//! fixture-tested parsers;
+//! the probe path) and [`parse`] holds their pure, fixture-tested parsers;
 //! `unsupported.rs` describes interfaces from `getifaddrs` alone and fails
 //! the Thunderbolt look-up with [`Unsupported`]. Watching links come and
 //! go is `link`'s job, not this one's.
@@ -22,10 +21,11 @@ pub use boltwatch_proto::v1::Interface;
 use crate::platform::{Support, Unsupported};
 
 pub mod parse;
-pub mod profiler;
 
 crate::platform::os_module!(mod imp);
 
+#[cfg(target_os = "linux")]
+pub(crate) use imp::names_in;
 #[cfg(target_os = "macos")]
 pub use imp::{bridge_members, hardware_ports, thunderbolt_receptacles};
 

@@ -49,14 +49,7 @@ fn ip_links(cap: &Captures, rel: &str) -> Result<Vec<IpLink>, String> {
 pub(super) fn rows(cap: &Captures, only: &[String]) -> Vec<Row> {
     let mut rows = Vec::new();
     let before = ip_links(cap, "linux/ip-s-j-link.before.json");
-    let mut names: Vec<String> = fs::read_dir(Path::new(SYS).join("class/net"))
-        .map(|d| {
-            d.filter_map(Result::ok)
-                .filter_map(|e| e.file_name().into_string().ok())
-                .collect()
-        })
-        .unwrap_or_default();
-    names.sort();
+    let mut names = crate::discovery::names_in(&Path::new(SYS).join("class/net"));
     names.retain(|n| only.is_empty() || only.contains(n));
     let mut counters = SysfsCounters::new(Path::new(SYS));
     let ours: Vec<_> = names
