@@ -70,12 +70,31 @@ fn doctor_rows_agree_in_a_bed_node() {
             );
         }
     }
-    assert_eq!(rows.iter().filter(|r| r["source"] == "link").count(), 4, "{stdout}");
-    assert!(row("link", &up)["agent"].as_str().unwrap().contains("carrier up"));
-    assert!(row("link", &down)["agent"].as_str().unwrap().contains("carrier down"));
-    assert!(row("link", &down)["os_tool"].as_str().unwrap().contains("carrier down"));
-    assert_eq!(row("kernel_timestamps", "loopback datagram")["verdict"]["verdict"], "agree");
-    assert_eq!(row("discovery", "thunderbolt ports")["verdict"]["verdict"], "not_applicable");
+    assert_eq!(
+        rows.iter().filter(|r| r["source"] == "link").count(),
+        4,
+        "{stdout}"
+    );
+    assert!(row("link", &up)["agent"]
+        .as_str()
+        .unwrap()
+        .contains("carrier up"));
+    assert!(row("link", &down)["agent"]
+        .as_str()
+        .unwrap()
+        .contains("carrier down"));
+    assert!(row("link", &down)["os_tool"]
+        .as_str()
+        .unwrap()
+        .contains("carrier down"));
+    assert_eq!(
+        row("kernel_timestamps", "loopback datagram")["verdict"]["verdict"],
+        "agree"
+    );
+    assert_eq!(
+        row("discovery", "thunderbolt ports")["verdict"]["verdict"],
+        "not_applicable"
+    );
     // No row is left unchecked for want of a tool, none disagrees.
     for r in rows {
         let v = &r["verdict"]["verdict"];

@@ -9,7 +9,7 @@ use std::path::Path;
 use super::compare::{self, Counts, IpLink};
 use super::{tool, Captures, Row, Verdict};
 use crate::counters::{CounterSource, SysfsCounters};
-use crate::thermal::{parse_millidegrees, SysfsThermal, ThermalSource};
+use crate::thermal::{parse_millidegrees, plausible, SysfsThermal, ThermalSource};
 
 const SYS: &str = "/sys";
 
@@ -56,7 +56,7 @@ pub(super) fn rows(cap: &Captures, only: &[String]) -> Vec<Row> {
         .iter()
         .map(|n| {
             for f in NET_FILES {
-                cap.copy(Path::new("/"), &format!("sys/class/net/{n}/{f}"));
+                cap.copy_sys(Path::new(SYS), &format!("class/net/{n}/{f}"));
             }
             counters.read(n)
         })
@@ -98,7 +98,7 @@ pub(super) fn rows(cap: &Captures, only: &[String]) -> Vec<Row> {
             Ok(c) => counters_row(name, &Counts::of(c), &b.counts, &a.counts),
         });
     }
-    rows.push(thermal_row(cap));
+    rows.push(thermal_row(cap, Path::new(SYS)));
     rows.push(Row {
         source: "discovery",
         subject: "thunderbolt ports".into(),
@@ -162,13 +162,13 @@ fn counters_row(name: &str, ours: &Counts, before: &Counts, after: &Counts) -> R
 
 /// Every temperature file the sysfs reader looks at (`thermal_zone*/temp`,
 /// `hwmon*/temp*_input`), read raw and copied into the captures.
-fn raw_temps(cap: &Captures) -> Vec<f64> {
+fn raw_temps(cap: &Captures, sys: &Path) -> Vec<f64> {
     let mut out = Vec::new();
     for (dir, prefix, files) in [
         ("class/thermal", "thermal_zone", &["type", "temp"][..]),
         ("class/hwmon", "hwmon", &["name"][..]),
     ] {
-        let Ok(entries) = fs::read_dir(Path::new(SYS).join(dir)) else {
+        let Ok(entries) = fs::read_dir(sys.join(dir)) else {
             continue;
         };
         for e in entries.filter_map(Result::ok) {
@@ -176,7 +176,7 @@ fn raw_temps(cap: &Captures) -> Vec<f64> {
             if !name.starts_with(prefix) {
                 continue;
             }
-            let rel = format!("sys/{dir}/{name}");
+            let rel = format!("{dir}/{name}");
             let mut inputs: Vec<String> = files.iter().map(|f| (*f).to_owned()).collect();
             if let Ok(files) = fs::read_dir(e.path()) {
                 inputs.extend(
@@ -187,7 +187,7 @@ fn raw_temps(cap: &Captures) -> Vec<f64> {
                 );
             }
             for f in &inputs {
-                cap.copy(Path::new("/"), &format!("{rel}/{f}"));
+                cap.copy_sys(sys, &format!("{rel}/{f}"));
                 if f == "temp" || f.ends_with("_input") {
                     if let Some(c) = fs::read_to_string(e.path().join(f))
                         .ok()
@@ -202,9 +202,14 @@ fn raw_temps(cap: &Captures) -> Vec<f64> {
     out
 }
 
-fn thermal_row(cap: &Captures) -> Row {
-    let raw = raw_temps(cap);
-    let ours: Vec<f64> = SysfsThermal::new(Path::new(SYS))
+/// The agent's sysfs thermal reader at `sys` against the raw files there.
+fn thermal_row(cap: &Captures, sys: &Path) -> Row {
+    // The agent drops readings outside its sanity range on purpose (0 C
+    // from an idle sensor, 130 C from a broken one): those are counted,
+    // not compared.
+    let (raw, filtered): (Vec<f64>, Vec<f64>) =
+        raw_temps(cap, sys).into_iter().partition(|c| plausible(*c));
+    let ours: Vec<f64> = SysfsThermal::new(sys)
         .read()
         .map(|r| r.sensors.iter().map(|s| s.celsius).collect())
         .unwrap_or_default();
@@ -213,13 +218,70 @@ fn thermal_row(cap: &Captures) -> Row {
         source: "thermal",
         subject: "sysfs sensors".into(),
         agent: format!("{} sensors", ours.len()),
-        os_tool: format!("raw sysfs: {} readings", raw.len()),
-        verdict: if raw.is_empty() && ours.is_empty() {
+        os_tool: format!(
+            "raw sysfs: {} readings, {} outside the sanity range",
+            raw.len(),
+            filtered.len()
+        ),
+        verdict: if raw.is_empty() && ours.is_empty() && filtered.is_empty() {
             Verdict::NotApplicable("no temperature sensor on this host".into())
         } else if unmatched.is_empty() {
             Verdict::Agree
         } else {
             Verdict::Disagree(format!("no agent sensor within 2 C of {unmatched:?}"))
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture_sys() -> std::path::PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sys")
+    }
+
+    /// The hwmon fixture tree: the raw files and the agent's reader agree
+    /// once the reader's filter is allowed for, and the copy mirrors sysfs.
+    #[test]
+    fn thermal_row_against_the_fixture_tree() {
+        let dir = tempfile::tempdir().unwrap();
+        let cap = Captures {
+            root: dir.path().to_path_buf(),
+        };
+        let row = thermal_row(&cap, &fixture_sys());
+        assert_eq!(row.verdict, Verdict::Agree, "{row:?}");
+        assert_eq!(row.agent, "9 sensors");
+        assert_eq!(
+            row.os_tool,
+            "raw sysfs: 9 readings, 2 outside the sanity range"
+        );
+        let copied = dir.path().join("sys/class/hwmon/hwmon0/temp1_input");
+        assert_eq!(
+            fs::read(copied).unwrap(),
+            fs::read(fixture_sys().join("class/hwmon/hwmon0/temp1_input")).unwrap()
+        );
+    }
+
+    /// A zone reading 0 C: the agent drops it, the row counts it and
+    /// compares the rest.
+    #[test]
+    fn readings_outside_the_sanity_range_are_counted_not_compared() {
+        let dir = tempfile::tempdir().unwrap();
+        let sys = dir.path().join("sys");
+        for (zone, milli) in [("thermal_zone0", "45000"), ("thermal_zone1", "0")] {
+            let z = sys.join("class/thermal").join(zone);
+            fs::create_dir_all(&z).unwrap();
+            fs::write(z.join("type"), format!("{zone}_type\n")).unwrap();
+            fs::write(z.join("temp"), format!("{milli}\n")).unwrap();
+        }
+        let cap = Captures {
+            root: dir.path().join("out"),
+        };
+        let row = thermal_row(&cap, &sys);
+        assert_eq!(row.verdict, Verdict::Agree, "{row:?}");
+        assert_eq!(row.agent, "1 sensors");
+        assert_eq!(row.os_tool, "raw sysfs: 1 readings, 1 outside the sanity range");
+        assert!(dir.path().join("out/sys/class/thermal/thermal_zone1/temp").is_file());
     }
 }

@@ -188,11 +188,12 @@ impl Captures {
         fs::write(path, bytes)
     }
 
-    /// Copies `/<rel>` (a sysfs file) to `<folder>/<rel>`, when readable.
+    /// Copies `<sys>/<rel>` (a sysfs file) to `<folder>/sys/<rel>`, when
+    /// readable: the captures then mirror sysfs for the agent's readers.
     #[cfg(target_os = "linux")]
-    pub(crate) fn copy(&self, src_root: &std::path::Path, rel: &str) {
-        if let Ok(bytes) = fs::read(src_root.join(rel)) {
-            let _ = self.save(rel, &bytes);
+    pub(crate) fn copy_sys(&self, sys: &std::path::Path, rel: &str) {
+        if let Ok(bytes) = fs::read(sys.join(rel)) {
+            let _ = self.save(&format!("sys/{rel}"), &bytes);
         }
     }
 }
