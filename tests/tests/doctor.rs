@@ -6,6 +6,7 @@
 //!
 //! Needs root and `ip`; without them it fails with a message, it never
 //! skips. The bed's namespaces are deleted when it drops, also on panic.
+#![cfg(target_os = "linux")]
 
 use std::path::Path;
 use std::time::Duration;
