@@ -10,8 +10,11 @@
 //! (kernel RX), is mach ticks converted through one realtime anchor taken
 //! at agent start ([`crate::platform::macos::mach_anchor`]): `t4 - t1` and
 //! `t3 - t2` are both on the monotonic clock and exact to a tick. The
-//! packets' absolute times drift from NTP time by the host's clock error
-//! (ppm) over the agent's life, which STAMP's RTT does not use.
+//! packets' absolute times (and the RTT windows') drift from NTP time by
+//! the host's clock error (ppm) over the agent's life, which STAMP's RTT
+//! does not use; a realtime step after agent start (a clock set at boot
+//! after launchd started the agent) shifts them by the step until the
+//! agent restarts, and leaves the RTTs exact.
 //!
 //! nix has no `IP_RECVTTL` for Apple targets, so the TTL is not reported
 //! and the reflector writes 255.
