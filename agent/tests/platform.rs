@@ -9,13 +9,6 @@ use std::path::{Path, PathBuf};
 
 use boltwatch_agent::discovery::kind;
 
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
-}
-
-// === Linux readers ===
-
-#[cfg(target_os = "linux")]
 mod linux {
     use super::*;
     use boltwatch_agent::counters::{self, CounterSource, CountersError, SysfsCounters};
@@ -25,7 +18,7 @@ mod linux {
     use std::time::Duration;
 
     fn sys_fixture() -> PathBuf {
-        fixtures().join("sys")
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sys")
     }
 
     fn write(root: &Path, rel: &str, text: &str) {
