@@ -34,22 +34,14 @@ fn doctor_rows_agree_in_a_bed_node() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("doctor");
     let agent = bin("boltwatch-agent");
-    let output = bed
-        .exec(
+    let report_txt = || std::fs::read_to_string(out.join("report.txt")).unwrap_or_default();
+    let stdout = bed
+        .run(
             0,
             agent.to_str().unwrap(),
-            ["doctor", "--out", out.to_str().unwrap()],
+            &["doctor", "--out", out.to_str().unwrap()],
         )
-        .unwrap()
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "doctor exited with {}:\n{stdout}\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
+        .unwrap_or_else(|e| panic!("{e}\n{}", report_txt()));
     assert!(stdout.starts_with("SOURCE"), "{stdout}");
 
     let report: Value =

@@ -170,7 +170,8 @@ pub struct TbPeer {
     /// The peer's domain UUID (`domain_uuid_key`): the other end of a
     /// topology edge, which that host reports as its own bus domain.
     pub domain_uuid: String,
-    /// Hubs or docks between this port and the peer, nearest first.
+    /// Hubs or docks between this port and the peer, nearest first; empty
+    /// for a direct cable.
     pub via: Vec<String>,
 }
 
