@@ -7,7 +7,7 @@ use std::fs;
 use std::path::Path;
 
 use super::compare::{self, Counts, IpLink};
-use super::{tool, Captures, Row, Verdict};
+use super::{show, tool, Captures, Row, Verdict};
 use crate::counters::{CounterSource, SysfsCounters};
 use crate::thermal::{parse_millidegrees, plausible, SysfsThermal, ThermalSource};
 
@@ -107,14 +107,6 @@ pub(super) fn rows(cap: &Captures, only: &[String]) -> Vec<Row> {
         verdict: Verdict::NotApplicable("system_profiler is macOS only".into()),
     });
     rows
-}
-
-fn show(c: Option<bool>) -> &'static str {
-    match c {
-        Some(true) => "up",
-        Some(false) => "down",
-        None => "unknown",
-    }
 }
 
 fn carrier_row(

@@ -9,7 +9,7 @@ use std::os::fd::AsFd;
 use std::path::Path;
 
 use super::compare::{self, Counts};
-use super::{tool, Captures, Row, Verdict};
+use super::{show, tool, Captures, Row, Verdict};
 use crate::counters::{CounterSource, MibCounters};
 use crate::discovery::parse::parse_system_profiler_thunderbolt;
 use crate::platform::{macos, xnu};
@@ -17,14 +17,6 @@ use crate::thermal::default_source;
 
 fn netstat(cap: &Captures, rel: &str) -> Result<std::collections::BTreeMap<String, Counts>, String> {
     tool(cap, rel, "/usr/sbin/netstat", &["-ibn"]).map(|t| compare::parse_netstat_ibn(&t))
-}
-
-fn show(c: Option<bool>) -> &'static str {
-    match c {
-        Some(true) => "up",
-        Some(false) => "down",
-        None => "unknown",
-    }
 }
 
 pub(super) fn rows(cap: &Captures, only: &[String]) -> Vec<Row> {

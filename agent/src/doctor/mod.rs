@@ -198,6 +198,15 @@ impl Captures {
     }
 }
 
+/// A carrier for the table: up, down or unknown.
+pub(crate) fn show(c: Option<bool>) -> &'static str {
+    match c {
+        Some(true) => "up",
+        Some(false) => "down",
+        None => "unknown",
+    }
+}
+
 /// Runs `program args`, saves its stdout (and stderr, when not empty) as
 /// `rel` under the captures, and returns stdout; `Err` says why not.
 pub(crate) fn tool(
