@@ -32,7 +32,7 @@
 //!   increasing timestamp on rcvd dgram"), delivered as a `SOL_SOCKET`
 //!   control message `SCM_TIMESTAMP_MONOTONIC 0x04` holding one `uint64_t`
 //!   of `mach_absolute_time` ticks, taken right after `SO_TIMESTAMP`'s
-//!   `microtime` in `ip_savecontrol` (`bsd/netinet/udp_usrreq.c`) and
+//!   `microtime` in `ip_savecontrol` (`bsd/netinet/ip_input.c`) and
 //!   `ip6_savecontrol` (`bsd/netinet6/ip6_input.c`), for v4 and v6 alike. `osfmk/mach/mach_time.h`: `struct
 //!   mach_timebase_info { uint32_t numer, denom; }`; ns = ticks * numer /
 //!   denom (125/3 on Apple silicon: 41.67 ns a tick).
