@@ -13,6 +13,7 @@
 //! - [`counters`]: interface counters, one file per OS.
 //! - [`thermal`]: temperatures and throttling, one file per OS.
 //! - [`discovery`]: which interface reaches a peer, what kind of link it is.
+//! - [`doctor`]: `boltwatch-agent doctor`, each source against the OS's tool.
 //! - [`link`]: event-driven link up/down, one file per OS.
 //! - [`platform`]: how per-OS code is chosen, which sources this OS
 //!   supports, and the xnu struct layouts and ioctl numbers.
@@ -34,6 +35,7 @@ pub mod bandwidth;
 pub mod config;
 pub mod counters;
 pub mod discovery;
+pub mod doctor;
 pub mod error;
 pub mod health;
 pub mod link;

@@ -92,6 +92,7 @@ struct ReflectArgs {
 }
 
 fn main() -> ExitCode {
+    boltwatch_agent::doctor::intercept();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(args) => return run_cmd(*args),

@@ -1,103 +1,14 @@
 //! Platform readers against fixture trees (`tests/fixtures/sys`, mirroring
-//! real sysfs paths), temp-dir trees that change between reads, the real
-//! loopback interface, and the macOS parsers on reconstructed fixtures.
+//! real sysfs paths), temp-dir trees that change between reads and the real
+//! loopback interface: Linux only. The macOS parsers are tested in
+//! `macos_captures.rs`.
+#![cfg(target_os = "linux")]
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use boltwatch_agent::discovery::kind;
-use boltwatch_agent::discovery::parse::{
-    parse_bridge_members, parse_hardware_ports, parse_system_profiler_thunderbolt,
-};
 
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
-}
-
-// === macOS parsers (pure; run on every OS) ===
-
-#[test]
-fn networksetup_hardware_ports_fixture() {
-    let text =
-        fs::read_to_string(fixtures().join("macos/networksetup_listallhardwareports.txt")).unwrap();
-    let ports = parse_hardware_ports(&text);
-    let devices: Vec<&str> = ports.iter().map(|p| p.device.as_str()).collect();
-    assert_eq!(devices, ["en0", "bridge0", "en1", "en2", "en3", "en4"]);
-    let kinds: Vec<&str> = ports.iter().map(|p| p.kind()).collect();
-    assert_eq!(
-        kinds,
-        [
-            kind::ETHERNET,
-            kind::BRIDGE,
-            kind::WIFI,
-            kind::THUNDERBOLT,
-            kind::THUNDERBOLT,
-            kind::THUNDERBOLT
-        ]
-    );
-    let numbers: Vec<Option<u32>> = ports.iter().map(|p| p.thunderbolt_number()).collect();
-    assert_eq!(numbers, [None, None, None, Some(1), Some(2), Some(3)]);
-    assert_eq!(ports[3].mac.as_deref(), Some("36:a1:5c:00:00:01"));
-}
-
-#[test]
-fn ifconfig_bridge_members_fixture() {
-    let text = fs::read_to_string(fixtures().join("macos/ifconfig_bridge0.txt")).unwrap();
-    assert_eq!(parse_bridge_members(&text), ["en2", "en3", "en4"]);
-}
-
-#[test]
-fn system_profiler_thunderbolt_fixture() {
-    let json =
-        fs::read_to_string(fixtures().join("macos/system_profiler_thunderbolt.json")).unwrap();
-    let r = parse_system_profiler_thunderbolt(&json).unwrap();
-    assert_eq!(r.len(), 3);
-
-    assert_eq!(r[0].receptacle_id, Some(1));
-    assert!(!r[0].connected);
-    assert_eq!(r[0].current_speed_bits_per_second, 0);
-    assert_eq!(r[0].max_speed_bits_per_second, 120_000_000_000);
-    assert!(r[0].peer_domain_uuids.is_empty());
-    assert_eq!(r[0].generation(), "");
-
-    assert_eq!(r[1].bus, "thunderboltusb4_bus_1");
-    assert_eq!(r[1].receptacle_id, Some(2));
-    assert!(r[1].connected);
-    assert_eq!(r[1].status, "receptacle_connected");
-    assert_eq!(r[1].current_speed_bits_per_second, 80_000_000_000);
-    assert_eq!(r[1].link_status.as_deref(), Some("0x2"));
-    assert_eq!(
-        r[1].domain_uuid.as_deref(),
-        Some("6F1E2C3A-0000-4000-8000-00000000A002")
-    );
-    assert_eq!(
-        r[1].peer_domain_uuids,
-        ["9B7D4E21-0000-4000-8000-00000000B002"]
-    );
-    assert_eq!(r[1].peer_names, ["Mac mini"]);
-    assert_eq!(r[1].generation(), "5", "above 40 Gb/s is TB5");
-
-    assert_eq!(r[2].receptacle_id, Some(3));
-    assert!(r[2].connected);
-    assert_eq!(r[2].current_speed_bits_per_second, 40_000_000_000);
-    assert_eq!(r[2].generation(), "", "40 Gb/s does not tell TB4 from TB5");
-
-    // The topology join: "Thunderbolt 2" in networksetup is receptacle 2.
-    let ports = parse_hardware_ports(
-        &fs::read_to_string(fixtures().join("macos/networksetup_listallhardwareports.txt"))
-            .unwrap(),
-    );
-    let en3 = ports.iter().find(|p| p.device == "en3").unwrap();
-    let rec = r
-        .iter()
-        .find(|x| x.receptacle_id == en3.thunderbolt_number())
-        .unwrap();
-    assert_eq!(rec.current_speed_bits_per_second, 80_000_000_000);
-}
-
-// === Linux readers ===
-
-#[cfg(target_os = "linux")]
 mod linux {
     use super::*;
     use boltwatch_agent::counters::{self, CounterSource, CountersError, SysfsCounters};
@@ -107,7 +18,7 @@ mod linux {
     use std::time::Duration;
 
     fn sys_fixture() -> PathBuf {
-        fixtures().join("sys")
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sys")
     }
 
     fn write(root: &Path, rel: &str, text: &str) {

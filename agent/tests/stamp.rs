@@ -17,13 +17,30 @@ use boltwatch_agent::stamp::reflector::ReflectorOptions;
 use boltwatch_agent::stamp::{spawn_reflector, spawn_sender, ProbeEvent, SenderOptions, Target};
 use boltwatch_common::clock::now_unix_ns as unix_ns;
 use boltwatch_proto::v1::record::Payload;
-use boltwatch_proto::v1::{RttSummary, TimestampSource};
+use boltwatch_proto::v1::{RttSummary, TimestampClock, TimestampSource};
 use tokio_util::sync::CancellationToken;
 
 mod support;
 use support::Reflector;
 
 const NTP_UNIX_OFFSET: u64 = 2_208_988_800;
+
+/// `clock_getres(CLOCK_REALTIME)` asked of the kernel directly: what
+/// `SO_TIMESTAMPNS` stamps resolve to.
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+fn realtime_resolution_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: writes the timespec, which outlives the call.
+    assert_eq!(
+        unsafe { libc::clock_getres(libc::CLOCK_REALTIME, &mut ts) },
+        0
+    );
+    (ts.tv_sec * 1_000_000_000 + ts.tv_nsec) as u64
+}
 
 /// NTP 32.32 from unix ns, written out independently of the crate's codec.
 fn ntp_bytes(ns: u64) -> [u8; 8] {
@@ -236,6 +253,16 @@ fn sender_and_reflector_on_loopback() {
         if s.received > s.discarded {
             assert_eq!(s.timestamp_source, TimestampSource::Kernel as i32);
             assert!(s.min_ns > 0);
+            #[cfg(target_os = "linux")]
+            {
+                assert_eq!(s.timestamp_clock, TimestampClock::KernelRealtimeNs as i32);
+                assert_eq!(s.timestamp_resolution_ns, realtime_resolution_ns());
+            }
+            #[cfg(target_os = "macos")]
+            assert_eq!(
+                s.timestamp_clock,
+                TimestampClock::KernelMonotonicMach as i32
+            );
         }
     }
     assert_eq!(total(recs, |s| s.duplicates), 0);

@@ -52,7 +52,8 @@ fn driver_of(dir: &Path) -> Option<String> {
     Some(target.file_name()?.to_string_lossy().into_owned())
 }
 
-fn names_in(dir: &Path) -> Vec<String> {
+/// Entry names of `dir`, sorted; a missing directory has none.
+pub(crate) fn names_in(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = fs::read_dir(dir)
         .map(|it| {
             it.filter_map(Result::ok)

@@ -24,6 +24,8 @@ pub mod parse;
 
 crate::platform::os_module!(mod imp);
 
+#[cfg(target_os = "linux")]
+pub(crate) use imp::names_in;
 #[cfg(target_os = "macos")]
 pub use imp::{bridge_members, hardware_ports, thunderbolt_receptacles};
 

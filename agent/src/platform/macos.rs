@@ -5,12 +5,13 @@
 //! rather than every call on a real Mac.
 //!
 //! Also the one `SIOCGIFMEDIA` call that the link watcher and the counters
-//! share.
+//! share, and the mach clock the STAMP timestamps are read from.
 #![allow(unsafe_code)]
 
 use std::io;
 use std::mem::{offset_of, size_of};
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::sync::OnceLock;
 
 use super::xnu;
 
@@ -163,4 +164,53 @@ pub(crate) fn media_status(sock: BorrowedFd<'_>, name: &str) -> io::Result<i32> 
         return Err(io::Error::last_os_error());
     }
     Ok(req.ifm_status)
+}
+
+// `SO_TIMESTAMP_MONOTONIC` as libc declares it, pinned to the header; its
+// payload is one `uint64_t` of ticks.
+const _: () = assert!(libc::SO_TIMESTAMP_MONOTONIC == xnu::SO_TIMESTAMP_MONOTONIC);
+const _: () = assert!(libc::SOL_SOCKET == xnu::SOL_SOCKET);
+const _: () = assert!(size_of::<u64>() == xnu::SCM_TIMESTAMP_MONOTONIC_LEN);
+const _: () =
+    assert!(size_of::<mach2::mach_time::mach_timebase_info>() == xnu::MACH_TIMEBASE_INFO_SIZE);
+
+/// Asks the kernel for `SCM_TIMESTAMP_MONOTONIC` on every datagram `sock`
+/// receives.
+pub(crate) fn enable_timestamp_monotonic(sock: BorrowedFd<'_>) -> io::Result<()> {
+    let on: libc::c_int = 1;
+    // SAFETY: `on` is a live c_int and its size is passed with it.
+    let rc = unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_TIMESTAMP_MONOTONIC,
+            (&on as *const libc::c_int).cast(),
+            size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// `mach_absolute_time()`: the clock `SO_TIMESTAMP_MONOTONIC` stamps with.
+pub(crate) fn mach_ticks() -> u64 {
+    // SAFETY: no arguments, no preconditions.
+    unsafe { mach2::mach_time::mach_absolute_time() }
+}
+
+/// The process's one anchor from mach ticks to unix ns, taken at first
+/// use: the timebase, a tick count and the realtime read right after it.
+/// Never re-taken, so stamps stay on one clock for the agent's life.
+pub(crate) fn mach_anchor() -> &'static xnu::MachAnchor {
+    static ANCHOR: OnceLock<xnu::MachAnchor> = OnceLock::new();
+    ANCHOR.get_or_init(|| {
+        let mut tb = mach2::mach_time::mach_timebase_info::default();
+        // SAFETY: writes the two u32 of `tb`, which outlives the call. A
+        // failure leaves 0/0, which `MachAnchor::new` reads as 1/1.
+        unsafe { mach2::mach_time::mach_timebase_info(&mut tb) };
+        let ticks = mach_ticks();
+        xnu::MachAnchor::new(ticks, crate::sink::now_unix_ns(), tb.numer, tb.denom)
+    })
 }

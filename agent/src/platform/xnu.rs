@@ -28,6 +28,14 @@
 //!   then `event_data[1]` (header 24, `sizeof` 28); `struct kev_request`:
 //!   three `u_int32_t`. `bsd/net/net_kev.h`: `struct net_event_data {
 //!   u_int32_t if_family, if_unit; char if_name[IFNAMSIZ]; }`: 24 bytes.
+//! - `bsd/sys/socket.h`: `SO_TIMESTAMP_MONOTONIC 0x0800` ("Monotonically
+//!   increasing timestamp on rcvd dgram"), delivered as a `SOL_SOCKET`
+//!   control message `SCM_TIMESTAMP_MONOTONIC 0x04` holding one `uint64_t`
+//!   of `mach_absolute_time` ticks, taken right after `SO_TIMESTAMP`'s
+//!   `microtime` in `ip_savecontrol` (`bsd/netinet/ip_input.c`) and
+//!   `ip6_savecontrol` (`bsd/netinet6/ip6_input.c`), for v4 and v6 alike. `osfmk/mach/mach_time.h`: `struct
+//!   mach_timebase_info { uint32_t numer, denom; }`; ns = ticks * numer /
+//!   denom (125/3 on Apple silicon: 41.67 ns a tick).
 
 /// `IOCPARM_MASK`: parameter length, 13 bits.
 pub const IOCPARM_MASK: u64 = 0x1fff;
@@ -111,6 +119,72 @@ pub const SIOCGIFMTU: u64 = iowr(b'i', 51, IFREQ_SIZE);
 /// `SIOCSKEVFILT = _IOW('e', 2, struct kev_request)` (`bsd/sys/kern_event.h`).
 pub const SIOCSKEVFILT: u64 = iow(b'e', 2, KEV_REQUEST_SIZE as u64);
 
+/// `SOL_SOCKET` on Darwin (`bsd/sys/socket.h`): the level of
+/// socket-layer control messages.
+pub const SOL_SOCKET: i32 = 0xffff;
+/// `SO_TIMESTAMP_MONOTONIC` (`bsd/sys/socket.h`).
+pub const SO_TIMESTAMP_MONOTONIC: i32 = 0x0800;
+/// `SCM_TIMESTAMP_MONOTONIC`: the control message type carrying it.
+pub const SCM_TIMESTAMP_MONOTONIC: i32 = 0x04;
+/// Payload of `SCM_TIMESTAMP_MONOTONIC`: one `uint64_t`.
+pub const SCM_TIMESTAMP_MONOTONIC_LEN: usize = 8;
+/// `sizeof(struct mach_timebase_info)`.
+pub const MACH_TIMEBASE_INFO_SIZE: usize = 8;
+
+/// The tick count in a received control message, if it is a
+/// `SCM_TIMESTAMP_MONOTONIC` with exactly one `uint64_t` (native endian).
+pub fn monotonic_ticks(level: i32, kind: i32, data: &[u8]) -> Option<u64> {
+    if level != SOL_SOCKET || kind != SCM_TIMESTAMP_MONOTONIC {
+        return None;
+    }
+    Some(u64::from_ne_bytes(data.try_into().ok()?))
+}
+
+/// Converts `mach_absolute_time` ticks to unix nanoseconds through one
+/// anchor: a tick count and the realtime read taken right after it. Every
+/// stamp converted through the same anchor is on one monotonic clock, so
+/// differences between them are exact to a tick, whatever NTP does to
+/// realtime afterwards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MachAnchor {
+    ticks: u64,
+    unix_ns: u64,
+    numer: u32,
+    denom: u32,
+}
+
+impl MachAnchor {
+    /// An anchor from `mach_timebase_info`'s `numer`/`denom`; a zero
+    /// `denom` (a failed call) is taken as 1/1, the Intel timebase.
+    pub fn new(ticks: u64, unix_ns: u64, numer: u32, denom: u32) -> MachAnchor {
+        let (numer, denom) = if numer == 0 || denom == 0 {
+            (1, 1)
+        } else {
+            (numer, denom)
+        };
+        MachAnchor {
+            ticks,
+            unix_ns,
+            numer,
+            denom,
+        }
+    }
+
+    /// Unix nanoseconds of the tick count `ticks` (earlier ticks than the
+    /// anchor work too); saturates at 0 and `u64::MAX`.
+    pub fn unix_ns_at(&self, ticks: u64) -> u64 {
+        let dt = i128::from(ticks) - i128::from(self.ticks);
+        let ns = dt * i128::from(self.numer) / i128::from(self.denom);
+        (i128::from(self.unix_ns) + ns).clamp(0, i128::from(u64::MAX)) as u64
+    }
+
+    /// One tick in nanoseconds, rounded up (42 on Apple silicon, 1 on
+    /// Intel Macs).
+    pub fn resolution_ns(&self) -> u64 {
+        u64::from(self.numer).div_ceil(u64::from(self.denom))
+    }
+}
+
 /// `IFM_AVALID`: the media status word is valid (`bsd/net/if_media.h`).
 pub const IFM_AVALID: i32 = 0x1;
 /// `IFM_ACTIVE`: the link is up.
@@ -135,6 +209,8 @@ mod tests {
         assert_eq!(SIOCGIFMEDIA, 0xc02c_6938);
         assert_eq!(SIOCGIFFLAGS, 0xc020_6911);
         assert_eq!(SIOCGIFMTU, 0xc020_6933);
+        assert_eq!(SO_TIMESTAMP_MONOTONIC, 0x800);
+        assert_eq!(SCM_TIMESTAMP_MONOTONIC, 0x4);
         // The old, wrong value came from a 48-byte struct.
         assert_ne!(SIOCGIFMEDIA, iowr(b'i', 56, 48));
         assert_eq!(iowr(b'i', 56, 48), 0xc030_6938);
@@ -157,6 +233,49 @@ mod tests {
         assert_eq!(TCPI_TXRETRANSMITPACKETS + 8, TCP_CONNECTION_INFO_SIZE);
         assert_eq!(NET_EVENT_DATA_NAME + IFNAMSIZ, NET_EVENT_DATA_SIZE);
         assert_eq!(KERN_EVENT_MSG_HEADER + 4, KERN_EVENT_MSG_SIZE);
+    }
+
+    #[test]
+    fn monotonic_control_messages() {
+        let t = 123_456_789_u64.to_ne_bytes();
+        assert_eq!(
+            monotonic_ticks(SOL_SOCKET, SCM_TIMESTAMP_MONOTONIC, &t),
+            Some(123_456_789)
+        );
+        // SCM_TIMESTAMP (a timeval) and other levels are not ours.
+        assert_eq!(monotonic_ticks(SOL_SOCKET, 0x02, &t), None);
+        assert_eq!(monotonic_ticks(0, SCM_TIMESTAMP_MONOTONIC, &t), None);
+        // A short or long payload is dropped, not misread.
+        assert_eq!(
+            monotonic_ticks(SOL_SOCKET, SCM_TIMESTAMP_MONOTONIC, &t[..4]),
+            None
+        );
+        assert_eq!(
+            monotonic_ticks(SOL_SOCKET, SCM_TIMESTAMP_MONOTONIC, &[0; 16]),
+            None
+        );
+    }
+
+    #[test]
+    fn mach_ticks_to_unix_ns() {
+        // Apple silicon: 24 MHz, numer/denom 125/3.
+        let a = MachAnchor::new(1_000_000, 1_764_470_000_000_000_000, 125, 3);
+        assert_eq!(a.unix_ns_at(1_000_000), 1_764_470_000_000_000_000);
+        // 24 ticks are 1 us.
+        assert_eq!(a.unix_ns_at(1_000_024), 1_764_470_000_000_001_000);
+        assert_eq!(a.unix_ns_at(999_976), 1_764_469_999_999_999_000);
+        // A day later, no overflow.
+        let day = 86_400 * 24_000_000;
+        assert_eq!(
+            a.unix_ns_at(1_000_000 + day),
+            1_764_470_000_000_000_000 + 86_400 * 1_000_000_000
+        );
+        assert_eq!(a.resolution_ns(), 42);
+        // Intel Macs tick in nanoseconds; a failed timebase call is 1/1.
+        assert_eq!(MachAnchor::new(0, 5, 1, 1).resolution_ns(), 1);
+        assert_eq!(MachAnchor::new(10, 100, 0, 0).unix_ns_at(15), 105);
+        // Before the epoch saturates.
+        assert_eq!(MachAnchor::new(1_000, 10, 1, 1).unix_ns_at(0), 0);
     }
 
     #[test]

@@ -17,11 +17,13 @@
 //!
 //! Probes run on dedicated `std::thread`s with blocking sockets, not on
 //! tokio: at 40-80 us round trips a runtime's wake-up hop is as large as
-//! the signal. t2 and t4 are kernel RX timestamps (CLOCK_REALTIME); t1 is
-//! the kernel's software TX timestamp on Linux (`SO_TIMESTAMPING`), else a
-//! userspace realtime read right before `sendto` as `ping(8)` does; t3 is
-//! always a userspace read right before `sendto`, since it must be written
-//! into the reply before it is sent.
+//! the signal. t2 and t4 are kernel RX timestamps; t1 is the kernel's
+//! software TX timestamp on Linux (`SO_TIMESTAMPING`), else a userspace
+//! read right before `sendto` as `ping(8)` does; t3 is always a userspace
+//! read right before `sendto`, since it must be written into the reply
+//! before it is sent. All four come from one clock per OS (`imp::CLOCK`,
+//! reported in `RttSummary.timestamp_clock`): CLOCK_REALTIME on Linux,
+//! `mach_absolute_time` through one realtime anchor on macOS.
 
 use std::net::SocketAddr;
 

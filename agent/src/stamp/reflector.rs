@@ -29,7 +29,6 @@ use super::imp;
 use super::packet::{build_reply, NtpTimestamp, ReflectorPacket, SenderPacket};
 use super::MAX_DATAGRAM;
 use crate::health::Health;
-use crate::sink::now_unix_ns;
 
 /// How often the thread looks at the stop flag when no packet arrives.
 const STOP_POLL: Duration = Duration::from_millis(100);
@@ -117,12 +116,13 @@ fn run(
             debug!(%from, len = rx.len, reason = ?why, "STAMP reflector refused a datagram");
             continue;
         }
-        let t2 = rx.kernel_rx_unix_ns.unwrap_or_else(now_unix_ns);
+        let t2 = rx.kernel_rx_unix_ns.unwrap_or_else(imp::now_ns);
         let Some(len) = reply_into(request, t2, rx.ttl.unwrap_or(UNKNOWN_TTL), &mut out) else {
             Health::incr(&health.malformed_packets);
             continue;
         };
-        stamp_t3(&mut out, now_unix_ns());
+        // On the clock t2 came from, so t3 - t2 is exact.
+        stamp_t3(&mut out, imp::now_ns());
         match socket.send_to(&out[..len], from) {
             Ok(_) => Health::incr(&health.reflected_packets),
             Err(e) => debug!(%from, error = %e, "STAMP reflector send failed"),

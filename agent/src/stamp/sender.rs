@@ -21,7 +21,7 @@ use super::session::{Outcome, Session};
 use super::window::RttWindows;
 use crate::bandwidth::load::LoadTag;
 use crate::health::Health;
-use crate::sink::{now_unix_ns, Observer, Sink};
+use crate::sink::{Observer, Sink};
 
 /// Length of one `RttSummary` window.
 pub const WINDOW: Duration = Duration::from_secs(1);
@@ -130,6 +130,8 @@ pub fn spawn_sender(
                 peer: target.peer.clone(),
                 peer_address: target.addr.to_string(),
                 interface: target.interface.clone(),
+                timestamp_clock: imp::CLOCK as i32,
+                timestamp_resolution_ns: imp::clock_resolution_ns(),
                 ..Default::default()
             };
             let mut windows = RttWindows::new(
@@ -195,7 +197,8 @@ fn record(
         }
         Outcome::Tick => {
             let tagged = |start, end| load.is_some_and(|l| l.overlaps(start, end));
-            for (end, summary) in windows.drain_complete(now_unix_ns(), tagged) {
+            // Windows are in t1's clock; so is the end they are checked against.
+            for (end, summary) in windows.drain_complete(imp::now_ns(), tagged) {
                 sink.emit_at(end, Payload::Rtt(summary));
                 closed += 1;
             }

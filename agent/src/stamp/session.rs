@@ -14,7 +14,8 @@
 //! probe by the per-socket counter), which leaves the `sendto` syscall and
 //! the stack's send path out of the RTT. Where no TX stamp arrives (macOS,
 //! or a driver that never calls `skb_tx_timestamp`) t1 is the userspace
-//! realtime read taken right before `sendto`, the choice `ping(8)` makes.
+//! read taken right before `sendto`, the choice `ping(8)` makes. Every
+//! stamp is on the OS's probe clock (`imp::now_ns`, `imp::CLOCK`).
 //! The t1 carried in the packet is always the userspace read (the kernel
 //! stamp only exists after the send).
 
@@ -33,7 +34,6 @@ use super::probe::{Expiry, ProbeTable, Verdict};
 use super::sender::Target;
 use super::MAX_DATAGRAM;
 use crate::health::Health;
-use crate::sink::now_unix_ns;
 
 /// The longest the loop waits without looking at the stop token and the
 /// open windows.
@@ -202,7 +202,7 @@ impl Session {
     fn send_probe(&mut self, now: Instant, on: &mut dyn FnMut(Outcome)) {
         let seq = self.seq;
         self.seq = self.seq.wrapping_add(1);
-        let t1 = now_unix_ns();
+        let t1 = imp::now_ns();
         let ts = NtpTimestamp::from_unix_ns(t1);
         SenderPacket {
             seq,
@@ -315,7 +315,7 @@ impl Session {
             return;
         }
         let kernel_rx = rx.kernel_rx_unix_ns.is_some();
-        let t4 = rx.kernel_rx_unix_ns.unwrap_or_else(now_unix_ns);
+        let t4 = rx.kernel_rx_unix_ns.unwrap_or_else(imp::now_ns);
         match self.table.reply(&pkt, t4) {
             Verdict::Reply {
                 seq,

@@ -13,6 +13,7 @@ use std::io::IoSliceMut;
 use std::net::UdpSocket;
 use std::os::fd::AsRawFd;
 
+use boltwatch_proto::v1::TimestampClock;
 use nix::sys::socket::{
     recvmsg, setsockopt, sockopt, ControlMessageOwned, MsgFlags, SockaddrStorage,
 };
@@ -28,6 +29,26 @@ pub(crate) const SUPPORT: crate::platform::Support = crate::platform::Support::S
 
 /// Kernel RX timestamps are available on this OS.
 pub(crate) const KERNEL_RX_TIMESTAMPS: bool = true;
+
+/// `SO_TIMESTAMPNS` and `SO_TIMESTAMPING`'s software stamps are
+/// `ktime_get_real`: CLOCK_REALTIME in ns, the clock t1 and t3 are read
+/// from too.
+pub(crate) const CLOCK: TimestampClock = TimestampClock::KernelRealtimeNs;
+
+/// `clock_getres(CLOCK_REALTIME)` in ns (1 with high-resolution timers);
+/// 0 if the call fails.
+pub(crate) fn clock_resolution_ns() -> u64 {
+    use nix::time::{clock_getres, ClockId};
+    clock_getres(ClockId::CLOCK_REALTIME)
+        .ok()
+        .and_then(|t| u64::try_from(t.tv_sec() * 1_000_000_000 + t.tv_nsec()).ok())
+        .unwrap_or(0)
+}
+
+/// Now on the probe clock: CLOCK_REALTIME, unix ns.
+pub(crate) fn now_ns() -> u64 {
+    crate::sink::now_unix_ns()
+}
 
 /// Asks the kernel for RX timestamps and TTLs on `sock`. Timestamps are
 /// required (an error is returned); TTL reporting is best effort.
@@ -146,4 +167,30 @@ pub(crate) fn prioritize_current_thread() -> io::Result<()> {
         return Err(io::Error::last_os_error());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A datagram over real loopback: its `SO_TIMESTAMPNS` stamp lies
+    /// between two reads of the probe clock taken before the send and
+    /// after the receive, so both are one clock (CLOCK_REALTIME).
+    #[test]
+    fn kernel_rx_stamp_is_on_the_probe_clock() {
+        let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        enable_rx_metadata(&rx).unwrap();
+        let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let before = now_ns();
+        tx.send_to(b"stamp", rx.local_addr().unwrap()).unwrap();
+        let mut buf = [0u8; 64];
+        let got = recv(&rx, &mut buf, false).unwrap();
+        let after = now_ns();
+        let stamp = got.kernel_rx_unix_ns.expect("kernel RX stamp");
+        assert!(before <= stamp && stamp <= after, "{before} {stamp} {after}");
+        assert_eq!(got.len, 5);
+        assert_eq!(got.ttl, Some(64));
+        assert_eq!(CLOCK, TimestampClock::KernelRealtimeNs);
+        assert!(clock_resolution_ns() >= 1);
+    }
 }

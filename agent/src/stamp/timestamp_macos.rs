@@ -1,22 +1,37 @@
-//! macOS receive path: kernel RX timestamps from `SO_TIMESTAMP`
-//! (CLOCK_REALTIME, microseconds) read from `recvmsg` control messages;
-//! `IP_BOUND_IF`/`IPV6_BOUND_IF` for pinning probes to an interface.
+//! macOS receive path: kernel RX timestamps from `SO_TIMESTAMP_MONOTONIC`
+//! read from `recvmsg` control messages; `IP_BOUND_IF`/`IPV6_BOUND_IF` for
+//! pinning probes to an interface.
+//!
+//! Why not `SO_TIMESTAMP`: it is `microtime`, 1 us steps (Libc's
+//! `CLOCK_REALTIME` is `gettimeofday` too), +-2 us on a 40-80 us RTT.
+//! `SO_TIMESTAMP_MONOTONIC` is `mach_absolute_time` taken at the same point
+//! of the stack, 41.7 ns a tick on Apple silicon. So every stamp here, t1
+//! and t3 (userspace reads right before `sendto`) as well as t2 and t4
+//! (kernel RX), is mach ticks converted through one realtime anchor taken
+//! at agent start ([`crate::platform::macos::mach_anchor`]): `t4 - t1` and
+//! `t3 - t2` are both on the monotonic clock and exact to a tick. The
+//! packets' absolute times (and the RTT windows') drift from NTP time by
+//! the host's clock error (ppm) over the agent's life, which STAMP's RTT
+//! does not use; a realtime step after agent start (a clock set at boot
+//! after launchd started the agent) shifts them by the step until the
+//! agent restarts, and leaves the RTTs exact.
 //!
 //! nix has no `IP_RECVTTL` for Apple targets, so the TTL is not reported
-//! and the reflector writes 255. `SO_TIMESTAMP_MONOTONIC` (mach ticks) would
-//! give finer stamps but on a different clock from the realtime t1/t3 the
-//! packets carry, so the realtime stamp is used on both ends.
+//! and the reflector writes 255.
 //!
 //! Same functions, same signatures as `timestamp_linux.rs`.
 
 use std::io;
 use std::net::UdpSocket;
 use std::num::NonZeroU32;
+use std::os::fd::AsFd;
 
-use nix::sys::socket::{setsockopt, sockopt, ControlMessageOwned};
+use boltwatch_proto::v1::TimestampClock;
+use nix::sys::socket::ControlMessageOwned;
 
 use super::recvmsg::recv_with;
 use super::Received;
+use crate::platform::{macos, xnu};
 
 /// Kernel RX timestamps and device binding work on macOS.
 pub(crate) const SUPPORT: crate::platform::Support = crate::platform::Support::Supported;
@@ -24,9 +39,22 @@ pub(crate) const SUPPORT: crate::platform::Support = crate::platform::Support::S
 /// Kernel RX timestamps are available on this OS.
 pub(crate) const KERNEL_RX_TIMESTAMPS: bool = true;
 
-/// Asks the kernel for RX timestamps on `sock`.
+/// The clock every probe timestamp here is read from.
+pub(crate) const CLOCK: TimestampClock = TimestampClock::KernelMonotonicMach;
+
+/// One mach tick in ns, rounded up.
+pub(crate) fn clock_resolution_ns() -> u64 {
+    macos::mach_anchor().resolution_ns()
+}
+
+/// Now on the probe clock: mach ticks through the anchor, unix ns.
+pub(crate) fn now_ns() -> u64 {
+    macos::mach_anchor().unix_ns_at(macos::mach_ticks())
+}
+
+/// Asks the kernel for monotonic RX timestamps on `sock`.
 pub(crate) fn enable_rx_metadata(sock: &UdpSocket) -> io::Result<()> {
-    setsockopt(sock, sockopt::ReceiveTimestamp, &true).map_err(io::Error::from)
+    macos::enable_timestamp_monotonic(sock.as_fd())
 }
 
 /// macOS has no SO_TIMESTAMPING: t1 stays a userspace read.
@@ -40,12 +68,15 @@ pub(crate) fn read_tx_timestamps(_sock: &UdpSocket, _out: &mut Vec<(u32, u64)>) 
 /// Receives one datagram with its metadata. `nonblocking` returns
 /// `WouldBlock` at once when nothing is queued.
 pub(crate) fn recv(sock: &UdpSocket, buf: &mut [u8], nonblocking: bool) -> io::Result<Received> {
-    let cmsg = nix::cmsg_space!(libc::timeval);
+    let cmsg = nix::cmsg_space!(u64);
     recv_with(sock, buf, cmsg, nonblocking, |c, out| {
-            if let ControlMessageOwned::ScmTimestamp(tv) = c {
-                let ns = tv.tv_sec() as i128 * 1_000_000_000 + tv.tv_usec() as i128 * 1_000;
-                out.kernel_rx_unix_ns = u64::try_from(ns).ok();
+        // nix does not know SCM_TIMESTAMP_MONOTONIC on Apple targets.
+        if let ControlMessageOwned::Unknown(u) = c {
+            let h = &u.cmsg_header;
+            if let Some(ticks) = xnu::monotonic_ticks(h.cmsg_level, h.cmsg_type, &u.data_bytes) {
+                out.kernel_rx_unix_ns = Some(macos::mach_anchor().unix_ns_at(ticks));
             }
+        }
     })
 }
 

@@ -9,6 +9,8 @@
 use std::io;
 use std::net::UdpSocket;
 
+use boltwatch_proto::v1::TimestampClock;
+
 use super::Received;
 use crate::platform::{Source, Unsupported};
 
@@ -18,6 +20,19 @@ pub(crate) const SUPPORT: crate::platform::Support = crate::platform::Support::U
 
 /// Kernel RX timestamps are not available on this target.
 pub(crate) const KERNEL_RX_TIMESTAMPS: bool = false;
+
+/// Every stamp is a userspace read.
+pub(crate) const CLOCK: TimestampClock = TimestampClock::UserSpace;
+
+/// Not known for `SystemTime` on this target.
+pub(crate) fn clock_resolution_ns() -> u64 {
+    0
+}
+
+/// Now on the probe clock: the system's realtime clock, unix ns.
+pub(crate) fn now_ns() -> u64 {
+    crate::sink::now_unix_ns()
+}
 
 /// Nothing to enable.
 pub(crate) fn enable_rx_metadata(_sock: &UdpSocket) -> io::Result<()> {

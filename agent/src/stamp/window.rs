@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 
-use boltwatch_proto::v1::{RttSummary, TimestampSource};
+use boltwatch_proto::v1::{RttSummary, TimestampClock, TimestampSource};
 
 use crate::stats::Accumulator;
 
@@ -139,6 +139,12 @@ impl RttWindows {
             TimestampSource::Userspace
         };
         let s = w.samples.finish();
+        // The template carries the OS's kernel clock; a window with a
+        // userspace t4 was read from userspace.
+        let clock = match source {
+            TimestampSource::Kernel => self.template.timestamp_clock,
+            _ => TimestampClock::UserSpace as i32,
+        };
         RttSummary {
             window_start_unix_ns: start,
             window_ns: self.window_ns,
@@ -154,6 +160,7 @@ impl RttWindows {
             sum_ns: s.sum_ns,
             buckets: s.buckets,
             timestamp_source: source as i32,
+            timestamp_clock: clock,
             discarded: w.discarded,
             ..self.template.clone()
         }
@@ -179,6 +186,8 @@ mod tests {
                 peer: "b".into(),
                 peer_address: "10.0.0.2:862".into(),
                 interface: "tb0".into(),
+                timestamp_clock: TimestampClock::KernelMonotonicMach as i32,
+                timestamp_resolution_ns: 42,
                 ..Default::default()
             },
             true,
@@ -211,6 +220,11 @@ mod tests {
         assert_eq!(r.peer, "b");
         assert_eq!(r.interface, "tb0");
         assert_eq!(r.timestamp_source, TimestampSource::Kernel as i32);
+        assert_eq!(
+            r.timestamp_clock,
+            TimestampClock::KernelMonotonicMach as i32
+        );
+        assert_eq!(r.timestamp_resolution_ns, 42);
         assert_eq!(l.open_windows(), 0);
         assert!(!l.duplicate(T0 + 100), "window already emitted");
     }
@@ -231,6 +245,11 @@ mod tests {
         let (a, b) = (&out[0].1, &out[1].1);
         assert_eq!((a.sent, a.received, a.min_ns), (1, 1, 20));
         assert_eq!(a.timestamp_source, TimestampSource::Userspace as i32);
+        assert_eq!(a.timestamp_clock, TimestampClock::UserSpace as i32);
+        assert_eq!(
+            b.timestamp_clock,
+            TimestampClock::KernelMonotonicMach as i32
+        );
         assert_eq!((b.sent, b.received, b.duplicates), (2, 2, 1));
         assert_eq!(b.discarded, 1);
         assert_eq!(b.buckets.iter().map(|x| x.count).sum::<u64>(), 1);

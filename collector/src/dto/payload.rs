@@ -36,6 +36,10 @@ pub enum PayloadDto {
         /// `[index, count]` pairs in the schema-3 layout.
         buckets: Vec<(i32, u64)>,
         timestamp_source: String,
+        /// The clock t1..t4 were read from (`TIMESTAMP_CLOCK_*`).
+        timestamp_clock: String,
+        /// That clock's resolution, ns (0 unknown).
+        timestamp_resolution_ns: u64,
         under_load: bool,
     },
     /// `LinkEvent`.
@@ -190,6 +194,8 @@ impl From<&Payload> for PayloadDto {
                 sum_ns: s.sum_ns,
                 buckets: s.buckets.iter().map(|b| (b.index, b.count)).collect(),
                 timestamp_source: enum_name(s.timestamp_source, pb::TimestampSource::as_str_name),
+                timestamp_clock: enum_name(s.timestamp_clock, pb::TimestampClock::as_str_name),
+                timestamp_resolution_ns: s.timestamp_resolution_ns,
                 under_load: s.under_load,
             },
             Payload::LinkEvent(e) => PayloadDto::LinkEvent {
@@ -312,6 +318,8 @@ mod tests {
         let p = Payload::Rtt(pb::RttSummary {
             peer: "b".into(),
             timestamp_source: pb::TimestampSource::Kernel as i32,
+            timestamp_clock: pb::TimestampClock::KernelMonotonicMach as i32,
+            timestamp_resolution_ns: 42,
             buckets: vec![pb::HistogramBucket {
                 index: -108,
                 count: 3,
@@ -322,6 +330,11 @@ mod tests {
         assert_eq!(v["kind"], "rtt");
         assert_eq!(v["peer"], "b");
         assert_eq!(v["timestamp_source"], "TIMESTAMP_SOURCE_KERNEL");
+        assert_eq!(
+            v["timestamp_clock"],
+            "TIMESTAMP_CLOCK_KERNEL_MONOTONIC_MACH"
+        );
+        assert_eq!(v["timestamp_resolution_ns"], 42);
         assert_eq!(v["buckets"][0][0], -108);
         let o = Payload::Outage(pb::Outage {
             cause: 42,

@@ -1,0 +1,208 @@
+//! macOS checks of `doctor`: carrier from `SIOCGIFMEDIA` against
+//! `ifconfig -v`, the interface MIB counters against `netstat -ibn` read
+//! before and after, temperatures against `powermetrics --samplers smc`
+//! (root only), and the Thunderbolt ports of the agent's system_profiler
+//! parser against the raw JSON. Every tool output lands under `macos/` in
+//! the captures, named as `agent/tests/fixtures/macos/` names them.
+
+use std::os::fd::AsFd;
+use std::path::Path;
+
+use super::compare::{self, Counts};
+use super::{show, tool, Captures, Row, Verdict};
+use crate::counters::{CounterSource, MibCounters};
+use crate::discovery::parse::parse_system_profiler_thunderbolt;
+use crate::platform::{macos, xnu};
+use crate::thermal::default_source;
+
+fn netstat(cap: &Captures, rel: &str) -> Result<std::collections::BTreeMap<String, Counts>, String> {
+    tool(cap, rel, "/usr/sbin/netstat", &["-ibn"]).map(|t| compare::parse_netstat_ibn(&t))
+}
+
+pub(super) fn rows(cap: &Captures, only: &[String]) -> Vec<Row> {
+    let mut rows = Vec::new();
+    let list = tool(cap, "macos/ifconfig-l.txt", "/sbin/ifconfig", &["-l"]).unwrap_or_default();
+    let mut names: Vec<String> = list.split_whitespace().map(str::to_owned).collect();
+    names.retain(|n| only.is_empty() || only.contains(n));
+    let ifconfig = tool(cap, "macos/ifconfig-v-a.txt", "/sbin/ifconfig", &["-v", "-a"]);
+    let before = netstat(cap, "macos/netstat-ibn.before.txt");
+    let sock = macos::ioctl_socket();
+    let mut mib = MibCounters::new();
+    let ours: Vec<_> = names.iter().map(|n| mib.read(n)).collect();
+    let after = netstat(cap, "macos/netstat-ibn.after.txt");
+    for (name, read) in names.iter().zip(ours) {
+        let media = sock
+            .as_ref()
+            .ok()
+            .and_then(|s| macos::media_status(s.as_fd(), name).ok());
+        let agent = xnu::carrier_from_media(media);
+        rows.push(match &ifconfig {
+            Err(e) => unavailable("link", name, "ifconfig -v", e),
+            Ok(text) => {
+                let os = compare::ifconfig_status(text, name);
+                Row {
+                    source: "link",
+                    subject: name.clone(),
+                    agent: format!("carrier {} (SIOCGIFMEDIA)", show(agent)),
+                    os_tool: format!("ifconfig -v: status {}", show(os)),
+                    verdict: if agent == os {
+                        Verdict::Agree
+                    } else {
+                        Verdict::Disagree(format!("agent {}, ifconfig {}", show(agent), show(os)))
+                    },
+                }
+            }
+        });
+        let (b, a) = match (&before, &after) {
+            (Ok(b), Ok(a)) => (b.get(name), a.get(name)),
+            (Err(e), _) | (_, Err(e)) => {
+                rows.push(unavailable("counters", name, "netstat -ibn", e));
+                continue;
+            }
+        };
+        rows.push(match (read, b, a) {
+            (Err(e), _, _) => Row {
+                source: "counters",
+                subject: name.clone(),
+                agent: format!("error: {e}"),
+                os_tool: "netstat -ibn".into(),
+                verdict: Verdict::Disagree("the agent could not read them".into()),
+            },
+            (Ok(_), None, _) | (Ok(_), _, None) => {
+                unavailable("counters", name, "netstat -ibn", "no <Link#> row")
+            }
+            (Ok(c), Some(b), Some(a)) => {
+                let ours = Counts::of(&c);
+                Row {
+                    source: "counters",
+                    subject: name.clone(),
+                    agent: format!("rx {} B, tx {} B (if MIB)", ours.rx_bytes, ours.tx_bytes),
+                    os_tool: format!(
+                        "netstat -ibn: rx {}..{} B, tx {}..{} B",
+                        b.rx_bytes, a.rx_bytes, b.tx_bytes, a.tx_bytes
+                    ),
+                    verdict: match compare::counts_within(b, &ours, a) {
+                        Ok(()) => Verdict::Agree,
+                        Err(e) => Verdict::Disagree(e),
+                    },
+                }
+            }
+        });
+    }
+    rows.push(thermal_row(cap));
+    rows.push(discovery_row(cap));
+    rows
+}
+
+fn unavailable(source: &'static str, subject: &str, tool: &str, why: &str) -> Row {
+    Row {
+        source,
+        subject: subject.to_owned(),
+        agent: String::new(),
+        os_tool: tool.to_owned(),
+        verdict: Verdict::Unavailable(why.to_owned()),
+    }
+}
+
+/// The agent's hottest CPU sensor against powermetrics' CPU die
+/// temperature; public reports put HID readings 8-10 C under the SMC's,
+/// which is what this row is there to show.
+fn thermal_row(cap: &Captures) -> Row {
+    let ours = default_source(Path::new("/sys"))
+        .read()
+        .map(|r| r.sensors)
+        .unwrap_or_default();
+    // powermetrics refuses anyone but root, and says so: that message is
+    // the row's "unavailable" reason.
+    let os = tool(
+        cap,
+        "macos/powermetrics-smc.txt",
+        "/usr/bin/powermetrics",
+        &["--samplers", "smc", "-i", "1", "-n", "1"],
+    )
+    .map(|t| compare::parse_powermetrics_temps(&t));
+    let cpu_ours = ours
+        .iter()
+        .filter(|s| s.name.to_ascii_lowercase().contains("cpu") || s.name.starts_with("Tp"))
+        .map(|s| s.celsius)
+        .fold(None, |m: Option<f64>, c| Some(m.map_or(c, |m| m.max(c))));
+    let agent = format!(
+        "{} sensors, CPU max {}",
+        ours.len(),
+        cpu_ours.map_or("-".into(), |c| format!("{c:.1} C"))
+    );
+    let verdict = match (&os, cpu_ours) {
+        (Err(e), _) => Verdict::Unavailable(e.clone()),
+        (Ok(t), Some(c)) => match t.iter().find(|(l, _)| l.starts_with("CPU")) {
+            None => Verdict::Unavailable("powermetrics printed no CPU temperature".into()),
+            Some((_, p)) if (p - c).abs() <= 5.0 => Verdict::Agree,
+            Some((_, p)) => Verdict::Disagree(format!("agent {c:.1} C, SMC {p:.1} C")),
+        },
+        (Ok(_), None) => Verdict::Disagree("the agent found no CPU sensor".into()),
+    };
+    Row {
+        source: "thermal",
+        subject: "CPU".into(),
+        agent,
+        os_tool: match &os {
+            Ok(t) => format!("powermetrics smc: {t:?}"),
+            Err(_) => "powermetrics --samplers smc".into(),
+        },
+        verdict,
+    }
+}
+
+/// Connected Thunderbolt ports: the agent's parser against a count taken
+/// straight from the JSON, plus the peers the parser found, for the eye.
+fn discovery_row(cap: &Captures) -> Row {
+    let _ = tool(
+        cap,
+        "macos/system_profiler/SPThunderboltDataType.txt",
+        "/usr/sbin/system_profiler",
+        &["SPThunderboltDataType"],
+    );
+    let _ = tool(
+        cap,
+        "macos/system_profiler/networksetup_listallhardwareports.txt",
+        "/usr/sbin/networksetup",
+        &["-listallhardwareports"],
+    );
+    let json = tool(
+        cap,
+        "macos/system_profiler/SPThunderboltDataType.json",
+        "/usr/sbin/system_profiler",
+        &["SPThunderboltDataType", "-json"],
+    );
+    let mut row = Row {
+        source: "discovery",
+        subject: "thunderbolt ports".into(),
+        agent: String::new(),
+        os_tool: String::new(),
+        verdict: Verdict::Agree,
+    };
+    let json = match json {
+        Ok(j) => j,
+        Err(e) => {
+            row.verdict = Verdict::Unavailable(e);
+            return row;
+        }
+    };
+    let raw = compare::profiler_connected_ports(&json);
+    row.os_tool = format!("system_profiler: {} connected", raw.map_or("?".into(), |n| n.to_string()));
+    match parse_system_profiler_thunderbolt(&json) {
+        Err(e) => row.verdict = Verdict::Disagree(format!("the agent's parser failed: {e}")),
+        Ok(ports) => {
+            let connected = ports.iter().filter(|p| p.connected).count();
+            let peers: Vec<String> = ports
+                .iter()
+                .flat_map(|p| &p.peers)
+                .map(|p| p.mac_model().unwrap_or(&p.name).to_owned())
+                .collect();
+            row.agent = format!("{connected} connected, peers {peers:?}");
+            if raw != Some(connected) {
+                row.verdict = Verdict::Disagree(format!("agent {connected}, raw {raw:?}"));
+            }
+        }
+    }
+    row
+}
