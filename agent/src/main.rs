@@ -125,17 +125,8 @@ fn main() -> ExitCode {
 fn run_cmd(args: RunArgs) -> ExitCode {
     let (config, renamed) = match load_config(&args) {
         Ok(c) => c,
-        Err(e) if args.check_config => {
-            eprintln!("boltwatch-agent: config error: {e}");
-            return ExitCode::from(exit::EX_CONFIG);
-        }
         Err(e) => {
-            // See boltwatch_common::exit: 78 unless launchd asked for 0.
-            let status = exit::config_error_status_from_env();
-            eprintln!(
-                "boltwatch-agent: config error: {e}; exiting with status {status}, the service stays stopped until the config is fixed"
-            );
-            return ExitCode::from(status);
+            return ExitCode::from(exit::config_error("boltwatch-agent", &e, args.check_config))
         }
     };
     if args.check_config {

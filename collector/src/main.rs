@@ -199,18 +199,7 @@ fn main() -> ExitCode {
     };
     let config = match load_config(config.as_deref(), &flags) {
         Ok(c) => c,
-        Err(e) if check => {
-            eprintln!("boltwatch-collector: config error: {e}");
-            return ExitCode::from(exit::EX_CONFIG);
-        }
-        Err(e) => {
-            // See boltwatch_common::exit: 78 unless launchd asked for 0.
-            let status = exit::config_error_status_from_env();
-            eprintln!(
-                "boltwatch-collector: config error: {e}; exiting with status {status}, the service stays stopped until the config is fixed"
-            );
-            return ExitCode::from(status);
-        }
+        Err(e) => return ExitCode::from(exit::config_error("boltwatch-collector", &e, check)),
     };
     if check {
         println!("{}", summary(&config));

@@ -28,6 +28,22 @@ pub fn config_error_status_from_env() -> u8 {
     config_error_status(std::env::var(CONFIG_ERROR_STATUS_VAR).ok().as_deref())
 }
 
+/// Reports a config error of `binary` on stderr and returns its exit
+/// status: [`EX_CONFIG`] for `--check-config` (a check always says what
+/// it found), otherwise [`config_error_status_from_env`], with a word on
+/// what the service manager will do.
+pub fn config_error(binary: &str, e: &dyn std::fmt::Display, checking: bool) -> u8 {
+    if checking {
+        eprintln!("{binary}: config error: {e}");
+        return EX_CONFIG;
+    }
+    let status = config_error_status_from_env();
+    eprintln!(
+        "{binary}: config error: {e}; exiting with status {status}, the service stays stopped until the config is fixed"
+    );
+    status
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

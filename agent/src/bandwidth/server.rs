@@ -20,6 +20,7 @@
 mod deny;
 pub mod policy;
 mod report;
+mod slot;
 mod udp;
 
 use super::client::{our_results, IntervalSampler};
@@ -31,6 +32,7 @@ use super::BandwidthError;
 use deny::Denier;
 use policy::{Admission, Limits};
 use report::intervals_json;
+use slot::{lock_unless_finishing, Slot, SlotGuard, FINISHING_WAIT};
 use std::io::{ErrorKind, Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -128,23 +130,6 @@ fn count(c: &AtomicU64) {
     c.fetch_add(1, Ordering::Relaxed);
 }
 
-#[derive(Default)]
-struct Slot {
-    busy: bool,
-    streams_tx: Option<mpsc::Sender<TcpStream>>,
-}
-
-/// Frees the slot however the session ends.
-struct SlotGuard(Arc<Mutex<Slot>>);
-
-impl Drop for SlotGuard {
-    fn drop(&mut self) {
-        let mut s = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        s.busy = false;
-        s.streams_tx = None;
-    }
-}
-
 /// Serves tests on `listener` until `stop` is cancelled, with the timeouts
 /// and limits of `opts` (`ServerOptions::default()` for the stock ones).
 ///
@@ -189,7 +174,7 @@ fn accept_loop(
                 if s.set_nonblocking(false).is_err() {
                     continue;
                 }
-                let mut g = slot.lock().unwrap_or_else(|p| p.into_inner());
+                let mut g = lock_unless_finishing(&slot, FINISHING_WAIT);
                 if g.busy {
                     // A busy slot's connections are its data streams (or
                     // intruders: the session checks address and cookie).
@@ -462,6 +447,7 @@ fn session(
     let last = sampler.next(&eng.snapshot()).received;
     intervals.extend(last.filter(|iv| iv.duration_ns > 1_000_000));
     *phase = "results";
+    cx.slot.lock().unwrap_or_else(|p| p.into_inner()).finishing = true;
     let fin = eng.stop();
     drop(span);
     // Close the data sockets now, as iperf3's server does on TEST_END: a
