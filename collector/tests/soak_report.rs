@@ -316,6 +316,29 @@ async fn running_soak_is_on_metrics_until_stopped() {
     );
     // bandwidth_mean has no threshold: not judged, no series.
     assert!(!m.contains("slo=\"bandwidth_mean\""), "{m}");
+    // A workload mark shows as its start and end times, the values the
+    // dashboard's annotation query uses as annotation times.
+    let (code, body) = post(
+        &c,
+        "/api/v1/soaks/live/marks",
+        json!({"text": "xcode build", "at": 1_900_000_000u64, "until": 1_900_000_300u64}),
+    )
+    .await;
+    assert_eq!(code, 201, "{body}");
+    let m = c.metrics().await;
+    common::expect_metrics(
+        &m,
+        &[
+            (
+                "boltwatch_soak_mark_timestamp_seconds{soak=\"live\",mark=\"xcode build\",edge=\"start\"}",
+                1_900_000_000.0,
+            ),
+            (
+                "boltwatch_soak_mark_timestamp_seconds{soak=\"live\",mark=\"xcode build\",edge=\"end\"}",
+                1_900_000_300.0,
+            ),
+        ],
+    );
     let show = c.json("/api/v1/soaks/live").await;
     assert_eq!(show["verdict"]["pass"], false);
     let (code, body) = post(&c, "/api/v1/soaks/live/stop", json!({})).await;

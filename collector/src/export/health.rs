@@ -26,7 +26,7 @@ pub const INGEST_ERROR_KINDS: [&str; 10] = [
 
 families! {
     RECORDS_RECEIVED = Counter("boltwatch_records_received_total", "", &["node", "kind"], "Records newly stored, by producing node and payload kind.");
-    MALFORMED_CONNECTIONS = Counter("boltwatch_ingest_malformed_connections_total", "", labels::NONE, "Connections to the gRPC port that did not start with the HTTP/2 preface.");
+    MALFORMED_CONNECTIONS = Counter("boltwatch_ingest_malformed_connections_total", "", labels::NONE, "Connections to the gRPC port that failed the TLS handshake (with TLS) or did not start with the HTTP/2 preface.");
     INGEST_ERRORS = Counter("boltwatch_ingest_errors_total", "", &["kind"], "Agent streams or batches rejected or failed, by reason.");
     COMMIT_SECONDS = Histogram("boltwatch_store_commit_seconds", "seconds", labels::NONE, "Time to store and commit one record batch.");
     SERIES_REFUSED = Counter("boltwatch_ingest_series_refused_total", "", &["kind"], "Records and Hello interfaces kept off /metrics (still stored) because their node reached max_series_per_node distinct values of that kind of label.");

@@ -12,6 +12,42 @@ families! {
     ELAPSED = Gauge("boltwatch_soak_elapsed_seconds", "seconds", &["soak"], "Time since the running soak started, as of the last verdict refresh.");
     PASS = Gauge("boltwatch_soak_pass", "", &["soak"], "1 while every judged SLO line of the running soak passes.");
     SLO_PASS = Gauge("boltwatch_soak_slo_pass", "", &["soak", "slo"], "1 when the SLO line passes so far, 0 when it fails.");
+    MARK = Gauge("boltwatch_soak_mark_timestamp_seconds", "seconds", &["soak", "mark", "edge"], "Start (edge=start) and end (edge=end) of the running soak's latest workload marks, unix seconds; the dashboard's annotation query uses the value as the time.");
+}
+
+/// Workload marks a running soak shows on `/metrics`: the latest ones
+/// (marks are rare, tens per soak; the bound keeps a scripted marker from
+/// growing the exposition).
+pub const MARKS_SHOWN: usize = 64;
+
+/// Longest mark text used as a label value (the rest of a 1 KiB mark is
+/// in the report); cut at a character boundary.
+pub const MARK_LABEL_BYTES: usize = 128;
+
+/// One workload mark of a running soak.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LiveMark {
+    /// Its text, at most [`MARK_LABEL_BYTES`].
+    pub text: String,
+    /// Start, unix seconds.
+    pub start_seconds: f64,
+    /// End, unix seconds, for a mark that spans time.
+    pub end_seconds: Option<f64>,
+}
+
+impl LiveMark {
+    /// The mark as `/metrics` shows it: text cut to a label's length.
+    pub fn new(text: &str, at_unix_ns: u64, until_unix_ns: Option<u64>) -> LiveMark {
+        let mut cut = text.len().min(MARK_LABEL_BYTES);
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        LiveMark {
+            text: text[..cut].to_string(),
+            start_seconds: at_unix_ns as f64 / 1e9,
+            end_seconds: until_unix_ns.map(|u| u as f64 / 1e9),
+        }
+    }
 }
 
 /// A running soak as `/metrics` shows it.
@@ -27,6 +63,8 @@ pub struct LiveSoak {
     pub pass: bool,
     /// (SLO key, passes) of the judged lines.
     pub lines: Vec<(&'static str, bool)>,
+    /// The latest workload marks, at most [`MARKS_SHOWN`].
+    pub marks: Vec<LiveMark>,
 }
 
 /// State behind the soak families: the running soaks.
@@ -52,6 +90,42 @@ impl Domain for SoakMetrics {
                     .iter()
                     .map(move |(k, p)| ([x.name.as_str(), *k], *p))
             }),
+        );
+        e.family(
+            &MARK,
+            s.iter().flat_map(|x| {
+                x.marks.iter().flat_map(move |m| {
+                    let start = ([x.name.as_str(), m.text.as_str(), "start"], m.start_seconds);
+                    let end = m
+                        .end_seconds
+                        .map(|t| ([x.name.as_str(), m.text.as_str(), "end"], t));
+                    std::iter::once(start).chain(end)
+                })
+            }),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mark_labels_are_cut_at_a_character_boundary() {
+        let long = "é".repeat(100); // 200 bytes
+        let m = LiveMark::new(
+            &long,
+            1_500_000_000_000_000_000,
+            Some(1_500_000_060_000_000_000),
+        );
+        assert_eq!(m.text.len(), 128);
+        assert_eq!(m.text, "é".repeat(64));
+        assert_eq!(m.start_seconds, 1_500_000_000.0);
+        assert_eq!(m.end_seconds, Some(1_500_000_060.0));
+        let short = LiveMark::new("xcode build", 1_000_000_000, None);
+        assert_eq!(
+            (short.text.as_str(), short.end_seconds),
+            ("xcode build", None)
         );
     }
 }

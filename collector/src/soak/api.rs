@@ -220,6 +220,7 @@ struct NewMark {
 
 async fn mark(
     State(store): State<StoreHandle>,
+    State(metrics): State<SharedMetrics>,
     Path(name): Path<String>,
     Json(body): Json<NewMark>,
 ) -> Result<(StatusCode, Json<Value>)> {
@@ -230,6 +231,9 @@ async fn mark(
     };
     let out = json!(m);
     write(&store, move |c| soaks::add_mark(c, &name, &m)).await?;
+    // The mark's series (dashboard annotations) appear now, not at the
+    // next periodic refresh.
+    super::live::refresh(&store, &metrics).await;
     Ok((StatusCode::CREATED, Json(out)))
 }
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 use boltwatch_common::clock::now_unix_ns;
 use tokio::sync::watch;
 
-use crate::export::soak::LiveSoak;
+use crate::export::soak::{LiveMark, LiveSoak, MARKS_SHOWN};
 use crate::export::SharedMetrics;
 use crate::store::{soaks, StoreHandle};
 
@@ -29,6 +29,11 @@ pub async fn refresh(store: &StoreHandle, metrics: &SharedMetrics) {
             for s in soaks::list(c)?.into_iter().filter(|s| s.running(now)) {
                 let scope = super::load::scope_of(c, &s, now)?;
                 let r = super::load::report(c, scope)?;
+                let all = soaks::marks(c, &s.name)?;
+                let marks = all[all.len().saturating_sub(MARKS_SHOWN)..]
+                    .iter()
+                    .map(|m| LiveMark::new(&m.text, m.at_unix_ns, m.until_unix_ns))
+                    .collect();
                 out.push(LiveSoak {
                     nodes: s.nodes.join(","),
                     elapsed_seconds: now.saturating_sub(s.start_unix_ns) as f64 / 1e9,
@@ -40,6 +45,7 @@ pub async fn refresh(store: &StoreHandle, metrics: &SharedMetrics) {
                         .filter_map(|l| Some((l.key, l.pass?)))
                         .collect(),
                     name: s.name,
+                    marks,
                 });
             }
             Ok(out)
