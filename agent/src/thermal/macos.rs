@@ -96,7 +96,7 @@ impl ThermalSource for MacThermal {
             let mut t = Throttle {
                 throttled: pressure_throttled(level),
                 pressure_level: u32::try_from(level).unwrap_or(u32::MAX),
-                cpu_frequency_ratio: 0.0,
+                cpu_frequency_ratio: None,
                 throttle_events: 0,
                 source: "notify".to_string(),
                 ..Throttle::default()
