@@ -21,6 +21,7 @@ use std::path::Path;
 pub use boltwatch_proto::v1::{TemperatureSensor, ThermalReading, Throttle};
 
 pub mod level;
+pub mod smc;
 pub use level::ThrottleLevel;
 
 use crate::platform::{Support, Unsupported};

@@ -47,7 +47,13 @@ fn throttle_follows_the_newest_reading_and_an_absent_ratio_is_no_sample() {
     assert_eq!(value(&m, throttled).as_deref(), Some("1"));
     assert_eq!(value(&m, pressure).as_deref(), Some("1"));
     assert_eq!(value(&m, ratio), None, "absent is no sample, not 0");
-    m.apply_record(&rec("a", "b1", 2, 2, thermal(60.0, Some((false, Some(0.5))))));
+    m.apply_record(&rec(
+        "a",
+        "b1",
+        2,
+        2,
+        thermal(60.0, Some((false, Some(0.5)))),
+    ));
     assert_eq!(value(&m, throttled).as_deref(), Some("0"));
     assert_eq!(value(&m, ratio).as_deref(), Some("0.5"));
     // A later reading without the ratio (a macOS agent) keeps the last
