@@ -22,6 +22,8 @@ use crate::platform::Support;
 
 /// Linux reads thermals from sysfs.
 pub(super) const SUPPORT: Support = Support::Supported;
+/// cpufreq gives the frequency ratio (where the kernel has cpufreq).
+pub(super) const FREQUENCY_SUPPORT: Support = Support::Supported;
 
 /// The source of this OS: sysfs under `sysfs_root`.
 pub(super) fn default_source(sysfs_root: &Path) -> Box<dyn ThermalSource> {

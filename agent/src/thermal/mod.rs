@@ -37,6 +37,9 @@ pub use imp::UnsupportedThermal;
 
 /// Whether this OS has a thermal reader.
 pub const SUPPORT: Support = imp::SUPPORT;
+/// Whether this OS's thermal reader measures `cpu_frequency_ratio` (when
+/// it does not, the field is absent from every reading).
+pub const FREQUENCY_SUPPORT: Support = imp::FREQUENCY_SUPPORT;
 
 /// Readings below this are dropped: power-gated Apple cores report fixed
 /// sub-ambient sentinels (6.7, 4.6, ~2 °C), absent sensors read 0.
