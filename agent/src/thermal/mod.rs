@@ -9,8 +9,10 @@
 //! chosen as [`crate::platform`] describes: `linux.rs` reads thermal zones,
 //! hwmon, `thermal_throttle` and cpufreq under a configurable sysfs root
 //! (fixture-tested) and falls back to `sysinfo` on the real `/sys` when
-//! sysfs yields no sensor; `macos.rs` reads `sysinfo` components (IOHID)
-//! plus the notify(3) thermal pressure level; `unsupported.rs` fails every
+//! sysfs yields no sensor; `macos.rs` reads the SMC temperature keys
+//! (pure decoding and key choice in [`smc`], the IOKit calls in
+//! `platform/smc.rs`), falls back to `sysinfo` components (IOHID), and
+//! reads the notify(3) thermal pressure level; `unsupported.rs` fails every
 //! read with [`ThermalError::Unsupported`]. No sensors at all on a
 //! supported OS is a normal outcome (VMs): the reading is empty, not an
 //! error.

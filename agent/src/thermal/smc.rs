@@ -282,6 +282,13 @@ pub fn sensor_name(key: FourCc) -> String {
     format!("smc_{}", key.as_str().unwrap_or("????"))
 }
 
+/// The group of a sensor named by [`sensor_name`]; `None` for any other
+/// name (IOHID sensors, sysfs).
+pub fn sensor_group(name: &str) -> Option<Group> {
+    let key: [u8; 4] = name.strip_prefix("smc_")?.as_bytes().try_into().ok()?;
+    classify(FourCc(key))
+}
+
 /// A temperature key chosen for reading.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TempKey {

@@ -218,6 +218,11 @@ fn classification_names_and_selection() {
     }
     assert_eq!(classify(FourCc([b'T', b'p', 0, 1])), None, "unprintable");
     assert_eq!(sensor_name(four("Tp0a")), "smc_Tp0a");
+    assert_eq!(sensor_group("smc_Tp0a"), Some(Group::Cpu));
+    assert_eq!(sensor_group("smc_Tg0f"), Some(Group::Gpu));
+    for other in ["Tp0a", "smc_TCMb", "smc_Tp0", "smc_Tp0aa", "PMU tdie1"] {
+        assert_eq!(sensor_group(other), None, "{other}");
+    }
     assert_ne!(sensor_name(four("Tp0a")), sensor_name(four("Tp0A")));
     assert_eq!(FourCc::from_u32(0x5470_3031), four("Tp01"));
     assert_eq!(four("flt ").to_u32(), 1_718_383_648);
