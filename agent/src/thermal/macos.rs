@@ -148,7 +148,8 @@ enum SmcState {
 
 impl SmcState {
     /// Adds the SMC temperatures to `set`; false when the SMC is
-    /// unavailable and the caller should fall back.
+    /// unavailable, or gave no value this time, and the caller should
+    /// fall back to IOHID.
     fn add_to(&mut self, set: &mut SensorSet, stats: &mut FilterStats) -> bool {
         if matches!(self, SmcState::Unopened) {
             *self = SmcState::open();
@@ -156,22 +157,7 @@ impl SmcState {
         let SmcState::Open { smc, keys } = self else {
             return false;
         };
-        for k in keys.iter() {
-            let name = keys::sensor_name(k.key);
-            let label = k.key.as_str().unwrap_or_default();
-            match smc.read(k.key, k.info).map(|b| keys::decode(k.info, &b)) {
-                Ok(Ok(celsius)) => set.add(label, &name, celsius, "smc", 0.0, stats),
-                Ok(Err(e)) => {
-                    tracing::debug!(key = %k.key, error = %e, "SMC value");
-                    set.unreadable(&name, stats);
-                }
-                Err(e) => {
-                    tracing::debug!(key = %k.key, error = %e, "SMC read");
-                    set.unreadable(&name, stats);
-                }
-            }
-        }
-        true
+        keys::add_readings(keys, set, stats, |k| smc.read(k.key, k.info)) > 0
     }
 
     fn open() -> SmcState {

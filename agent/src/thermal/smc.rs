@@ -18,6 +18,8 @@
 
 use std::fmt;
 
+use super::{FilterStats, SensorSet};
+
 /// `IOConnectCallStructMethod` selector of the AppleSMC user client
 /// (`kSMCHandleYPCEvent`); the command goes in [`KeyDataLayout::DATA8`].
 pub const SELECTOR: u32 = 2;
@@ -318,6 +320,40 @@ pub fn select(keys: impl IntoIterator<Item = (FourCc, KeyInfo)>) -> Vec<TempKey>
     out.dedup_by_key(|k| k.key);
     out.truncate(MAX_SENSORS);
     out
+}
+
+/// Adds one reading of `keys` to `set`: each key's bytes from `read`,
+/// decoded and named [`sensor_name`] (label the key, source `smc`), then
+/// through the set's sanity filter. A failed read or a value that does
+/// not decode keeps its name reserved and counts as unreadable. Returns
+/// how many keys read and decoded (filtered or not): 0 means the SMC gave
+/// nothing this time.
+pub fn add_readings<B: AsRef<[u8]>, E: fmt::Display>(
+    keys: &[TempKey],
+    set: &mut SensorSet,
+    stats: &mut FilterStats,
+    mut read: impl FnMut(TempKey) -> Result<B, E>,
+) -> usize {
+    let mut decoded = 0;
+    for k in keys {
+        let name = sensor_name(k.key);
+        let value = match read(*k) {
+            Ok(bytes) => decode(k.info, bytes.as_ref()).map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        match value {
+            Ok(celsius) => {
+                decoded += 1;
+                let label = k.key.as_str().unwrap_or_default();
+                set.add(label, &name, celsius, "smc", 0.0, stats);
+            }
+            Err(error) => {
+                tracing::debug!(key = %k.key, %error, "SMC temperature unreadable");
+                set.unreadable(&name, stats);
+            }
+        }
+    }
+    decoded
 }
 
 #[cfg(test)]

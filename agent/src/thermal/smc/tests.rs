@@ -84,22 +84,58 @@ fn m2_max_capture_selects_tp_keys_and_the_filter_drops_the_sentinels() {
     assert!(keys.windows(2).all(|w| w[0].key < w[1].key), "sorted");
     let mut set = SensorSet::new();
     let mut stats = FilterStats::default();
-    for k in &keys {
+    let decoded = add_readings(&keys, &mut set, &mut stats, |k| {
         let l = lines.iter().find(|l| l.key == k.key).unwrap();
-        let v = decode(k.info, &l.bytes).unwrap();
-        set.add(
-            k.key.as_str().unwrap(),
-            &sensor_name(k.key),
-            v,
-            "smc",
-            0.0,
-            &mut stats,
-        );
-    }
+        Ok::<_, String>(l.bytes.clone())
+    });
+    assert_eq!(decoded, 24, "every key read and decoded");
     // Every Tp value in this capture is 0 or a 4.6 .. 8.4 °C power-gating
     // sentinel: all dropped, none exported as a temperature.
     assert!(set.is_empty());
     assert_eq!(stats.out_of_range, 24);
+}
+
+#[test]
+fn a_reading_names_keys_and_counts_failures_without_shifting_names() {
+    let flt = KeyInfo {
+        size: 4,
+        data_type: four("flt "),
+    };
+    let keys = select([
+        (four("Tp01"), flt),
+        (four("Tp05"), flt),
+        (four("Tp09"), flt),
+        (four("Tg0f"), flt),
+    ]);
+    let mut set = SensorSet::new();
+    let mut stats = FilterStats::default();
+    // The ftp0 bytes of the M2 Max capture (30.76 °C) stand in for a live
+    // core; Tp05 fails to read; Tp09 is the capture's 6.7 °C sentinel.
+    let decoded = add_readings(&keys, &mut set, &mut stats, |k| match k.key.as_str() {
+        Some("Tp01") | Some("Tg0f") => Ok(vec![0xB0, 0x12, 0xF6, 0x41]),
+        Some("Tp09") => Ok(vec![0x66, 0x66, 0xD6, 0x40]),
+        _ => Err("SMC key Tp05: result 0x84"),
+    });
+    assert_eq!(decoded, 3);
+    assert_eq!(
+        stats,
+        FilterStats {
+            out_of_range: 1,
+            placeholder: 0,
+            unreadable: 1
+        }
+    );
+    let sensors = set.into_sensors();
+    let names: Vec<_> = sensors.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["smc_Tg0f", "smc_Tp01"]);
+    assert!(sensors.iter().all(|s| s.source == "smc"));
+    assert!((sensors[1].celsius - 30.759).abs() < 1e-3);
+
+    // Nothing readable: 0, so the macOS reader falls back to IOHID.
+    let mut set = SensorSet::new();
+    let none = add_readings(&keys, &mut set, &mut stats, |_| Err::<[u8; 4], _>("gone"));
+    assert_eq!(none, 0);
+    assert!(set.is_empty());
 }
 
 #[test]
