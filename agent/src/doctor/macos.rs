@@ -14,6 +14,7 @@ use crate::counters::{CounterSource, MibCounters};
 use crate::discovery::parse::parse_system_profiler_thunderbolt;
 use crate::platform::{macos, xnu};
 use crate::thermal::default_source;
+use crate::thermal::smc::{sensor_group, Group};
 
 fn netstat(cap: &Captures, rel: &str) -> Result<std::collections::BTreeMap<String, Counts>, String> {
     tool(cap, rel, "/usr/sbin/netstat", &["-ibn"]).map(|t| compare::parse_netstat_ibn(&t))
@@ -105,8 +106,9 @@ fn unavailable(source: &'static str, subject: &str, tool: &str, why: &str) -> Ro
 }
 
 /// The agent's hottest CPU sensor against powermetrics' CPU die
-/// temperature; public reports put HID readings 8-10 C under the SMC's,
-/// which is what this row is there to show.
+/// temperature. The agent reads the SMC core keys (`smc_Tp*`...), falling
+/// back to IOHID, whose readings public reports put 8-10 C under the
+/// SMC's: this row shows which one a Mac gave and how far it is.
 fn thermal_row(cap: &Captures) -> Row {
     let ours = default_source(Path::new("/sys"))
         .read()
@@ -123,7 +125,10 @@ fn thermal_row(cap: &Captures) -> Row {
     .map(|t| compare::parse_powermetrics_temps(&t));
     let cpu_ours = ours
         .iter()
-        .filter(|s| s.name.to_ascii_lowercase().contains("cpu") || s.name.starts_with("Tp"))
+        .filter(|s| {
+            s.name.to_ascii_lowercase().contains("cpu")
+                || sensor_group(&s.name) == Some(Group::Cpu)
+        })
         .map(|s| s.celsius)
         .fold(None, |m: Option<f64>, c| Some(m.map_or(c, |m| m.max(c))));
     let agent = format!(

@@ -60,13 +60,17 @@ pub(crate) use os_module;
 
 #[cfg(target_os = "macos")]
 pub(crate) mod macos;
+#[cfg(target_os = "macos")]
+pub(crate) mod smc;
 
 /// Whether a source works on the OS the agent was built for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Support {
     /// Implemented for this OS.
     Supported,
-    /// Not implemented for this OS: every read fails with [`Unsupported`].
+    /// Not implemented for this OS: every read fails with [`Unsupported`],
+    /// or, for a field of another source's records
+    /// ([`Source::CpuFrequency`]), the field is absent.
     Unsupported,
 }
 
@@ -111,17 +115,21 @@ pub enum Source {
     KernelTimestamps,
     /// TCP retransmits and process CPU time of bandwidth tests.
     SocketStats,
+    /// `Throttle.cpu_frequency_ratio` of thermal readings (absent where
+    /// unsupported).
+    CpuFrequency,
 }
 
 impl Source {
     /// All sources, in a stable order.
-    pub const ALL: [Source; 6] = [
+    pub const ALL: [Source; 7] = [
         Source::Link,
         Source::Counters,
         Source::Thermal,
         Source::Discovery,
         Source::KernelTimestamps,
         Source::SocketStats,
+        Source::CpuFrequency,
     ];
 
     /// The name used in logs and in `AgentStats.unsupported_sources`.
@@ -133,6 +141,7 @@ impl Source {
             Source::Discovery => "discovery",
             Source::KernelTimestamps => "kernel_timestamps",
             Source::SocketStats => "socket_stats",
+            Source::CpuFrequency => "cpu_frequency",
         }
     }
 
@@ -145,6 +154,7 @@ impl Source {
             Source::Discovery => crate::discovery::SUPPORT,
             Source::KernelTimestamps => crate::stamp::imp::SUPPORT,
             Source::SocketStats => crate::bandwidth::sys::SUPPORT,
+            Source::CpuFrequency => crate::thermal::FREQUENCY_SUPPORT,
         }
     }
 }
@@ -156,7 +166,8 @@ impl fmt::Display for Source {
 }
 
 /// Names of the sources this OS does not support, for the start-up log
-/// line and `AgentStats.unsupported_sources`. Empty on Linux and macOS.
+/// line and `AgentStats.unsupported_sources`. Empty on Linux;
+/// `cpu_frequency` on macOS (IOReport residency is not read).
 pub fn unsupported_sources() -> Vec<String> {
     Source::ALL
         .iter()
@@ -178,7 +189,7 @@ pub fn log_unsupported() {
         tracing::warn!(
             os = std::env::consts::OS,
             sources = ?unsupported,
-            "sources not supported on this OS: they report errors, not data"
+            "sources not supported on this OS: they report errors or absent fields, not data"
         );
     }
 }
@@ -202,12 +213,18 @@ mod tests {
         assert_eq!(io.kind(), std::io::ErrorKind::Unsupported);
     }
 
-    #[cfg(any(target_os = "linux", target_os = "macos"))]
+    #[cfg(target_os = "linux")]
     #[test]
-    fn linux_and_macos_support_every_source() {
+    fn linux_supports_every_source() {
         assert_eq!(unsupported_sources(), Vec::<String>::new());
         for s in Source::ALL {
             assert_eq!(s.support(), Support::Supported, "{s}");
         }
+    }
+
+    #[cfg(target_os = "macos")]
+    #[test]
+    fn macos_supports_every_source_but_cpu_frequency() {
+        assert_eq!(unsupported_sources(), vec!["cpu_frequency".to_owned()]);
     }
 }

@@ -22,6 +22,8 @@ use crate::platform::Support;
 
 /// Linux reads thermals from sysfs.
 pub(super) const SUPPORT: Support = Support::Supported;
+/// cpufreq gives the frequency ratio (where the kernel has cpufreq).
+pub(super) const FREQUENCY_SUPPORT: Support = Support::Supported;
 
 /// The source of this OS: sysfs under `sysfs_root`.
 pub(super) fn default_source(sysfs_root: &Path) -> Box<dyn ThermalSource> {
@@ -266,7 +268,7 @@ impl ThermalSource for SysfsThermal {
                 Some(Throttle {
                     throttled,
                     pressure_level: u32::from(throttled),
-                    cpu_frequency_ratio: ratio.unwrap_or(0.0),
+                    cpu_frequency_ratio: ratio,
                     throttle_events: events,
                     source: "thermal_throttle".to_string(),
                     ..Throttle::default()
@@ -277,7 +279,7 @@ impl ThermalSource for SysfsThermal {
             (None, Some(ratio)) => Some(Throttle {
                 throttled: false,
                 pressure_level: 0,
-                cpu_frequency_ratio: ratio,
+                cpu_frequency_ratio: Some(ratio),
                 throttle_events: 0,
                 source: "cpufreq".to_string(),
                 ..Throttle::default()
@@ -285,10 +287,9 @@ impl ThermalSource for SysfsThermal {
             (None, None) => None,
         };
         if let Some(t) = throttle.as_mut() {
-            let throttled = if t.source == "cpufreq" {
-                self.level.cpufreq_held(t.cpu_frequency_ratio)
-            } else {
-                t.throttled
+            let throttled = match t.cpu_frequency_ratio {
+                Some(ratio) if t.source == "cpufreq" => self.level.cpufreq_held(ratio),
+                _ => t.throttled,
             };
             self.level.stamp(t, now, throttled);
         }

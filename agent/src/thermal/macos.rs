@@ -1,25 +1,35 @@
-//! macOS thermals: `sysinfo` components (IOHID temperature services on
-//! Apple Silicon, no root needed) and the notify(3) thermal pressure level.
+//! macOS thermals: the SMC temperature keys (AppleSMC, no root needed),
+//! falling back to `sysinfo` components (IOHID) when the SMC does not open
+//! or offers no CPU/GPU key, and the notify(3) thermal pressure level.
+//!
+//! SMC keys are enumerated once, on the first read, and chosen by
+//! [`super::smc::select`] (`Tp*`/`Te*`/`Ts*` CPU, `Tg*` GPU); each is then
+//! read on every reading and named `smc_<key>`, source `smc`. The IOHID
+//! path (source `iohid`) gives die aggregates whose duplicate names
+//! sysinfo collapses, reading 8-10 °C below the SMC core keys on M4.
 //!
 //! There is no documented "throttled" counter on macOS; the pressure level
 //! `com.apple.system.thermalpressurelevel` is the platform's own verdict and
-//! Moderate (1) or above is reported as throttled. CPU frequency (IOReport)
-//! is not read here, so `cpu_frequency_ratio` stays 0. sysinfo collapses
-//! duplicate-named HID services into one, so per-die duplicates are lost;
-//! names that still repeat get a `#N` suffix from [`SensorSet`].
+//! Moderate (1) or above is reported as throttled. CPU frequency (IOReport
+//! residency) is not read, so `cpu_frequency_ratio` is absent from macOS
+//! readings rather than a made-up 0.
 #![allow(unsafe_code)]
 
 use std::ffi::CStr;
 use std::path::Path;
 
+use super::smc::{self as keys, TempKey};
 use super::{
     pressure_throttled, FilterStats, SensorSet, SysinfoSensors, ThermalError, ThermalReading,
     ThermalSource, Throttle, ThrottleLevel,
 };
+use crate::platform::smc::Smc;
 use crate::platform::Support;
 
-/// macOS reads IOHID temperatures and the pressure level.
+/// macOS reads SMC (or IOHID) temperatures and the pressure level.
 pub(super) const SUPPORT: Support = Support::Supported;
+/// IOReport CPU residency is not read: `cpu_frequency_ratio` is absent.
+pub(super) const FREQUENCY_SUPPORT: Support = Support::Unsupported;
 
 /// The source of this OS; `_sysfs_root` is a Linux notion.
 pub(super) fn default_source(_sysfs_root: &Path) -> Box<dyn ThermalSource> {
@@ -35,8 +45,10 @@ extern "C" {
     fn notify_get_state(token: libc::c_int, state: *mut u64) -> u32;
 }
 
-/// Reads IOHID temperatures through sysinfo and the thermal pressure level.
+/// Reads SMC temperatures (IOHID through sysinfo as the fallback) and the
+/// thermal pressure level.
 pub struct MacThermal {
+    smc: SmcState,
     sysinfo: SysinfoSensors,
     token: Option<libc::c_int>,
     stats: FilterStats,
@@ -46,6 +58,7 @@ pub struct MacThermal {
 impl std::fmt::Debug for MacThermal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MacThermal")
+            .field("smc", &self.smc)
             .field("token", &self.token)
             .field("stats", &self.stats)
             .finish_non_exhaustive()
@@ -70,6 +83,7 @@ impl MacThermal {
             tracing::warn!(status, "notify_register_check(thermalpressurelevel) failed");
         }
         MacThermal {
+            smc: SmcState::Unopened,
             sysinfo: SysinfoSensors::new(),
             token: (status == NOTIFY_STATUS_OK).then_some(token),
             stats: FilterStats::default(),
@@ -90,13 +104,15 @@ impl MacThermal {
 impl ThermalSource for MacThermal {
     fn read(&mut self) -> Result<ThermalReading, ThermalError> {
         let mut set = SensorSet::new();
-        self.sysinfo.add_to(&mut set, "iohid", &mut self.stats);
+        if !self.smc.add_to(&mut set, &mut self.stats) {
+            self.sysinfo.add_to(&mut set, "iohid", &mut self.stats);
+        }
         let now = std::time::Instant::now();
         let throttle = self.pressure_level().map(|level| {
             let mut t = Throttle {
                 throttled: pressure_throttled(level),
                 pressure_level: u32::try_from(level).unwrap_or(u32::MAX),
-                cpu_frequency_ratio: 0.0,
+                cpu_frequency_ratio: None,
                 throttle_events: 0,
                 source: "notify".to_string(),
                 ..Throttle::default()
@@ -114,5 +130,66 @@ impl ThermalSource for MacThermal {
 
     fn filtered(&self) -> FilterStats {
         self.stats
+    }
+}
+
+/// The SMC side of [`MacThermal`]: opened and enumerated on the first
+/// read; when that fails the reader stays on IOHID for the process's life
+/// (the SMC of a machine does not appear later).
+#[derive(Debug)]
+enum SmcState {
+    /// Not tried yet.
+    Unopened,
+    /// Open, with the keys to read (never empty).
+    Open { smc: Smc, keys: Vec<TempKey> },
+    /// Unavailable: IOHID is used.
+    Unavailable,
+}
+
+impl SmcState {
+    /// Adds the SMC temperatures to `set`; false when the SMC is
+    /// unavailable, or gave no value this time, and the caller should
+    /// fall back to IOHID.
+    fn add_to(&mut self, set: &mut SensorSet, stats: &mut FilterStats) -> bool {
+        if matches!(self, SmcState::Unopened) {
+            *self = SmcState::open();
+        }
+        let SmcState::Open { smc, keys } = self else {
+            return false;
+        };
+        keys::add_readings(keys, set, stats, |k| smc.read(k.key, k.info)) > 0
+    }
+
+    fn open() -> SmcState {
+        let smc = match Smc::open() {
+            Ok(smc) => smc,
+            Err(e) => {
+                tracing::info!(error = %e, "AppleSMC unavailable: temperatures from IOHID");
+                return SmcState::Unavailable;
+            }
+        };
+        match smc.enumerate() {
+            Ok((all, failed)) => {
+                let keys = keys::select(all.iter().copied());
+                if keys.is_empty() {
+                    tracing::info!(
+                        keys = all.len(),
+                        "no SMC CPU/GPU temperature key: temperatures from IOHID"
+                    );
+                    return SmcState::Unavailable;
+                }
+                tracing::info!(
+                    keys = all.len(),
+                    failed,
+                    temperatures = keys.len(),
+                    "SMC temperature keys"
+                );
+                SmcState::Open { smc, keys }
+            }
+            Err(e) => {
+                tracing::info!(error = %e, "SMC key enumeration failed: temperatures from IOHID");
+                SmcState::Unavailable
+            }
+        }
     }
 }

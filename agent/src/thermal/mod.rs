@@ -9,8 +9,10 @@
 //! chosen as [`crate::platform`] describes: `linux.rs` reads thermal zones,
 //! hwmon, `thermal_throttle` and cpufreq under a configurable sysfs root
 //! (fixture-tested) and falls back to `sysinfo` on the real `/sys` when
-//! sysfs yields no sensor; `macos.rs` reads `sysinfo` components (IOHID)
-//! plus the notify(3) thermal pressure level; `unsupported.rs` fails every
+//! sysfs yields no sensor; `macos.rs` reads the SMC temperature keys
+//! (pure decoding and key choice in [`smc`], the IOKit calls in
+//! `platform/smc.rs`), falls back to `sysinfo` components (IOHID), and
+//! reads the notify(3) thermal pressure level; `unsupported.rs` fails every
 //! read with [`ThermalError::Unsupported`]. No sensors at all on a
 //! supported OS is a normal outcome (VMs): the reading is empty, not an
 //! error.
@@ -21,6 +23,7 @@ use std::path::Path;
 pub use boltwatch_proto::v1::{TemperatureSensor, ThermalReading, Throttle};
 
 pub mod level;
+pub mod smc;
 pub use level::ThrottleLevel;
 
 use crate::platform::{Support, Unsupported};
@@ -36,6 +39,9 @@ pub use imp::UnsupportedThermal;
 
 /// Whether this OS has a thermal reader.
 pub const SUPPORT: Support = imp::SUPPORT;
+/// Whether this OS's thermal reader measures `cpu_frequency_ratio` (when
+/// it does not, the field is absent from every reading).
+pub const FREQUENCY_SUPPORT: Support = imp::FREQUENCY_SUPPORT;
 
 /// Readings below this are dropped: power-gated Apple cores report fixed
 /// sub-ambient sentinels (6.7, 4.6, ~2 °C), absent sensors read 0.

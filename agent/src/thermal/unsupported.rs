@@ -8,6 +8,8 @@ use crate::platform::{Source, Support, Unsupported};
 
 /// No thermal reader here.
 pub(super) const SUPPORT: Support = Support::Unsupported;
+/// Nor a CPU frequency.
+pub(super) const FREQUENCY_SUPPORT: Support = Support::Unsupported;
 
 /// The source of this OS: fails every read.
 pub(super) fn default_source(_sysfs_root: &Path) -> Box<dyn ThermalSource> {

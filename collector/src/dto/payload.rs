@@ -237,7 +237,7 @@ impl From<&Payload> for PayloadDto {
                     .collect(),
                 throttled: t.throttle.as_ref().map(|t| t.throttled),
                 pressure_level: t.throttle.as_ref().map(|t| t.pressure_level),
-                cpu_frequency_ratio: t.throttle.as_ref().map(|t| t.cpu_frequency_ratio),
+                cpu_frequency_ratio: t.throttle.as_ref().and_then(|t| t.cpu_frequency_ratio),
                 throttle_events: t.throttle.as_ref().map(|t| t.throttle_events),
             },
             Payload::Bandwidth(b) => PayloadDto::Bandwidth {

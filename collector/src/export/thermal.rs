@@ -1,8 +1,9 @@
 //! Thermals (`thermal` records): each sensor's temperature and the node's
 //! throttling state, newest reading by agent time.
 //!
-//! `boltwatch_cpu_frequency_ratio` appears once a reading knows the ratio
-//! (a ratio of 0 means unknown in the schema).
+//! `boltwatch_cpu_frequency_ratio` appears once a reading carries the
+//! ratio; a reading without it (macOS, Linux without cpufreq) leaves the
+//! gauge as it was, never at 0.
 //!
 //! `boltwatch_thermal_throttled` is a level: agents that report one
 //! (`Throttle.level_known`) say 1 in every reading of a throttle episode;
@@ -55,8 +56,8 @@ impl ThrottleState {
             }
         }
         self.pressure.update(unix_ns, t.pressure_level);
-        if t.cpu_frequency_ratio > 0.0 {
-            self.ratio.update(unix_ns, t.cpu_frequency_ratio);
+        if let Some(ratio) = t.cpu_frequency_ratio {
+            self.ratio.update(unix_ns, ratio);
         }
     }
 }

@@ -411,7 +411,7 @@ fn second(sc: &Scenario, i: usize, t: u64, g: &mut NodeGen, truth: &mut Truth) {
             throttle: Some(Throttle {
                 throttled,
                 pressure_level: u32::from(throttled),
-                cpu_frequency_ratio: if throttled { 0.7 } else { 1.0 },
+                cpu_frequency_ratio: Some(if throttled { 0.7 } else { 1.0 }),
                 ..Default::default()
             }),
         });

@@ -37,7 +37,7 @@ fn link(iface: &str, carrier: bool, down: u64, source: LinkEventSource) -> Paylo
     })
 }
 
-fn thermal(c: f64, throttle: Option<(bool, u32, f64)>) -> Payload {
+fn thermal(c: f64, throttle: Option<(bool, u32, Option<f64>)>) -> Payload {
     Payload::Thermal(ThermalReading {
         sensors: vec![
             TemperatureSensor {
@@ -176,8 +176,8 @@ pub(super) fn drive(m: &mut Metrics) {
             r(7, 6, link("tb0", false, 6, LinkEventSource::Netlink)),
             r(8, 7, link("tb0", true, 6, LinkEventSource::Netlink)),
             r(9, 2, counters("en0", 10, Some(false), 0, 1_000_000_000)),
-            r(10, 8, thermal(55.5, Some((true, 1, 0.0)))),
-            r(11, 9, thermal(61.25, Some((false, 0, 0.625)))),
+            r(10, 8, thermal(55.5, Some((true, 1, None)))),
+            r(11, 9, thermal(61.25, Some((false, 0, Some(0.625))))),
             r(12, 10, thermal(40.0, None)),
             r(
                 13,

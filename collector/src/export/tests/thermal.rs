@@ -3,7 +3,7 @@
 use super::*;
 use boltwatch_proto::v1::{TemperatureSensor, ThermalReading, Throttle};
 
-fn thermal(celsius: f64, throttle: Option<(bool, f64)>) -> Payload {
+fn thermal(celsius: f64, throttle: Option<(bool, Option<f64>)>) -> Payload {
     Payload::Thermal(ThermalReading {
         sensors: vec![TemperatureSensor {
             name: "cpu".into(),
@@ -38,17 +38,27 @@ fn newest_temperature_wins() {
 }
 
 #[test]
-fn throttle_follows_the_newest_reading_and_ratio_zero_is_unknown() {
+fn throttle_follows_the_newest_reading_and_an_absent_ratio_is_no_sample() {
     let mut m = Metrics::new();
-    m.apply_record(&rec("a", "b1", 1, 1, thermal(70.0, Some((true, 0.0)))));
+    m.apply_record(&rec("a", "b1", 1, 1, thermal(70.0, Some((true, None)))));
     let throttled = "boltwatch_thermal_throttled{node=\"a\"}";
     let pressure = "boltwatch_thermal_pressure_level{node=\"a\"}";
     let ratio = "boltwatch_cpu_frequency_ratio{node=\"a\"}";
     assert_eq!(value(&m, throttled).as_deref(), Some("1"));
     assert_eq!(value(&m, pressure).as_deref(), Some("1"));
-    assert_eq!(value(&m, ratio), None, "0 is unknown");
-    m.apply_record(&rec("a", "b1", 2, 2, thermal(60.0, Some((false, 0.5)))));
+    assert_eq!(value(&m, ratio), None, "absent is no sample, not 0");
+    m.apply_record(&rec(
+        "a",
+        "b1",
+        2,
+        2,
+        thermal(60.0, Some((false, Some(0.5)))),
+    ));
     assert_eq!(value(&m, throttled).as_deref(), Some("0"));
+    assert_eq!(value(&m, ratio).as_deref(), Some("0.5"));
+    // A later reading without the ratio (a macOS agent) keeps the last
+    // measured value rather than dropping it to 0.
+    m.apply_record(&rec("a", "b1", 3, 3, thermal(61.0, Some((false, None)))));
     assert_eq!(value(&m, ratio).as_deref(), Some("0.5"));
 }
 
