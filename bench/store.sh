@@ -45,6 +45,7 @@ cleanup() {
     rm -rf "$scratch"
 }
 trap cleanup EXIT
+[ -n "${STORE_BENCH_KEEP:-}" ] && dir=$STORE_BENCH_KEEP && mkdir -p "$dir"
 
 port() { # a free loopback port
     while :; do

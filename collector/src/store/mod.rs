@@ -10,6 +10,7 @@
 
 mod error;
 mod health;
+pub mod layout;
 pub mod queries;
 pub mod schema;
 pub mod soaks;
@@ -117,7 +118,14 @@ impl Store {
         let (tx, rx) = mpsc::channel(64);
         let writer = std::thread::Builder::new()
             .name("store-writer".into())
-            .spawn(move || Writer { conn, total }.run(rx))
+            .spawn(move || {
+                Writer {
+                    conn,
+                    total,
+                    keys: layout::Keys::default(),
+                }
+                .run(rx)
+            })
             .map_err(|source| StoreError::CreateDir {
                 path: dir.to_path_buf(),
                 source,
@@ -317,6 +325,8 @@ impl ReadPool {
 struct Writer {
     conn: Connection,
     total: u64,
+    /// Interned boot and kind ids, kept across batches.
+    keys: layout::Keys,
 }
 
 impl Writer {
@@ -327,7 +337,12 @@ impl Writer {
                     let _ = reply.send(self.hello(&row));
                 }
                 Command::Batch(records, reply) => {
-                    let _ = reply.send(self.batch(&records));
+                    let r = self.batch(&records);
+                    if r.is_err() {
+                        // Ids interned by the rolled-back transaction are gone.
+                        self.keys.clear();
+                    }
+                    let _ = reply.send(r);
                 }
                 Command::Ping(reply) => {
                     let _ = reply.send(self.ping());
@@ -363,7 +378,7 @@ impl Writer {
         // (node, boot) -> (added, max seq), in first-appearance order.
         let mut boots: Vec<((&str, &str), u64, u64)> = Vec::new();
         for r in records {
-            let new = queries::insert_record(&tx, r)?;
+            let new = queries::insert_with(&tx, &mut self.keys, r)?;
             inserted.push(new);
             let key = (r.node.as_str(), r.boot_id.as_str());
             let entry = match boots.iter_mut().find(|(k, _, _)| *k == key) {

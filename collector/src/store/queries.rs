@@ -8,24 +8,43 @@
 
 use rusqlite::{params, Connection, OptionalExtension};
 
+use super::layout::{self, Keys};
 use super::{BootRow, HelloRow, NewRecord, RecordFilter, StoredRecord, Watermark};
 
+/// The columns [`stored_record`] reads, from `stored s` joined with its
+/// boot `b` and kind `k`.
+macro_rules! record_select {
+    ($($rest:literal),*) => {
+        concat!(
+            "SELECT b.node, b.boot_id, s.seq, s.unix_ns, k.name, s.whole, coalesce(b.head, x''), s.body
+             FROM stored s JOIN boot_keys b ON b.id = s.boot JOIN kinds k ON k.id = s.kind ",
+            $($rest),*
+        )
+    };
+}
+
 /// Inserts one record unless (node, boot_id, seq) is already stored.
-/// Returns whether it was new.
+/// Returns whether it was new. The writer interns ids through its own
+/// [`Keys`] cache; this looks them up each time.
 pub fn insert_record(conn: &Connection, r: &NewRecord) -> rusqlite::Result<bool> {
-    let mut stmt = conn.prepare_cached(
-        "INSERT OR IGNORE INTO records (node, boot_id, seq, unix_ns, kind, record)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-    )?;
-    let n = stmt.execute(params![
-        r.node,
-        r.boot_id,
-        r.seq as i64,
-        r.unix_ns as i64,
-        r.kind,
-        r.raw
-    ])?;
-    Ok(n == 1)
+    insert_with(conn, &mut Keys::default(), r)
+}
+
+/// [`insert_record`] with ids cached in `keys`.
+pub fn insert_with(conn: &Connection, keys: &mut Keys, r: &NewRecord) -> rusqlite::Result<bool> {
+    let boot = keys.boot(conn, &r.node, &r.boot_id)?;
+    let kind = keys.kind(conn, r.kind)?;
+    layout::insert(
+        conn,
+        &layout::Row {
+            pos: None,
+            boot: &boot,
+            seq: r.seq,
+            unix_ns: r.unix_ns,
+            kind,
+            raw: &r.raw,
+        },
+    )
 }
 
 /// Adds `added` new records with highest sequence `max_seq` to a boot's
@@ -158,12 +177,13 @@ pub fn list_boots(conn: &Connection) -> rusqlite::Result<Vec<BootRow>> {
 /// Records matching `f`, oldest first.
 pub fn list_records(conn: &Connection, f: &RecordFilter) -> rusqlite::Result<Vec<StoredRecord>> {
     let mut stmt = conn.prepare_cached(
-        "SELECT node, boot_id, seq, unix_ns, kind, record FROM records
-         WHERE (?1 IS NULL OR node = ?1)
-           AND (?2 IS NULL OR kind = ?2)
-           AND unix_ns >= ?3
-         ORDER BY unix_ns, node, boot_id, seq
-         LIMIT ?4",
+        record_select!(
+            "WHERE (?1 IS NULL OR b.node = ?1)
+               AND (?2 IS NULL OR k.name = ?2)
+               AND s.unix_ns >= ?3
+             ORDER BY s.unix_ns, b.node, b.boot_id, s.seq
+             LIMIT ?4"
+        ),
     )?;
     let rows = stmt.query_map(
         params![f.node, f.kind, f.since_unix_ns as i64, f.limit as i64],
@@ -185,13 +205,14 @@ pub fn each_record(
     mut each: impl FnMut(StoredRecord) -> bool,
 ) -> rusqlite::Result<()> {
     let mut stmt = conn.prepare_cached(
-        "SELECT node, boot_id, seq, unix_ns, kind, record FROM records
-         WHERE (?1 IS NULL OR node = ?1)
-           AND (?2 IS NULL OR kind = ?2)
-           AND unix_ns >= ?3
-           AND (?4 IS NULL OR (unix_ns, node, boot_id, seq) > (?4, ?5, ?6, ?7))
-         ORDER BY unix_ns, node, boot_id, seq
-         LIMIT ?8",
+        record_select!(
+            "WHERE (?1 IS NULL OR b.node = ?1)
+               AND (?2 IS NULL OR k.name = ?2)
+               AND s.unix_ns >= ?3
+               AND (?4 IS NULL OR (s.unix_ns, b.node, b.boot_id, s.seq) > (?4, ?5, ?6, ?7))
+             ORDER BY s.unix_ns, b.node, b.boot_id, s.seq
+             LIMIT ?8"
+        ),
     )?;
     let (a_ns, a_node, a_boot, a_seq) = match after {
         Some((t, n, b, q)) => (Some(t as i64), Some(n), Some(b), Some(q as i64)),
@@ -223,9 +244,11 @@ pub fn each_record_of_kind(
     mut each: impl FnMut(StoredRecord),
 ) -> rusqlite::Result<()> {
     let mut stmt = conn.prepare_cached(
-        "SELECT node, boot_id, seq, unix_ns, kind, record FROM records
-         WHERE (?1 IS NULL OR node = ?1) AND kind = ?2
-         ORDER BY unix_ns, node, boot_id, seq",
+        record_select!(
+            "WHERE s.kind = (SELECT id FROM kinds WHERE name = ?2)
+               AND (?1 IS NULL OR b.node = ?1)
+             ORDER BY s.unix_ns, b.node, b.boot_id, s.seq"
+        ),
     )?;
     let mut rows = stmt.query(params![node, kind])?;
     while let Some(row) = rows.next()? {
@@ -234,15 +257,22 @@ pub fn each_record_of_kind(
     Ok(())
 }
 
-/// A row of `SELECT node, boot_id, seq, unix_ns, kind, record`.
+/// A row of [`record_select!`], its bytes reassembled.
 fn stored_record(r: &rusqlite::Row<'_>) -> rusqlite::Result<StoredRecord> {
+    let mut raw = Vec::new();
+    layout::join(
+        r.get(5)?,
+        r.get_ref(6)?.as_blob()?,
+        r.get_ref(7)?.as_blob()?,
+        &mut raw,
+    );
     Ok(StoredRecord {
         node: r.get(0)?,
         boot_id: r.get(1)?,
         seq: r.get::<_, i64>(2)? as u64,
         unix_ns: r.get::<_, i64>(3)? as u64,
         kind: r.get(4)?,
-        raw: r.get(5)?,
+        raw,
     })
 }
 
@@ -255,9 +285,11 @@ pub fn records_of_kind(
     kind: &str,
 ) -> rusqlite::Result<Vec<StoredRecord>> {
     let mut stmt = conn.prepare_cached(
-        "SELECT node, boot_id, seq, unix_ns, kind, record FROM records
-         WHERE (?1 IS NULL OR node = ?1) AND kind = ?2
-         ORDER BY unix_ns, node, boot_id, seq",
+        record_select!(
+            "WHERE s.kind = (SELECT id FROM kinds WHERE name = ?2)
+               AND (?1 IS NULL OR b.node = ?1)
+             ORDER BY s.unix_ns, b.node, b.boot_id, s.seq"
+        ),
     )?;
     let rows = stmt.query_map(params![node, kind], stored_record)?;
     rows.collect()
