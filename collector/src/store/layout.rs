@@ -288,3 +288,42 @@ pub(super) fn migrate_v5(tx: &Transaction<'_>) -> rusqlite::Result<()> {
     )?;
     tx.execute_batch(VIEWS)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use boltwatch_proto::v1::Record;
+    use prost::Message;
+
+    #[test]
+    fn head_is_prost_s_encoding_of_node_and_boot() {
+        let long = "n".repeat(300);
+        for (node, boot) in [("mini-a", "0123abcd"), ("", "b"), (long.as_str(), "b"), ("a", "")] {
+            let r = Record {
+                node: node.into(),
+                boot_id: boot.into(),
+                ..Default::default()
+            };
+            assert_eq!(head(node, boot), r.encode_to_vec(), "{node}/{boot}");
+        }
+    }
+
+    #[test]
+    fn split_and_join_give_back_the_same_bytes() {
+        let h = head("a", "b");
+        let mut out = Vec::new();
+        for raw in [
+            [h.as_slice(), &[0x18, 1, 0x20, 2]].concat(),
+            vec![0x18, 1, 0x0a, 1, b'a'],
+            h.clone(),
+            Vec::new(),
+        ] {
+            let (whole, body) = split(&raw, &h);
+            assert_eq!(whole, !raw.starts_with(&h) || raw.is_empty() && h.is_empty());
+            join(whole, &h, body, &mut out);
+            assert_eq!(out, raw);
+        }
+        // An empty head never strips (nothing to share).
+        assert_eq!(split(&[1, 2], &[]), (true, &[1u8, 2][..]));
+    }
+}

@@ -7,7 +7,7 @@ use rusqlite::Connection;
 use super::StoreError;
 
 /// Migration `i` brings `user_version` from `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[
+pub(super) const MIGRATIONS: &[&str] = &[
     // 1: records keyed by (node, boot, seq), kept verbatim as the encoded
     // `Record`, so payload kinds this collector does not know survive; boots
     // with the counters the gap calculation needs, maintained by the writer
