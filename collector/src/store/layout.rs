@@ -139,6 +139,8 @@ pub struct BootKey {
 /// leave a cached id that names nothing).
 #[derive(Debug, Default)]
 pub struct Keys {
+    /// The last boot asked for: a batch is normally one boot's records.
+    last: Option<(String, String, BootKey)>,
     boots: HashMap<String, HashMap<String, BootKey>>,
     kinds: HashMap<String, i64>,
 }
@@ -146,12 +148,34 @@ pub struct Keys {
 impl Keys {
     /// Forgets every cached id.
     pub fn clear(&mut self) {
+        self.last = None;
         self.boots.clear();
         self.kinds.clear();
     }
 
     /// The id and head of (node, boot_id), interning it if new.
-    pub fn boot(&mut self, conn: &Connection, node: &str, boot_id: &str) -> rusqlite::Result<BootKey> {
+    pub fn boot(
+        &mut self,
+        conn: &Connection,
+        node: &str,
+        boot_id: &str,
+    ) -> rusqlite::Result<BootKey> {
+        if let Some((n, b, k)) = &self.last {
+            if n == node && b == boot_id {
+                return Ok(k.clone());
+            }
+        }
+        let key = self.lookup(conn, node, boot_id)?;
+        self.last = Some((node.to_string(), boot_id.to_string(), key.clone()));
+        Ok(key)
+    }
+
+    fn lookup(
+        &mut self,
+        conn: &Connection,
+        node: &str,
+        boot_id: &str,
+    ) -> rusqlite::Result<BootKey> {
         if let Some(k) = self.boots.get(node).and_then(|m| m.get(boot_id)) {
             return Ok(k.clone());
         }
@@ -207,30 +231,36 @@ pub struct Row<'a> {
     pub raw: &'a [u8],
 }
 
+/// The statement of [`insert_into`].
+pub const INSERT: &str = "INSERT OR IGNORE INTO stored (pos, boot, seq, unix_ns, kind, whole, body)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
+
 /// Stores a record unless (boot, seq) is already stored; whether it was new.
 pub fn insert(conn: &Connection, r: &Row<'_>) -> rusqlite::Result<bool> {
+    let mut stmt = conn.prepare_cached(INSERT)?;
+    insert_into(&mut stmt, r)
+}
+
+/// [`insert`] with the statement prepared once by the caller.
+pub fn insert_into(stmt: &mut rusqlite::Statement<'_>, r: &Row<'_>) -> rusqlite::Result<bool> {
     let (whole, body) = split(r.raw, &r.boot.head);
-    let n = conn
-        .prepare_cached(
-            "INSERT OR IGNORE INTO stored (pos, boot, seq, unix_ns, kind, whole, body)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-        )?
-        .execute(params![
-            r.pos,
-            r.boot.id,
-            r.seq as i64,
-            r.unix_ns as i64,
-            r.kind,
-            whole,
-            body
-        ])?;
+    let n = stmt.execute(params![
+        r.pos,
+        r.boot.id,
+        r.seq as i64,
+        r.unix_ns as i64,
+        r.kind,
+        whole,
+        body
+    ])?;
     Ok(n == 1)
 }
 
 /// Every boot's (node, boot_id, head) by id, for scans that resolve ids
 /// themselves instead of joining per row.
 pub fn boot_names(conn: &Connection) -> rusqlite::Result<HashMap<i64, (String, String, Vec<u8>)>> {
-    let mut stmt = conn.prepare_cached("SELECT id, node, boot_id, coalesce(head, x'') FROM boot_keys")?;
+    let mut stmt =
+        conn.prepare_cached("SELECT id, node, boot_id, coalesce(head, x'') FROM boot_keys")?;
     let rows = stmt.query_map([], |r| Ok((r.get(0)?, (r.get(1)?, r.get(2)?, r.get(3)?))))?;
     rows.collect()
 }
@@ -298,7 +328,12 @@ mod tests {
     #[test]
     fn head_is_prost_s_encoding_of_node_and_boot() {
         let long = "n".repeat(300);
-        for (node, boot) in [("mini-a", "0123abcd"), ("", "b"), (long.as_str(), "b"), ("a", "")] {
+        for (node, boot) in [
+            ("mini-a", "0123abcd"),
+            ("", "b"),
+            (long.as_str(), "b"),
+            ("a", ""),
+        ] {
             let r = Record {
                 node: node.into(),
                 boot_id: boot.into(),
@@ -319,7 +354,10 @@ mod tests {
             Vec::new(),
         ] {
             let (whole, body) = split(&raw, &h);
-            assert_eq!(whole, !raw.starts_with(&h) || raw.is_empty() && h.is_empty());
+            assert_eq!(
+                whole,
+                !raw.starts_with(&h) || raw.is_empty() && h.is_empty()
+            );
             join(whole, &h, body, &mut out);
             assert_eq!(out, raw);
         }

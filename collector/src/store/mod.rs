@@ -15,6 +15,7 @@ pub mod queries;
 pub mod schema;
 pub mod soaks;
 mod types;
+mod writer;
 
 pub use error::StoreError;
 pub use health::{free_bytes, MIN_FREE_BYTES};
@@ -26,7 +27,6 @@ pub use types::{
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
 use rusqlite::{Connection, OpenFlags};
 use tokio::sync::{mpsc, oneshot};
@@ -118,14 +118,7 @@ impl Store {
         let (tx, rx) = mpsc::channel(64);
         let writer = std::thread::Builder::new()
             .name("store-writer".into())
-            .spawn(move || {
-                Writer {
-                    conn,
-                    total,
-                    keys: layout::Keys::default(),
-                }
-                .run(rx)
-            })
+            .spawn(move || writer::Writer::new(conn, total).run(rx))
             .map_err(|source| StoreError::CreateDir {
                 path: dir.to_path_buf(),
                 source,
@@ -319,98 +312,6 @@ impl ReadPool {
             idle.push(conn);
         }
         Ok(out?)
-    }
-}
-
-struct Writer {
-    conn: Connection,
-    total: u64,
-    /// Interned boot and kind ids, kept across batches.
-    keys: layout::Keys,
-}
-
-impl Writer {
-    fn run(mut self, mut rx: mpsc::Receiver<Command>) {
-        while let Some(cmd) = rx.blocking_recv() {
-            match cmd {
-                Command::Hello(row, reply) => {
-                    let _ = reply.send(self.hello(&row));
-                }
-                Command::Batch(records, reply) => {
-                    let r = self.batch(&records);
-                    if r.is_err() {
-                        // Ids interned by the rolled-back transaction are gone.
-                        self.keys.clear();
-                    }
-                    let _ = reply.send(r);
-                }
-                Command::Ping(reply) => {
-                    let _ = reply.send(self.ping());
-                }
-                Command::Shutdown => break,
-            }
-        }
-        // Fold the WAL into the database file, so a stopped collector
-        // leaves one self-contained file (for backups and copies).
-        if let Err(e) = self.conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);") {
-            tracing::warn!(error = %e, "WAL checkpoint at shutdown failed");
-        }
-        tracing::debug!("store writer stopped");
-    }
-
-    fn hello(&mut self, row: &HelloRow) -> Result<(), StoreError> {
-        queries::upsert_hello(&self.conn, row, now_ns())?;
-        Ok(())
-    }
-
-    fn ping(&mut self) -> Result<(), StoreError> {
-        queries::touch_health(&mut self.conn, now_ns())?;
-        Ok(())
-    }
-
-    fn batch(&mut self, records: &[NewRecord]) -> Result<BatchOutcome, StoreError> {
-        let start = Instant::now();
-        let now = now_ns();
-        let tx = self
-            .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        let mut inserted = Vec::with_capacity(records.len());
-        // (node, boot) -> (added, max seq), in first-appearance order.
-        let mut boots: Vec<((&str, &str), u64, u64)> = Vec::new();
-        for r in records {
-            let new = queries::insert_with(&tx, &mut self.keys, r)?;
-            inserted.push(new);
-            let key = (r.node.as_str(), r.boot_id.as_str());
-            let entry = match boots.iter_mut().find(|(k, _, _)| *k == key) {
-                Some(e) => e,
-                None => {
-                    boots.push((key, 0, 0));
-                    boots.last_mut().expect("just pushed")
-                }
-            };
-            if new {
-                entry.1 += 1;
-                entry.2 = entry.2.max(r.seq);
-            }
-        }
-        let mut watermarks = Vec::with_capacity(boots.len());
-        for ((node, boot), added, max_seq) in &boots {
-            queries::add_boot_records(&tx, node, boot, now, *added, *max_seq)?;
-            watermarks.push(Watermark {
-                boot_id: boot.to_string(),
-                highest_seq: queries::boot_highest_seq(&tx, node, boot)?,
-            });
-        }
-        tx.commit()?;
-        let added: u64 = boots.iter().map(|b| b.1).sum();
-        self.total += added;
-        Ok(BatchOutcome {
-            duplicates: records.len() as u64 - added,
-            inserted,
-            watermarks,
-            commit_seconds: start.elapsed().as_secs_f64(),
-            total_records: self.total,
-        })
     }
 }
 

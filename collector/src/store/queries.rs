@@ -30,6 +30,33 @@ pub fn insert_record(conn: &Connection, r: &NewRecord) -> rusqlite::Result<bool>
     insert_with(conn, &mut Keys::default(), r)
 }
 
+/// Inserts `records` in order with ids cached in `keys` and one prepared
+/// statement for the lot, pushing onto `inserted` whether each was new.
+pub fn insert_batch(
+    conn: &Connection,
+    keys: &mut Keys,
+    records: &[NewRecord],
+    inserted: &mut Vec<bool>,
+) -> rusqlite::Result<()> {
+    let mut stmt = conn.prepare_cached(layout::INSERT)?;
+    for r in records {
+        let boot = keys.boot(conn, &r.node, &r.boot_id)?;
+        let kind = keys.kind(conn, r.kind)?;
+        inserted.push(layout::insert_into(
+            &mut stmt,
+            &layout::Row {
+                pos: None,
+                boot: &boot,
+                seq: r.seq,
+                unix_ns: r.unix_ns,
+                kind,
+                raw: &r.raw,
+            },
+        )?);
+    }
+    Ok(())
+}
+
 /// [`insert_record`] with ids cached in `keys`.
 pub fn insert_with(conn: &Connection, keys: &mut Keys, r: &NewRecord) -> rusqlite::Result<bool> {
     let boot = keys.boot(conn, &r.node, &r.boot_id)?;
@@ -176,15 +203,13 @@ pub fn list_boots(conn: &Connection) -> rusqlite::Result<Vec<BootRow>> {
 
 /// Records matching `f`, oldest first.
 pub fn list_records(conn: &Connection, f: &RecordFilter) -> rusqlite::Result<Vec<StoredRecord>> {
-    let mut stmt = conn.prepare_cached(
-        record_select!(
-            "WHERE (?1 IS NULL OR b.node = ?1)
+    let mut stmt = conn.prepare_cached(record_select!(
+        "WHERE (?1 IS NULL OR b.node = ?1)
                AND (?2 IS NULL OR k.name = ?2)
                AND s.unix_ns >= ?3
              ORDER BY s.unix_ns, b.node, b.boot_id, s.seq
              LIMIT ?4"
-        ),
-    )?;
+    ))?;
     let rows = stmt.query_map(
         params![f.node, f.kind, f.since_unix_ns as i64, f.limit as i64],
         stored_record,
@@ -204,16 +229,14 @@ pub fn each_record(
     after: Option<RecordKey<'_>>,
     mut each: impl FnMut(StoredRecord) -> bool,
 ) -> rusqlite::Result<()> {
-    let mut stmt = conn.prepare_cached(
-        record_select!(
-            "WHERE (?1 IS NULL OR b.node = ?1)
+    let mut stmt = conn.prepare_cached(record_select!(
+        "WHERE (?1 IS NULL OR b.node = ?1)
                AND (?2 IS NULL OR k.name = ?2)
                AND s.unix_ns >= ?3
                AND (?4 IS NULL OR (s.unix_ns, b.node, b.boot_id, s.seq) > (?4, ?5, ?6, ?7))
              ORDER BY s.unix_ns, b.node, b.boot_id, s.seq
              LIMIT ?8"
-        ),
-    )?;
+    ))?;
     let (a_ns, a_node, a_boot, a_seq) = match after {
         Some((t, n, b, q)) => (Some(t as i64), Some(n), Some(b), Some(q as i64)),
         None => (None, None, None, None),
@@ -243,13 +266,11 @@ pub fn each_record_of_kind(
     kind: &str,
     mut each: impl FnMut(StoredRecord),
 ) -> rusqlite::Result<()> {
-    let mut stmt = conn.prepare_cached(
-        record_select!(
-            "WHERE s.kind = (SELECT id FROM kinds WHERE name = ?2)
+    let mut stmt = conn.prepare_cached(record_select!(
+        "WHERE s.kind = (SELECT id FROM kinds WHERE name = ?2)
                AND (?1 IS NULL OR b.node = ?1)
              ORDER BY s.unix_ns, b.node, b.boot_id, s.seq"
-        ),
-    )?;
+    ))?;
     let mut rows = stmt.query(params![node, kind])?;
     while let Some(row) = rows.next()? {
         each(stored_record(row)?);
@@ -284,13 +305,11 @@ pub fn records_of_kind(
     node: Option<&str>,
     kind: &str,
 ) -> rusqlite::Result<Vec<StoredRecord>> {
-    let mut stmt = conn.prepare_cached(
-        record_select!(
-            "WHERE s.kind = (SELECT id FROM kinds WHERE name = ?2)
+    let mut stmt = conn.prepare_cached(record_select!(
+        "WHERE s.kind = (SELECT id FROM kinds WHERE name = ?2)
                AND (?1 IS NULL OR b.node = ?1)
              ORDER BY s.unix_ns, b.node, b.boot_id, s.seq"
-        ),
-    )?;
+    ))?;
     let rows = stmt.query_map(params![node, kind], stored_record)?;
     rows.collect()
 }

@@ -181,7 +181,9 @@ pub fn scan_range(
         rusqlite::Result::Ok(())
     };
     let outage: Option<i64> = conn
-        .query_row("SELECT id FROM kinds WHERE name = 'outage'", [], |r| r.get(0))
+        .query_row("SELECT id FROM kinds WHERE name = 'outage'", [], |r| {
+            r.get(0)
+        })
         .optional()?;
     if let Some(kind) = outage {
         let mut earlier = conn.prepare(

@@ -135,21 +135,13 @@ fn v4_record(node: &str, boot: &str, seq: u64) -> (u64, &'static str, Vec<u8>) {
     let mut raw = r.encode_to_vec();
     if seq % 7 == 3 {
         // Field 111, length-delimited: a payload kind this build lacks.
-        raw = Record {
-            payload: None,
-            ..r
-        }
-        .encode_to_vec();
+        raw = Record { payload: None, ..r }.encode_to_vec();
         raw.extend_from_slice(&[0xfa, 0x06, 0x03, 0x08, 0x96, 0x01]);
         return (t, "unknown", raw);
     }
     if seq % 11 == 4 {
         // seq before node and boot_id: valid protobuf, not canonical.
-        let mut tail = Record {
-            seq: 0,
-            ..r
-        }
-        .encode_to_vec();
+        let mut tail = Record { seq: 0, ..r }.encode_to_vec();
         raw = vec![0x18, seq as u8];
         raw.append(&mut tail);
     }
@@ -184,7 +176,14 @@ async fn a_version_4_store_migrates_with_every_record_intact() {
                 rusqlite::params![node, boot, seq as i64, t as i64, kind, raw],
             )
             .unwrap();
-            want.push((node.to_string(), boot.to_string(), seq, t, kind.to_string(), raw));
+            want.push((
+                node.to_string(),
+                boot.to_string(),
+                seq,
+                t,
+                kind.to_string(),
+                raw,
+            ));
         }
     }
     for (node, boot) in boots {
@@ -307,5 +306,54 @@ async fn a_version_4_store_migrates_with_every_record_intact() {
         .unwrap();
     assert_eq!(after.len(), 1);
     assert_eq!(after[0].pos, last + 1);
+    store.close().await;
+}
+
+/// Batches of several boots sent at once are stored in shared
+/// transactions; each answer still describes its own batch.
+#[tokio::test]
+async fn concurrent_batches_are_grouped_and_answered_each() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let h = store.handle();
+    let mut tasks = Vec::new();
+    for b in 0..6u64 {
+        let h = h.clone();
+        tasks.push(tokio::spawn(async move {
+            let boot = format!("boot-{b}");
+            let mut last_total = 0;
+            for k in 0..15u64 {
+                // Each batch repeats the previous batch's last seq.
+                let first = (k * 10).max(1);
+                let batch: Vec<NewRecord> = (first..=k * 10 + 10)
+                    .map(|s| NewRecord {
+                        boot_id: boot.clone(),
+                        ..rec(s)
+                    })
+                    .collect();
+                let out = h.write_batch(batch).await.unwrap();
+                let dup = u64::from(k > 0);
+                assert_eq!(out.duplicates, dup);
+                assert_eq!(out.inserted.first(), Some(&(k == 0)));
+                assert_eq!(
+                    out.watermarks,
+                    [Watermark {
+                        boot_id: boot.clone(),
+                        highest_seq: k * 10 + 10
+                    }]
+                );
+                assert!(out.total_records > last_total);
+                last_total = out.total_records;
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let boots = h.boots().await.unwrap();
+    assert_eq!(boots.len(), 6);
+    assert!(boots.iter().all(|b| b.records == 150 && b.gaps() == 0));
+    let n = h.read(|c| queries::total_records(c)).await.unwrap();
+    assert_eq!(n, 900);
     store.close().await;
 }
