@@ -256,9 +256,12 @@ pub fn insert_into(stmt: &mut rusqlite::Statement<'_>, r: &Row<'_>) -> rusqlite:
     Ok(n == 1)
 }
 
-/// Every boot's (node, boot_id, head) by id, for scans that resolve ids
-/// themselves instead of joining per row.
-pub fn boot_names(conn: &Connection) -> rusqlite::Result<HashMap<i64, (String, String, Vec<u8>)>> {
+/// A boot's (node, boot_id, head).
+pub type BootName = (String, String, Vec<u8>);
+
+/// Every boot's [`BootName`] by id, for scans that resolve ids themselves
+/// instead of joining per row.
+pub fn boot_names(conn: &Connection) -> rusqlite::Result<HashMap<i64, BootName>> {
     let mut stmt =
         conn.prepare_cached("SELECT id, node, boot_id, coalesce(head, x'') FROM boot_keys")?;
     let rows = stmt.query_map([], |r| Ok((r.get(0)?, (r.get(1)?, r.get(2)?, r.get(3)?))))?;

@@ -148,6 +148,9 @@ pub fn marks(conn: &Connection, soak: &str) -> rusqlite::Result<Vec<Mark>> {
     rows.collect()
 }
 
+/// What [`scan_range`] calls per record.
+type Visit<'a> = dyn FnMut(&str, &str, u64, u64, &[u8]) + 'a;
+
 /// Calls `f` with (node, boot_id, seq, unix_ns, encoded record) of every
 /// outage record before `from` (an outage that began before the range may
 /// still be open in it; the report clips), node by node, then of every
@@ -164,22 +167,21 @@ pub fn scan_range(
 ) -> rusqlite::Result<()> {
     let boots = layout::boot_names(conn)?;
     let mut raw = Vec::new();
-    let mut each = |stmt: &mut rusqlite::Statement<'_>,
-                    args: &[&dyn rusqlite::ToSql],
-                    f: &mut dyn FnMut(&str, &str, u64, u64, &[u8])| {
-        let mut rows = stmt.query(args)?;
-        while let Some(r) = rows.next()? {
-            let boot: i64 = r.get(0)?;
-            let Some((node, boot_id, head)) = boots.get(&boot) else {
-                continue; // Written after the map was read.
-            };
-            let seq = r.get::<_, i64>(1)? as u64;
-            let t = r.get::<_, i64>(2)? as u64;
-            layout::join(r.get(3)?, head, r.get_ref(4)?.as_blob()?, &mut raw);
-            f(node, boot_id, seq, t, &raw);
-        }
-        rusqlite::Result::Ok(())
-    };
+    let mut each =
+        |stmt: &mut rusqlite::Statement<'_>, args: &[&dyn rusqlite::ToSql], f: &mut Visit<'_>| {
+            let mut rows = stmt.query(args)?;
+            while let Some(r) = rows.next()? {
+                let boot: i64 = r.get(0)?;
+                let Some((node, boot_id, head)) = boots.get(&boot) else {
+                    continue; // Written after the map was read.
+                };
+                let seq = r.get::<_, i64>(1)? as u64;
+                let t = r.get::<_, i64>(2)? as u64;
+                layout::join(r.get(3)?, head, r.get_ref(4)?.as_blob()?, &mut raw);
+                f(node, boot_id, seq, t, &raw);
+            }
+            rusqlite::Result::Ok(())
+        };
     let outage: Option<i64> = conn
         .query_row("SELECT id FROM kinds WHERE name = 'outage'", [], |r| {
             r.get(0)

@@ -353,7 +353,7 @@ async fn concurrent_batches_are_grouped_and_answered_each() {
     let boots = h.boots().await.unwrap();
     assert_eq!(boots.len(), 6);
     assert!(boots.iter().all(|b| b.records == 150 && b.gaps() == 0));
-    let n = h.read(|c| queries::total_records(c)).await.unwrap();
+    let n = h.read(queries::total_records).await.unwrap();
     assert_eq!(n, 900);
     store.close().await;
 }
