@@ -18,8 +18,10 @@
 //!   Reassembly is `head || body`, so every record reads back byte for
 //!   byte, unknown payload kinds included.
 //! - Indexes: (boot, seq) unique (dedupe, watermarks), (unix_ns) (reports,
-//!   the API's time-ordered pages), (kind, unix_ns) (outages, the API's
-//!   kind filter). All integers: a few bytes per entry.
+//!   the API's time-ordered pages), and (kind, unix_ns) for the sparse
+//!   kinds only (outages, link events, thermals...: a few percent of the
+//!   rows; RTT summaries and counters, the bulk, are found by time). All
+//!   integers: a few bytes per entry.
 //! - `records` and `record_log` stay as views with the old columns (and an
 //!   INSTEAD OF INSERT trigger on `records`), so SQL written against
 //!   version 4 (remote_write's log reader, ad-hoc inspection) still works.
@@ -56,10 +58,20 @@ const TABLES: &str = "
         body    BLOB    NOT NULL
     );";
 
+/// Kinds recorded every second per link or node (most rows), interned
+/// first with fixed ids 1 and 2, so the (kind, time) index can leave them
+/// out: a scan of one of them follows the time index instead.
+const DENSE_KINDS: [&str; 2] = ["rtt", "counters"];
+
+/// The first id of a sparse kind: kinds from here on are in the partial
+/// (kind, time) index. Queries must repeat its condition, `kind >= 3`, as
+/// written, for SQLite to use it.
+pub const SPARSE_KINDS_FROM: i64 = 3;
+
 const INDEXES: &str = "
     CREATE UNIQUE INDEX stored_key ON stored (boot, seq);
     CREATE INDEX stored_by_time ON stored (unix_ns);
-    CREATE INDEX stored_by_kind ON stored (kind, unix_ns);";
+    CREATE INDEX stored_by_kind ON stored (kind, unix_ns) WHERE kind >= 3;";
 
 /// The version 4 names as views. `record_log` reads the boot's names
 /// through scalar subqueries so that `max(pos)` over it stays a single-table
@@ -274,6 +286,15 @@ pub fn boot_names(conn: &Connection) -> rusqlite::Result<HashMap<i64, BootName>>
 pub(super) fn migrate_v5(tx: &Transaction<'_>) -> rusqlite::Result<()> {
     tx.execute_batch(TABLES)?;
     let mut keys = Keys::default();
+    // Dense kinds first (ids 1, 2), then every kind this build names.
+    let known = boltwatch_proto::kind::KINDS.iter();
+    for name in DENSE_KINDS
+        .iter()
+        .chain(known.filter(|k| !DENSE_KINDS.contains(k)))
+    {
+        keys.kind(tx, name)?;
+    }
+    debug_assert_eq!(keys.kind(tx, DENSE_KINDS[1])?, SPARSE_KINDS_FROM - 1);
     let mut copy = |sql: &str, with_pos: bool| -> rusqlite::Result<()> {
         let mut stmt = tx.prepare(sql)?;
         let mut rows = stmt.query([])?;

@@ -266,16 +266,41 @@ pub fn each_record_of_kind(
     kind: &str,
     mut each: impl FnMut(StoredRecord),
 ) -> rusqlite::Result<()> {
-    let mut stmt = conn.prepare_cached(record_select!(
-        "WHERE s.kind = (SELECT id FROM kinds WHERE name = ?2)
-               AND (?1 IS NULL OR b.node = ?1)
-             ORDER BY s.unix_ns, b.node, b.boot_id, s.seq"
-    ))?;
-    let mut rows = stmt.query(params![node, kind])?;
+    let Some((sql, id)) = kind_scan(conn, kind)? else {
+        return Ok(());
+    };
+    let mut stmt = conn.prepare_cached(sql)?;
+    let mut rows = stmt.query(params![node, id])?;
     while let Some(row) = rows.next()? {
         each(stored_record(row)?);
     }
     Ok(())
+}
+
+/// The SQL of a scan by kind and the kind's id (`None`: no record
+/// of that kind was ever stored). A sparse kind follows the partial
+/// (kind, time) index, whose condition the query must repeat to use it;
+/// a dense one (RTT, counters: most rows) the time index.
+fn kind_scan(conn: &Connection, kind: &str) -> rusqlite::Result<Option<(&'static str, i64)>> {
+    let id: Option<i64> = conn
+        .prepare_cached("SELECT id FROM kinds WHERE name = ?1")?
+        .query_row([kind], |r| r.get(0))
+        .optional()?;
+    let Some(id) = id else { return Ok(None) };
+    let sql = if id >= layout::SPARSE_KINDS_FROM {
+        record_select!(
+            // `>= 3`: layout::SPARSE_KINDS_FROM, spelled as in the index.
+            "WHERE s.kind = ?2 AND s.kind >= 3
+               AND (?1 IS NULL OR b.node = ?1)
+             ORDER BY s.unix_ns, b.node, b.boot_id, s.seq"
+        )
+    } else {
+        record_select!(
+            "WHERE s.kind = ?2 AND (?1 IS NULL OR b.node = ?1)
+             ORDER BY s.unix_ns, b.node, b.boot_id, s.seq"
+        )
+    };
+    Ok(Some((sql, id)))
 }
 
 /// A row of [`record_select!`], its bytes reassembled.
@@ -305,12 +330,11 @@ pub fn records_of_kind(
     node: Option<&str>,
     kind: &str,
 ) -> rusqlite::Result<Vec<StoredRecord>> {
-    let mut stmt = conn.prepare_cached(record_select!(
-        "WHERE s.kind = (SELECT id FROM kinds WHERE name = ?2)
-               AND (?1 IS NULL OR b.node = ?1)
-             ORDER BY s.unix_ns, b.node, b.boot_id, s.seq"
-    ))?;
-    let rows = stmt.query_map(params![node, kind], stored_record)?;
+    let Some((sql, id)) = kind_scan(conn, kind)? else {
+        return Ok(Vec::new());
+    };
+    let mut stmt = conn.prepare_cached(sql)?;
+    let rows = stmt.query_map(params![node, id], stored_record)?;
     rows.collect()
 }
 
@@ -451,5 +475,27 @@ mod tests {
         let a = records_of_kind(&c, Some("a"), "outage").unwrap();
         assert_eq!(a.iter().map(|r| r.seq).collect::<Vec<_>>(), [1, 2, 3]);
         assert!(records_of_kind(&c, Some("a"), "path").unwrap().is_empty());
+    }
+
+    #[test]
+    fn sparse_kinds_follow_the_partial_index_dense_ones_the_time_index() {
+        let c = db();
+        let plan = |kind: &str| {
+            let (sql, id) = kind_scan(&c, kind).unwrap().unwrap();
+            let mut p = c.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+            let rows: Vec<String> = p
+                .query_map(params![None::<String>, id], |r| r.get(3))
+                .unwrap()
+                .collect::<rusqlite::Result<_>>()
+                .unwrap();
+            (id, rows.join("; "))
+        };
+        let (id, outage) = plan("outage");
+        assert!(id >= layout::SPARSE_KINDS_FROM);
+        assert!(outage.contains("stored_by_kind"), "{outage}");
+        let (id, rtt) = plan("rtt");
+        assert_eq!(id, 1);
+        assert!(!rtt.contains("stored_by_kind"), "{rtt}");
+        assert!(kind_scan(&c, "no_such_kind").unwrap().is_none());
     }
 }

@@ -189,8 +189,9 @@ pub fn scan_range(
         .optional()?;
     if let Some(kind) = outage {
         let mut earlier = conn.prepare(
+            // `kind >= 3` as in the partial index (outage is a sparse kind).
             "SELECT boot, seq, unix_ns, whole, body FROM stored
-             WHERE kind = ?1 AND unix_ns < ?2 ORDER BY unix_ns",
+             WHERE kind = ?1 AND kind >= 3 AND unix_ns < ?2 ORDER BY unix_ns",
         )?;
         // Few rows; grouped by node (in name order) as the report expects.
         let mut found: Vec<(String, String, u64, u64, Vec<u8>)> = Vec::new();
