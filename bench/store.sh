@@ -88,19 +88,21 @@ bytes=$((db + wal))
 
 from=1795996800
 to=$((from + hours * 3600))
+# Wall and CPU (user + sys) seconds: on a shared machine the CPU time is
+# what one core spends, the wall time what a user waits.
 declare -A secs
+TIMEFORMAT='%R %U %S'
 for f in table md json html; do
-    t0=$(date +%s.%N)
-    taskset -c 0 "$bin" report --data-dir "$dir" --from "$from" --to "$to" --format "$f" \
-        --out "$scratch/report.$f" >/dev/null
-    t1=$(date +%s.%N)
-    secs[$f]=$(echo "$t1 - $t0" | bc -l | xargs printf '%.2f')
+    { time taskset -c 0 "$bin" report --data-dir "$dir" --from "$from" --to "$to" --format "$f" \
+        --out "$scratch/report.$f" >/dev/null 2>"$scratch/report.err"; } 2>"$scratch/time.$f"
+    read -r wall user sys <"$scratch/time.$f"
+    secs[$f]="$wall / $(echo "$user + $sys" | bc -l | xargs printf '%.2f')"
 done
 [ -s "$scratch/report.table" ] || { echo "empty report" >&2; exit 1; }
 head -n 12 "$scratch/report.table" >&2
 
 echo
-echo "| nodes | hours | records | store bytes | bytes/record | ingest records/s (wall) | collector CPU s | ingest records/CPU-s | report table s | md s | json s | html s |"
+echo "| nodes | hours | records | store bytes | bytes/record | ingest records/s (wall) | collector CPU s | ingest records/CPU-s | report table s (wall / CPU) | md s | json s | html s |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 printf '| %s | %s | %s | %s | %.1f | %s | %s | %s | %s | %s | %s | %s |\n' \
     "$nodes" "$hours" "$records" "$bytes" "$(echo "$bytes / $records" | bc -l)" "$rate" "$cpu" "$per_cpu" \
