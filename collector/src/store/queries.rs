@@ -229,10 +229,12 @@ pub fn each_record(
     after: Option<RecordKey<'_>>,
     mut each: impl FnMut(StoredRecord) -> bool,
 ) -> rusqlite::Result<()> {
+    // The resume key spans two tables, so no index holds it whole: the
+    // time bound repeats its first part, for the index seek.
     let mut stmt = conn.prepare_cached(record_select!(
         "WHERE (?1 IS NULL OR b.node = ?1)
                AND (?2 IS NULL OR k.name = ?2)
-               AND s.unix_ns >= ?3
+               AND s.unix_ns >= max(?3, coalesce(?4, 0))
                AND (?4 IS NULL OR (s.unix_ns, b.node, b.boot_id, s.seq) > (?4, ?5, ?6, ?7))
              ORDER BY s.unix_ns, b.node, b.boot_id, s.seq
              LIMIT ?8"
