@@ -357,3 +357,26 @@ async fn concurrent_batches_are_grouped_and_answered_each() {
     assert_eq!(n, 900);
     store.close().await;
 }
+
+#[test]
+fn sparse_kinds_follow_the_partial_index_dense_ones_the_time_index() {
+    let mut c = Connection::open_in_memory().unwrap();
+    schema::migrate(&mut c).unwrap();
+    let plan = |kind: &str| {
+        let (sql, id) = queries::kind_scan(&c, kind).unwrap().unwrap();
+        let mut p = c.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+        let rows: Vec<String> = p
+            .query_map(rusqlite::params![None::<String>, id], |r| r.get(3))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        (id, rows.join("; "))
+    };
+    let (id, outage) = plan("outage");
+    assert!(id >= layout::SPARSE_KINDS_FROM);
+    assert!(outage.contains("stored_by_kind"), "{outage}");
+    let (id, rtt) = plan("rtt");
+    assert_eq!(id, 1);
+    assert!(!rtt.contains("stored_by_kind"), "{rtt}");
+    assert!(queries::kind_scan(&c, "no_such_kind").unwrap().is_none());
+}
