@@ -10,10 +10,12 @@
 
 mod error;
 mod health;
+pub mod layout;
 pub mod queries;
 pub mod schema;
 pub mod soaks;
 mod types;
+mod writer;
 
 pub use error::StoreError;
 pub use health::{free_bytes, MIN_FREE_BYTES};
@@ -25,7 +27,6 @@ pub use types::{
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
 use rusqlite::{Connection, OpenFlags};
 use tokio::sync::{mpsc, oneshot};
@@ -117,7 +118,7 @@ impl Store {
         let (tx, rx) = mpsc::channel(64);
         let writer = std::thread::Builder::new()
             .name("store-writer".into())
-            .spawn(move || Writer { conn, total }.run(rx))
+            .spawn(move || writer::Writer::new(conn, total).run(rx))
             .map_err(|source| StoreError::CreateDir {
                 path: dir.to_path_buf(),
                 source,
@@ -323,185 +324,5 @@ impl ReadPool {
     }
 }
 
-struct Writer {
-    conn: Connection,
-    total: u64,
-}
-
-impl Writer {
-    fn run(mut self, mut rx: mpsc::Receiver<Command>) {
-        while let Some(cmd) = rx.blocking_recv() {
-            match cmd {
-                Command::Hello(row, reply) => {
-                    let _ = reply.send(self.hello(&row));
-                }
-                Command::Batch(records, reply) => {
-                    let _ = reply.send(self.batch(&records));
-                }
-                Command::Ping(reply) => {
-                    let _ = reply.send(self.ping());
-                }
-                Command::Shutdown => break,
-            }
-        }
-        // Fold the WAL into the database file, so a stopped collector
-        // leaves one self-contained file (for backups and copies).
-        if let Err(e) = self.conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);") {
-            tracing::warn!(error = %e, "WAL checkpoint at shutdown failed");
-        }
-        tracing::debug!("store writer stopped");
-    }
-
-    fn hello(&mut self, row: &HelloRow) -> Result<(), StoreError> {
-        queries::upsert_hello(&self.conn, row, now_ns())?;
-        Ok(())
-    }
-
-    fn ping(&mut self) -> Result<(), StoreError> {
-        queries::touch_health(&mut self.conn, now_ns())?;
-        Ok(())
-    }
-
-    fn batch(&mut self, records: &[NewRecord]) -> Result<BatchOutcome, StoreError> {
-        let start = Instant::now();
-        let now = now_ns();
-        let tx = self
-            .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        let mut inserted = Vec::with_capacity(records.len());
-        // (node, boot) -> (added, max seq), in first-appearance order.
-        let mut boots: Vec<((&str, &str), u64, u64)> = Vec::new();
-        for r in records {
-            let new = queries::insert_record(&tx, r)?;
-            inserted.push(new);
-            let key = (r.node.as_str(), r.boot_id.as_str());
-            let entry = match boots.iter_mut().find(|(k, _, _)| *k == key) {
-                Some(e) => e,
-                None => {
-                    boots.push((key, 0, 0));
-                    boots.last_mut().expect("just pushed")
-                }
-            };
-            if new {
-                entry.1 += 1;
-                entry.2 = entry.2.max(r.seq);
-            }
-        }
-        let mut watermarks = Vec::with_capacity(boots.len());
-        for ((node, boot), added, max_seq) in &boots {
-            queries::add_boot_records(&tx, node, boot, now, *added, *max_seq)?;
-            watermarks.push(Watermark {
-                boot_id: boot.to_string(),
-                highest_seq: queries::boot_highest_seq(&tx, node, boot)?,
-            });
-        }
-        tx.commit()?;
-        let added: u64 = boots.iter().map(|b| b.1).sum();
-        self.total += added;
-        Ok(BatchOutcome {
-            duplicates: records.len() as u64 - added,
-            inserted,
-            watermarks,
-            commit_seconds: start.elapsed().as_secs_f64(),
-            total_records: self.total,
-        })
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn rec(seq: u64) -> NewRecord {
-        NewRecord {
-            node: "a".into(),
-            boot_id: "b1".into(),
-            seq,
-            unix_ns: seq,
-            kind: "rtt",
-            raw: vec![1, 2, 3],
-        }
-    }
-
-    #[tokio::test]
-    async fn damage_found_while_running_fails_health_and_refuses_batches() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
-        let h = store.handle();
-        for k in 0..20u64 {
-            let batch = (1..=200)
-                .map(|s| NewRecord {
-                    raw: vec![7; 200],
-                    ..rec(k * 200 + s)
-                })
-                .collect();
-            h.write_batch(batch).await.unwrap();
-        }
-        let path = dir.path().join("boltwatch.db");
-        let side = Connection::open(&path).unwrap();
-        side.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
-            .unwrap();
-        drop(side);
-        let mut bytes = std::fs::read(&path).unwrap();
-        let page = 4096;
-        assert!(bytes.len() > 32 * page, "{} bytes", bytes.len());
-        let mid = bytes.len() / 2 / page * page;
-        for (i, b) in bytes[mid..mid + 4 * page].iter_mut().enumerate() {
-            *b = (i as u8).wrapping_mul(151) ^ 0x5a;
-        }
-        std::fs::write(&path, &bytes).unwrap();
-        // A reader (a fresh connection) walks the records and trips on it.
-        let read = h
-            .records(RecordFilter {
-                limit: 10_000,
-                ..Default::default()
-            })
-            .await;
-        assert!(read.is_err(), "a damaged b-tree must fail the scan");
-        let e = h.ping().await.unwrap_err().to_string();
-        assert!(e.contains("damaged") && e.contains("boltwatch.db"), "{e}");
-        let e = h.write_batch(vec![rec(99_999)]).await.unwrap_err();
-        assert!(matches!(e, StoreError::Damaged { .. }), "{e}");
-        store.close().await;
-    }
-
-    #[tokio::test]
-    async fn batch_commits_dedups_and_reopens() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
-        let h = store.handle();
-        let out = h.write_batch(vec![rec(1), rec(2), rec(2)]).await.unwrap();
-        assert_eq!(out.inserted, [true, true, false]);
-        assert_eq!(out.duplicates, 1);
-        assert_eq!(out.total_records, 2);
-        assert_eq!(
-            out.watermarks,
-            [Watermark {
-                boot_id: "b1".into(),
-                highest_seq: 2
-            }]
-        );
-        h.ping().await.unwrap();
-        let boots = h.boots().await.unwrap();
-        assert_eq!((boots[0].records, boots[0].gaps()), (2, 0));
-        store.close().await;
-        assert!(matches!(h.ping().await, Err(StoreError::Closed)));
-
-        let store = Store::open(dir.path()).unwrap();
-        let h = store.handle();
-        let out = h.write_batch(vec![rec(5)]).await.unwrap();
-        assert_eq!(out.total_records, 3);
-        assert_eq!(out.watermarks[0].highest_seq, 5);
-        assert_eq!(h.boots().await.unwrap()[0].gaps(), 2);
-        let recs = h
-            .records(RecordFilter {
-                limit: 10,
-                ..Default::default()
-            })
-            .await
-            .unwrap();
-        assert_eq!(recs.len(), 3);
-        assert_eq!(recs[0].raw, vec![1, 2, 3]);
-        store.close().await;
-    }
-}
+mod tests;

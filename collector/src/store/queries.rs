@@ -8,24 +8,70 @@
 
 use rusqlite::{params, Connection, OptionalExtension};
 
+use super::layout::{self, Keys};
 use super::{BootRow, HelloRow, NewRecord, RecordFilter, StoredRecord, Watermark};
 
+/// The columns [`stored_record`] reads, from `stored s` joined with its
+/// boot `b` and kind `k`.
+macro_rules! record_select {
+    ($($rest:literal),*) => {
+        concat!(
+            "SELECT b.node, b.boot_id, s.seq, s.unix_ns, k.name, s.whole, coalesce(b.head, x''), s.body
+             FROM stored s JOIN boot_keys b ON b.id = s.boot JOIN kinds k ON k.id = s.kind ",
+            $($rest),*
+        )
+    };
+}
+
 /// Inserts one record unless (node, boot_id, seq) is already stored.
-/// Returns whether it was new.
+/// Returns whether it was new. The writer interns ids through its own
+/// [`Keys`] cache; this looks them up each time.
 pub fn insert_record(conn: &Connection, r: &NewRecord) -> rusqlite::Result<bool> {
-    let mut stmt = conn.prepare_cached(
-        "INSERT OR IGNORE INTO records (node, boot_id, seq, unix_ns, kind, record)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-    )?;
-    let n = stmt.execute(params![
-        r.node,
-        r.boot_id,
-        r.seq as i64,
-        r.unix_ns as i64,
-        r.kind,
-        r.raw
-    ])?;
-    Ok(n == 1)
+    insert_with(conn, &mut Keys::default(), r)
+}
+
+/// Inserts `records` in order with ids cached in `keys` and one prepared
+/// statement for the lot, pushing onto `inserted` whether each was new.
+pub fn insert_batch(
+    conn: &Connection,
+    keys: &mut Keys,
+    records: &[NewRecord],
+    inserted: &mut Vec<bool>,
+) -> rusqlite::Result<()> {
+    let mut stmt = conn.prepare_cached(layout::INSERT)?;
+    for r in records {
+        let boot = keys.boot(conn, &r.node, &r.boot_id)?;
+        let kind = keys.kind(conn, r.kind)?;
+        inserted.push(layout::insert_into(
+            &mut stmt,
+            &layout::Row {
+                pos: None,
+                boot: &boot,
+                seq: r.seq,
+                unix_ns: r.unix_ns,
+                kind,
+                raw: &r.raw,
+            },
+        )?);
+    }
+    Ok(())
+}
+
+/// [`insert_record`] with ids cached in `keys`.
+pub fn insert_with(conn: &Connection, keys: &mut Keys, r: &NewRecord) -> rusqlite::Result<bool> {
+    let boot = keys.boot(conn, &r.node, &r.boot_id)?;
+    let kind = keys.kind(conn, r.kind)?;
+    layout::insert(
+        conn,
+        &layout::Row {
+            pos: None,
+            boot: &boot,
+            seq: r.seq,
+            unix_ns: r.unix_ns,
+            kind,
+            raw: &r.raw,
+        },
+    )
 }
 
 /// Adds `added` new records with highest sequence `max_seq` to a boot's
@@ -157,14 +203,13 @@ pub fn list_boots(conn: &Connection) -> rusqlite::Result<Vec<BootRow>> {
 
 /// Records matching `f`, oldest first.
 pub fn list_records(conn: &Connection, f: &RecordFilter) -> rusqlite::Result<Vec<StoredRecord>> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT node, boot_id, seq, unix_ns, kind, record FROM records
-         WHERE (?1 IS NULL OR node = ?1)
-           AND (?2 IS NULL OR kind = ?2)
-           AND unix_ns >= ?3
-         ORDER BY unix_ns, node, boot_id, seq
-         LIMIT ?4",
-    )?;
+    let mut stmt = conn.prepare_cached(record_select!(
+        "WHERE (?1 IS NULL OR b.node = ?1)
+               AND (?2 IS NULL OR k.name = ?2)
+               AND s.unix_ns >= ?3
+             ORDER BY s.unix_ns, b.node, b.boot_id, s.seq
+             LIMIT ?4"
+    ))?;
     let rows = stmt.query_map(
         params![f.node, f.kind, f.since_unix_ns as i64, f.limit as i64],
         stored_record,
@@ -184,15 +229,16 @@ pub fn each_record(
     after: Option<RecordKey<'_>>,
     mut each: impl FnMut(StoredRecord) -> bool,
 ) -> rusqlite::Result<()> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT node, boot_id, seq, unix_ns, kind, record FROM records
-         WHERE (?1 IS NULL OR node = ?1)
-           AND (?2 IS NULL OR kind = ?2)
-           AND unix_ns >= ?3
-           AND (?4 IS NULL OR (unix_ns, node, boot_id, seq) > (?4, ?5, ?6, ?7))
-         ORDER BY unix_ns, node, boot_id, seq
-         LIMIT ?8",
-    )?;
+    // The resume key spans two tables, so no index holds it whole: the
+    // time bound repeats its first part, for the index seek.
+    let mut stmt = conn.prepare_cached(record_select!(
+        "WHERE (?1 IS NULL OR b.node = ?1)
+               AND (?2 IS NULL OR k.name = ?2)
+               AND s.unix_ns >= max(?3, coalesce(?4, 0))
+               AND (?4 IS NULL OR (s.unix_ns, b.node, b.boot_id, s.seq) > (?4, ?5, ?6, ?7))
+             ORDER BY s.unix_ns, b.node, b.boot_id, s.seq
+             LIMIT ?8"
+    ))?;
     let (a_ns, a_node, a_boot, a_seq) = match after {
         Some((t, n, b, q)) => (Some(t as i64), Some(n), Some(b), Some(q as i64)),
         None => (None, None, None, None),
@@ -222,27 +268,62 @@ pub fn each_record_of_kind(
     kind: &str,
     mut each: impl FnMut(StoredRecord),
 ) -> rusqlite::Result<()> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT node, boot_id, seq, unix_ns, kind, record FROM records
-         WHERE (?1 IS NULL OR node = ?1) AND kind = ?2
-         ORDER BY unix_ns, node, boot_id, seq",
-    )?;
-    let mut rows = stmt.query(params![node, kind])?;
+    let Some((sql, id)) = kind_scan(conn, kind)? else {
+        return Ok(());
+    };
+    let mut stmt = conn.prepare_cached(sql)?;
+    let mut rows = stmt.query(params![node, id])?;
     while let Some(row) = rows.next()? {
         each(stored_record(row)?);
     }
     Ok(())
 }
 
-/// A row of `SELECT node, boot_id, seq, unix_ns, kind, record`.
+/// The SQL of a scan by kind and the kind's id (`None`: no record
+/// of that kind was ever stored). A sparse kind follows the partial
+/// (kind, time) index, whose condition the query must repeat to use it;
+/// a dense one (RTT, counters: most rows) the time index.
+pub(super) fn kind_scan(
+    conn: &Connection,
+    kind: &str,
+) -> rusqlite::Result<Option<(&'static str, i64)>> {
+    let id: Option<i64> = conn
+        .prepare_cached("SELECT id FROM kinds WHERE name = ?1")?
+        .query_row([kind], |r| r.get(0))
+        .optional()?;
+    let Some(id) = id else { return Ok(None) };
+    let sql = if id >= layout::SPARSE_KINDS_FROM {
+        record_select!(
+            // `>= 3`: layout::SPARSE_KINDS_FROM, spelled as in the index.
+            "WHERE s.kind = ?2 AND s.kind >= 3
+               AND (?1 IS NULL OR b.node = ?1)
+             ORDER BY s.unix_ns, b.node, b.boot_id, s.seq"
+        )
+    } else {
+        record_select!(
+            "WHERE s.kind = ?2 AND (?1 IS NULL OR b.node = ?1)
+             ORDER BY s.unix_ns, b.node, b.boot_id, s.seq"
+        )
+    };
+    Ok(Some((sql, id)))
+}
+
+/// A row of [`record_select!`], its bytes reassembled.
 fn stored_record(r: &rusqlite::Row<'_>) -> rusqlite::Result<StoredRecord> {
+    let mut raw = Vec::new();
+    layout::join(
+        r.get(5)?,
+        r.get_ref(6)?.as_blob()?,
+        r.get_ref(7)?.as_blob()?,
+        &mut raw,
+    );
     Ok(StoredRecord {
         node: r.get(0)?,
         boot_id: r.get(1)?,
         seq: r.get::<_, i64>(2)? as u64,
         unix_ns: r.get::<_, i64>(3)? as u64,
         kind: r.get(4)?,
-        raw: r.get(5)?,
+        raw,
     })
 }
 
@@ -254,12 +335,11 @@ pub fn records_of_kind(
     node: Option<&str>,
     kind: &str,
 ) -> rusqlite::Result<Vec<StoredRecord>> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT node, boot_id, seq, unix_ns, kind, record FROM records
-         WHERE (?1 IS NULL OR node = ?1) AND kind = ?2
-         ORDER BY unix_ns, node, boot_id, seq",
-    )?;
-    let rows = stmt.query_map(params![node, kind], stored_record)?;
+    let Some((sql, id)) = kind_scan(conn, kind)? else {
+        return Ok(Vec::new());
+    };
+    let mut stmt = conn.prepare_cached(sql)?;
+    let rows = stmt.query_map(params![node, id], stored_record)?;
     rows.collect()
 }
 

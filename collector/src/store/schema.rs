@@ -7,7 +7,7 @@ use rusqlite::Connection;
 use super::StoreError;
 
 /// Migration `i` brings `user_version` from `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[
+pub(super) const MIGRATIONS: &[&str] = &[
     // 1: records keyed by (node, boot, seq), kept verbatim as the encoded
     // `Record`, so payload kinds this collector does not know survive; boots
     // with the counters the gap calculation needs, maintained by the writer
@@ -84,8 +84,14 @@ const MIGRATIONS: &[&str] = &[
     );",
 ];
 
+/// Migrations past the SQL-only ones: each brings `user_version` from
+/// `MIGRATIONS.len() + i` to one more, with Rust where SQL alone cannot
+/// (migration 5 strips each record's envelope against its boot's head).
+const STEPS: &[fn(&rusqlite::Transaction<'_>) -> rusqlite::Result<()>] =
+    &[super::layout::migrate_v5];
+
 /// The schema version this build writes.
-pub const VERSION: i64 = MIGRATIONS.len() as i64;
+pub const VERSION: i64 = (MIGRATIONS.len() + STEPS.len()) as i64;
 
 /// Brings the database up to [`VERSION`].
 pub fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
@@ -96,9 +102,12 @@ pub fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
             supported: VERSION,
         });
     }
-    for (i, sql) in MIGRATIONS.iter().enumerate().skip(current as usize) {
+    for i in current as usize..VERSION as usize {
         let tx = conn.transaction()?;
-        tx.execute_batch(sql)?;
+        match MIGRATIONS.get(i) {
+            Some(sql) => tx.execute_batch(sql)?,
+            None => STEPS[i - MIGRATIONS.len()](&tx)?,
+        }
         tx.pragma_update(None, "user_version", i as i64 + 1)?;
         tx.commit()?;
         tracing::info!(version = i + 1, "applied store migration");

@@ -7,6 +7,7 @@ use std::path::Path;
 
 use rusqlite::{params, Connection, OptionalExtension};
 
+use super::layout;
 use crate::soak::{Mark, Slo, Soak, SoakError};
 
 /// How long a soak write waits for the collector's writer.
@@ -147,11 +148,15 @@ pub fn marks(conn: &Connection, soak: &str) -> rusqlite::Result<Vec<Mark>> {
     rows.collect()
 }
 
+/// What [`scan_range`] calls per record.
+type Visit<'a> = dyn FnMut(&str, &str, u64, u64, &[u8]) + 'a;
+
 /// Calls `f` with (node, boot_id, seq, unix_ns, encoded record) of every
 /// outage record before `from` (an outage that began before the range may
-/// still be open in it; the report clips), then of every record with
-/// `from <= unix_ns < to` in time order. Both scans follow an index (the
-/// time index; per node the (node, kind, time) one), so a soak costs its own
+/// still be open in it; the report clips), node by node, then of every
+/// record with `from <= unix_ns < to` in time order. Both scans follow an
+/// index of integers ((kind, time), then time), and resolve boot ids from
+/// a map read once instead of joining per row, so a soak costs its own
 /// records, not the whole store's. Streams: a 72-hour soak never sits in
 /// memory.
 pub fn scan_range(
@@ -160,34 +165,51 @@ pub fn scan_range(
     to_ns: u64,
     mut f: impl FnMut(&str, &str, u64, u64, &[u8]),
 ) -> rusqlite::Result<()> {
-    let mut each = |stmt: &mut rusqlite::Statement<'_>, args: &[&dyn rusqlite::ToSql]| {
-        let mut rows = stmt.query(args)?;
-        while let Some(r) = rows.next()? {
-            let node = r.get_ref(0)?.as_str()?;
-            let boot = r.get_ref(1)?.as_str()?;
-            let seq = r.get::<_, i64>(2)? as u64;
-            let t = r.get::<_, i64>(3)? as u64;
-            let raw = r.get_ref(4)?.as_blob()?;
-            f(node, boot, seq, t, raw);
+    let boots = layout::boot_names(conn)?;
+    let mut raw = Vec::new();
+    let mut each =
+        |stmt: &mut rusqlite::Statement<'_>, args: &[&dyn rusqlite::ToSql], f: &mut Visit<'_>| {
+            let mut rows = stmt.query(args)?;
+            while let Some(r) = rows.next()? {
+                let boot: i64 = r.get(0)?;
+                let Some((node, boot_id, head)) = boots.get(&boot) else {
+                    continue; // Written after the map was read.
+                };
+                let seq = r.get::<_, i64>(1)? as u64;
+                let t = r.get::<_, i64>(2)? as u64;
+                layout::join(r.get(3)?, head, r.get_ref(4)?.as_blob()?, &mut raw);
+                f(node, boot_id, seq, t, &raw);
+            }
+            rusqlite::Result::Ok(())
+        };
+    let outage: Option<i64> = conn
+        .query_row("SELECT id FROM kinds WHERE name = 'outage'", [], |r| {
+            r.get(0)
+        })
+        .optional()?;
+    if let Some(kind) = outage {
+        let mut earlier = conn.prepare(
+            // `kind >= 3` as in the partial index (outage is a sparse kind).
+            "SELECT boot, seq, unix_ns, whole, body FROM stored
+             WHERE kind = ?1 AND kind >= 3 AND unix_ns < ?2 ORDER BY unix_ns",
+        )?;
+        // Few rows; grouped by node (in name order) as the report expects.
+        let mut found: Vec<(String, String, u64, u64, Vec<u8>)> = Vec::new();
+        each(
+            &mut earlier,
+            &[&kind, &(from_ns as i64)],
+            &mut |n, b, seq, t, raw| found.push((n.into(), b.into(), seq, t, raw.to_vec())),
+        )?;
+        found.sort_by(|a, b| a.0.cmp(&b.0));
+        for (n, b, seq, t, raw) in &found {
+            f(n, b, *seq, *t, raw);
         }
-        rusqlite::Result::Ok(())
-    };
-    let nodes: Vec<String> = conn
-        .prepare("SELECT DISTINCT node FROM boots ORDER BY node")?
-        .query_map([], |r| r.get(0))?
-        .collect::<rusqlite::Result<_>>()?;
-    let mut earlier = conn.prepare(
-        "SELECT node, boot_id, seq, unix_ns, record FROM records
-         WHERE node = ?1 AND kind = 'outage' AND unix_ns < ?2 ORDER BY unix_ns",
-    )?;
-    for node in &nodes {
-        each(&mut earlier, &[node, &(from_ns as i64)])?;
     }
     let mut range = conn.prepare(
-        "SELECT node, boot_id, seq, unix_ns, record FROM records
+        "SELECT boot, seq, unix_ns, whole, body FROM stored
          WHERE unix_ns >= ?1 AND unix_ns < ?2 ORDER BY unix_ns",
     )?;
-    each(&mut range, &[&(from_ns as i64), &(to_ns as i64)])
+    each(&mut range, &[&(from_ns as i64), &(to_ns as i64)], &mut f)
 }
 
 #[cfg(test)]

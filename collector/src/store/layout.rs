@@ -1,0 +1,391 @@
+//! The record layout of schema version 5 (issue 10, "a store sized for 72
+//! hours") and the migration from version 4.
+//!
+//! Version 4 kept each record as one row keyed by (node, boot_id, seq) with
+//! both strings repeated in every row, in its two secondary indexes and in
+//! `record_log` (four copies), and the encoded `Record` whole, which repeats
+//! them a fifth time. Version 5:
+//!
+//! - `boot_keys` interns (node, boot_id) as a small integer, and keeps the
+//!   boot's *head*: the canonical encoding of `Record` fields 1 and 2
+//!   (node, boot_id), which starts every record an agent sends.
+//! - `kinds` interns payload kind names.
+//! - `stored` has one row per record: `pos` (the rowid, arrival order, so
+//!   it *is* the remote_write log position: no separate log table), the
+//!   boot and kind ids, seq, time, and the record's bytes after the boot's
+//!   head (`whole = 0`), or the whole record when it does not start with
+//!   it (`whole = 1`: another encoder's field order; kept verbatim).
+//!   Reassembly is `head || body`, so every record reads back byte for
+//!   byte, unknown payload kinds included.
+//! - Indexes: (boot, seq) unique (dedupe, watermarks), (unix_ns) (reports,
+//!   the API's time-ordered pages), and (kind, unix_ns) for the sparse
+//!   kinds only (outages, link events, thermals...: a few percent of the
+//!   rows; RTT summaries and counters, the bulk, are found by time). All
+//!   integers: a few bytes per entry.
+//! - `records` and `record_log` stay as views with the old columns (and an
+//!   INSTEAD OF INSERT trigger on `records`), so SQL written against
+//!   version 4 (remote_write's log reader, ad-hoc inspection) still works.
+//!
+//! Positions are rowids that only grow (records are never deleted), so a
+//! remote_write position stays valid across the migration, which copies
+//! `record_log.pos` into `stored.pos`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use rusqlite::{params, Connection, Transaction};
+
+/// Tables of version 5 (indexes come after the bulk copy of a migration).
+const TABLES: &str = "
+    CREATE TABLE boot_keys (
+        id      INTEGER PRIMARY KEY,
+        node    TEXT    NOT NULL,
+        boot_id TEXT    NOT NULL,
+        head    BLOB,
+        UNIQUE (node, boot_id)
+    );
+    CREATE TABLE kinds (
+        id   INTEGER PRIMARY KEY,
+        name TEXT    NOT NULL UNIQUE
+    );
+    CREATE TABLE stored (
+        pos     INTEGER PRIMARY KEY,
+        boot    INTEGER NOT NULL,
+        seq     INTEGER NOT NULL,
+        unix_ns INTEGER NOT NULL,
+        kind    INTEGER NOT NULL,
+        whole   INTEGER NOT NULL,
+        body    BLOB    NOT NULL
+    );";
+
+/// Kinds recorded every second per link or node (most rows), interned
+/// first with fixed ids 1 and 2, so the (kind, time) index can leave them
+/// out: a scan of one of them follows the time index instead.
+const DENSE_KINDS: [&str; 2] = ["rtt", "counters"];
+
+/// The first id of a sparse kind: kinds from here on are in the partial
+/// (kind, time) index. Queries must repeat its condition, `kind >= 3`, as
+/// written, for SQLite to use it.
+pub const SPARSE_KINDS_FROM: i64 = 3;
+
+const INDEXES: &str = "
+    CREATE UNIQUE INDEX stored_key ON stored (boot, seq);
+    CREATE INDEX stored_by_time ON stored (unix_ns);
+    CREATE INDEX stored_by_kind ON stored (kind, unix_ns) WHERE kind >= 3;";
+
+/// The version 4 names as views. `record_log` reads the boot's names
+/// through scalar subqueries so that `max(pos)` over it stays a single-table
+/// query SQLite answers from the rowid b-tree's last entry.
+const VIEWS: &str = "
+    CREATE VIEW records (node, boot_id, seq, unix_ns, kind, record) AS
+        SELECT b.node, b.boot_id, s.seq, s.unix_ns, k.name,
+               CASE s.whole WHEN 0 THEN CAST(b.head || s.body AS BLOB) ELSE s.body END
+        FROM stored s JOIN boot_keys b ON b.id = s.boot JOIN kinds k ON k.id = s.kind;
+    CREATE VIEW record_log (pos, node, boot_id, seq) AS
+        SELECT s.pos,
+               (SELECT node FROM boot_keys WHERE id = s.boot),
+               (SELECT boot_id FROM boot_keys WHERE id = s.boot),
+               s.seq
+        FROM stored s;
+    CREATE TRIGGER records_insert INSTEAD OF INSERT ON records BEGIN
+        INSERT INTO boot_keys (node, boot_id) SELECT NEW.node, NEW.boot_id
+            WHERE NOT EXISTS (SELECT 1 FROM boot_keys WHERE node = NEW.node AND boot_id = NEW.boot_id);
+        INSERT INTO kinds (name) SELECT NEW.kind
+            WHERE NOT EXISTS (SELECT 1 FROM kinds WHERE name = NEW.kind);
+        INSERT INTO stored (boot, seq, unix_ns, kind, whole, body) VALUES (
+            (SELECT id FROM boot_keys WHERE node = NEW.node AND boot_id = NEW.boot_id),
+            NEW.seq, NEW.unix_ns,
+            (SELECT id FROM kinds WHERE name = NEW.kind),
+            1, NEW.record);
+    END;";
+
+/// The canonical encoding of `Record { node, boot_id }` (fields 1 and 2,
+/// length-delimited; an empty string is omitted, as prost does).
+pub fn head(node: &str, boot_id: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(node.len() + boot_id.len() + 4);
+    for (tag, s) in [(0x0a_u8, node), (0x12, boot_id)] {
+        if s.is_empty() {
+            continue;
+        }
+        out.push(tag);
+        let mut n = s.len() as u64;
+        while n >= 0x80 {
+            out.push((n as u8) | 0x80);
+            n >>= 7;
+        }
+        out.push(n as u8);
+        out.extend_from_slice(s.as_bytes());
+    }
+    out
+}
+
+/// What to store of `raw`: `(whole, body)`, the bytes after `head` when
+/// `raw` starts with it, else all of them.
+pub fn split<'a>(raw: &'a [u8], head: &[u8]) -> (bool, &'a [u8]) {
+    match raw.strip_prefix(head) {
+        Some(body) if !head.is_empty() => (false, body),
+        _ => (true, raw),
+    }
+}
+
+/// The stored record's bytes: the inverse of [`split`].
+pub fn join(whole: bool, head: &[u8], body: &[u8], out: &mut Vec<u8>) {
+    out.clear();
+    if !whole {
+        out.extend_from_slice(head);
+    }
+    out.extend_from_slice(body);
+}
+
+/// A boot's interned id and head.
+#[derive(Debug, Clone)]
+pub struct BootKey {
+    /// `boot_keys.id`.
+    pub id: i64,
+    /// [`head`] of its node and boot id.
+    pub head: Arc<[u8]>,
+}
+
+/// Interned boot and kind ids, cached. The writer keeps one across batches
+/// and clears it when a transaction fails (a rolled-back insert would
+/// leave a cached id that names nothing).
+#[derive(Debug, Default)]
+pub struct Keys {
+    /// The last boot asked for: a batch is normally one boot's records.
+    last: Option<(String, String, BootKey)>,
+    boots: HashMap<String, HashMap<String, BootKey>>,
+    kinds: HashMap<String, i64>,
+}
+
+impl Keys {
+    /// Forgets every cached id.
+    pub fn clear(&mut self) {
+        self.last = None;
+        self.boots.clear();
+        self.kinds.clear();
+    }
+
+    /// The id and head of (node, boot_id), interning it if new.
+    pub fn boot(
+        &mut self,
+        conn: &Connection,
+        node: &str,
+        boot_id: &str,
+    ) -> rusqlite::Result<BootKey> {
+        if let Some((n, b, k)) = &self.last {
+            if n == node && b == boot_id {
+                return Ok(k.clone());
+            }
+        }
+        let key = self.lookup(conn, node, boot_id)?;
+        self.last = Some((node.to_string(), boot_id.to_string(), key.clone()));
+        Ok(key)
+    }
+
+    fn lookup(
+        &mut self,
+        conn: &Connection,
+        node: &str,
+        boot_id: &str,
+    ) -> rusqlite::Result<BootKey> {
+        if let Some(k) = self.boots.get(node).and_then(|m| m.get(boot_id)) {
+            return Ok(k.clone());
+        }
+        let head = head(node, boot_id);
+        // A row the `records` view's trigger created has no head yet.
+        conn.prepare_cached(
+            "INSERT INTO boot_keys (node, boot_id, head) VALUES (?1, ?2, ?3)
+             ON CONFLICT (node, boot_id) DO UPDATE SET head = excluded.head WHERE head IS NULL",
+        )?
+        .execute(params![node, boot_id, head])?;
+        let id = conn
+            .prepare_cached("SELECT id FROM boot_keys WHERE node = ?1 AND boot_id = ?2")?
+            .query_row(params![node, boot_id], |r| r.get(0))?;
+        let key = BootKey {
+            id,
+            head: head.into(),
+        };
+        self.boots
+            .entry(node.to_string())
+            .or_default()
+            .insert(boot_id.to_string(), key.clone());
+        Ok(key)
+    }
+
+    /// The id of payload kind `name`, interning it if new.
+    pub fn kind(&mut self, conn: &Connection, name: &str) -> rusqlite::Result<i64> {
+        if let Some(id) = self.kinds.get(name) {
+            return Ok(*id);
+        }
+        conn.prepare_cached("INSERT OR IGNORE INTO kinds (name) VALUES (?1)")?
+            .execute([name])?;
+        let id = conn
+            .prepare_cached("SELECT id FROM kinds WHERE name = ?1")?
+            .query_row([name], |r| r.get(0))?;
+        self.kinds.insert(name.to_string(), id);
+        Ok(id)
+    }
+}
+
+/// One record for [`insert`]: its key, time, kind id and encoded bytes.
+pub struct Row<'a> {
+    /// `stored.pos`, or `None` for the next one.
+    pub pos: Option<i64>,
+    /// The boot.
+    pub boot: &'a BootKey,
+    /// Sequence number.
+    pub seq: u64,
+    /// Agent time.
+    pub unix_ns: u64,
+    /// `kinds.id`.
+    pub kind: i64,
+    /// The encoded `Record`.
+    pub raw: &'a [u8],
+}
+
+/// The statement of [`insert_into`].
+pub const INSERT: &str = "INSERT OR IGNORE INTO stored (pos, boot, seq, unix_ns, kind, whole, body)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
+
+/// Stores a record unless (boot, seq) is already stored; whether it was new.
+pub fn insert(conn: &Connection, r: &Row<'_>) -> rusqlite::Result<bool> {
+    let mut stmt = conn.prepare_cached(INSERT)?;
+    insert_into(&mut stmt, r)
+}
+
+/// [`insert`] with the statement prepared once by the caller.
+pub fn insert_into(stmt: &mut rusqlite::Statement<'_>, r: &Row<'_>) -> rusqlite::Result<bool> {
+    let (whole, body) = split(r.raw, &r.boot.head);
+    let n = stmt.execute(params![
+        r.pos,
+        r.boot.id,
+        r.seq as i64,
+        r.unix_ns as i64,
+        r.kind,
+        whole,
+        body
+    ])?;
+    Ok(n == 1)
+}
+
+/// A boot's (node, boot_id, head).
+pub type BootName = (String, String, Vec<u8>);
+
+/// Every boot's [`BootName`] by id, for scans that resolve ids themselves
+/// instead of joining per row.
+pub fn boot_names(conn: &Connection) -> rusqlite::Result<HashMap<i64, BootName>> {
+    let mut stmt =
+        conn.prepare_cached("SELECT id, node, boot_id, coalesce(head, x'') FROM boot_keys")?;
+    let rows = stmt.query_map([], |r| Ok((r.get(0)?, (r.get(1)?, r.get(2)?, r.get(3)?))))?;
+    rows.collect()
+}
+
+/// Migration 4 -> 5: copies every record into `stored` in `record_log`
+/// order (keeping its position), then any record the log lacks, then
+/// drops the version 4 tables and puts the views in their place.
+pub(super) fn migrate_v5(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute_batch(TABLES)?;
+    let mut keys = Keys::default();
+    // Dense kinds first (ids 1, 2), then every kind this build names.
+    let known = boltwatch_proto::kind::KINDS.iter();
+    for name in DENSE_KINDS
+        .iter()
+        .chain(known.filter(|k| !DENSE_KINDS.contains(k)))
+    {
+        keys.kind(tx, name)?;
+    }
+    debug_assert_eq!(keys.kind(tx, DENSE_KINDS[1])?, SPARSE_KINDS_FROM - 1);
+    let mut copy = |sql: &str, with_pos: bool| -> rusqlite::Result<()> {
+        let mut stmt = tx.prepare(sql)?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            let boot = keys.boot(tx, r.get_ref(1)?.as_str()?, r.get_ref(2)?.as_str()?)?;
+            let kind = keys.kind(tx, r.get_ref(5)?.as_str()?)?;
+            insert(
+                tx,
+                &Row {
+                    pos: if with_pos { Some(r.get(0)?) } else { None },
+                    boot: &boot,
+                    seq: r.get::<_, i64>(3)? as u64,
+                    unix_ns: r.get::<_, i64>(4)? as u64,
+                    kind,
+                    raw: r.get_ref(6)?.as_blob()?,
+                },
+            )?;
+        }
+        Ok(())
+    };
+    copy(
+        "SELECT l.pos, r.node, r.boot_id, r.seq, r.unix_ns, r.kind, r.record
+         FROM record_log l JOIN records r
+           ON r.node = l.node AND r.boot_id = l.boot_id AND r.seq = l.seq
+         ORDER BY l.pos",
+        true,
+    )?;
+    let count = |sql: &str| tx.query_row(sql, [], |r| r.get::<_, i64>(0));
+    if count("SELECT count(*) FROM stored")? < count("SELECT count(*) FROM records")? {
+        // Not logged (none should be): appended after the logged ones; the
+        // unique key below skips those already copied.
+        tx.execute_batch("CREATE UNIQUE INDEX stored_key ON stored (boot, seq);")?;
+        copy(
+            "SELECT 0, node, boot_id, seq, unix_ns, kind, record FROM records
+             ORDER BY unix_ns, node, boot_id, seq",
+            false,
+        )?;
+        tx.execute_batch("DROP INDEX stored_key;")?;
+    }
+    tx.execute_batch(INDEXES)?;
+    tx.execute_batch(
+        "DROP TRIGGER record_log_append;
+         DROP TABLE record_log;
+         DROP TABLE records;",
+    )?;
+    tx.execute_batch(VIEWS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use boltwatch_proto::v1::Record;
+    use prost::Message;
+
+    #[test]
+    fn head_is_prost_s_encoding_of_node_and_boot() {
+        let long = "n".repeat(300);
+        for (node, boot) in [
+            ("mini-a", "0123abcd"),
+            ("", "b"),
+            (long.as_str(), "b"),
+            ("a", ""),
+        ] {
+            let r = Record {
+                node: node.into(),
+                boot_id: boot.into(),
+                ..Default::default()
+            };
+            assert_eq!(head(node, boot), r.encode_to_vec(), "{node}/{boot}");
+        }
+    }
+
+    #[test]
+    fn split_and_join_give_back_the_same_bytes() {
+        let h = head("a", "b");
+        let mut out = Vec::new();
+        for raw in [
+            [h.as_slice(), &[0x18, 1, 0x20, 2]].concat(),
+            vec![0x18, 1, 0x0a, 1, b'a'],
+            h.clone(),
+            Vec::new(),
+        ] {
+            let (whole, body) = split(&raw, &h);
+            assert_eq!(
+                whole,
+                !raw.starts_with(&h) || raw.is_empty() && h.is_empty()
+            );
+            join(whole, &h, body, &mut out);
+            assert_eq!(out, raw);
+        }
+        // An empty head never strips (nothing to share).
+        assert_eq!(split(&[1, 2], &[]), (true, &[1u8, 2][..]));
+    }
+}

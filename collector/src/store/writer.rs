@@ -1,0 +1,180 @@
+//! The writer thread: the only writing connection, fed by the command
+//! channel. Batches that queue up while a commit runs (several agents
+//! streaming at once) are stored in one transaction, so one WAL fsync
+//! covers them all; each is still answered only after that commit.
+
+use std::time::Instant;
+
+use rusqlite::Connection;
+use tokio::sync::mpsc;
+
+use super::{layout, now_ns, queries, BatchOutcome, Command, HelloRow, NewRecord, Reply};
+use super::{StoreError, Watermark};
+
+/// A group stops taking queued batches at this many records (a bound on
+/// one transaction's size and on the wait of its first batch).
+const GROUP_RECORDS: usize = 32_768;
+
+pub(super) struct Writer {
+    conn: Connection,
+    total: u64,
+    /// Interned boot and kind ids, kept across batches.
+    keys: layout::Keys,
+}
+
+impl Writer {
+    pub(super) fn new(conn: Connection, total: u64) -> Writer {
+        Writer {
+            conn,
+            total,
+            keys: layout::Keys::default(),
+        }
+    }
+
+    pub(super) fn run(mut self, mut rx: mpsc::Receiver<Command>) {
+        let mut next = None;
+        loop {
+            let Some(cmd) = next.take().or_else(|| rx.blocking_recv()) else {
+                break;
+            };
+            match cmd {
+                Command::Hello(row, reply) => {
+                    let _ = reply.send(self.hello(&row));
+                }
+                Command::Batch(records, reply) => {
+                    let mut group = vec![(records, reply)];
+                    let mut n = group[0].0.len();
+                    while n < GROUP_RECORDS {
+                        match rx.try_recv() {
+                            Ok(Command::Batch(r, reply)) => {
+                                n += r.len();
+                                group.push((r, reply));
+                            }
+                            Ok(other) => {
+                                next = Some(other);
+                                break;
+                            }
+                            Err(_) => break,
+                        }
+                    }
+                    self.group(group);
+                }
+                Command::Ping(reply) => {
+                    let _ = reply.send(self.ping());
+                }
+                Command::Shutdown => break,
+            }
+        }
+        // Fold the WAL into the database file, so a stopped collector
+        // leaves one self-contained file (for backups and copies).
+        if let Err(e) = self.conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);") {
+            tracing::warn!(error = %e, "WAL checkpoint at shutdown failed");
+        }
+        tracing::debug!("store writer stopped");
+    }
+
+    fn hello(&mut self, row: &HelloRow) -> Result<(), StoreError> {
+        queries::upsert_hello(&self.conn, row, now_ns())?;
+        Ok(())
+    }
+
+    fn ping(&mut self) -> Result<(), StoreError> {
+        queries::touch_health(&mut self.conn, now_ns())?;
+        Ok(())
+    }
+
+    /// Stores a group in one transaction and answers each batch. If that
+    /// fails, each batch is tried alone, so one bad batch fails by itself
+    /// as it would have without the grouping.
+    fn group(&mut self, group: Vec<(Vec<NewRecord>, Reply<BatchOutcome>)>) {
+        let batches: Vec<&[NewRecord]> = group.iter().map(|(r, _)| r.as_slice()).collect();
+        let outcomes = match self.batches(&batches) {
+            Ok(o) => o.into_iter().map(Ok).collect(),
+            Err(e) => {
+                // Ids interned by the rolled-back transaction are gone.
+                self.keys.clear();
+                if batches.len() == 1 {
+                    vec![Err(e)]
+                } else {
+                    let mut alone = Vec::with_capacity(batches.len());
+                    for b in &batches {
+                        let r = self.batches(&[b]).map(|mut o| o.remove(0));
+                        if r.is_err() {
+                            self.keys.clear();
+                        }
+                        alone.push(r);
+                    }
+                    alone
+                }
+            }
+        };
+        for ((_, reply), outcome) in group.into_iter().zip(outcomes) {
+            let _ = reply.send(outcome);
+        }
+    }
+
+    fn batches(&mut self, batches: &[&[NewRecord]]) -> Result<Vec<BatchOutcome>, StoreError> {
+        let start = Instant::now();
+        let now = now_ns();
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        // Per batch: whether each record was new, and (node, boot) ->
+        // (added, max seq) in first-appearance order.
+        let mut each = Vec::with_capacity(batches.len());
+        for records in batches {
+            let mut inserted = Vec::with_capacity(records.len());
+            queries::insert_batch(&tx, &mut self.keys, records, &mut inserted)?;
+            let mut boots: Vec<((&str, &str), u64, u64)> = Vec::new();
+            for (r, new) in records.iter().zip(&inserted) {
+                let key = (r.node.as_str(), r.boot_id.as_str());
+                let entry = match boots.iter_mut().find(|(k, _, _)| *k == key) {
+                    Some(e) => e,
+                    None => {
+                        boots.push((key, 0, 0));
+                        boots.last_mut().expect("just pushed")
+                    }
+                };
+                if *new {
+                    entry.1 += 1;
+                    entry.2 = entry.2.max(r.seq);
+                }
+            }
+            for ((node, boot), added, max_seq) in &boots {
+                queries::add_boot_records(&tx, node, boot, now, *added, *max_seq)?;
+            }
+            each.push((inserted, boots));
+        }
+        // Watermarks after every batch of the group: what the commit makes
+        // durable.
+        let mut outcomes = Vec::with_capacity(batches.len());
+        for (records, (inserted, boots)) in batches.iter().zip(each) {
+            let mut watermarks = Vec::with_capacity(boots.len());
+            for ((node, boot), _, _) in &boots {
+                watermarks.push(Watermark {
+                    boot_id: boot.to_string(),
+                    highest_seq: queries::boot_highest_seq(&tx, node, boot)?,
+                });
+            }
+            let added: u64 = boots.iter().map(|b| b.1).sum();
+            outcomes.push((records.len() as u64 - added, inserted, watermarks, added));
+        }
+        tx.commit()?;
+        let commit_seconds = start.elapsed().as_secs_f64();
+        let mut out = Vec::with_capacity(outcomes.len());
+        for (duplicates, inserted, watermarks, added) in outcomes {
+            self.total += added;
+            out.push(BatchOutcome {
+                duplicates,
+                inserted,
+                watermarks,
+                commit_seconds,
+                total_records: 0,
+            });
+        }
+        for o in &mut out {
+            o.total_records = self.total;
+        }
+        Ok(out)
+    }
+}
