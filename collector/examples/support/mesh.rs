@@ -114,7 +114,7 @@ fn second(i: usize, nodes: &[String], s: u64, rx_bytes: &mut u64, out: &mut Vec<
             Payload::Thermal(ThermalReading {
                 sensors: vec![sensor("case", case), sensor("ssd", case - 6.0)],
                 throttle: Some(Throttle {
-                    cpu_frequency_ratio: 1.0,
+                    cpu_frequency_ratio: Some(1.0),
                     source: "pmset".into(),
                     ..Default::default()
                 }),
