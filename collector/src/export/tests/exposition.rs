@@ -140,6 +140,8 @@ const LABELS: &[&str] = &[
     "soak",
     "nodes",
     "slo",
+    "mark",
+    "edge",
 ];
 
 #[test]
