@@ -496,6 +496,17 @@ fn example_config_passes_promtool_check() {
             .any(|t| t == "127.0.0.1:9471"),
         "scrapes the collector: {job}"
     );
+    // The collector's cluster, as a target label the rules can see.
+    assert!(
+        job["static_configs"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .all(|c| c["labels"]["cluster"]
+                .as_str()
+                .is_some_and(|v| !v.is_empty())),
+        "every target names its cluster: {job}"
+    );
     let expr = alerts()["BoltwatchCollectorDown"]["expr"].clone();
     assert!(expr
         .as_str()
