@@ -9,7 +9,8 @@
 //! one a node of its own with the record mix of a real agent: one RTT
 //! summary per peer per second, one counters record per interface per
 //! second, a thermal reading every 5 s, sent once a second and awaited for
-//! its Ack, as the agent does. The agents' seconds are spread over the
+//! its Ack, as the agent does (what came due meanwhile goes into the next
+//! batch, one batch in flight). The agents' seconds are spread over the
 //! second so the load is as even as independent agents make it. After all
 //! have connected it measures for `--seconds` and prints connected streams,
 //! records/s acked, the collector's CPU % (of one core) and RSS, and the
@@ -18,18 +19,23 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
-use boltwatch_proto::v1::record::Payload;
 use boltwatch_proto::v1::telemetry_client::TelemetryClient;
 use boltwatch_proto::v1::{
-    agent_message, collector_message, AgentMessage, CollectorMessage, Hello, HistogramBucket,
-    InterfaceCounters, Peer, Record, RecordBatch, RttSummary, TemperatureSensor, ThermalReading,
+    agent_message, collector_message, AgentMessage, CollectorMessage, Hello, Peer, RecordBatch,
 };
 use clap::{Parser, Subcommand};
+use futures_util::FutureExt;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::transport::{Certificate, ClientTlsConfig, Endpoint};
+
+mod procfs;
+mod records;
+
+use procfs::{clock_ticks_per_second, cpu_ticks, cpu_ticks_self, proc_memory};
+use records::second_of_records;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -38,6 +44,8 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 const WAIT: Duration = Duration::from_secs(30);
 /// Connects in flight at once while ramping up (a TLS handshake each).
 const RAMP: usize = 64;
+/// The agent's largest batch (agent/src/transport).
+const BATCH_MAX: usize = 512;
 
 #[derive(Parser)]
 struct Cli {
@@ -202,6 +210,7 @@ async fn run(load: Load) -> Result<(), BoxError> {
             .unwrap_or_else(|| "-".into())
     };
     let hz = clock_ticks_per_second()?;
+    let acked = shared.acked_records.load(Ordering::Relaxed);
     let per_agent = load.peers as f64 + load.interfaces as f64 + 0.2;
     println!(
         "agents {} (each {} peers, {} interfaces: {per_agent:.1} records/s offered, one batch/s), TLS, measured {window:.1} s",
@@ -218,10 +227,11 @@ async fn run(load: Load) -> Result<(), BoxError> {
         println!("first stream error: {e}");
     }
     println!(
-        "records/s acked {:.0} (offered {:.0}); batches acked {}",
-        shared.acked_records.load(Ordering::Relaxed) as f64 / window,
+        "records/s acked {:.0} (offered {:.0}); batches acked {}, {:.1} records each",
+        acked as f64 / window,
         per_agent * shared.connected.load(Ordering::Relaxed) as f64,
-        latencies.len()
+        latencies.len(),
+        acked as f64 / latencies.len().max(1) as f64,
     );
     println!(
         "collector CPU {:.1} % of one core, RSS {} MiB (peak {} MiB); load generator CPU {:.1} %",
@@ -283,12 +293,29 @@ async fn agent(
         tokio::time::interval_at(tokio::time::Instant::now() + phase, Duration::from_secs(1));
     let mut seq = 0u64;
     let mut latencies = Vec::with_capacity(load.seconds as usize + 8);
-    for n in 0u64.. {
+    let mut n = 0u64;
+    loop {
         tick.tick().await;
         if shared.stop.load(Ordering::Relaxed) {
             break;
         }
-        let records = second_of_records(&node, i, n, &peers, load.interfaces, &mut seq);
+        // Like the agent's queue: every second that came due while the last
+        // batch waited for its Ack goes into the next batch (up to the
+        // agent's 512 records), so a slow Ack makes batches larger, not
+        // the backlog longer.
+        let mut records = second_of_records(&node, i, n, &peers, load.interfaces, &mut seq);
+        n += 1;
+        while records.len() < BATCH_MAX && tick.tick().now_or_never().is_some() {
+            records.extend(second_of_records(
+                &node,
+                i,
+                n,
+                &peers,
+                load.interfaces,
+                &mut seq,
+            ));
+            n += 1;
+        }
         let count = records.len() as u64;
         let sent = Instant::now();
         let acked = async {
@@ -355,134 +382,6 @@ async fn open(endpoint: Endpoint, hello: Hello) -> Result<Stream, String> {
         Ok(Err(status)) => Err(status.to_string()),
         Err(_) => Err(format!("no Welcome within {WAIT:?}")),
     }
-}
-
-/// Second `n` of agent `i`: an RTT summary per peer, counters per
-/// interface, and every 5th second a thermal reading.
-fn second_of_records(
-    node: &str,
-    i: u32,
-    n: u64,
-    peers: &[String],
-    interfaces: u32,
-    seq: &mut u64,
-) -> Vec<Record> {
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64);
-    let mut out = Vec::new();
-    let mut push = |payload| {
-        *seq += 1;
-        out.push(Record {
-            node: node.to_string(),
-            boot_id: format!("boot-{i}"),
-            seq: *seq,
-            unix_ns: now,
-            payload: Some(payload),
-        });
-    };
-    for peer in peers {
-        // 10 probes a second around 80 us: buckets 2^(k/8) s, k = -109..-108.
-        push(Payload::Rtt(RttSummary {
-            peer: peer.clone(),
-            interface: "bridge0".into(),
-            window_start_unix_ns: now.saturating_sub(1_000_000_000),
-            window_ns: 1_000_000_000,
-            sent: 10,
-            received: 10,
-            min_ns: 70_000,
-            mean_ns: 80_000,
-            max_ns: 95_000,
-            p50_ns: 80_000,
-            p99_ns: 95_000,
-            sum_ns: 800_000,
-            buckets: vec![
-                HistogramBucket {
-                    index: -109,
-                    count: 7,
-                },
-                HistogramBucket {
-                    index: -108,
-                    count: 3,
-                },
-            ],
-            ..Default::default()
-        }));
-    }
-    for k in 0..interfaces {
-        let bytes = n * 1_250_000_000;
-        push(Payload::Counters(InterfaceCounters {
-            interface: format!("en{}", k + 5),
-            receive_bytes: bytes,
-            transmit_bytes: bytes,
-            receive_packets: n * 100_000,
-            transmit_packets: n * 100_000,
-            carrier: true,
-            carrier_known: true,
-            speed_bits_per_second: 40_000_000_000,
-            mtu: 9000,
-            ..Default::default()
-        }));
-    }
-    if n.is_multiple_of(5) {
-        push(Payload::Thermal(ThermalReading {
-            sensors: ["cpu", "gpu", "soc", "ssd"]
-                .iter()
-                .map(|s| TemperatureSensor {
-                    name: (*s).into(),
-                    celsius: 55.0 + f64::from(i % 10),
-                    source: "bench".into(),
-                    ..Default::default()
-                })
-                .collect(),
-            ..Default::default()
-        }));
-    }
-    out
-}
-
-/// utime + stime of every thread of `pid`, in clock ticks.
-fn cpu_ticks(pid: u32) -> Result<u64, BoxError> {
-    stat_ticks(&std::fs::read_to_string(format!("/proc/{pid}/stat"))?)
-}
-
-fn cpu_ticks_self() -> Result<u64, BoxError> {
-    stat_ticks(&std::fs::read_to_string("/proc/self/stat")?)
-}
-
-/// Fields 14 and 15 of /proc/PID/stat; the command name (field 2) may hold
-/// spaces, so count from its closing parenthesis.
-fn stat_ticks(stat: &str) -> Result<u64, BoxError> {
-    let rest = stat.rsplit_once(')').ok_or("no ) in stat")?.1;
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    // After ")": state is field 3, so utime (14) is index 11.
-    Ok(f.get(11).ok_or("short stat")?.parse::<u64>()?
-        + f.get(12).ok_or("short stat")?.parse::<u64>()?)
-}
-
-/// (VmRSS, VmHWM) of `pid` in KiB.
-fn proc_memory(pid: u32) -> Result<(u64, u64), BoxError> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    let field = |name: &str| -> Result<u64, BoxError> {
-        let line = status
-            .lines()
-            .find(|l| l.starts_with(name))
-            .ok_or_else(|| format!("no {name} in /proc/{pid}/status"))?;
-        Ok(line[name.len()..]
-            .trim()
-            .trim_end_matches("kB")
-            .trim()
-            .parse()?)
-    };
-    Ok((field("VmRSS:")?, field("VmHWM:")?))
-}
-
-/// USER_HZ, the unit of /proc's CPU times.
-fn clock_ticks_per_second() -> Result<f64, BoxError> {
-    let out = std::process::Command::new("getconf")
-        .arg("CLK_TCK")
-        .output()?;
-    Ok(String::from_utf8(out.stdout)?.trim().parse()?)
 }
 
 /// Agents the collector's /metrics reports connected.
