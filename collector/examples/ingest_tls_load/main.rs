@@ -12,9 +12,10 @@
 //! its Ack, as the agent does (what came due meanwhile goes into the next
 //! batch, one batch in flight). The agents' seconds are spread over the
 //! second so the load is as even as independent agents make it. After all
-//! have connected it measures for `--seconds` and prints connected streams,
-//! records/s acked, the collector's CPU % (of one core) and RSS, and the
-//! ack latency p50/p99. Everything is bounded: agents, seconds, every wait.
+//! have connected and `--warmup` seconds passed, it measures for
+//! `--seconds` and prints connected streams, records/s acked, the
+//! collector's CPU % (of one core) and RSS, the ack latency p50/p99 and the
+//! store's commits. Everything is bounded: agents, seconds, every wait.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -75,6 +76,9 @@ struct Load {
     /// Measured seconds once every agent is connected.
     #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=600))]
     seconds: u64,
+    /// Seconds of load after the last connect before measuring.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(0..=120))]
+    warmup: u64,
     /// Peers each agent probes (one RTT summary each per second).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(0..=64))]
     peers: u32,
@@ -177,7 +181,10 @@ async fn run(load: Load) -> Result<(), BoxError> {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let ramp_secs = started.elapsed().as_secs_f64();
+    // The Hellos' own commits and the first batches are not the steady state.
+    tokio::time::sleep(Duration::from_secs(load.warmup)).await;
 
+    let before = scrape(&load.metrics).await?;
     let cpu0 = (
         cpu_ticks(load.collector_pid)?,
         cpu_ticks_self()?,
@@ -193,7 +200,7 @@ async fn run(load: Load) -> Result<(), BoxError> {
     );
     let window = at1.duration_since(cpu0.2).as_secs_f64();
     let memory = proc_memory(load.collector_pid)?;
-    let up = agents_up(&load.metrics).await;
+    let after = scrape(&load.metrics).await?;
     shared.stop.store(true, Ordering::Relaxed);
 
     let mut latencies = Vec::new();
@@ -213,15 +220,15 @@ async fn run(load: Load) -> Result<(), BoxError> {
     let acked = shared.acked_records.load(Ordering::Relaxed);
     let per_agent = load.peers as f64 + load.interfaces as f64 + 0.2;
     println!(
-        "agents {} (each {} peers, {} interfaces: {per_agent:.1} records/s offered, one batch/s), TLS, measured {window:.1} s",
-        load.agents, load.peers, load.interfaces
+        "agents {} (each {} peers, {} interfaces: {per_agent:.1} records/s offered, one batch/s), TLS, measured {window:.1} s after {}s warm-up",
+        load.agents, load.peers, load.interfaces, load.warmup
     );
     println!(
         "connected streams {} of {} in {ramp_secs:.1} s (failed {}); collector reports {} agents up",
         shared.connected.load(Ordering::Relaxed),
         load.agents,
         shared.failed.load(Ordering::Relaxed),
-        up.map_or_else(|e| format!("? ({e})"), |n| n.to_string()),
+        after.up,
     );
     if let Some(e) = shared.first_error.lock().unwrap().as_ref() {
         println!("first stream error: {e}");
@@ -241,6 +248,12 @@ async fn run(load: Load) -> Result<(), BoxError> {
         (self1 - cpu0.1) as f64 / hz / window * 100.0,
     );
     println!("ack latency p50 {} p99 {}", pct(0.50), pct(0.99));
+    let commits = after.commits - before.commits;
+    println!(
+        "store commits {:.0}/s (one per batch, fsync'd), mean {:.2} ms each",
+        commits / window,
+        (after.commit_seconds - before.commit_seconds) / commits.max(1.0) * 1e3
+    );
     Ok(())
 }
 
@@ -384,12 +397,29 @@ async fn open(endpoint: Endpoint, hello: Hello) -> Result<Stream, String> {
     }
 }
 
-/// Agents the collector's /metrics reports connected.
-async fn agents_up(url: &str) -> Result<usize, BoxError> {
+/// What the collector's /metrics says about the load.
+struct Scrape {
+    /// Agents connected.
+    up: usize,
+    /// `boltwatch_store_commit_seconds` count and sum.
+    commits: f64,
+    commit_seconds: f64,
+}
+
+async fn scrape(url: &str) -> Result<Scrape, BoxError> {
     let body =
         tokio::time::timeout(WAIT, async { reqwest::get(url).await?.text().await }).await??;
-    Ok(body
-        .lines()
-        .filter(|l| l.starts_with("boltwatch_agent_up{") && l.ends_with(" 1"))
-        .count())
+    let value = |name: &str| {
+        body.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    Ok(Scrape {
+        up: body
+            .lines()
+            .filter(|l| l.starts_with("boltwatch_agent_up{") && l.ends_with(" 1"))
+            .count(),
+        commits: value("boltwatch_store_commit_seconds_count"),
+        commit_seconds: value("boltwatch_store_commit_seconds_sum"),
+    })
 }
