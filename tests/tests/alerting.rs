@@ -10,6 +10,12 @@
 //! read as seconds, [`shorten_for`]), mechanically, line by line; the
 //! expressions are the shipped ones, byte for byte.
 //!
+//! Prometheus sets `cluster` as a target label of the collector's job, as
+//! one collector per cluster is meant to be scraped, and every alert must
+//! reach the webhook with it (the rules keep it through their aggregations
+//! and joins; dashboards/prometheus/tests/clusters.yml proves two clusters
+//! stay apart).
+//!
 //! Scenarios:
 //! - a's links are expected to carry 1000 Gbit/s (`bandwidth.expected`),
 //!   far above what loopback moves, and a's throttle fixture counts
@@ -39,6 +45,9 @@ use serde_json::Value;
 
 /// Upper bound on any one wait; reaching it is a failure, not a figure.
 const WAIT: Duration = Duration::from_secs(180);
+
+/// The collector's cluster, a target label of its scrape job.
+const CLUSTER: &str = "lab1";
 
 /// The rules with every `for: Nm` read as `for: Ns`. Only `for:` lines
 /// change; any other duration form in a `for:` line fails the test, so
@@ -74,6 +83,7 @@ impl Delivered {
         self.status == status
             && self.labels["alertname"] == alertname
             && self.labels["node"] == node
+            && self.labels["cluster"] == CLUSTER
     }
 }
 
@@ -189,7 +199,7 @@ fn start_alertmanager(dir: &Path, webhook: u16) -> (Proc, u16) {
     write(
         &cfg,
         &format!(
-            "route:\n  receiver: hook\n  group_by: [alertname, node, peer]\n  \
+            "route:\n  receiver: hook\n  group_by: [alertname, cluster, node, peer]\n  \
              group_wait: 1s\n  group_interval: 1s\n  repeat_interval: 1h\n\
              receivers:\n  - name: hook\n    webhook_configs:\n      \
              - url: http://127.0.0.1:{webhook}/\n        send_resolved: true\n"
@@ -222,7 +232,8 @@ fn start_prometheus(dir: &Path, collector_http: &str, alertmanager: u16) -> Prom
              rule_files:\n  - recording.yml\n  - alerts.yml\n\
              alerting:\n  alertmanagers:\n    - static_configs:\n        - targets: ['127.0.0.1:{alertmanager}']\n\
              scrape_configs:\n  - job_name: boltwatch-collector\n    honor_labels: true\n    \
-             static_configs:\n      - targets: ['{collector_http}']\n"
+             static_configs:\n      - targets: ['{collector_http}']\n        \
+             labels:\n          cluster: {CLUSTER}\n"
         ),
     );
     let mut cmd = Command::new(bin);
@@ -422,6 +433,15 @@ fn thermal_bandwidth_and_agent_down_alerts_reach_the_webhook() {
         })
         .collect();
     assert!(wrong.is_empty(), "misplaced alerts: {wrong:#?}");
+    // Every alert kept the cluster its series came from.
+    let unlabelled: Vec<&Delivered> = all
+        .iter()
+        .filter(|x| x.labels["cluster"] != CLUSTER)
+        .collect();
+    assert!(
+        unlabelled.is_empty(),
+        "alerts without cluster {CLUSTER}: {unlabelled:#?}"
+    );
     // b is still connected: no agent-down for it.
     assert!(
         !all.iter()

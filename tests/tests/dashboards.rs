@@ -20,6 +20,9 @@ use std::process::Command;
 
 use serde_json::Value;
 
+#[path = "dashboards/cluster.rs"]
+mod cluster;
+
 /// Every metric the product exposes (foundation, link truth and
 /// bandwidth), as agreed in the metric contract. Histograms are listed in
 /// [`HISTOGRAMS`] instead.
@@ -436,6 +439,7 @@ fn substitute_grafana_variables(expr: &str) -> String {
         .replace("$__interval", "30s")
         .replace("$__range_s", "259200")
         .replace("$__range", "72h")
+        .replace("$cluster", ".*")
         .replace("$node", ".*")
         .replace("$peer", ".*")
 }
@@ -491,6 +495,17 @@ fn example_config_passes_promtool_check() {
             .flat_map(|c| c["targets"].as_array().into_iter().flatten())
             .any(|t| t == "127.0.0.1:9471"),
         "scrapes the collector: {job}"
+    );
+    // The collector's cluster, as a target label the rules can see.
+    assert!(
+        job["static_configs"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .all(|c| c["labels"]["cluster"]
+                .as_str()
+                .is_some_and(|v| !v.is_empty())),
+        "every target names its cluster: {job}"
     );
     let expr = alerts()["BoltwatchCollectorDown"]["expr"].clone();
     assert!(expr
@@ -692,11 +707,23 @@ fn grafana_dashboard_is_well_formed() {
     };
     assert_eq!(var("DS_PROMETHEUS")["type"], "datasource");
     assert_eq!(var("DS_PROMETHEUS")["query"], "prometheus");
-    for name in ["node", "peer"] {
+    for name in ["cluster", "node", "peer"] {
         assert_eq!(var(name)["type"], "query", "{name}");
         assert_eq!(var(name)["datasource"]["uid"], "${DS_PROMETHEUS}", "{name}");
         assert_eq!(var(name)["multi"], true, "{name}");
+        // All is `.*`, which also matches an absent (empty) label: a single
+        // collector scraped without a cluster label still shows.
+        assert_eq!(var(name)["includeAll"], true, "{name}");
+        assert_eq!(var(name)["allValue"], ".*", "{name}");
     }
+    // Clusters come from a series remote write pushes too (boltwatch_agent_up
+    // is scrape-only), and the variables filter in order: cluster, node, peer.
+    assert_eq!(
+        var("cluster")["query"]["query"],
+        "label_values(boltwatch_records_received_total, cluster)"
+    );
+    let order: Vec<&str> = vars.iter().filter_map(|v| v["name"].as_str()).collect();
+    assert_eq!(order, ["DS_PROMETHEUS", "cluster", "node", "peer"]);
 
     let all = panels(&dash);
     let mut ids = BTreeSet::new();
@@ -834,5 +861,64 @@ fn grafana_expressions_parse_in_promtool() {
     assert!(
         out.contains(&format!("SUCCESS: {} rules found", exprs.len())),
         "{out}"
+    );
+}
+
+#[test]
+fn every_rule_keeps_cluster_through_aggregations_and_joins() {
+    let demands = cluster::Demands {
+        filter: false,
+        keep: true,
+    };
+    let mut faults = Vec::new();
+    let mut checked = 0;
+    for file in ["recording.yml", "alerts.yml"] {
+        for expr in values_of(&yaml(&dashboards().join("prometheus").join(file)), "expr") {
+            checked += 1;
+            for fault in cluster::faults(&expr, demands).unwrap_or_else(|e| panic!("{file}: {e}")) {
+                faults.push(format!("{file}: {fault} in {expr}"));
+            }
+        }
+    }
+    assert!(checked >= 40, "only {checked} rule expressions");
+    assert!(
+        faults.is_empty(),
+        "rules that merge clusters:\n{}",
+        faults.join("\n")
+    );
+}
+
+#[test]
+fn every_dashboard_query_filters_by_cluster_and_keeps_it() {
+    let dash = dashboard();
+    // A heatmap is one distribution of every selected link: it sums by le
+    // alone (a series per cluster would break its bucket arithmetic), but
+    // still only over the selected clusters.
+    let heatmaps: BTreeSet<String> = panels(&dash)
+        .iter()
+        .filter(|p| p["type"] == "heatmap")
+        .map(|p| format!("panel {:?}", p["title"].as_str().unwrap_or_default()))
+        .collect();
+    let mut faults = Vec::new();
+    let mut checked = 0;
+    for (origin, expr) in dashboard_exprs(&dash) {
+        // The cluster variable lists the clusters; it cannot filter by itself.
+        if origin == "variable \"cluster\"" {
+            continue;
+        }
+        checked += 1;
+        let demands = cluster::Demands {
+            filter: true,
+            keep: !heatmaps.contains(&origin),
+        };
+        for fault in cluster::faults(&expr, demands).unwrap_or_else(|e| panic!("{origin}: {e}")) {
+            faults.push(format!("{origin}: {fault} in {expr}"));
+        }
+    }
+    assert!(checked > 60, "only {checked} dashboard expressions");
+    assert!(
+        faults.is_empty(),
+        "dashboard queries that mix clusters:\n{}",
+        faults.join("\n")
     );
 }
