@@ -277,7 +277,7 @@ pub const KEYS: &[K] = &[
     .default("5m"),
     K::new(
         "remote_write.urls",
-        "Prometheus remote write 1.0 endpoints (`http://HOST:PORT/api/v1/write`); every stored record's series at the record's time",
+        "Prometheus remote write 1.0 endpoints (`http[s]://HOST:PORT/api/v1/write`); every stored record's series at the record's time",
         |c, v| {
             let urls = v.list()?;
             for u in &urls {
@@ -338,6 +338,33 @@ pub const KEYS: &[K] = &[
         "file holding the basic auth password",
         |c, v| {
             c.remote_write.basic_auth_password_file = Some(PathBuf::from(v.nonempty()?));
+            Ok(())
+        },
+    )
+    .default_doc("none"),
+    K::new(
+        "remote_write.tls_ca_file",
+        "PEM CA trusted for `https://` endpoints (needed for them; no bundled roots)",
+        |c, v| {
+            c.remote_write.tls_ca_file = Some(PathBuf::from(v.nonempty()?));
+            Ok(())
+        },
+    )
+    .default_doc("none"),
+    K::new(
+        "remote_write.tls_cert_file",
+        "PEM client certificate for receivers that require one (with `tls_key_file`)",
+        |c, v| {
+            c.remote_write.tls_cert_file = Some(PathBuf::from(v.nonempty()?));
+            Ok(())
+        },
+    )
+    .default_doc("none"),
+    K::new(
+        "remote_write.tls_key_file",
+        "PEM key of `tls_cert_file`",
+        |c, v| {
+            c.remote_write.tls_key_file = Some(PathBuf::from(v.nonempty()?));
             Ok(())
         },
     )
@@ -434,6 +461,18 @@ impl Schema for Config {
                     "remote_write.basic_auth_username",
                 ],
                 "choose bearer token or basic auth, not both",
+            ));
+        }
+        if rw.urls.iter().any(|u| u.starts_with("https://")) && rw.tls_ca_file.is_none() {
+            return Err(at.error(
+                &["remote_write.tls_ca_file", "remote_write.urls"],
+                "https:// remote write endpoints need remote_write.tls_ca_file (the CA to trust)",
+            ));
+        }
+        if rw.tls_cert_file.is_some() != rw.tls_key_file.is_some() {
+            return Err(at.error(
+                &["remote_write.tls_cert_file", "remote_write.tls_key_file"],
+                "a client certificate needs both tls_cert_file and tls_key_file",
             ));
         }
         if user != pass {

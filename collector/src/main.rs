@@ -121,6 +121,19 @@ fn load_config(
     if let Some(p) = &rw.basic_auth_password_file {
         secret_file("remote_write.basic_auth_password_file", p)?;
     }
+    let tls_files = [
+        ("tls.cert", &c.tls.cert),
+        ("tls.key", &c.tls.key),
+        ("tls.client_ca", &c.tls.client_ca),
+        ("remote_write.tls_ca_file", &rw.tls_ca_file),
+        ("remote_write.tls_cert_file", &rw.tls_cert_file),
+        ("remote_write.tls_key_file", &rw.tls_key_file),
+    ];
+    for (key, p) in tls_files {
+        if let Some(p) = p {
+            secret_file(key, p)?;
+        }
+    }
     Ok(c)
 }
 

@@ -310,3 +310,142 @@ async fn victoria_metrics_and_prometheus_hold_exactly_the_stored_values() {
     }
     c.stop().await;
 }
+
+/// A CA and a server certificate for 127.0.0.1, as PEM files in `dir`:
+/// (ca, cert, key).
+fn tls_files(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf, std::path::PathBuf) {
+    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, SanType};
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params
+        .distinguished_name
+        .push(DnType::CommonName, "rw-ca");
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca_key = KeyPair::generate().unwrap();
+    let ca = ca_params.self_signed(&ca_key).unwrap();
+    let mut params = CertificateParams::new(vec!["localhost".to_string()]).unwrap();
+    params
+        .subject_alt_names
+        .push(SanType::IpAddress(std::net::Ipv4Addr::LOCALHOST.into()));
+    let key = KeyPair::generate().unwrap();
+    let cert = params
+        .signed_by(&key, &Issuer::from_params(&ca_params, &ca_key))
+        .unwrap();
+    let paths = (
+        dir.join("ca.pem"),
+        dir.join("server.pem"),
+        dir.join("server.key"),
+    );
+    std::fs::write(&paths.0, ca.pem()).unwrap();
+    std::fs::write(&paths.1, cert.pem()).unwrap();
+    std::fs::write(&paths.2, key.serialize_pem()).unwrap();
+    paths
+}
+
+/// Remote write to an https:// receiver (VictoriaMetrics with its own TLS)
+/// whose certificate only the configured CA vouches for (the client has no
+/// bundled roots): the stored values arrive exactly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn victoria_metrics_over_tls_holds_exactly_the_stored_values() {
+    let now_ms = boltwatch_common::clock::now_unix_ns() as i64 / 1_000_000;
+    let base_ms = (now_ms - 30 * 60 * 1000) / 1000 * 1000;
+    let start_s = base_ms / 1000 - 60;
+    let certs = tempfile::tempdir().unwrap();
+    let (ca, cert, key) = tls_files(certs.path());
+
+    let port = free_tcp_port();
+    let vm_dir = tempfile::tempdir().unwrap();
+    let mut child = spawn(
+        Command::new("victoria-metrics")
+            .arg(format!("-httpListenAddr=127.0.0.1:{port}"))
+            .arg(format!("-storageDataPath={}", vm_dir.path().display()))
+            .arg("-retentionPeriod=1y")
+            .arg("-tls")
+            .arg(format!("-tlsCertFile={}", cert.display()))
+            .arg(format!("-tlsKeyFile={}", key.display())),
+        "victoria-metrics",
+    );
+    let https = |path: &str| format!("https://127.0.0.1:{port}{path}");
+    let client = reqwest::Client::builder()
+        .use_rustls_tls()
+        .tls_built_in_root_certs(false)
+        .add_root_certificate(reqwest::Certificate::from_pem(&std::fs::read(&ca).unwrap()).unwrap())
+        .build()
+        .unwrap();
+    let mut ready = false;
+    for _ in 0..TRIES {
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("victoria-metrics exited early: {status}");
+        }
+        if let Ok(r) = client.get(https("/health")).send().await {
+            if r.status().is_success() {
+                ready = true;
+                break;
+            }
+        }
+        tokio::time::sleep(POLL).await;
+    }
+    assert!(ready, "victoria-metrics over TLS never became ready");
+
+    let start_tls = |dir: std::path::PathBuf, trust: std::path::PathBuf| {
+        let url = https("/api/v1/write");
+        async move {
+            Collector::start_with(&dir, move |c| {
+                c.remote_write.urls = vec![url];
+                c.remote_write.external_labels = vec![("cluster".into(), "c1".into())];
+                c.remote_write.batch_records = 7;
+                c.remote_write.max_backlog_records = 1_000_000;
+                c.remote_write.timeout = Duration::from_secs(10);
+                c.remote_write.tls_ca_file = Some(trust);
+            })
+            .await
+        }
+    };
+
+    let dir = tempfile::tempdir().unwrap();
+    let c = start_tls(dir.path().to_path_buf(), ca).await;
+    ingest(&c, base_ms, 1..=20).await;
+    let export = https("/api/v1/export");
+    let mut got: Vec<(i64, f64)> = Vec::new();
+    for _ in 0..TRIES {
+        let _ = client.get(https("/internal/force_flush")).send().await;
+        let body = client
+            .get(&export)
+            .query(&[("match[]", TEMP), ("start", &start_s.to_string())])
+            .send()
+            .await
+            .expect("export")
+            .text()
+            .await
+            .unwrap();
+        got = body
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .flat_map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                let ts: Vec<i64> = v["timestamps"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|t| t.as_i64().unwrap())
+                    .collect();
+                let xs: Vec<f64> = v["values"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|x| x.as_f64().unwrap())
+                    .collect();
+                ts.into_iter().zip(xs).collect::<Vec<_>>()
+            })
+            .collect();
+        got.sort_by_key(|p| p.0);
+        if got.len() >= 20 {
+            break;
+        }
+        tokio::time::sleep(POLL).await;
+    }
+    let want: Vec<(i64, f64)> = (1..=20).map(|s| (ts_ms(base_ms, s), celsius(s))).collect();
+    assert_eq!(got, want, "VictoriaMetrics over TLS");
+    c.stop().await;
+    let _ = child.kill();
+    let _ = child.wait();
+}

@@ -157,3 +157,41 @@ fn readme_serve_table_is_the_key_table() {
         panic!("README.md, `boltwatch-collector serve`: {e}\n(keys: collector/src/config.rs)");
     }
 }
+
+#[test]
+fn tls_settings_come_in_whole_sets() {
+    let c =
+        parse("[tls]\ncert = \"/etc/c.pem\"\nkey = \"/etc/k.pem\"\nclient_ca = \"/etc/ca.pem\"\n")
+            .unwrap();
+    assert_eq!(c.tls.client_ca, Some(PathBuf::from("/etc/ca.pem")));
+    let cases = [
+        (
+            "[tls]\ncert = \"/etc/c.pem\"\n",
+            "key `tls.cert`: TLS needs both",
+        ),
+        (
+            "[tls]\nclient_ca = \"/etc/ca.pem\"\n",
+            "key `tls.client_ca`: mutual TLS needs",
+        ),
+        (
+            "[remote_write]\nurls = [\"https://vm:8428/api/v1/write\"]\n",
+            "key `remote_write.urls`: https:// remote write endpoints need",
+        ),
+        (
+            "[remote_write]\ntls_cert_file = \"/etc/c.pem\"\n",
+            "key `remote_write.tls_cert_file`: a client certificate needs",
+        ),
+    ];
+    for (text, want) in cases {
+        let e = err(text);
+        assert!(e.contains(want), "{text}: {e}");
+    }
+    let c = parse(
+        "[remote_write]\nurls = [\"https://vm:8428/api/v1/write\"]\ntls_ca_file = \"/etc/ca.pem\"\n",
+    )
+    .unwrap();
+    assert_eq!(
+        c.remote_write.tls_ca_file,
+        Some(PathBuf::from("/etc/ca.pem"))
+    );
+}

@@ -52,6 +52,12 @@ pub struct Settings {
     pub max_backlog_records: u64,
     /// Per-request timeout.
     pub timeout: Duration,
+    /// PEM CA trusted for `https://` endpoints (only it: no bundled roots).
+    pub tls_ca_file: Option<PathBuf>,
+    /// PEM client certificate for receivers that require one.
+    pub tls_cert_file: Option<PathBuf>,
+    /// PEM key of `tls_cert_file`.
+    pub tls_key_file: Option<PathBuf>,
 }
 
 /// Credentials read from their files at startup.
@@ -88,11 +94,10 @@ pub fn check_label_name(n: &str) -> Result<(), String> {
 pub fn check_url(u: &str) -> Result<(), String> {
     let url = reqwest::Url::parse(u).map_err(|e| format!("`{u}`: {e}"))?;
     match url.scheme() {
-        "http" if url.host().is_some() => Ok(()),
-        "https" => Err(format!(
-            "`{u}`: https is not supported yet (plain http only)"
+        "http" | "https" if url.host().is_some() => Ok(()),
+        _ => Err(format!(
+            "`{u}`: expected an http:// or https://HOST[:PORT]/PATH URL"
         )),
-        _ => Err(format!("`{u}`: expected an http://HOST[:PORT]/PATH URL")),
     }
 }
 
@@ -109,6 +114,16 @@ pub fn pairs(entries: Vec<String>) -> Result<Vec<(String, String)>, String> {
 
 fn read_secret(path: &std::path::Path) -> Result<String, std::io::Error> {
     Ok(std::fs::read_to_string(path)?.trim().to_string())
+}
+
+/// The TLS material of the endpoints, read at startup like the
+/// credentials: the CA to trust and the client identity, if any.
+#[derive(Clone, Default)]
+pub struct TlsFiles {
+    /// The CA certificate(s).
+    pub ca: Option<reqwest::Certificate>,
+    /// Client certificate and key.
+    pub identity: Option<reqwest::Identity>,
 }
 
 impl Settings {
@@ -128,6 +143,35 @@ impl Settings {
             _ => Ok(Auth::None),
         }
     }
+
+    /// Reads the TLS files (at startup: a missing or bad file stops the
+    /// collector, naming it).
+    pub fn tls(&self) -> Result<TlsFiles, crate::Error> {
+        let read = |p: &PathBuf| {
+            std::fs::read(p).map_err(|source| crate::Error::Io {
+                what: format!("reading {}", p.display()),
+                source,
+            })
+        };
+        let bad = |p: &PathBuf, e: reqwest::Error| crate::Error::Io {
+            what: format!("{} is not usable PEM", p.display()),
+            source: std::io::Error::other(e.to_string()),
+        };
+        let ca = match &self.tls_ca_file {
+            Some(p) => Some(reqwest::Certificate::from_pem(&read(p)?).map_err(|e| bad(p, e))?),
+            None => None,
+        };
+        let identity = match (&self.tls_cert_file, &self.tls_key_file) {
+            (Some(c), Some(k)) => {
+                let mut pem = read(c)?;
+                pem.push(b'\n');
+                pem.extend(read(k)?);
+                Some(reqwest::Identity::from_pem(&pem).map_err(|e| bad(c, e))?)
+            }
+            _ => None,
+        };
+        Ok(TlsFiles { ca, identity })
+    }
 }
 
 /// Starts one sender task per endpoint; they stop when `stop` turns true.
@@ -138,9 +182,19 @@ pub fn spawn(
     stop: watch::Receiver<bool>,
 ) -> Result<Vec<tokio::task::JoinHandle<()>>, crate::Error> {
     let auth = settings.auth()?;
+    let tls = settings.tls()?;
     let mut tasks = Vec::new();
     for url in &settings.urls {
-        let s = sender::Sender::new(url, settings, auth.clone(), store.clone(), metrics.clone())?;
+        let s = sender::Sender::new(
+            url,
+            settings,
+            sender::Credentials {
+                auth: auth.clone(),
+                tls: tls.clone(),
+            },
+            store.clone(),
+            metrics.clone(),
+        )?;
         tasks.push(tokio::spawn(s.run(stop.clone())));
     }
     Ok(tasks)
@@ -156,7 +210,9 @@ mod tests {
         assert!(check_label_name("__name__").is_err());
         assert!(check_label_name("1x").is_err());
         assert!(check_url("http://127.0.0.1:8428/api/v1/write").is_ok());
-        assert!(check_url("https://vm/api/v1/write").is_err());
+        assert!(check_url("https://vm/api/v1/write").is_ok());
+        assert!(check_url("https://").is_err());
+        assert!(check_url("ftp://vm/api/v1/write").is_err());
         assert!(check_url("vm:8428").is_err());
         assert_eq!(
             pairs(vec!["cluster=east".into()]).unwrap(),

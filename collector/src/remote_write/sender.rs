@@ -57,15 +57,25 @@ enum Outcome {
     Refused(String),
 }
 
+/// What a sender presents: request credentials and TLS material, both
+/// read from their files at startup.
+pub struct Credentials {
+    /// Bearer or basic auth.
+    pub auth: Auth,
+    /// CA and client identity for https:// endpoints.
+    pub tls: super::TlsFiles,
+}
+
 impl Sender {
     /// A sender for `url` (checked by the config).
     pub fn new(
         url: &str,
         s: &Settings,
-        auth: Auth,
+        creds: Credentials,
         store: StoreHandle,
         metrics: SharedMetrics,
     ) -> Result<Sender, crate::Error> {
+        let Credentials { auth, tls } = creds;
         let mut headers = HeaderMap::new();
         for (k, v) in wire::HEADERS
             .iter()
@@ -83,10 +93,19 @@ impl Sender {
             };
             headers.insert(k, v);
         }
-        let client = reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder()
             .user_agent(concat!("boltwatch-collector/", env!("CARGO_PKG_VERSION")))
             .default_headers(headers)
             .timeout(s.timeout)
+            .use_rustls_tls()
+            .tls_built_in_root_certs(false);
+        if let Some(ca) = tls.ca {
+            builder = builder.add_root_certificate(ca);
+        }
+        if let Some(id) = tls.identity {
+            builder = builder.identity(id);
+        }
+        let client = builder
             .build()
             .map_err(|e| io_err(format!("remote_write client for {url}"), &e.to_string()))?;
         metrics.lock().remote_write().endpoint(url);
