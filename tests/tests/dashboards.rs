@@ -23,8 +23,8 @@ use serde_json::Value;
 #[path = "dashboards/cluster.rs"]
 mod cluster;
 
-/// Every metric the product exposes (foundation, link truth and
-/// bandwidth), as agreed in the metric contract. Histograms are listed in
+/// Every metric the product exposes (foundation, link truth, bandwidth
+/// and soak marks), as agreed in the metric contract. Histograms are listed in
 /// [`HISTOGRAMS`] instead.
 const CONTRACT: &[&str] = &[
     // Foundation.
@@ -79,6 +79,8 @@ const CONTRACT: &[&str] = &[
     "boltwatch_bandwidth_test_failures_total",
     "boltwatch_bandwidth_retransmits_total",
     "boltwatch_interface_throughput_bytes_per_second",
+    // Soak runs: workload marks as dashboard annotations.
+    "boltwatch_soak_mark_timestamp_seconds",
 ];
 
 /// Classic histograms of the contract: queried as `_bucket`, `_sum`, `_count`.
