@@ -440,9 +440,13 @@ pub async fn fill(
     start: u64,
     duration: u64,
 ) -> (crate::common::Collector, Scenario, Truth, Duration) {
-    let c =
-        crate::common::Collector::start_with(dir, |cfg| cfg.max_records_per_second = 10_000_000)
-            .await;
+    // A bulk fill sends hours of records per second of wall time: the
+    // per-node rate limits (records and bytes) would refuse it.
+    let c = crate::common::Collector::start_with(dir, |cfg| {
+        cfg.max_records_per_second = 10_000_000;
+        cfg.max_bytes_per_second = 1 << 32;
+    })
+    .await;
     let mut sc = Scenario::standard(nodes, start, duration);
     sc.keep_samples = false;
     let t = Instant::now();
