@@ -247,13 +247,8 @@ pub struct Row<'a> {
 pub const INSERT: &str = "INSERT OR IGNORE INTO stored (pos, boot, seq, unix_ns, kind, whole, body)
      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
 
-/// Stores a record unless (boot, seq) is already stored; whether it was new.
-pub fn insert(conn: &Connection, r: &Row<'_>) -> rusqlite::Result<bool> {
-    let mut stmt = conn.prepare_cached(INSERT)?;
-    insert_into(&mut stmt, r)
-}
-
-/// [`insert`] with the statement prepared once by the caller.
+/// Stores a record through `stmt` (a prepared [`INSERT`]) unless (boot,
+/// seq) is already stored; whether it was new.
 pub fn insert_into(stmt: &mut rusqlite::Statement<'_>, r: &Row<'_>) -> rusqlite::Result<bool> {
     let (whole, body) = split(r.raw, &r.boot.head);
     let n = stmt.execute(params![
@@ -297,12 +292,13 @@ pub(super) fn migrate_v5(tx: &Transaction<'_>) -> rusqlite::Result<()> {
     debug_assert_eq!(keys.kind(tx, DENSE_KINDS[1])?, SPARSE_KINDS_FROM - 1);
     let mut copy = |sql: &str, with_pos: bool| -> rusqlite::Result<()> {
         let mut stmt = tx.prepare(sql)?;
+        let mut ins = tx.prepare_cached(INSERT)?;
         let mut rows = stmt.query([])?;
         while let Some(r) = rows.next()? {
             let boot = keys.boot(tx, r.get_ref(1)?.as_str()?, r.get_ref(2)?.as_str()?)?;
             let kind = keys.kind(tx, r.get_ref(5)?.as_str()?)?;
-            insert(
-                tx,
+            insert_into(
+                &mut ins,
                 &Row {
                     pos: if with_pos { Some(r.get(0)?) } else { None },
                     boot: &boot,

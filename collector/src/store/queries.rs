@@ -27,7 +27,8 @@ macro_rules! record_select {
 /// Returns whether it was new. The writer interns ids through its own
 /// [`Keys`] cache; this looks them up each time.
 pub fn insert_record(conn: &Connection, r: &NewRecord) -> rusqlite::Result<bool> {
-    insert_with(conn, &mut Keys::default(), r)
+    let mut stmt = conn.prepare_cached(layout::INSERT)?;
+    insert_one(conn, &mut stmt, &mut Keys::default(), r)
 }
 
 /// Inserts `records` in order with ids cached in `keys` and one prepared
@@ -40,29 +41,23 @@ pub fn insert_batch(
 ) -> rusqlite::Result<()> {
     let mut stmt = conn.prepare_cached(layout::INSERT)?;
     for r in records {
-        let boot = keys.boot(conn, &r.node, &r.boot_id)?;
-        let kind = keys.kind(conn, r.kind)?;
-        inserted.push(layout::insert_into(
-            &mut stmt,
-            &layout::Row {
-                pos: None,
-                boot: &boot,
-                seq: r.seq,
-                unix_ns: r.unix_ns,
-                kind,
-                raw: &r.raw,
-            },
-        )?);
+        inserted.push(insert_one(conn, &mut stmt, keys, r)?);
     }
     Ok(())
 }
 
-/// [`insert_record`] with ids cached in `keys`.
-pub fn insert_with(conn: &Connection, keys: &mut Keys, r: &NewRecord) -> rusqlite::Result<bool> {
+/// One record through `stmt` (a prepared [`layout::INSERT`]), its boot and
+/// kind interned through `keys`.
+fn insert_one(
+    conn: &Connection,
+    stmt: &mut rusqlite::Statement<'_>,
+    keys: &mut Keys,
+    r: &NewRecord,
+) -> rusqlite::Result<bool> {
     let boot = keys.boot(conn, &r.node, &r.boot_id)?;
     let kind = keys.kind(conn, r.kind)?;
-    layout::insert(
-        conn,
+    layout::insert_into(
+        stmt,
         &layout::Row {
             pos: None,
             boot: &boot,
