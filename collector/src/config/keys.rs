@@ -1,0 +1,329 @@
+//! Every collector config key, defined once: TOML path, flag, default,
+//! help and validation. The README's `serve` table is generated from this
+//! table and a test keeps the two equal.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use boltwatch_common::config::{log_format_key, Key};
+
+use super::Config;
+
+type K = Key<Config>;
+
+/// Every collector key, in the order the README lists them.
+pub const KEYS: &[K] = &[
+    K::new("grpc_listen", "agent ingest (gRPC)", |c, v| {
+        c.grpc_listen = v.addr()?;
+        Ok(())
+    })
+    .flag("grpc-listen", "ADDR")
+    .default("127.0.0.1:50071"),
+    K::new(
+        "http_listen",
+        "`/metrics`, `/healthz`, `/api/v1/*`",
+        |c, v| {
+            c.http_listen = v.addr()?;
+            Ok(())
+        },
+    )
+    .flag("http-listen", "ADDR")
+    .default("127.0.0.1:9471"),
+    K::new("data_dir", "SQLite store", |c, v| {
+        c.data_dir = PathBuf::from(v.nonempty()?);
+        Ok(())
+    })
+    .flag("data-dir", "DIR")
+    .default("./boltwatch-data"),
+    log_format_key(),
+    K::new(
+        "auth_tokens",
+        "`NODE TOKEN` lines, `#` comments; agents must present `authorization: Bearer TOKEN` for their node",
+        |c, v| {
+            c.auth_tokens = Some(PathBuf::from(v.nonempty()?));
+            Ok(())
+        },
+    )
+    .flag("auth-tokens", "FILE")
+    .default_doc("none"),
+    K::new(
+        "tls.cert",
+        "PEM certificate chain; the gRPC port then speaks only TLS (reloaded on SIGHUP)",
+        |c, v| {
+            c.tls.cert = Some(PathBuf::from(v.nonempty()?));
+            Ok(())
+        },
+    )
+    .flag("tls-cert", "FILE")
+    .default_doc("none (plaintext)"),
+    K::new("tls.key", "PEM private key of `tls.cert`", |c, v| {
+        c.tls.key = Some(PathBuf::from(v.nonempty()?));
+        Ok(())
+    })
+    .flag("tls-key", "FILE")
+    .default_doc("none"),
+    K::new(
+        "tls.client_ca",
+        "PEM CA for mutual TLS: agents must present a certificate it signed whose DNS name is their node name",
+        |c, v| {
+            c.tls.client_ca = Some(PathBuf::from(v.nonempty()?));
+            Ok(())
+        },
+    )
+    .flag("tls-client-ca", "FILE")
+    .default_doc("none"),
+    K::new(
+        "preface_timeout",
+        "a gRPC connection without the HTTP/2 preface by then is counted as malformed and closed",
+        |c, v| {
+            c.preface_timeout =
+                v.duration(Duration::from_millis(10)..=Duration::from_secs(300))?;
+            Ok(())
+        },
+    )
+    .default("5s"),
+    K::new(
+        "shutdown_grace",
+        "how long shutdown waits for open streams and requests",
+        |c, v| {
+            c.shutdown_grace = v.duration(Duration::ZERO..=Duration::from_secs(300))?;
+            Ok(())
+        },
+    )
+    .default("5s"),
+    K::new(
+        "max_message_bytes",
+        "largest gRPC message",
+        // Agents send up to 4 MiB; below 64 KiB even one batch of bandwidth
+        // results could be refused.
+        |c, v| {
+            c.max_message_bytes = v.int(65_536..=268_435_456)? as usize;
+            Ok(())
+        },
+    )
+    .default("8388608"),
+    K::new(
+        "max_batch_records",
+        "larger batches get RESOURCE_EXHAUSTED",
+        |c, v| {
+            c.max_batch_records = v.int(1..=1_000_000)? as usize;
+            Ok(())
+        },
+    )
+    .default("4096"),
+    K::new(
+        "max_records_per_second",
+        "per node, bursts of 5 s worth; excess gets RESOURCE_EXHAUSTED",
+        |c, v| {
+            c.max_records_per_second = v.int(1..=10_000_000)? as u32;
+            Ok(())
+        },
+    )
+    .default("20000"),
+    K::new(
+        "max_bytes_per_second",
+        "per node, encoded record bytes, bursts of 5 s worth; excess gets RESOURCE_EXHAUSTED",
+        |c, v| {
+            c.max_bytes_per_second = v.int(65_536..=1 << 40)? as u64;
+            Ok(())
+        },
+    )
+    .default("8388608"),
+    K::new(
+        "max_record_bytes",
+        "largest encoded record; a batch holding a larger one gets INVALID_ARGUMENT",
+        // The largest real record (a bandwidth result with its intervals)
+        // is a few KiB.
+        |c, v| {
+            c.max_record_bytes = v.int(1024..=16_777_216)? as usize;
+            Ok(())
+        },
+    )
+    .default("262144"),
+    K::new(
+        "max_series_per_node",
+        "distinct peers, interfaces, sensors and services (each) per node on `/metrics`; more are stored but counted in `boltwatch_ingest_series_refused_total`",
+        |c, v| {
+            c.max_series_per_node = v.int(1..=100_000)? as usize;
+            Ok(())
+        },
+    )
+    .default("256"),
+    K::new(
+        "max_connections",
+        "open gRPC connections in total; more are closed at once",
+        |c, v| {
+            c.max_connections = v.int(1..=1_000_000)? as usize;
+            Ok(())
+        },
+    )
+    .default("1024"),
+    K::new(
+        "max_connections_per_address",
+        "open gRPC connections from one IP address; more are closed at once",
+        |c, v| {
+            c.max_connections_per_address = v.int(1..=1_000_000)? as usize;
+            Ok(())
+        },
+    )
+    .default("32"),
+    K::new(
+        "hello_timeout",
+        "a gRPC connection without a stream that sent a valid, authorised Hello by then is closed",
+        |c, v| {
+            c.hello_timeout = v.duration(Duration::from_millis(10)..=Duration::from_secs(300))?;
+            Ok(())
+        },
+    )
+    .default("10s"),
+    K::new(
+        "api_listen",
+        "serve `/api/v1/*` here instead of on `http_listen`",
+        |c, v| {
+            c.api_listen = Some(v.addr()?);
+            Ok(())
+        },
+    )
+    .flag("api-listen", "ADDR")
+    .default_doc("none"),
+    K::new(
+        "api_token_file",
+        "file holding one token; `/api/v1/*` then requires `authorization: Bearer TOKEN`",
+        |c, v| {
+            c.api_token_file = Some(PathBuf::from(v.nonempty()?));
+            Ok(())
+        },
+    )
+    .flag("api-token-file", "FILE")
+    .default_doc("none"),
+    K::new(
+        "stale_after",
+        "a disconnected agent's gauges (temperatures, throttling, bandwidth, link, services, RTT window) leave `/metrics` after this; `boltwatch_agent_up` stays 0, counters stay",
+        |c, v| {
+            c.stale_after = v.duration(Duration::from_secs(1)..=Duration::from_secs(86_400))?;
+            Ok(())
+        },
+    )
+    .default("5m"),
+    K::new(
+        "remote_write.urls",
+        "Prometheus remote write 1.0 endpoints (`http[s]://HOST:PORT/api/v1/write`); every stored record's series at the record's time",
+        |c, v| {
+            let urls = v.list()?;
+            for u in &urls {
+                crate::remote_write::check_url(u)?;
+            }
+            c.remote_write.urls = urls;
+            Ok(())
+        },
+    )
+    .repeated("remote-write", "URL")
+    .default("")
+    .default_doc("none"),
+    K::new(
+        "remote_write.external_labels",
+        "`NAME=VALUE` labels added to every pushed series, such as `cluster`",
+        |c, v| {
+            let labels = crate::remote_write::pairs(v.entries()?)?;
+            for (k, _) in &labels {
+                crate::remote_write::check_label_name(k)?;
+            }
+            c.remote_write.external_labels = labels;
+            Ok(())
+        },
+    )
+    .repeated("remote-write-label", "NAME=VALUE")
+    .default("")
+    .default_doc("none"),
+    K::new(
+        "remote_write.headers",
+        "`NAME=VALUE` HTTP headers on every remote write request (tenant headers)",
+        |c, v| {
+            c.remote_write.headers = crate::remote_write::pairs(v.entries()?)?;
+            Ok(())
+        },
+    )
+    .default("")
+    .default_doc("none"),
+    K::new(
+        "remote_write.bearer_token_file",
+        "file whose contents are sent as `Authorization: Bearer`",
+        |c, v| {
+            c.remote_write.bearer_token_file = Some(PathBuf::from(v.nonempty()?));
+            Ok(())
+        },
+    )
+    .default_doc("none"),
+    K::new(
+        "remote_write.basic_auth_username",
+        "basic auth user (with `basic_auth_password_file`)",
+        |c, v| {
+            c.remote_write.basic_auth_username = Some(v.nonempty()?.to_string());
+            Ok(())
+        },
+    )
+    .default_doc("none"),
+    K::new(
+        "remote_write.basic_auth_password_file",
+        "file holding the basic auth password",
+        |c, v| {
+            c.remote_write.basic_auth_password_file = Some(PathBuf::from(v.nonempty()?));
+            Ok(())
+        },
+    )
+    .default_doc("none"),
+    K::new(
+        "remote_write.tls_ca_file",
+        "PEM CA trusted for `https://` endpoints (needed for them; no bundled roots)",
+        |c, v| {
+            c.remote_write.tls_ca_file = Some(PathBuf::from(v.nonempty()?));
+            Ok(())
+        },
+    )
+    .default_doc("none"),
+    K::new(
+        "remote_write.tls_cert_file",
+        "PEM client certificate for receivers that require one (with `tls_key_file`)",
+        |c, v| {
+            c.remote_write.tls_cert_file = Some(PathBuf::from(v.nonempty()?));
+            Ok(())
+        },
+    )
+    .default_doc("none"),
+    K::new(
+        "remote_write.tls_key_file",
+        "PEM key of `tls_cert_file`",
+        |c, v| {
+            c.remote_write.tls_key_file = Some(PathBuf::from(v.nonempty()?));
+            Ok(())
+        },
+    )
+    .default_doc("none"),
+    K::new(
+        "remote_write.batch_records",
+        "most records per remote write request",
+        |c, v| {
+            c.remote_write.batch_records = v.int(1..=2_000)? as usize;
+            Ok(())
+        },
+    )
+    .default("500"),
+    K::new(
+        "remote_write.max_backlog_records",
+        "most stored records an endpoint may lag; older ones are skipped and their samples counted as dropped",
+        |c, v| {
+            c.remote_write.max_backlog_records = v.int(1..=1_000_000_000)? as u64;
+            Ok(())
+        },
+    )
+    .default("10000000"),
+    K::new(
+        "remote_write.timeout",
+        "per remote write request",
+        |c, v| {
+            c.remote_write.timeout = v.duration(Duration::from_millis(100)..=Duration::from_secs(300))?;
+            Ok(())
+        },
+    )
+    .default("30s"),
+];
