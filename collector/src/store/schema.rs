@@ -112,7 +112,45 @@ pub fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
         tx.commit()?;
         tracing::info!(version = i + 1, "applied store migration");
     }
+    if current > 0 && current < VACUUM_AFTER_UPGRADE_FROM_BELOW {
+        vacuum(conn);
+    }
     Ok(())
+}
+
+/// Upgrading a file from below this version rewrote every record (version
+/// 5 strips each record's envelope into a new table), so the old tables'
+/// pages sit on the freelist: reused by new records eventually, but the
+/// file stays at its old size, more than twice what it holds.
+const VACUUM_AFTER_UPGRADE_FROM_BELOW: i64 = 5;
+
+/// Gives a rewritten file's free pages back to the file system, once,
+/// right after the upgrade. VACUUM copies the database, so it needs about
+/// its size again in free space; when that fails (a full disk) the store
+/// still works, only larger, so it is logged and not fatal.
+fn vacuum(conn: &Connection) {
+    let pages = |c: &Connection| -> rusqlite::Result<(i64, i64)> {
+        let total = c.query_row("PRAGMA page_count", [], |r| r.get(0))?;
+        let free = c.query_row("PRAGMA freelist_count", [], |r| r.get(0))?;
+        Ok((total, free))
+    };
+    let before = pages(conn).ok();
+    match conn.execute_batch("VACUUM") {
+        Ok(()) => {
+            let after = pages(conn).ok();
+            tracing::info!(
+                pages_before = before.map(|p| p.0),
+                free_pages_before = before.map(|p| p.1),
+                pages_after = after.map(|p| p.0),
+                "vacuumed the store after the upgrade"
+            );
+        }
+        Err(e) => tracing::warn!(
+            error = %e,
+            free_pages = before.map(|p| p.1),
+            "could not vacuum the store after the upgrade; its free pages will be reused"
+        ),
+    }
 }
 
 #[cfg(test)]

@@ -211,6 +211,12 @@ async fn a_version_4_store_migrates_with_every_record_intact() {
         .await
         .unwrap();
     assert_eq!(version, schema::VERSION);
+    // The rewrite's leftovers went back to the file system.
+    let free: i64 = h
+        .read(|c| c.query_row("PRAGMA freelist_count", [], |r| r.get(0)))
+        .await
+        .unwrap();
+    assert_eq!(free, 0, "the upgrade left free pages in the file");
     // Every record, byte for byte, through the API's query...
     let mut got: Vec<_> = h
         .records(RecordFilter {
