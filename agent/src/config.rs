@@ -177,3 +177,23 @@ impl Schema for Config {
         keys::finish(self, at)
     }
 }
+
+impl boltwatch_common::daemon::DaemonConfig for Config {
+    fn read_files(&mut self) -> Result<(), ConfigError> {
+        if let Some(p) = &self.token_file {
+            self.token = Some(read_token(p)?);
+        }
+        Ok(())
+    }
+
+    fn summary(&self) -> String {
+        format!(
+            "config OK: node {}, {} peer(s), collector {}, reflector {}, spool {}",
+            self.node,
+            self.peers.len(),
+            self.collector,
+            self.listen,
+            self.spool_dir.display()
+        )
+    }
+}
