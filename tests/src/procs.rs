@@ -411,33 +411,4 @@ pub fn sample(metrics: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64>
         })
 }
 
-/// Runs the real `promtool check metrics` on a body; returns its output on
-/// any finding (the metrics follow the conventions: base units, no
-/// excuses). Panics if promtool is not installed (tests never skip).
-pub fn promtool_check(metrics: &str) -> Result<(), String> {
-    use std::io::Write;
-    let mut child = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("promtool is required (apt-get install -y prometheus); the tests do not skip");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(metrics.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    if out.status.success() && text.trim().is_empty() {
-        Ok(())
-    } else {
-        Err(text)
-    }
-}
+pub use boltwatch_common::testing::promtool_check;
