@@ -1,5 +1,4 @@
-//! Collector resources under attack (issue 12, items 6 to 10), on
-//! loopback: label and series caps keep `/metrics` bounded, records of
+//! Collector resources under attack, on loopback: label and series caps keep `/metrics` bounded, records of
 //! unannounced boots make no boot rows, record size and byte budgets, the
 //! connection caps and the Hello deadline, and paged API answers behind an
 //! optional token. Every loop is bounded in count, every wait by [`WAIT`].

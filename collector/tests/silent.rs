@@ -1,4 +1,4 @@
-//! Failures that used to pass in silence (issue 12, item 11): a gRPC
+//! Failures that used to pass in silence: a gRPC
 //! message the collector cannot take ends the stream with an error status,
 //! `/healthz` fails on a full disk, a damaged store or a read-only data
 //! directory stops the start naming the path. The disk cases mount a small
