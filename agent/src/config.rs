@@ -5,12 +5,12 @@
 //! validation and help (the mechanism is [`boltwatch_common::config`]).
 //! Every error names the file, the key and the line, because a soak that
 //! fails to start at 2 a.m. should say exactly what to fix. Parsing is pure
-//! ([`Config::parse`]); the binary edge reads the file ([`load_file`]) and
-//! merges the flags.
+//! ([`Config::parse`]); the binary edge reads the file and merges the flags
+//! ([`boltwatch_common::daemon::ConfigArgs::load`]).
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use boltwatch_common::config::{self as common, Document, Schema};
@@ -157,11 +157,6 @@ impl Config {
     pub fn build(file: Option<&Document>, flags: &Flags) -> Result<Config, ConfigError> {
         common::build(file, flags)
     }
-}
-
-/// Reads and parses a config file.
-pub fn load_file(path: &Path) -> Result<Document, ConfigError> {
-    Document::load::<Config>(path)
 }
 
 impl Schema for Config {

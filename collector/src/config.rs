@@ -5,8 +5,9 @@
 //! validation) with the agent's mechanism, [`boltwatch_common::config`].
 //! Every error names the file, the line and the key, so a collector that
 //! refuses to start says exactly what to fix. Parsing is pure
-//! ([`Config::parse`], [`Config::build`]); only [`load_file`] touches the
-//! disk, and the binary merges flags.
+//! ([`Config::parse`], [`Config::build`]); only [`load_file`] and the
+//! daemon edge's check of the files the config names (`read_files`, at
+//! `serve` and `--check-config`) touch the disk.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
