@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The store sized for a 72-hour soak (issue 10): a simulated N-node full
+# The store sized for a 72-hour soak: a simulated N-node full
 # mesh over H hours (RTT summary per directed link per second, interface
 # counters every second, thermals every 5 s, bandwidth tests every 5 min,
 # agent stats every minute) goes into a fresh store through the real gRPC

@@ -2,31 +2,14 @@
 # Installs or upgrades boltwatch as LaunchDaemons on a Mac.
 # Usage: sudo systemd-launchd/install-macos.sh [agent|collector|both]   (default: agent)
 #
-# Builds as the user who ran sudo (cargo and the target/ tree stay theirs),
-# installs as root. Safe to run again: an upgrade with an unchanged plist
-# restarts the job in place with `kickstart -k`; a changed plist is booted
-# out, waited for, and bootstrapped again. Log rotation: newsyslog, with
+# Builds as the user who ran sudo (install-common.sh), installs as root.
+# Safe to run again: an upgrade with an unchanged plist restarts the job in
+# place with `kickstart -k`; a changed plist is booted out, waited for, and
+# bootstrapped again. Log rotation: newsyslog, with
 # systemd-launchd/boltwatch.newsyslog.conf in /etc/newsyslog.d/.
-set -euo pipefail
-cd "$(dirname "$0")/.."
-
-what=${1:-agent}
-case $what in
-    agent | collector | both) ;;
-    *) echo "usage: $0 [agent|collector|both]" >&2; exit 2 ;;
-esac
+source "$(dirname "$0")/install-common.sh"
 support="/Library/Application Support/boltwatch"
-
-[[ $(id -u) -eq 0 ]] || { echo "run with sudo" >&2; exit 1; }
-packages=()
-[[ $what == collector ]] || packages+=(-p boltwatch-agent)
-[[ $what == agent ]] || packages+=(-p boltwatch-collector)
-builder=${SUDO_USER:-}
-if [[ -n $builder && $builder != root ]]; then
-    sudo -u "$builder" -H cargo build --release "${packages[@]}"
-else
-    cargo build --release "${packages[@]}"
-fi
+build
 
 install -d "$support" /Library/Logs/boltwatch /etc/newsyslog.d
 install -o root -g wheel -m 0644 systemd-launchd/boltwatch.newsyslog.conf /etc/newsyslog.d/boltwatch.conf
@@ -55,17 +38,15 @@ install_job() {
     launchctl print "system/$label" | head -20
 }
 
-if [[ $what == agent || $what == both ]]; then
-    install -m 0755 target/release/boltwatch-agent /usr/local/bin/
-    [[ -e "$support/agent.toml" ]] || install -m 0644 agent.example.toml "$support/agent.toml"
+if wants agent; then
+    install_binary agent agent.example.toml "$support/agent.toml" 0644
     # Fail here, before launchd is touched, if the config does not load.
     /usr/local/bin/boltwatch-agent run --config "$support/agent.toml" --check-config
     install_job io.boltwatch.agent
 fi
-if [[ $what == collector || $what == both ]]; then
-    install -m 0755 target/release/boltwatch-collector /usr/local/bin/
+if wants collector; then
     # The commented example: every key with its default (loopback only).
-    [[ -e "$support/collector.toml" ]] || install -m 0600 collector/collector.example.toml "$support/collector.toml"
+    install_binary collector collector/collector.example.toml "$support/collector.toml" 0600
     install -d -m 0700 "$support/collector"
     /usr/local/bin/boltwatch-collector serve --config "$support/collector.toml" --check-config
     install_job io.boltwatch.collector

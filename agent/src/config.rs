@@ -5,12 +5,12 @@
 //! validation and help (the mechanism is [`boltwatch_common::config`]).
 //! Every error names the file, the key and the line, because a soak that
 //! fails to start at 2 a.m. should say exactly what to fix. Parsing is pure
-//! ([`Config::parse`]); the binary edge reads the file ([`load_file`]) and
-//! merges the flags.
+//! ([`Config::parse`]); the binary edge reads the file and merges the flags
+//! ([`boltwatch_common::daemon::ConfigArgs::load`]).
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use boltwatch_common::config::{self as common, Document, Schema};
@@ -159,11 +159,6 @@ impl Config {
     }
 }
 
-/// Reads and parses a config file.
-pub fn load_file(path: &Path) -> Result<Document, ConfigError> {
-    Document::load::<Config>(path)
-}
-
 impl Schema for Config {
     fn keys() -> &'static [common::Key<Self>] {
         keys::KEYS
@@ -175,5 +170,25 @@ impl Schema for Config {
 
     fn finish(&mut self, at: &common::Where<'_, Self>) -> Result<(), ConfigError> {
         keys::finish(self, at)
+    }
+}
+
+impl boltwatch_common::daemon::DaemonConfig for Config {
+    fn read_files(&mut self) -> Result<(), ConfigError> {
+        if let Some(p) = &self.token_file {
+            self.token = Some(read_token(p)?);
+        }
+        Ok(())
+    }
+
+    fn summary(&self) -> String {
+        format!(
+            "config OK: node {}, {} peer(s), collector {}, reflector {}, spool {}",
+            self.node,
+            self.peers.len(),
+            self.collector,
+            self.listen,
+            self.spool_dir.display()
+        )
     }
 }

@@ -3,21 +3,18 @@
 //! here only.
 
 use std::net::{SocketAddr, UdpSocket};
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use boltwatch_agent::config::{self, Config};
+use boltwatch_agent::config::Config;
 use boltwatch_agent::health::Health;
 use boltwatch_agent::run::{self, Listeners};
 use boltwatch_agent::stamp::ping::{self, PingOptions};
 use boltwatch_agent::stamp::spawn_reflector;
-use boltwatch_common::exit;
 use boltwatch_common::log::{self, LogFormat};
-use boltwatch_common::signal::shutdown_signal;
-use boltwatch_common::{notify, reopen};
+use boltwatch_common::{daemon, notify};
 use clap::{Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
 
@@ -46,20 +43,9 @@ enum Command {
     BandwidthServer(BandwidthServerArgs),
 }
 
-/// Flags of `run`: the config file, and one flag per key that has one
-/// (defined with the key in `config::keys`); flags override the file.
-#[derive(Debug, clap::Args)]
-struct RunArgs {
-    /// TOML config file (see agent.example.toml).
-    #[arg(long)]
-    config: Option<PathBuf>,
-    /// Load and check the config (file, flags, token file), print a
-    /// summary and exit: 0 when it is good, 78 (EX_CONFIG) when not.
-    #[arg(long)]
-    check_config: bool,
-    #[command(flatten)]
-    flags: config::Flags,
-}
+/// Flags of `run`: the config file, `--check-config`, and one flag per key
+/// that has one (defined with the key in `config::keys`).
+type RunArgs = daemon::ConfigArgs<Config>;
 
 /// `boltwatch-agent ping ADDR[:PORT] [-c N] [-i INTERVAL] [-W TIMEOUT]`.
 #[derive(clap::Args, Debug)]
@@ -123,48 +109,7 @@ fn main() -> ExitCode {
 }
 
 fn run_cmd(args: RunArgs) -> ExitCode {
-    let (config, renamed) = match load_config(&args) {
-        Ok(c) => c,
-        Err(e) => {
-            return ExitCode::from(exit::config_error("boltwatch-agent", &e, args.check_config))
-        }
-    };
-    if args.check_config {
-        for note in &renamed {
-            println!("note: {note}");
-        }
-        println!(
-            "config OK: node {}, {} peer(s), collector {}, reflector {}, spool {}",
-            config.node,
-            config.peers.len(),
-            config.collector,
-            config.listen,
-            config.spool_dir.display()
-        );
-        return ExitCode::SUCCESS;
-    }
-    log::init(config.log_format, "info");
-    for note in renamed {
-        tracing::warn!("{note}");
-    }
-    match serve(config) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            tracing::error!(error = format!("{e:#}"), "agent failed");
-            ExitCode::FAILURE
-        }
-    }
-}
-
-/// The checked config, and notes about keys given by an earlier name (to
-/// log once logging is up).
-fn load_config(args: &RunArgs) -> Result<(Config, Vec<String>), config::ConfigError> {
-    let file = args.config.as_deref().map(config::load_file).transpose()?;
-    let mut c = Config::build(file.as_ref(), &args.flags)?;
-    if let Some(p) = &c.token_file {
-        c.token = Some(config::read_token(p)?);
-    }
-    Ok((c, file.map(|f| f.renamed).unwrap_or_default()))
+    daemon::run("boltwatch-agent", &args, serve)
 }
 
 fn serve(config: Config) -> anyhow::Result<()> {
@@ -183,21 +128,13 @@ fn serve(config: Config) -> anyhow::Result<()> {
     })
 }
 
-/// What the agent runs until, once every role started: READY=1 to
-/// systemd (the reflector's socket is bound, probing began), then the
-/// watchdog beside the shutdown signal. WATCHDOG=1 goes out only while the
-/// sampler turns and the senders close RTT windows. SIGHUP reopens the log
-/// file newsyslog rotated (launchd; see `boltwatch_common::reopen`).
+/// What the agent runs until, once every role started (the reflector's
+/// socket is bound, probing began): WATCHDOG=1 goes out only while the
+/// sampler turns and the senders close RTT windows.
 async fn supervised(live: run::Liveness) {
-    notify::ready("probing");
     let mut progress = notify::Progress::new();
-    tokio::select! {
-        _ = shutdown_signal() => {}
-        // newsyslog's SIGHUP after rotating the log (launchd).
-        _ = reopen::serve_rotation() => {}
-        _ = notify::watchdog(|| std::future::ready(progress.check(&live.counters()))) => {}
-    }
-    notify::stopping();
+    let watchdog = notify::watchdog(|| std::future::ready(progress.check(&live.counters())));
+    daemon::supervise("probing", watchdog).await;
 }
 
 fn ping_cmd(args: PingArgs) -> anyhow::Result<ExitCode> {

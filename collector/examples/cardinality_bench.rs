@@ -1,4 +1,4 @@
-//! The cardinality attack of issue 12 (item 6), scaled: one in-process
+//! The cardinality attack (a flood of distinct peer names), scaled: one in-process
 //! collector on loopback, one stream sending a record with a 1 MiB peer
 //! name and then `PEERS` distinct peer names; prints the size and time of a
 //! scrape, then a victim node's ack latency while three scrapers run.

@@ -2,17 +2,19 @@
 //! records decoded into DTOs ([`crate::dto`]), and outages with their start
 //! and end records joined. Handlers only translate: the
 //! store answers the queries, the exporter state says who is connected.
-//! The routes work on any router state that yields a [`StoreHandle`] and
-//! the [`SharedMetrics`] (axum's `FromRef`).
+//! The routes share one [`AppState`] with `/metrics` ([`state`]).
 //!
 //! Records and outages come in pages ([`page`]): at most `limit` items and
 //! [`page::PAGE_BYTES`] of JSON each, with `next_cursor` (pass it back as
 //! `?cursor=`) when there is more. [`token`] is the optional read token.
 
 pub mod page;
+pub mod state;
 pub mod token;
 
-use axum::extract::{FromRef, Query, State};
+pub use state::AppState;
+
+use axum::extract::{Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -33,12 +35,7 @@ pub const DEFAULT_LIMIT: u32 = 1_000;
 pub const MAX_LIMIT: u32 = 100_000;
 
 /// The `/api/v1` routes.
-pub fn routes<S>() -> Router<S>
-where
-    S: Clone + Send + Sync + 'static,
-    StoreHandle: FromRef<S>,
-    SharedMetrics: FromRef<S>,
-{
+pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/api/v1/nodes", get(nodes))
         .route("/api/v1/records", get(records))
@@ -47,7 +44,7 @@ where
 
 /// A failed API request, answered as `{"error": ...}`.
 #[derive(Debug)]
-pub struct ApiError(StatusCode, String);
+pub struct ApiError(pub(crate) StatusCode, pub(crate) String);
 
 impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {

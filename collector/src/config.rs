@@ -5,8 +5,9 @@
 //! validation) with the agent's mechanism, [`boltwatch_common::config`].
 //! Every error names the file, the line and the key, so a collector that
 //! refuses to start says exactly what to fix. Parsing is pure
-//! ([`Config::parse`], [`Config::build`]); only [`load_file`] touches the
-//! disk, and the binary merges flags.
+//! ([`Config::parse`], [`Config::build`]); only [`load_file`] and the
+//! daemon edge's check of the files the config names (`read_files`, at
+//! `serve` and `--check-config`) touch the disk.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -121,12 +122,7 @@ impl Schema for Config {
     }
 
     fn finish(&mut self, at: &common::Where<'_, Self>) -> Result<(), ConfigError> {
-        if self.tls.cert.is_some() != self.tls.key.is_some() {
-            return Err(at.error(
-                &["tls.cert", "tls.key"],
-                "TLS needs both tls.cert and tls.key",
-            ));
-        }
+        common::check_tls_pair(self, at, "TLS needs both tls.cert and tls.key")?;
         if self.tls.client_ca.is_some() && self.tls.cert.is_none() {
             return Err(at.error(
                 &["tls.client_ca"],
@@ -212,6 +208,73 @@ impl Config {
     pub fn db_path(&self) -> PathBuf {
         self.data_dir.join("boltwatch.db")
     }
+}
+
+impl boltwatch_common::daemon::DaemonConfig for Config {
+    /// Loads `auth_tokens` into `auth` and checks that every secret file
+    /// the config names reads and is not empty.
+    fn read_files(&mut self) -> Result<(), ConfigError> {
+        if let Some(p) = &self.auth_tokens {
+            self.auth = Some(load_auth_tokens(p)?);
+        }
+        let rw = &self.remote_write;
+        let secrets = [
+            ("api_token_file", &self.api_token_file),
+            ("remote_write.bearer_token_file", &rw.bearer_token_file),
+            (
+                "remote_write.basic_auth_password_file",
+                &rw.basic_auth_password_file,
+            ),
+            ("tls.cert", &self.tls.cert),
+            ("tls.key", &self.tls.key),
+            ("tls.client_ca", &self.tls.client_ca),
+            ("remote_write.tls_ca_file", &rw.tls_ca_file),
+            ("remote_write.tls_cert_file", &rw.tls_cert_file),
+            ("remote_write.tls_key_file", &rw.tls_key_file),
+        ];
+        for (key, p) in secrets {
+            if let Some(p) = p {
+                secret_file(key, p)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn summary(&self) -> String {
+        let api = self
+            .api_listen
+            .map_or("on the HTTP address".to_string(), |a| a.to_string());
+        let agents = self
+            .auth_tokens
+            .as_ref()
+            .map_or("any agent (no auth_tokens)".to_string(), |p| {
+                format!("agent tokens from {}", p.display())
+            });
+        format!(
+            "config OK: gRPC {}, HTTP {}, API {api}, data dir {}, {agents}, {} remote write endpoint(s)",
+            self.grpc_listen,
+            self.http_listen,
+            self.data_dir.display(),
+            self.remote_write.urls.len()
+        )
+    }
+}
+
+/// Checks that the secret file `path` of `key` reads and is not empty.
+fn secret_file(key: &str, path: &Path) -> Result<(), ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    if text.trim().is_empty() {
+        return Err(ConfigError::Invalid {
+            file: path.display().to_string(),
+            line: 1,
+            key: key.into(),
+            message: "the file is empty".into(),
+        });
+    }
+    Ok(())
 }
 
 /// Reads and parses an `--auth-tokens` file; errors name file and line.

@@ -1,10 +1,9 @@
 //! The HTTP servers: `/metrics` (Prometheus text format), `/healthz` and the
-//! JSON API ([`crate::api`], which reads the same state through
-//! [`FromRef`]), on listeners the caller bound. By default everything is on
+//! JSON API ([`crate::api`], which reads the same [`AppState`]), on listeners the caller bound. By default everything is on
 //! one listener; with `api_listen` the API has its own, so `/metrics` can be
 //! reachable by Prometheus while the API stays private (or the reverse).
 
-use axum::extract::{FromRef, State};
+use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::middleware;
 use axum::response::{IntoResponse, Response};
@@ -14,32 +13,8 @@ use std::future::IntoFuture;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-use crate::api::token::ApiToken;
-use crate::export::{SharedMetrics, CONTENT_TYPE};
-use crate::store::StoreHandle;
-
-/// What the handlers share.
-#[derive(Clone)]
-pub struct AppState {
-    /// The store (reads, and the health write check).
-    pub store: StoreHandle,
-    /// The metric state.
-    pub metrics: SharedMetrics,
-    /// The API read token, if one is configured.
-    pub api_token: Option<ApiToken>,
-}
-
-impl FromRef<AppState> for StoreHandle {
-    fn from_ref(s: &AppState) -> StoreHandle {
-        s.store.clone()
-    }
-}
-
-impl FromRef<AppState> for SharedMetrics {
-    fn from_ref(s: &AppState) -> SharedMetrics {
-        s.metrics.clone()
-    }
-}
+use crate::api::AppState;
+use crate::export::CONTENT_TYPE;
 
 /// `/metrics` and `/healthz`.
 pub fn metrics_router(state: AppState) -> Router {

@@ -245,7 +245,7 @@ where
         stop_rx.clone(),
     ));
     let live = handle.clone();
-    let state = http::AppState {
+    let state = api::AppState {
         store: handle,
         metrics,
         api_token,

@@ -1,5 +1,4 @@
-//! Collector resources under attack (issue 12, items 6 to 10), on
-//! loopback: label and series caps keep `/metrics` bounded, records of
+//! Collector resources under attack, on loopback: label and series caps keep `/metrics` bounded, records of
 //! unannounced boots make no boot rows, record size and byte budgets, the
 //! connection caps and the Hello deadline, and paged API answers behind an
 //! optional token. Every loop is bounded in count, every wait by [`WAIT`].
@@ -69,8 +68,7 @@ async fn acks_under_scrapes(c: &Collector, node: &str, batches: u64) -> Vec<f64>
 #[tokio::test]
 async fn a_huge_label_and_20k_peer_names_leave_metrics_bounded() {
     const CAP: usize = 64;
-    let dir = tempfile::tempdir().unwrap();
-    let c = Collector::start_with(dir.path(), |c| {
+    let (_dir, c) = Collector::temp_with(|c| {
         c.max_series_per_node = CAP;
         c.max_batch_records = 10_000;
         // Let the 1 MiB record past the size cap: the label check is the
@@ -148,8 +146,7 @@ async fn a_huge_label_and_20k_peer_names_leave_metrics_bounded() {
 
 #[tokio::test]
 async fn records_of_unannounced_boots_make_no_boot_rows_and_hellos_are_limited() {
-    let dir = tempfile::tempdir().unwrap();
-    let c = Collector::start_with(dir.path(), |c| {
+    let (_dir, c) = Collector::temp_with(|c| {
         c.max_batch_records = 100_000;
         c.max_records_per_second = 1_000_000;
     })
@@ -197,8 +194,7 @@ fn bandwidth_with_error(seq: u64, error_bytes: usize) -> boltwatch_proto::v1::Re
 
 #[tokio::test]
 async fn oversized_records_are_refused_and_the_byte_budget_throttles() {
-    let dir = tempfile::tempdir().unwrap();
-    let c = Collector::start_with(dir.path(), |c| {
+    let (_dir, c) = Collector::temp_with(|c| {
         c.max_record_bytes = 4096;
         c.max_bytes_per_second = 65_536; // burst 320 KiB
     })
@@ -254,8 +250,7 @@ async fn closed(mut s: tokio::net::TcpStream) {
 
 #[tokio::test]
 async fn idle_connections_beyond_the_caps_are_closed_and_agents_get_through() {
-    let dir = tempfile::tempdir().unwrap();
-    let c = Collector::start_with(dir.path(), |c| {
+    let (_dir, c) = Collector::temp_with(|c| {
         c.max_connections = 9;
         c.max_connections_per_address = 4;
         c.hello_timeout = std::time::Duration::from_secs(2);

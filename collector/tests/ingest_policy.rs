@@ -68,8 +68,7 @@ fn with_auth(c: &mut Config) {
 
 #[tokio::test]
 async fn tokens_gate_who_may_speak_for_which_node() {
-    let dir = tempfile::tempdir().unwrap();
-    let c = Collector::start_with(dir.path(), with_auth).await;
+    let (_dir, c) = Collector::temp_with(with_auth).await;
 
     let e = open(c.grpc, None, "a").await.err().expect("refused");
     assert_eq!(e.code(), Code::Unauthenticated, "{e:?}");
@@ -105,8 +104,7 @@ async fn tokens_gate_who_may_speak_for_which_node() {
 
 #[tokio::test]
 async fn without_a_token_table_everyone_is_accepted() {
-    let dir = tempfile::tempdir().unwrap();
-    let c = Collector::start_with(dir.path(), |_| {}).await;
+    let (_dir, c) = Collector::temp().await;
     let mut a = open(c.grpc, None, "a").await.unwrap();
     assert_eq!(a.send(batch("a", 1..=2)).await.unwrap()[0].highest_seq, 2);
     drop(a);
@@ -115,8 +113,7 @@ async fn without_a_token_table_everyone_is_accepted() {
 
 #[tokio::test]
 async fn oversized_batches_and_rate_are_refused_with_resource_exhausted() {
-    let dir = tempfile::tempdir().unwrap();
-    let c = Collector::start_with(dir.path(), |c| {
+    let (_dir, c) = Collector::temp_with(|c| {
         c.max_batch_records = 50;
         c.max_records_per_second = 10; // burst 50
     })

@@ -108,7 +108,7 @@ proptest! {
     }
 }
 
-/// The input proptest found (issue 12): the parser places the error at the
+/// An input proptest found: the parser places the error at the
 /// end of the text, after its only newline; the error must still name
 /// line 1.
 #[test]

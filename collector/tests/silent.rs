@@ -1,4 +1,4 @@
-//! Failures that used to pass in silence (issue 12, item 11): a gRPC
+//! Failures that used to pass in silence: a gRPC
 //! message the collector cannot take ends the stream with an error status,
 //! `/healthz` fails on a full disk, a damaged store or a read-only data
 //! directory stops the start naming the path. The disk cases mount a small
@@ -50,8 +50,7 @@ async fn hello_then(addr: std::net::SocketAddr, second: Mixed) -> Result<(), ton
 
 #[tokio::test]
 async fn undecodable_and_oversized_messages_end_the_stream_with_an_error() {
-    let dir = tempfile::tempdir().unwrap();
-    let c = Collector::start_with(dir.path(), |c| c.max_message_bytes = 65_536).await;
+    let (_dir, c) = Collector::temp_with(|c| c.max_message_bytes = 65_536).await;
     let bad = Mixed {
         bogus: Some(7),
         ..Default::default()

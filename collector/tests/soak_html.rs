@@ -1,4 +1,4 @@
-//! Issue 10's HTML report in a real browser: a simulated soak (real gRPC
+//! The soak's HTML report in a real browser: a simulated soak (real gRPC
 //! ingest), the soak and its marks made with the real `soak` commands while
 //! the collector runs, the page written by `report --format html`, then
 //! opened in Debian's headless Chromium: the screenshot must not be blank,

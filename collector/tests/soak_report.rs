@@ -1,4 +1,4 @@
-//! Issue 10's ground truth: a simulated multi-day soak of three nodes sent
+//! The soak report's ground truth: a simulated multi-day soak of three nodes sent
 //! through the real gRPC ingest, a soak object and marks created over the
 //! real HTTP API, and the report produced by the real `boltwatch-collector
 //! report` binary on the same store, compared with the simulator's truth:

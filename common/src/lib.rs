@@ -1,5 +1,7 @@
 //! What both boltwatch binaries (agent and collector) use, written once.
 //!
+//! - [`daemon`]: the binary edge of both daemons: config flags, exit 78,
+//!   `--check-config`, logging and supervision.
 //! - [`config`]: one definition per config key (TOML key, flag, default,
 //!   validation, help), the file/flag/default merge, errors naming file,
 //!   line and key, and the README flag tables generated from the keys.
@@ -16,6 +18,7 @@
 
 pub mod clock;
 pub mod config;
+pub mod daemon;
 pub mod duration;
 pub mod exit;
 pub mod log;

@@ -1,5 +1,5 @@
 //! Helpers for the workspace's tests (feature `testing`): free loopback
-//! ports, a command that must succeed, and for the property tests their
+//! ports, a command that must succeed, `promtool check metrics`, and for the property tests their
 //! configuration and strategies.
 //!
 //! One proptest configuration for all of them: a fixed
@@ -115,4 +115,36 @@ pub fn output_ok(cmd: &mut Command) -> Output {
         String::from_utf8_lossy(&out.stderr)
     );
     out
+}
+
+/// Runs the real `promtool check metrics` on a body; returns its output on
+/// any finding (the metrics follow the conventions: base units, no
+/// excuses). Panics if promtool is not installed (tests never skip).
+pub fn promtool_check(metrics: &str) -> Result<(), String> {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool is required (apt-get install -y prometheus); the tests do not skip");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(metrics.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if out.status.success() && text.trim().is_empty() {
+        Ok(())
+    } else {
+        Err(text)
+    }
 }

@@ -240,27 +240,9 @@ impl Collector {
     ) -> Collector {
         let grpc: SocketAddr = format!("127.0.0.1:{grpc_port}").parse().unwrap();
         let http: SocketAddr = format!("127.0.0.1:{http_port}").parse().unwrap();
-        let mut cmd = Command::new(bin("boltwatch-collector"));
-        cmd.arg("serve")
-            .arg("--grpc-listen")
-            .arg(grpc.to_string())
-            .arg("--http-listen")
-            .arg(http.to_string())
-            .arg("--data-dir")
-            .arg(data_dir)
-            .args(extra);
-        let proc = Proc::spawn(
-            "collector",
-            cmd,
-            dir.join(format!("collector-{grpc_port}.log")),
-        );
-        let c = Collector { proc, grpc, http };
-        wait_for("collector /healthz", Duration::from_secs(30), || {
-            http_get(&c.url("/healthz"))
-                .map(|(code, _)| code == 200)
-                .unwrap_or(false)
-        });
-        c
+        let mut cmd = collector_serve(grpc, http, data_dir);
+        cmd.args(extra);
+        Self::spawn(dir, cmd, grpc, http)
     }
 
     /// As [`Collector::start`], but with gRPC on all addresses, so agents
@@ -269,20 +251,16 @@ impl Collector {
     pub fn start_for_bed(dir: &Path, data_dir: &Path) -> Collector {
         let grpc_port = free_tcp_port();
         let http: SocketAddr = format!("127.0.0.1:{}", free_tcp_port()).parse().unwrap();
-        let mut cmd = Command::new(bin("boltwatch-collector"));
-        cmd.arg("serve")
-            .arg("--grpc-listen")
-            .arg(format!("0.0.0.0:{grpc_port}"))
-            .arg("--http-listen")
-            .arg(http.to_string())
-            .arg("--data-dir")
-            .arg(data_dir);
-        let proc = Proc::spawn(
-            "collector",
-            cmd,
-            dir.join(format!("collector-{grpc_port}.log")),
-        );
+        let cmd = collector_serve(format!("0.0.0.0:{grpc_port}"), http, data_dir);
         let grpc = format!("127.0.0.1:{grpc_port}").parse().unwrap();
+        Self::spawn(dir, cmd, grpc, http)
+    }
+
+    /// Spawns `cmd`, logging beside the others in `dir`, and waits until
+    /// `/healthz` answers.
+    fn spawn(dir: &Path, cmd: Command, grpc: SocketAddr, http: SocketAddr) -> Collector {
+        let log = dir.join(format!("collector-{}.log", grpc.port()));
+        let proc = Proc::spawn("collector", cmd, log);
         let c = Collector { proc, grpc, http };
         wait_for("collector /healthz", Duration::from_secs(30), || {
             http_get(&c.url("/healthz"))
@@ -321,6 +299,24 @@ impl Collector {
         let (_, body) = http_get(&self.url("/api/v1/nodes")).expect("GET /api/v1/nodes");
         serde_json::from_str(&body).expect("nodes JSON")
     }
+}
+
+/// `boltwatch-collector serve` with gRPC on `grpc`, HTTP on `http` and the
+/// store in `data_dir`, for the caller to add flags and environment to.
+pub fn collector_serve(
+    grpc: impl std::fmt::Display,
+    http: impl std::fmt::Display,
+    data_dir: &Path,
+) -> Command {
+    let mut cmd = Command::new(bin("boltwatch-collector"));
+    cmd.arg("serve")
+        .arg("--grpc-listen")
+        .arg(grpc.to_string())
+        .arg("--http-listen")
+        .arg(http.to_string())
+        .arg("--data-dir")
+        .arg(data_dir);
+    cmd
 }
 
 /// Starts `boltwatch-agent run` with `args` appended. Unless `args` name
@@ -411,33 +407,4 @@ pub fn sample(metrics: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64>
         })
 }
 
-/// Runs the real `promtool check metrics` on a body; returns its output on
-/// any finding (the metrics follow the conventions: base units, no
-/// excuses). Panics if promtool is not installed (tests never skip).
-pub fn promtool_check(metrics: &str) -> Result<(), String> {
-    use std::io::Write;
-    let mut child = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("promtool is required (apt-get install -y prometheus); the tests do not skip");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(metrics.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    if out.status.success() && text.trim().is_empty() {
-        Ok(())
-    } else {
-        Err(text)
-    }
-}
+pub use boltwatch_common::testing::promtool_check;

@@ -16,15 +16,12 @@
 //! fails with a message, it never skips.
 
 use std::collections::BTreeSet;
-use std::process::Command;
 use std::time::Duration;
 
 use boltwatch_common::clock::now_unix_ns;
 
 use boltwatch_tests::cmd::find_tool;
-use boltwatch_tests::procs::{
-    bin, free_tcp_port, http_get, promtool_check, sample, wait_for, Proc,
-};
+use boltwatch_tests::procs::{bin, promtool_check, sample, wait_for, Collector, Proc};
 use boltwatch_tests::TestBed;
 use serde_json::Value;
 
@@ -35,55 +32,10 @@ const TEST_SECS: u64 = 2;
 /// milliseconds; this is generous).
 const MARGIN_NS: u64 = 400_000_000;
 
-struct Collector {
-    /// Kept so the process lives (and is killed) with the handle.
-    _proc: Proc,
-    http: String,
-    grpc_port: u16,
-}
-
-impl Collector {
-    /// The real collector on the host, gRPC on every address (each node
-    /// reaches the host on its own management subnet), HTTP on loopback.
-    fn start(dir: &std::path::Path) -> Collector {
-        let (grpc_port, http_port) = (free_tcp_port(), free_tcp_port());
-        let mut cmd = Command::new(bin("boltwatch-collector"));
-        cmd.arg("serve")
-            .arg("--grpc-listen")
-            .arg(format!("0.0.0.0:{grpc_port}"))
-            .arg("--http-listen")
-            .arg(format!("127.0.0.1:{http_port}"))
-            .arg("--data-dir")
-            .arg(dir.join("data"));
-        let proc = Proc::spawn("collector", cmd, dir.join("collector.log"));
-        let c = Collector {
-            _proc: proc,
-            http: format!("http://127.0.0.1:{http_port}"),
-            grpc_port,
-        };
-        wait_for("collector /healthz", Duration::from_secs(30), || {
-            http_get(&format!("{}/healthz", c.http)).is_ok_and(|(code, _)| code == 200)
-        });
-        c
-    }
-
-    fn metrics(&self) -> String {
-        http_get(&format!("{}/metrics", self.http))
-            .map(|(_, b)| b)
-            .unwrap_or_default()
-    }
-
-    /// Stored records of `kind`, decoded by the JSON API.
-    fn records(&self, kind: &str) -> Vec<Value> {
-        let (code, body) = http_get(&format!(
-            "{}/api/v1/records?kind={kind}&limit=100000",
-            self.http
-        ))
-        .expect("GET /api/v1/records");
-        assert_eq!(code, 200, "{body}");
-        let v: Value = serde_json::from_str(&body).expect("records JSON");
-        v["records"].as_array().cloned().unwrap_or_default()
-    }
+/// Stored records of `kind`, decoded by the JSON API.
+fn records(c: &Collector, kind: &str) -> Vec<Value> {
+    let v = c.json(&format!("/api/v1/records?kind={kind}&limit=100000"));
+    v["records"].as_array().cloned().unwrap_or_default()
 }
 
 /// One bandwidth result as stored.
@@ -99,7 +51,7 @@ struct Bw {
 }
 
 fn bandwidth(c: &Collector) -> Vec<Bw> {
-    c.records("bandwidth")
+    records(c, "bandwidth")
         .iter()
         .map(|r| {
             let p = &r["payload"];
@@ -144,7 +96,7 @@ fn agent(bed: &TestBed, dir: &std::path::Path, c: &Collector, node: usize) -> Pr
                 "--node".into(),
                 NAMES[node].into(),
                 "--collector".into(),
-                format!("http://{host}:{}", c.grpc_port),
+                format!("http://{host}:{}", c.grpc.port()),
                 "--listen".into(),
                 "0.0.0.0:862".into(),
                 "--spool-dir".into(),
@@ -266,7 +218,7 @@ fn scheduled_tests_tag_rtt_and_follow_a_rate_limit() {
     find_tool("iperf3", "iperf3").unwrap_or_else(|e| panic!("{e}"));
     let bed = TestBed::new(2).unwrap_or_else(|e| panic!("cannot build the test bed: {e}"));
     let dir = tempfile::tempdir().unwrap();
-    let c = Collector::start(dir.path());
+    let c = Collector::start_for_bed(dir.path(), &dir.path().join("data"));
     let mut agents: Vec<Proc> = (0..2).map(|n| agent(&bed, dir.path(), &c, n)).collect();
 
     // Both agents complete tests: each yields an upload and a download.
@@ -295,7 +247,7 @@ fn scheduled_tests_tag_rtt_and_follow_a_rate_limit() {
     // again (bounded) until enough windows fell inside and clear of tests.
     let mut counts = Vec::new();
     for _ in 0..12 {
-        let rtt = c.records("rtt");
+        let rtt = records(&c, "rtt");
         std::thread::sleep(Duration::from_secs(TEST_SECS + 3));
         counts = check_tags(&rtt, &bandwidth(&c));
         if counts

@@ -6,8 +6,6 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use boltwatch_tests::procs::bin;
-
 /// A file of systemd-launchd/.
 fn shipped(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -157,19 +155,16 @@ fn newsyslog_rotates_both_logs_and_signals_the_jobs() {
 /// old path, and remove the pid file at its stop.
 #[test]
 fn sighup_reopens_the_rotated_log_and_the_pid_file_is_the_jobs() {
-    use boltwatch_tests::procs::{free_tcp_port, wait_for, Proc};
+    use boltwatch_tests::procs::{collector_serve, free_tcp_port, wait_for, Proc};
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("collector.log");
     let pid_file = dir.path().join("collector.pid");
-    let mut cmd = Command::new(bin("boltwatch-collector"));
-    cmd.arg("serve")
-        .arg("--grpc-listen")
-        .arg(format!("127.0.0.1:{}", free_tcp_port()))
-        .arg("--http-listen")
-        .arg(format!("127.0.0.1:{}", free_tcp_port()))
-        .arg("--data-dir")
-        .arg(dir.path().join("data"))
-        .env("BOLTWATCH_LOG_FILE", &log)
+    let mut cmd = collector_serve(
+        format!("127.0.0.1:{}", free_tcp_port()),
+        format!("127.0.0.1:{}", free_tcp_port()),
+        &dir.path().join("data"),
+    );
+    cmd.env("BOLTWATCH_LOG_FILE", &log)
         .env("BOLTWATCH_PID_FILE", &pid_file)
         .env_remove("NOTIFY_SOCKET");
     let mut proc = Proc::spawn("collector", cmd, log.clone());

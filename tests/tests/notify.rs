@@ -19,7 +19,9 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use boltwatch_tests::procs::{bin, free_tcp_port, free_udp_port, http_get, wait_for, Proc};
+use boltwatch_tests::procs::{
+    bin, collector_serve, free_tcp_port, free_udp_port, http_get, wait_for, Proc,
+};
 
 /// How long a test waits for a message before it gives up (a bound on a
 /// hang, not an assertion on speed).
@@ -93,15 +95,12 @@ fn lines_with(log: &str, needle: &str) -> Vec<String> {
 }
 
 fn collector_cmd(dir: &Path, grpc: u16, http: u16, notify: &NotifySocket) -> Command {
-    let mut cmd = Command::new(bin("boltwatch-collector"));
-    cmd.arg("serve")
-        .arg("--grpc-listen")
-        .arg(format!("127.0.0.1:{grpc}"))
-        .arg("--http-listen")
-        .arg(format!("127.0.0.1:{http}"))
-        .arg("--data-dir")
-        .arg(dir.join("data"))
-        .env("NOTIFY_SOCKET", &notify.path)
+    let mut cmd = collector_serve(
+        format!("127.0.0.1:{grpc}"),
+        format!("127.0.0.1:{http}"),
+        &dir.join("data"),
+    );
+    cmd.env("NOTIFY_SOCKET", &notify.path)
         .env_remove("WATCHDOG_PID")
         .env_remove("BOLTWATCH_LOG")
         .env_remove("RUST_LOG");

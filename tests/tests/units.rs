@@ -101,13 +101,29 @@ fn lint_refuses_bad_plists() {
 
 #[test]
 fn install_scripts_parse() {
-    for s in ["install-macos.sh", "install-linux.sh"] {
+    for s in ["install-macos.sh", "install-linux.sh", "install-common.sh"] {
         let st = Command::new("bash")
             .arg("-n")
             .arg(repo().join("systemd-launchd").join(s))
             .status()
             .expect("bash");
         assert!(st.success(), "{s} does not parse");
+    }
+}
+
+/// Both scripts take their role from the library they source, which
+/// refuses an unknown one before anything is built or installed.
+#[test]
+fn install_scripts_refuse_an_unknown_role() {
+    for s in ["install-macos.sh", "install-linux.sh"] {
+        let out = Command::new("bash")
+            .arg(repo().join("systemd-launchd").join(s))
+            .arg("bogus")
+            .output()
+            .expect("bash");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{s}: {err}");
+        assert!(err.contains("usage:") && err.contains(s), "{s}: {err}");
     }
 }
 

@@ -12,13 +12,22 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use boltwatch_common::config::{log_format_key, Key, Origin, Where};
+use boltwatch_common::config::{
+    check_tls_pair, log_format_key, tls_cert_key, tls_key_key, HasTlsPair, Key, Origin, TlsPair,
+    Where,
+};
 
 use super::{parse, Config, ConfigError, LogFormat, DEFAULT_SPOOL_DIR};
 
 impl boltwatch_common::config::HasLogFormat for Config {
     fn log_format_mut(&mut self) -> &mut LogFormat {
         &mut self.log_format
+    }
+}
+
+impl HasTlsPair for Config {
+    fn tls_pair(&mut self) -> TlsPair<'_> {
+        TlsPair::new(&mut self.tls.cert, &mut self.tls.key)
     }
 }
 
@@ -99,7 +108,7 @@ pub const KEYS: &[K] = &[
         "token_file",
         "bearer token for the collector's `--auth-tokens`",
         |c, v| {
-            c.token_file = Some(PathBuf::from(v.nonempty()?));
+            c.token_file = Some(v.path()?);
             Ok(())
         },
     )
@@ -109,33 +118,22 @@ pub const KEYS: &[K] = &[
         "tls.ca",
         "PEM CA that signed the collector's certificate; needed for an `https://` collector",
         |c, v| {
-            c.tls.ca = Some(PathBuf::from(v.nonempty()?));
+            c.tls.ca = Some(v.path()?);
             Ok(())
         },
     )
     .flag("tls-ca", "FILE")
     .default_doc("none"),
-    K::new(
-        "tls.cert",
+    tls_cert_key(
         "PEM client certificate for mutual TLS (its DNS name is the node name)",
-        |c, v| {
-            c.tls.cert = Some(PathBuf::from(v.nonempty()?));
-            Ok(())
-        },
-    )
-    .flag("tls-cert", "FILE")
-    .default_doc("none"),
-    K::new("tls.key", "PEM private key of `tls.cert`", |c, v| {
-        c.tls.key = Some(PathBuf::from(v.nonempty()?));
-        Ok(())
-    })
-    .flag("tls-key", "FILE")
-    .default_doc("none"),
+        "none",
+    ),
+    tls_key_key(),
     K::new(
         "sysfs_root",
         "Linux sysfs root (fixtures in tests)",
         |c, v| {
-            c.sysfs_root = PathBuf::from(v.nonempty()?);
+            c.sysfs_root = v.path()?;
             Ok(())
         },
     )
@@ -161,7 +159,7 @@ pub const KEYS: &[K] = &[
     )
     .default("3"),
     K::new("spool.dir", "durable spool (one agent per dir)", |c, v| {
-        c.spool_dir = PathBuf::from(v.nonempty()?);
+        c.spool_dir = v.path()?;
         Ok(())
     })
     .flag("spool-dir", "DIR")
@@ -422,12 +420,11 @@ pub(super) fn finish(c: &mut Config, at: &Where<'_, Config>) -> Result<(), Confi
             "TLS settings need an https:// collector URL",
         ));
     }
-    if c.tls.cert.is_some() != c.tls.key.is_some() {
-        return Err(at.error(
-            &["tls.cert", "tls.key"],
-            "a client certificate needs both tls.cert and tls.key",
-        ));
-    }
+    check_tls_pair(
+        c,
+        at,
+        "a client certificate needs both tls.cert and tls.key",
+    )?;
     // The schedule must be one the planner accepts, by its own rules.
     crate::bandwidth::schedule::plan_config(
         c.bandwidth_interval,

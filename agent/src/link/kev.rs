@@ -165,12 +165,14 @@ mod tests {
 
     use crate::link::fixtures;
 
+    const DIR: &str = "macos/kev";
+
     fn fixture(name: &str) -> Vec<u8> {
-        fixtures::read(&format!("macos/kev/{name}"))
+        fixtures::read(&format!("{DIR}/{name}"))
     }
 
     fn one(name: &str) -> KevEvent {
-        fixtures::only(parse(&fixture(name)).unwrap(), name)
+        fixtures::parse_one(&format!("{DIR}/{name}"), parse)
     }
 
     #[test]

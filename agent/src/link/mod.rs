@@ -47,9 +47,13 @@ pub(crate) mod fixtures {
         std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
     }
 
-    /// The one item parsed from the fixture `what`.
-    pub(crate) fn only<T: std::fmt::Debug>(items: Vec<T>, what: &str) -> T {
-        assert_eq!(items.len(), 1, "{what}: {items:?}");
+    /// The one item `parse` finds in the fixture at `path`.
+    pub(crate) fn parse_one<T: std::fmt::Debug, E: std::fmt::Debug>(
+        path: &str,
+        parse: fn(&[u8]) -> Result<Vec<T>, E>,
+    ) -> T {
+        let items = parse(&read(path)).unwrap_or_else(|e| panic!("{path}: {e:?}"));
+        assert_eq!(items.len(), 1, "{path}: {items:?}");
         items.into_iter().next().unwrap()
     }
 }

@@ -177,12 +177,16 @@ mod tests {
 
     use crate::link::fixtures;
 
+    fn path(name: &str) -> String {
+        format!("linux/rtnetlink/{name}.bin")
+    }
+
     fn fixture(name: &str) -> Vec<u8> {
-        fixtures::read(&format!("linux/rtnetlink/{name}.bin"))
+        fixtures::read(&path(name))
     }
 
     fn one(name: &str) -> LinkMessage {
-        fixtures::only(parse(&fixture(name)).unwrap(), name)
+        fixtures::parse_one(&path(name), parse)
     }
 
     #[cfg(target_os = "linux")]

@@ -2,12 +2,19 @@
 //! help and validation. The README's `serve` table is generated from this
 //! table and a test keeps the two equal.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
-use boltwatch_common::config::{log_format_key, Key};
+use boltwatch_common::config::{
+    log_format_key, tls_cert_key, tls_key_key, HasTlsPair, Key, TlsPair,
+};
 
 use super::Config;
+
+impl HasTlsPair for Config {
+    fn tls_pair(&mut self) -> TlsPair<'_> {
+        TlsPair::new(&mut self.tls.cert, &mut self.tls.key)
+    }
+}
 
 type K = Key<Config>;
 
@@ -30,7 +37,7 @@ pub const KEYS: &[K] = &[
     .flag("http-listen", "ADDR")
     .default("127.0.0.1:9471"),
     K::new("data_dir", "SQLite store", |c, v| {
-        c.data_dir = PathBuf::from(v.nonempty()?);
+        c.data_dir = v.path()?;
         Ok(())
     })
     .flag("data-dir", "DIR")
@@ -40,33 +47,22 @@ pub const KEYS: &[K] = &[
         "auth_tokens",
         "`NODE TOKEN` lines, `#` comments; agents must present `authorization: Bearer TOKEN` for their node",
         |c, v| {
-            c.auth_tokens = Some(PathBuf::from(v.nonempty()?));
+            c.auth_tokens = Some(v.path()?);
             Ok(())
         },
     )
     .flag("auth-tokens", "FILE")
     .default_doc("none"),
-    K::new(
-        "tls.cert",
+    tls_cert_key(
         "PEM certificate chain; the gRPC port then speaks only TLS (reloaded on SIGHUP)",
-        |c, v| {
-            c.tls.cert = Some(PathBuf::from(v.nonempty()?));
-            Ok(())
-        },
-    )
-    .flag("tls-cert", "FILE")
-    .default_doc("none (plaintext)"),
-    K::new("tls.key", "PEM private key of `tls.cert`", |c, v| {
-        c.tls.key = Some(PathBuf::from(v.nonempty()?));
-        Ok(())
-    })
-    .flag("tls-key", "FILE")
-    .default_doc("none"),
+        "none (plaintext)",
+    ),
+    tls_key_key(),
     K::new(
         "tls.client_ca",
         "PEM CA for mutual TLS: agents must present a certificate it signed whose DNS name is their node name",
         |c, v| {
-            c.tls.client_ca = Some(PathBuf::from(v.nonempty()?));
+            c.tls.client_ca = Some(v.path()?);
             Ok(())
         },
     )
@@ -190,7 +186,7 @@ pub const KEYS: &[K] = &[
         "api_token_file",
         "file holding one token; `/api/v1/*` then requires `authorization: Bearer TOKEN`",
         |c, v| {
-            c.api_token_file = Some(PathBuf::from(v.nonempty()?));
+            c.api_token_file = Some(v.path()?);
             Ok(())
         },
     )
@@ -249,7 +245,7 @@ pub const KEYS: &[K] = &[
         "remote_write.bearer_token_file",
         "file whose contents are sent as `Authorization: Bearer`",
         |c, v| {
-            c.remote_write.bearer_token_file = Some(PathBuf::from(v.nonempty()?));
+            c.remote_write.bearer_token_file = Some(v.path()?);
             Ok(())
         },
     )
@@ -267,7 +263,7 @@ pub const KEYS: &[K] = &[
         "remote_write.basic_auth_password_file",
         "file holding the basic auth password",
         |c, v| {
-            c.remote_write.basic_auth_password_file = Some(PathBuf::from(v.nonempty()?));
+            c.remote_write.basic_auth_password_file = Some(v.path()?);
             Ok(())
         },
     )
@@ -276,7 +272,7 @@ pub const KEYS: &[K] = &[
         "remote_write.tls_ca_file",
         "PEM CA trusted for `https://` endpoints (needed for them; no bundled roots)",
         |c, v| {
-            c.remote_write.tls_ca_file = Some(PathBuf::from(v.nonempty()?));
+            c.remote_write.tls_ca_file = Some(v.path()?);
             Ok(())
         },
     )
@@ -285,7 +281,7 @@ pub const KEYS: &[K] = &[
         "remote_write.tls_cert_file",
         "PEM client certificate for receivers that require one (with `tls_key_file`)",
         |c, v| {
-            c.remote_write.tls_cert_file = Some(PathBuf::from(v.nonempty()?));
+            c.remote_write.tls_cert_file = Some(v.path()?);
             Ok(())
         },
     )
@@ -294,7 +290,7 @@ pub const KEYS: &[K] = &[
         "remote_write.tls_key_file",
         "PEM key of `tls_cert_file`",
         |c, v| {
-            c.remote_write.tls_key_file = Some(PathBuf::from(v.nonempty()?));
+            c.remote_write.tls_key_file = Some(v.path()?);
             Ok(())
         },
     )

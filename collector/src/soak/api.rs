@@ -16,7 +16,7 @@
 
 use std::collections::BTreeMap;
 
-use axum::extract::{FromRef, Path, Query, State};
+use axum::extract::{Path, Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -26,17 +26,12 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::{time, Mark, Slo, Soak, SoakError};
-use crate::export::SharedMetrics;
+use crate::api::{ApiError, AppState};
 use crate::report::render::Format;
 use crate::store::{soaks, StoreHandle};
 
 /// The soak routes.
-pub fn routes<S>() -> Router<S>
-where
-    S: Clone + Send + Sync + 'static,
-    StoreHandle: FromRef<S>,
-    SharedMetrics: FromRef<S>,
-{
+pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/api/v1/soaks", get(list).post(create))
         .route("/api/v1/soaks/{name}", get(show))
@@ -45,11 +40,7 @@ where
         .route("/api/v1/soaks/{name}/report", get(report))
 }
 
-/// A refused request, answered as `{"error": ...}`.
-#[derive(Debug)]
-pub struct SoakApiError(StatusCode, String);
-
-impl From<SoakError> for SoakApiError {
+impl From<SoakError> for ApiError {
     fn from(e: SoakError) -> Self {
         let code = match &e {
             SoakError::NotFound(_) => StatusCode::NOT_FOUND,
@@ -57,17 +48,11 @@ impl From<SoakError> for SoakApiError {
             SoakError::Invalid(_) => StatusCode::BAD_REQUEST,
             SoakError::Store(_) => StatusCode::SERVICE_UNAVAILABLE,
         };
-        SoakApiError(code, e.to_string())
+        ApiError(code, e.to_string())
     }
 }
 
-impl IntoResponse for SoakApiError {
-    fn into_response(self) -> Response {
-        (self.0, Json(json!({ "error": self.1 }))).into_response()
-    }
-}
-
-type Result<T> = std::result::Result<T, SoakApiError>;
+type Result<T> = std::result::Result<T, ApiError>;
 
 /// Runs `f` on a fresh writing connection on a blocking thread.
 async fn write<T: Send + 'static>(
@@ -77,8 +62,20 @@ async fn write<T: Send + 'static>(
     let path = store.path().to_path_buf();
     tokio::task::spawn_blocking(move || f(&soaks::open_writer(&path)?))
         .await
-        .map_err(|e| SoakApiError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
+        .map_err(|e| ApiError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
         .map_err(Into::into)
+}
+
+/// [`write`], then the live soak series refreshed at once: a new soak, a
+/// stop or a mark reaches `/metrics` (dashboard annotations) now, not at
+/// the next periodic refresh.
+async fn write_live<T: Send + 'static>(
+    app: &AppState,
+    f: impl FnOnce(&rusqlite::Connection) -> std::result::Result<T, SoakError> + Send + 'static,
+) -> Result<T> {
+    let out = write(&app.store, f).await?;
+    super::live::refresh(&app.store, &app.metrics).await;
+    Ok(out)
 }
 
 async fn read<T: Send + 'static>(
@@ -88,7 +85,7 @@ async fn read<T: Send + 'static>(
     let out = store
         .read(move |c| Ok(f(c)))
         .await
-        .map_err(|e| SoakApiError(StatusCode::SERVICE_UNAVAILABLE, e.to_string()))?;
+        .map_err(|e| ApiError(StatusCode::SERVICE_UNAVAILABLE, e.to_string()))?;
     out.map_err(Into::into)
 }
 
@@ -140,8 +137,7 @@ fn describe(s: &Soak, now: u64) -> Value {
 }
 
 async fn create(
-    State(store): State<StoreHandle>,
-    State(metrics): State<SharedMetrics>,
+    State(app): State<AppState>,
     Json(body): Json<NewSoak>,
 ) -> Result<(StatusCode, Json<Value>)> {
     let now = now_unix_ns();
@@ -162,8 +158,7 @@ async fn create(
         return Err(SoakError::Invalid("`end` is before `start`".into()).into());
     }
     let s = soak.clone();
-    write(&store, move |c| soaks::create(c, &s, now)).await?;
-    super::live::refresh(&store, &metrics).await;
+    write_live(&app, move |c| soaks::create(c, &s, now)).await?;
     Ok((StatusCode::CREATED, Json(describe(&soak, now))))
 }
 
@@ -197,15 +192,13 @@ struct StopBody {
 }
 
 async fn stop(
-    State(store): State<StoreHandle>,
-    State(metrics): State<SharedMetrics>,
+    State(app): State<AppState>,
     Path(name): Path<String>,
     body: Option<Json<StopBody>>,
 ) -> Result<Json<Value>> {
     let now = now_unix_ns();
     let at = when(&body.unwrap_or_default().0.at, "at")?.unwrap_or(now);
-    let s = write(&store, move |c| soaks::stop(c, &name, at)).await?;
-    super::live::refresh(&store, &metrics).await;
+    let s = write_live(&app, move |c| soaks::stop(c, &name, at)).await?;
     Ok(Json(describe(&s, now)))
 }
 
@@ -219,8 +212,7 @@ struct NewMark {
 }
 
 async fn mark(
-    State(store): State<StoreHandle>,
-    State(metrics): State<SharedMetrics>,
+    State(app): State<AppState>,
     Path(name): Path<String>,
     Json(body): Json<NewMark>,
 ) -> Result<(StatusCode, Json<Value>)> {
@@ -230,10 +222,7 @@ async fn mark(
         text: body.text,
     };
     let out = json!(m);
-    write(&store, move |c| soaks::add_mark(c, &name, &m)).await?;
-    // The mark's series (dashboard annotations) appear now, not at the
-    // next periodic refresh.
-    super::live::refresh(&store, &metrics).await;
+    write_live(&app, move |c| soaks::add_mark(c, &name, &m)).await?;
     Ok((StatusCode::CREATED, Json(out)))
 }
 
@@ -274,7 +263,7 @@ async fn report(
         .as_deref()
         .unwrap_or("json")
         .parse()
-        .map_err(|e: String| SoakApiError(StatusCode::BAD_REQUEST, e))?;
+        .map_err(|e: String| ApiError(StatusCode::BAD_REQUEST, e))?;
     let now = now_unix_ns();
     let body = read(&store, move |c| {
         Ok(format.render(&super::load::soak_report(c, &name, now)?))

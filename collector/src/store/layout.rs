@@ -1,5 +1,5 @@
-//! The record layout of schema version 5 (issue 10, "a store sized for 72
-//! hours") and the migration from version 4.
+//! The record layout of schema version 5 (a store sized for a 72-hour
+//! soak) and the migration from version 4.
 //!
 //! Version 4 kept each record as one row keyed by (node, boot_id, seq) with
 //! both strings repeated in every row, in its two secondary indexes and in

@@ -37,7 +37,7 @@ pub(super) const MIGRATIONS: &[&str] = &[
         hello              BLOB,
         PRIMARY KEY (node, boot_id)
     );",
-    // 2: soak runs and their workload marks (issue 10). Nodes, SLO and
+    // 2: soak runs and their workload marks. Nodes, SLO and
     // labels are JSON text: read whole, never queried inside.
     "CREATE TABLE soaks (
         name            TEXT    PRIMARY KEY,
@@ -62,7 +62,7 @@ pub(super) const MIGRATIONS: &[&str] = &[
         id               INTEGER PRIMARY KEY CHECK (id = 1),
         checked_unix_ns  INTEGER NOT NULL
     );",
-    // remote_write (issue 13): `records` has no rowid, so a trigger logs
+    // remote_write: `records` has no rowid, so a trigger logs
     // every newly stored record in arrival order (`pos`, never reused), in
     // the writer's transaction; each remote_write endpoint keeps the last
     // `pos` it delivered. Records already stored are logged by time.

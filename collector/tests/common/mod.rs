@@ -37,8 +37,13 @@ impl Collector {
     /// Starts a collector storing into a new temporary directory, which
     /// lives as long as the returned guard.
     pub async fn temp() -> (tempfile::TempDir, Collector) {
+        Self::temp_with(|_| {}).await
+    }
+
+    /// [`Collector::temp`] with the configuration changed by `tune`.
+    pub async fn temp_with(tune: impl FnOnce(&mut Config)) -> (tempfile::TempDir, Collector) {
         let dir = tempfile::tempdir().unwrap();
-        let c = Collector::start(dir.path()).await;
+        let c = Collector::start_with(dir.path(), tune).await;
         (dir, c)
     }
 

@@ -75,7 +75,7 @@ mod tests {
 
     #[test]
     fn end_of_input_after_a_final_newline_is_the_last_line() {
-        // The proptest finding of issue 12: an unterminated multi-line
+        // A proptest finding: an unterminated multi-line
         // string whose error the parser places at the very end.
         let text = "_=\"\"\"\n";
         assert_eq!(line_of(text, text.len()), 1);

@@ -22,11 +22,13 @@
 mod error;
 mod flags;
 mod table;
+mod tls;
 mod value;
 
 pub use error::{line_of, ConfigError, FLAGS};
 pub use flags::Flags;
 pub use table::{between_markers, check_table, markdown_table};
+pub use tls::{check_tls_pair, tls_cert_key, tls_key_key, HasTlsPair, TlsPair};
 pub use value::Value;
 
 use std::path::Path;

@@ -88,6 +88,11 @@ impl Value {
         }
     }
 
+    /// A file or directory path: a non-empty string.
+    pub fn path(&self) -> Result<std::path::PathBuf, String> {
+        self.nonempty().map(std::path::PathBuf::from)
+    }
+
     /// An integer (a flag's or default's text is parsed) within `range`.
     pub fn int(&self, range: std::ops::RangeInclusive<i64>) -> Result<i64, String> {
         let n = match self {
