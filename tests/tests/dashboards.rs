@@ -32,3 +32,7 @@ mod files;
 mod layout;
 #[path = "dashboards/rules.rs"]
 mod rules;
+#[path = "dashboards/samples.rs"]
+mod samples;
+#[path = "dashboards/units.rs"]
+mod units;

@@ -9,6 +9,9 @@ use boltwatch_tests::grafana::{self, panels, Vars};
 use crate::cluster;
 use crate::files::*;
 
+/// The filter variables, in the order they narrow the selection.
+const FILTERS: [&str; 5] = ["cluster", "job", "instance", "node", "peer"];
+
 #[test]
 fn grafana_dashboard_is_well_formed() {
     let dash = dashboard();
@@ -29,7 +32,7 @@ fn grafana_dashboard_is_well_formed() {
     };
     assert_eq!(var("DS_PROMETHEUS")["type"], "datasource");
     assert_eq!(var("DS_PROMETHEUS")["query"], "prometheus");
-    for name in ["cluster", "node", "peer"] {
+    for name in FILTERS {
         assert_eq!(var(name)["type"], "query", "{name}");
         assert_eq!(var(name)["datasource"]["uid"], "${DS_PROMETHEUS}", "{name}");
         assert_eq!(var(name)["multi"], true, "{name}");
@@ -39,13 +42,22 @@ fn grafana_dashboard_is_well_formed() {
         assert_eq!(var(name)["allValue"], ".*", "{name}");
     }
     // Clusters come from a series remote write pushes too (boltwatch_agent_up
-    // is scrape-only), and the variables filter in order: cluster, node, peer.
+    // is scrape-only), and the variables filter in order: each lists only
+    // what the ones before it select.
     assert_eq!(
         var("cluster")["query"]["query"],
         "label_values(boltwatch_records_received_total, cluster)"
     );
     let order: Vec<&str> = vars.iter().filter_map(|v| v["name"].as_str()).collect();
-    assert_eq!(order, ["DS_PROMETHEUS", "cluster", "node", "peer"]);
+    assert_eq!(order[0], "DS_PROMETHEUS");
+    assert_eq!(order[1..], FILTERS);
+    for (k, name) in FILTERS.iter().enumerate() {
+        let query = var(name)["query"]["query"].as_str().expect("a query");
+        for before in &FILTERS[..k] {
+            let filter = format!("{before}=~\"${before}\"");
+            assert!(query.contains(&filter), "variable {name} lacks {filter}");
+        }
+    }
 
     let all = panels(&dash);
     let mut ids = BTreeSet::new();
@@ -217,4 +229,104 @@ fn every_dashboard_query_filters_by_cluster_and_keeps_it() {
         "dashboard queries that mix clusters:\n{}",
         faults.join("\n")
     );
+}
+
+#[test]
+fn every_dashboard_selector_filters_by_job_and_instance() {
+    // The cluster check demands `cluster=~"$cluster"` on every selector; the
+    // job and instance filters ride with it, so counting is enough.
+    let cluster = r#"cluster=~"$cluster""#;
+    let all = r#"cluster=~"$cluster",job=~"$job",instance=~"$instance""#;
+    let mut faults = Vec::new();
+    for (origin, expr) in dashboard_exprs(&dashboard()) {
+        let name = origin.trim_start_matches("variable ").trim_matches('"');
+        if ["cluster", "job", "instance"].contains(&name) {
+            continue;
+        }
+        if expr.matches(cluster).count() != expr.matches(all).count() {
+            faults.push(format!("{origin}: {expr}"));
+        }
+    }
+    assert!(
+        faults.is_empty(),
+        "selectors without the job and instance filters:\n{}",
+        faults.join("\n")
+    );
+}
+
+#[test]
+fn dashboard_imports_like_a_grafana_com_dashboard() {
+    let dash = dashboard();
+    // Import asks for the one input, then replaces ${DS_PROMETHEUS} everywhere.
+    let inputs = dash["__inputs"].as_array().expect("__inputs");
+    assert_eq!(inputs.len(), 1, "{inputs:?}");
+    assert_eq!(inputs[0]["name"], "DS_PROMETHEUS");
+    assert_eq!(inputs[0]["type"], "datasource");
+    assert_eq!(inputs[0]["pluginId"], "prometheus");
+    let requires = dash["__requires"].as_array().expect("__requires");
+    let required = |kind: &str, id: &str| {
+        requires
+            .iter()
+            .any(|r| r["type"] == kind && r["id"] == id && r["version"].is_string())
+    };
+    assert!(required("grafana", "grafana"), "{requires:?}");
+    assert!(required("datasource", "prometheus"), "{requires:?}");
+    for panel in panels(&dash) {
+        let kind = panel["type"].as_str().unwrap_or_default();
+        if kind != "row" {
+            assert!(required("panel", kind), "__requires lacks panel {kind}");
+        }
+    }
+    // Every data source reference is the input (or Grafana's own).
+    fn walk(v: &serde_json::Value, path: &str, bad: &mut Vec<String>) {
+        match v {
+            serde_json::Value::Object(map) => {
+                if let Some(ds) = map.get("datasource").and_then(|d| d.as_object()) {
+                    let uid = ds.get("uid").and_then(|u| u.as_str()).unwrap_or_default();
+                    if uid != "${DS_PROMETHEUS}" && uid != "-- Grafana --" {
+                        bad.push(format!("{path}: {uid:?}"));
+                    }
+                }
+                for (k, c) in map {
+                    walk(c, &format!("{path}.{k}"), bad);
+                }
+            }
+            serde_json::Value::Array(list) => {
+                for (i, c) in list.iter().enumerate() {
+                    walk(c, &format!("{path}[{i}]"), bad);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut bad = Vec::new();
+    walk(&dash, "", &mut bad);
+    assert!(bad.is_empty(), "data sources other than the input: {bad:?}");
+}
+
+#[test]
+fn soak_verdict_shows_every_link_or_node_on_its_own() {
+    // A verdict averaged over the cluster hides the one bad link: every
+    // stat keeps node (and peer, where the series has one) in its `by`.
+    let dash = dashboard();
+    let mut faults = Vec::new();
+    for q in grafana::queries(&dash).iter().filter(|q| q.kind == "stat") {
+        let lists: Vec<&str> = q
+            .expr
+            .split("by (")
+            .skip(1)
+            .map(|rest| rest.split(')').next().unwrap_or_default())
+            .collect();
+        let per_link = q.expr.contains("peer=~");
+        let ok = !lists.is_empty()
+            && lists.iter().all(|l| {
+                let labels: Vec<&str> = l.split(',').map(str::trim).collect();
+                labels.contains(&"node")
+                    && (!per_link || labels.contains(&"peer") || labels.contains(&"interface"))
+            });
+        if !ok {
+            faults.push(format!("{} {}: {}", q.panel, q.ref_id, q.expr));
+        }
+    }
+    assert!(faults.is_empty(), "verdicts that merge links:\n{}", faults.join("\n"));
 }
