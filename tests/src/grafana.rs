@@ -81,6 +81,27 @@ pub fn queries(dash: &Value) -> Vec<Query> {
     out
 }
 
+/// Every annotation query of the dashboard (Grafana runs them as range
+/// queries over the time range), as [`Query`]s of kind `annotation`.
+pub fn annotations(dash: &Value) -> Vec<Query> {
+    dash["annotations"]["list"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|a| {
+            Some(Query {
+                panel: format!("annotation {}", a["name"].as_str().unwrap_or("?")),
+                kind: "annotation".into(),
+                ref_id: "Anno".into(),
+                expr: a["expr"].as_str()?.to_string(),
+                instant: false,
+                unit: None,
+                max_data_points: None,
+            })
+        })
+        .collect()
+}
+
 /// The unit an override matching frames of `ref_id` sets, if any.
 fn override_unit(panel: &Value, ref_id: &str) -> Option<String> {
     let overrides = panel["fieldConfig"]["overrides"].as_array()?;

@@ -16,8 +16,10 @@
 //! filters, `$__range` the time since the lab started, `$__interval` the
 //! step, `$__rate_interval` from the 1 s scrape), goes through Prometheus'
 //! HTTP API (`/api/v1/query` for instant targets, `/api/v1/query_range`
-//! for range targets) until each returns at least one finite value. A
-//! target whose unit is not its metric's fails first, without waiting.
+//! for range targets and the annotations) until each returns at least one
+//! finite value and the flap shows as a link-down event and an outage. A
+//! target whose unit is not its metric's fails first, without waiting. A
+//! soak with one workload mark feeds the marks annotation.
 //!
 //! Needs root, iproute2, nftables and `prometheus`; without them it fails
 //! with a message, it never skips. Every wait is bounded and fails listing
@@ -111,6 +113,25 @@ fn ssh_listener(c: &Cluster, node: usize) -> Proc {
         cmd,
         c.path().join(format!("listener-{node}.log")),
     )
+}
+
+/// POSTs a JSON body to the collector's HTTP API; panics unless 2xx.
+fn post(c: &Cluster, path: &str, body: &str) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(c.collector.http).expect("collector HTTP");
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "POST {path} HTTP/1.0\r\nHost: {}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        c.collector.http,
+        body.len()
+    )
+    .unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    let status = answer.split_whitespace().nth(1).unwrap_or_default();
+    assert!(status.starts_with('2'), "POST {path}: {answer}");
 }
 
 /// One query's last outcome.
@@ -233,7 +254,8 @@ fn report(outcomes: &[Outcome]) -> String {
 #[test]
 fn every_panel_shows_data_from_a_live_lab() {
     // Units first: a wrong unit is wrong however much data there is.
-    let queries = grafana::queries(&grafana::load());
+    let dash = grafana::load();
+    let mut queries = grafana::queries(&dash);
     assert!(queries.len() > 60, "only {} queries", queries.len());
     let wrong: Vec<String> = queries
         .iter()
@@ -244,6 +266,10 @@ fn every_panel_shows_data_from_a_live_lab() {
         })
         .collect();
     assert!(wrong.is_empty(), "panel units:\n{}", wrong.join("\n"));
+    // The annotations must show too (their values are times, not units).
+    let annotations = grafana::annotations(&dash);
+    assert_eq!(annotations.len(), 2, "{annotations:?}");
+    queries.extend(annotations);
 
     let fixture = thermal_fixture();
     let opts = AgentOptions {
@@ -271,6 +297,14 @@ fn every_panel_shows_data_from_a_live_lab() {
     // The services come up after the agents: their first checks fail, a
     // service outage opens and ends.
     let _ssh = [ssh_listener(&c, 0), ssh_listener(&c, 1)];
+
+    // A soak with a workload mark, for the annotation that shows marks.
+    post(&c, "/api/v1/soaks", r#"{"name":"panels"}"#);
+    post(
+        &c,
+        "/api/v1/soaks/panels/marks",
+        r#"{"text":"bandwidth tests every 10 s"}"#,
+    );
 
     let prom = Prometheus::start(
         c.path(),
