@@ -183,8 +183,6 @@ pub fn skip_group(chars: &[char], start: usize, open: char, close: char) -> Resu
     Err(format!("unbalanced {open}{close} from {start}"))
 }
 
-/// Metric names a rule-file or dashboard may query: the contract, histogram
-
 #[cfg(test)]
 mod tests {
     use super::*;

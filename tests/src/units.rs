@@ -84,7 +84,10 @@ fn base(metric: &str) -> Base {
     };
     let state = !counter
         && unit == Unit::Plain
-        && (name == "up" || ["_up", "_ok", "_throttled"].iter().any(|s| name.ends_with(s)));
+        && (name == "up"
+            || ["_up", "_ok", "_throttled"]
+                .iter()
+                .any(|s| name.ends_with(s)));
     Base {
         unit,
         counter,
@@ -108,7 +111,13 @@ fn selector_unit(name: &str, function: Option<&str>) -> Result<Unit, String> {
     let (b, function) = if parts.len() == 3 {
         // A recording rule: the operations say what was applied.
         let ops = parts[2];
-        let b = base(parts[1]);
+        // A rated metric part names a counter with `_total` dropped.
+        let counted = ops.starts_with("rate") || ops.starts_with("increase");
+        let b = if counted && !parts[1].ends_with("_total") {
+            base(&format!("{}_total", parts[1]))
+        } else {
+            base(parts[1])
+        };
         let u = if ops.starts_with("ratio") {
             Unit::Ratio
         } else if ops.starts_with("rate") {
@@ -284,7 +293,10 @@ mod tests {
             "sum(increase(a_seconds_sum[1h])) / sum(increase(a_seconds_count[1h]))",
             Unit::Seconds,
         );
-        ok("sum(increase(a_total[1h])) / sum(increase(b_total[1h]))", Unit::Ratio);
+        ok(
+            "sum(increase(a_total[1h])) / sum(increase(b_total[1h]))",
+            Unit::Ratio,
+        );
         ok(
             "histogram_quantile(0.99, sum by (le) (rate(a_seconds_bucket[5m])))",
             Unit::Seconds,

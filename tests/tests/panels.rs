@@ -106,7 +106,11 @@ fn ssh_listener(c: &Cluster, node: usize) -> Proc {
     let exe = bin("bw-listen");
     let cmd = c
         .bed
-        .exec(node, &exe.to_string_lossy(), [format!("0.0.0.0:{SSH_PORT}")])
+        .exec(
+            node,
+            &exe.to_string_lossy(),
+            [format!("0.0.0.0:{SSH_PORT}")],
+        )
         .unwrap();
     Proc::spawn(
         &format!("ssh listener n{node}"),
@@ -292,7 +296,11 @@ fn every_panel_shows_data_from_a_live_lab() {
     };
     let since = now();
     let c = Cluster::start(2, &opts);
-    assert_eq!(c.bed.link_if(0, 1).unwrap(), "tb1", "the fixture's interface");
+    assert_eq!(
+        c.bed.link_if(0, 1).unwrap(),
+        "tb1",
+        "the fixture's interface"
+    );
     let _throttled = Throttling::on(&fixture);
     // The services come up after the agents: their first checks fail, a
     // service outage opens and ends.

@@ -141,7 +141,6 @@ pub fn dashboard() -> Value {
     grafana::load()
 }
 
-
 /// Every PromQL expression in the dashboard with where it comes from.
 pub fn dashboard_exprs(dash: &Value) -> Vec<(String, String)> {
     let mut exprs = Vec::new();

@@ -328,5 +328,9 @@ fn soak_verdict_shows_every_link_or_node_on_its_own() {
             faults.push(format!("{} {}: {}", q.panel, q.ref_id, q.expr));
         }
     }
-    assert!(faults.is_empty(), "verdicts that merge links:\n{}", faults.join("\n"));
+    assert!(
+        faults.is_empty(),
+        "verdicts that merge links:\n{}",
+        faults.join("\n")
+    );
 }

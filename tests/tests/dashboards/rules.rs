@@ -248,7 +248,6 @@ fn every_metric_referenced_is_in_the_contract_or_recorded() {
     }
 }
 
-
 #[test]
 fn every_rule_keeps_cluster_through_aggregations_and_joins() {
     let demands = cluster::Demands {
@@ -275,7 +274,8 @@ fn every_rule_keeps_cluster_through_aggregations_and_joins() {
 
 #[test]
 fn every_recording_rule_is_read_by_the_dashboard_or_an_alert() {
-    let mut readers: Vec<String> = values_of(&yaml(&dashboards().join("prometheus/alerts.yml")), "expr");
+    let mut readers: Vec<String> =
+        values_of(&yaml(&dashboards().join("prometheus/alerts.yml")), "expr");
     readers.extend(dashboard_exprs(&dashboard()).into_iter().map(|(_, e)| e));
     let read: BTreeSet<String> = readers
         .iter()

@@ -74,9 +74,14 @@ fn series(name: &str) -> u64 {
         links * SERVICES
     } else if m.starts_with("boltwatch_bandwidth_") {
         links * KINDS
-    } else if ["boltwatch_rtt_", "boltwatch_probe_", "boltwatch_outage", "boltwatch_path_ok"]
-        .iter()
-        .any(|p| m.starts_with(p))
+    } else if [
+        "boltwatch_rtt_",
+        "boltwatch_probe_",
+        "boltwatch_outage",
+        "boltwatch_path_ok",
+    ]
+    .iter()
+    .any(|p| m.starts_with(p))
     {
         links
     } else if m.starts_with("boltwatch_interface_") || m.starts_with("boltwatch_link_") {
@@ -87,8 +92,7 @@ fn series(name: &str) -> u64 {
         NODES * KINDS
     } else if m.starts_with("boltwatch_thermal_") || m.starts_with("boltwatch_cpu_") {
         NODES
-    } else if m.starts_with("boltwatch_ingest_") || m.starts_with("boltwatch_soak_") || m == "up"
-    {
+    } else if m.starts_with("boltwatch_ingest_") || m.starts_with("boltwatch_soak_") || m == "up" {
         KINDS * 8
     } else {
         panic!("{m}: no cardinality for an 8-node mesh; add it to samples.rs")
