@@ -313,8 +313,8 @@ fn every_panel_shows_data_from_a_live_lab() {
         "the fixture's interface"
     );
     let _throttled = Throttling::on(&fixture);
-    // The services come up after the agents: their first checks fail, a
-    // service outage opens and ends.
+    // The SSH stand-ins come up after the agents (whose first checks may
+    // fail: a short service outage before Prometheus starts).
     let _ssh = [ssh_listener(&c, 0), ssh_listener(&c, 1)];
 
     // A soak with a workload mark, for the annotation that shows marks.
