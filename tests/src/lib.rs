@@ -18,14 +18,25 @@
 //!   node, with API helpers.
 //! - [`procs`]: the real agent and collector binaries as child processes,
 //!   `/metrics` sampling and the promtool lint.
+//! - [`prometheus`]: Debian's real Prometheus as a child process, and its
+//!   query API.
+//! - [`grafana`]: the shipped dashboard's panels and queries, variables
+//!   substituted; pure.
+//! - [`promql`]: the selectors of a PromQL expression; pure.
+//! - [`units`]: the unit a PromQL expression yields and the Grafana units
+//!   that show it; pure.
 #![deny(missing_docs)]
 
 pub mod bed;
 pub mod cluster;
 pub mod cmd;
+pub mod grafana;
 pub mod nft;
 pub mod procs;
+pub mod prometheus;
+pub mod promql;
 pub mod sysfs;
+pub mod units;
 
 pub use bed::{BedOptions, Link, Node, TestBed};
 pub use cmd::BedError;

@@ -4,7 +4,7 @@
 //! or join that drops `cluster` merges them, and a dashboard selector
 //! without the `$cluster` filter shows every cluster at once.
 
-use super::{is_ident, skip_group, skip_string, AGGREGATIONS};
+use boltwatch_tests::promql::{is_ident, skip_group, skip_string, AGGREGATIONS, KEYWORDS};
 
 /// The dashboard's cluster filter, as every panel selector must carry it.
 pub const FILTER: &str = "cluster=~\"$cluster\"";
@@ -91,7 +91,7 @@ pub fn faults(expr: &str, demands: Demands) -> Result<Vec<String>, String> {
                 i = next;
             }
             _ if opens => i = next, // a function call
-            _ if super::KEYWORDS.contains(&ident.to_ascii_lowercase().as_str())
+            _ if KEYWORDS.contains(&ident.to_ascii_lowercase().as_str())
                 || AGGREGATIONS.contains(&ident.as_str())
                 || [
                     "by",

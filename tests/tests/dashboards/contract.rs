@@ -1,0 +1,85 @@
+//! The metric contract, in one place: every metric name any PromQL
+//! expression of `dashboards/` (rules, alerts, rule tests, panels,
+//! annotations, variables) may select, besides recording rules. A new or
+//! renamed metric needs a line here; a name missing from the exposition
+//! empties a panel silently, so the tests below refuse it.
+
+/// Every metric the product exposes (foundation, link truth, bandwidth
+/// and soak marks), as agreed in the metric contract. Histograms are listed in
+/// [`HISTOGRAMS`] instead.
+pub const CONTRACT: &[&str] = &[
+    // Foundation.
+    "boltwatch_agent_up",
+    "boltwatch_agent_info",
+    "boltwatch_rtt_min_seconds",
+    "boltwatch_rtt_p50_seconds",
+    "boltwatch_rtt_p99_seconds",
+    "boltwatch_rtt_max_seconds",
+    "boltwatch_probe_sent_total",
+    "boltwatch_probe_received_total",
+    "boltwatch_probe_lost_total",
+    "boltwatch_interface_receive_bytes_total",
+    "boltwatch_interface_receive_packets_total",
+    "boltwatch_interface_receive_errors_total",
+    "boltwatch_interface_receive_drops_total",
+    "boltwatch_interface_transmit_bytes_total",
+    "boltwatch_interface_transmit_packets_total",
+    "boltwatch_interface_transmit_errors_total",
+    "boltwatch_interface_transmit_drops_total",
+    "boltwatch_temperature_celsius",
+    "boltwatch_records_received_total",
+    "boltwatch_agent_malformed_packets_total",
+    "boltwatch_agent_dropped_records_total",
+    // Shown beside the malformed packets.
+    "boltwatch_agent_stamp_refused_total",
+    "boltwatch_ingest_malformed_connections_total",
+    "boltwatch_ingest_errors_total",
+    // Link truth.
+    "boltwatch_link_up",
+    "boltwatch_link_down_events_total",
+    "boltwatch_outages_total",
+    "boltwatch_outage_seconds_total",
+    "boltwatch_path_ok",
+    "boltwatch_link_speed_bytes_per_second",
+    "boltwatch_link_info",
+    "boltwatch_thermal_throttled",
+    "boltwatch_thermal_throttled_seconds_total",
+    "boltwatch_thermal_pressure_level",
+    "boltwatch_cpu_frequency_ratio",
+    "boltwatch_service_up",
+    "boltwatch_service_connect_seconds",
+    "boltwatch_service_outages_total",
+    "boltwatch_service_outage_seconds_total",
+    // Bandwidth.
+    "boltwatch_bandwidth_bytes_per_second",
+    "boltwatch_bandwidth_expected_bytes_per_second",
+    "boltwatch_bandwidth_last_test_timestamp_seconds",
+    "boltwatch_bandwidth_last_test_throttled",
+    "boltwatch_bandwidth_last_test_max_temperature_celsius",
+    "boltwatch_bandwidth_tests_total",
+    "boltwatch_bandwidth_test_failures_total",
+    "boltwatch_bandwidth_retransmits_total",
+    "boltwatch_interface_throughput_bytes_per_second",
+    // Soak runs: workload marks as dashboard annotations.
+    "boltwatch_soak_mark_timestamp_seconds",
+];
+
+/// Classic histograms of the contract: queried as `_bucket`, `_sum`, `_count`.
+pub const HISTOGRAMS: &[&str] = &[
+    "boltwatch_rtt_seconds",
+    // Windows a bandwidth test overlapped; at rest = rtt_seconds minus it.
+    "boltwatch_rtt_under_load_seconds",
+];
+
+/// Series Prometheus itself synthesises for every scrape target.
+pub const PROMETHEUS_SERIES: &[&str] = &["up"];
+
+/// Contract metrics the product exposes but no panel, rule or alert reads,
+/// each with the reason. A name here must not be read anywhere (the list
+/// cannot rot), and every other contract metric must be.
+pub const NOT_CHARTED: &[(&str, &str)] = &[(
+    "boltwatch_interface_throughput_bytes_per_second",
+    "the collector's 1-second gauge, sampled once per scrape, shows one second in \
+     five and disagrees with rate() of the byte counters, which the throughput \
+     panel shows instead",
+)];
