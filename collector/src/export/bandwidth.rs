@@ -27,7 +27,8 @@
 //! node's previous one, so the window is judged by the readings after its
 //! start up to the first at or after its end: throttled as soon as one of
 //! them says so, not throttled once that last one has arrived saying no,
-//! unknown (no series) before.
+//! unknown before: then the test before's verdict stands (no series when
+//! that is unknown too).
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -80,6 +81,10 @@ struct LastTest {
     end_unix_ns: u64,
     /// Thermals during the test, when the agent sampled them.
     thermals: Option<(bool, f64)>,
+    /// The window of the test before, whose joined verdict stands while
+    /// this one's is not known yet (the readings closing its window have
+    /// not arrived), so the series do not blink out at every test.
+    previous: Option<(u64, u64)>,
 }
 
 /// Whether a thermal reading says the node was throttled in the interval
@@ -218,6 +223,8 @@ impl BandwidthMetrics {
                 start_unix_ns: b.start_unix_ns,
                 end_unix_ns: b.start_unix_ns,
                 thermals: None,
+                previous: (last.start_unix_ns > 0)
+                    .then_some((last.start_unix_ns, last.end_unix_ns)),
             };
         }
         if b.start_unix_ns == last.start_unix_ns {
@@ -248,9 +255,11 @@ impl BandwidthMetrics {
     /// link's newest test, where known.
     fn ends_throttled(&self, (node, peer): &NodePeer, t: &LastTest) -> [Option<bool>; 2] {
         let joined = |n: &str| {
-            self.throttle
-                .get(n)
-                .and_then(|h| h.during(t.start_unix_ns, t.end_unix_ns))
+            let h = self.throttle.get(n)?;
+            h.during(t.start_unix_ns, t.end_unix_ns).or_else(|| {
+                let (start, end) = t.previous?;
+                h.during(start, end)
+            })
         };
         let local = t.thermals.map(|(throttled, _)| throttled);
         [local.or_else(|| joined(node)), joined(peer)]
