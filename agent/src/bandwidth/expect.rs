@@ -3,7 +3,8 @@
 //!
 //! Configured Gbit/s (`bandwidth.expected`, per peer, then `*`) win; else
 //! `bandwidth.expected_share` of the negotiated speed of the interface the
-//! peer is reached through, read as each test starts (so it follows the
+//! peer is reached through ([`path_speed`]: a bridge's members'), read as
+//! each test starts (so it follows the
 //! link as it is now: a link that renegotiated down lowers its own
 //! expectation, which `boltwatch_link_speed_bytes_per_second` shows);
 //! else nothing, and no alert compares. Where the share is configured but
@@ -52,6 +53,24 @@ impl Expected {
             Expected::Fixed(bps) => bps,
             Expected::Share(s) => s * speed_bits_per_second as f64,
         }
+    }
+}
+
+/// The speed of the path through an interface reporting `own` bits per
+/// second (0: unknown) whose bridge members, if it is a bridge, report
+/// `members`: the interface's own speed, except for a bridge (macOS'
+/// Thunderbolt Bridge, a Linux `br0` over thunderbolt-net), whose own
+/// figure is not a link's: there, the one speed its members report where
+/// they agree, else unknown (which member carries the peer is not known
+/// here).
+pub fn path_speed(own: u64, bridge: bool, members: &[u64]) -> u64 {
+    if !bridge {
+        return own;
+    }
+    let mut known = members.iter().copied().filter(|s| *s > 0);
+    match known.next() {
+        Some(first) if known.all(|s| s == first) => first,
+        _ => 0,
     }
 }
 
@@ -118,6 +137,17 @@ mod tests {
             Expected::Share(0.6)
         );
         assert_eq!(Expected::for_peer(&per, None, "c"), Expected::Nothing);
+    }
+
+    #[test]
+    fn a_bridge_has_its_members_speed_where_they_agree() {
+        assert_eq!(path_speed(10_000_000_000, false, &[]), 10_000_000_000);
+        assert_eq!(path_speed(0, false, &[40_000_000_000]), 0);
+        let tb4 = 40_000_000_000;
+        assert_eq!(path_speed(10_000_000_000, true, &[tb4, 0, tb4]), tb4);
+        assert_eq!(path_speed(0, true, &[tb4, 20_000_000_000]), 0, "which one?");
+        assert_eq!(path_speed(0, true, &[0, 0]), 0);
+        assert_eq!(path_speed(0, true, &[]), 0);
     }
 
     #[test]

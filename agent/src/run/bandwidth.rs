@@ -8,7 +8,7 @@ use tracing::warn;
 
 use super::crew::Crew;
 use super::topology::Topology;
-use crate::bandwidth::expect::LinkSpeed;
+use crate::bandwidth::expect::{path_speed, LinkSpeed};
 use crate::bandwidth::load::{LoadBoard, TestGate};
 use crate::bandwidth::schedule::{self, PeerServer, ScheduleOptions};
 use crate::bandwidth::thermals::ThermalProbe;
@@ -101,8 +101,15 @@ pub(super) fn start(
     // moved since discovery), else the one discovery found.
     let root = config.sysfs_root.clone();
     let link_speed = LinkSpeed::new(move |iface, addr| {
-        let iface = crate::discovery::route_interface(addr).unwrap_or_else(|_| iface.to_string());
-        crate::discovery::describe(&iface, &root).speed_bits_per_second
+        use crate::discovery::{describe, kind, route_interface};
+        let iface = route_interface(addr).unwrap_or_else(|_| iface.to_string());
+        let d = describe(&iface, &root);
+        let members: Vec<u64> = d
+            .members
+            .iter()
+            .map(|m| describe(m, &root).speed_bits_per_second)
+            .collect();
+        path_speed(d.speed_bits_per_second, d.kind == kind::BRIDGE, &members)
     });
     let opts = ScheduleOptions {
         plan,
