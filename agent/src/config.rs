@@ -116,6 +116,9 @@ pub struct Config {
     /// peer not named. Carried in each bandwidth result so the collector's
     /// alerts compare against it; empty: no expectation, no alert.
     pub bandwidth_expected: BTreeMap<String, f64>,
+    /// Share of a link's negotiated speed expected of it, for peers
+    /// `bandwidth_expected` does not cover (`crate::bandwidth::expect`).
+    pub bandwidth_expected_share: Option<f64>,
 }
 
 impl Default for Config {
@@ -127,11 +130,14 @@ impl Default for Config {
 }
 
 impl Config {
-    /// The throughput expected of the link to `peer`, bits per second (0:
-    /// none configured).
-    pub fn expected_bits_per_second(&self, peer: &str) -> f64 {
-        let e = &self.bandwidth_expected;
-        e.get(peer).or_else(|| e.get("*")).map_or(0.0, |g| g * 1e9)
+    /// What is expected of the link to `peer`
+    /// ([`crate::bandwidth::expect`]).
+    pub fn expected(&self, peer: &str) -> crate::bandwidth::expect::Expected {
+        crate::bandwidth::expect::Expected::for_peer(
+            &self.bandwidth_expected,
+            self.bandwidth_expected_share,
+            peer,
+        )
     }
 
     /// Where `peer`'s bandwidth server is: its `bandwidth.peers` entry, else

@@ -13,6 +13,9 @@
 //!   windows overlapping a test are tagged `under_load`).
 //! - [`schedule`]: the agent's scheduler task: [`plan`] driving
 //!   [`run_client`], results into the sink.
+//! - [`expect`]: the throughput each link is expected to carry
+//!   (configured, or a share of its negotiated speed); pure.
+//! - [`thermals`]: the node's thermals during a test.
 //! - `control`: state bytes and JSON frames on the control socket.
 //! - `sys`: TCP retransmit counters and process CPU time, one file per OS.
 //!
@@ -24,6 +27,7 @@
 pub mod client;
 mod control;
 pub mod engine;
+pub mod expect;
 pub mod iperf3;
 pub mod load;
 pub mod plan;

@@ -15,13 +15,15 @@
 //! leaves no record, unless the peer stays busy through every retry: then a
 //! failure record says so.
 //!
-//! Each result carries the link's expected throughput (`bandwidth.expected`)
-//! and, when the scheduler has a [`ThermalProbe`], the node's thermals
-//! during the test ([`super::thermals`]).
+//! Each result carries the link's expected throughput ([`super::expect`]:
+//! `bandwidth.expected`, or `bandwidth.expected_share` of the link speed
+//! read as the test starts) and, when the scheduler has a
+//! [`ThermalProbe`], the node's thermals during the test
+//! ([`super::thermals`]).
 //!
 //! The schedule's knobs derive from the config in [`plan_config`] (pure).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
@@ -30,6 +32,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
 use super::client::{run_client, ClientObserver, ClientOptions};
+use super::expect::{Expected, LinkSpeed};
 use super::iperf3::Mode;
 use super::load::{LoadBoard, LoadSpan, LoadTag, TestGate};
 use super::plan::{Decision, Outcome, PlanConfig, PlanError, Planner};
@@ -77,8 +80,8 @@ pub struct PeerServer {
     pub addr: SocketAddr,
     /// Local interface towards it (for the record).
     pub interface: String,
-    /// Throughput expected of the link, bits per second (0: none).
-    pub expected_bits_per_second: f64,
+    /// Throughput expected of the link.
+    pub expected: Expected,
 }
 
 /// What the scheduler needs besides its peers.
@@ -94,6 +97,8 @@ pub struct ScheduleOptions {
     pub load: LoadBoard,
     /// The node's thermals, sampled during each test.
     pub thermals: ThermalProbe,
+    /// Link speeds, for expectations that are a share of one.
+    pub link_speed: LinkSpeed,
 }
 
 /// Marks the link while data flows and lets shutdown end a test.
@@ -140,6 +145,7 @@ pub async fn run_schedule(
     info!(peers = by_name.len(), interval = ?opts.plan.interval, duration = ?opts.plan.duration,
         duty_cycle = opts.plan.duty_cycle, "bandwidth scheduler started");
     let mut busy_in_a_row: BTreeMap<String, u32> = BTreeMap::new();
+    let mut speed_unknown: BTreeSet<String> = BTreeSet::new();
     while !stop.is_cancelled() {
         let now = Instant::now();
         let (peer, duration) = match planner.poll(now) {
@@ -166,6 +172,7 @@ pub async fn run_schedule(
             interface: target.interface.clone(),
             ..ClientOptions::default()
         };
+        let expected = expected_now(target, &opts.link_speed, &mut speed_unknown).await;
         let start_unix_ns = now_unix_ns();
         let mut during = DuringTest::default();
         let result = match opts.gate.try_enter() {
@@ -194,7 +201,7 @@ pub async fn run_schedule(
         let outcome = match result {
             Ok(mut results) => {
                 for r in &mut results {
-                    r.expected_bits_per_second = target.expected_bits_per_second;
+                    r.expected_bits_per_second = expected;
                     during.stamp(r);
                 }
                 busy_in_a_row.remove(&peer);
@@ -226,6 +233,33 @@ pub async fn run_schedule(
         };
         planner.finish(&peer, outcome, Instant::now());
     }
+}
+
+/// The link's expected bits per second now (0: none). A share of a speed
+/// the interface does not report is no expectation, logged once per peer
+/// until the speed is known again.
+async fn expected_now(
+    target: &PeerServer,
+    speed: &LinkSpeed,
+    unknown: &mut BTreeSet<String>,
+) -> f64 {
+    if !target.expected.needs_speed() {
+        return target.expected.bits_per_second(0);
+    }
+    let (reader, iface, addr) = (speed.clone(), target.interface.clone(), target.addr);
+    let bps = tokio::task::spawn_blocking(move || reader.read(&iface, addr))
+        .await
+        .unwrap_or(0);
+    if bps == 0 {
+        if unknown.insert(target.peer.clone()) {
+            warn!(peer = %target.peer, interface = %target.interface,
+                "no expected bandwidth for this link: bandwidth.expected_share needs the link speed, \
+                 which the interface does not report (set bandwidth.expected for the peer)");
+        }
+    } else if unknown.remove(&target.peer) {
+        info!(peer = %target.peer, bits_per_second = bps, "link speed known again");
+    }
+    target.expected.bits_per_second(bps)
 }
 
 /// Awaits the test, reading the thermals as it starts, once a second while
@@ -314,12 +348,14 @@ mod tests {
             gate: gate.clone(),
             load: board.clone(),
             thermals: probe,
+            // A 40 Gbit/s link (Thunderbolt 4) through loopback.
+            link_speed: LinkSpeed::new(|iface, _| if iface == "lo" { 40_000_000_000 } else { 0 }),
         };
         let peers = vec![PeerServer {
             peer: "p".into(),
             addr,
             interface: "lo".into(),
-            expected_bits_per_second: 40e9,
+            expected: Expected::Share(0.6),
         }];
         let task = tokio::spawn(run_schedule(peers, opts, sink, stop.clone()));
         let mut got = Vec::new();
@@ -341,7 +377,7 @@ mod tests {
         assert_eq!(dirs, [Direction::Upload as i32, Direction::Download as i32]);
         for b in &got {
             assert!(b.error.is_empty(), "{b:?}");
-            assert_eq!(b.expected_bits_per_second, 40e9);
+            assert_eq!(b.expected_bits_per_second, 24e9);
             #[cfg(target_os = "linux")]
             assert!(
                 b.thermals_sampled && !b.throttled_during && b.max_celsius_during == 55.0,

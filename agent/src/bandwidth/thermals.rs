@@ -6,9 +6,10 @@
 //! The scheduler reads its own [`ThermalSource`] (a second reader beside
 //! the sampler's; each keeps its own throttle baseline) when a test starts,
 //! once a second while it runs and when it ends. The start read is the
-//! baseline: its temperatures count, its throttle flag does not (it says
-//! what happened since the previous read, before the test). Only the local
-//! end is sampled; the peer's end is the peer's agent's own tests.
+//! baseline: its temperatures count, its throttle verdict does not (it
+//! says what happened since the previous read, before the test). Only the
+//! local end is sampled here; the collector judges the peer's end from the
+//! peer's own thermal readings over the test's window.
 
 use std::sync::{Arc, Mutex};
 
@@ -68,7 +69,13 @@ impl DuringTest {
         }
         if !baseline {
             if let Some(t) = &r.throttle {
-                self.throttled |= t.throttled || t.pressure_level >= 1;
+                // The level where the reader has one (cpufreq-only machines
+                // are throttled only by it); else the per-read flag.
+                self.throttled |= if t.level_known {
+                    t.in_episode
+                } else {
+                    t.throttled || t.pressure_level >= 1
+                };
             }
         }
     }
@@ -129,6 +136,26 @@ mod tests {
             d.stamp(&mut r);
             assert!(r.throttled_during);
             assert_eq!(r.max_celsius_during, 70.0);
+        }
+    }
+
+    #[test]
+    fn the_level_decides_where_the_reader_has_one() {
+        // A cpufreq-only machine held low: no per-read flag, but the level.
+        let mut held = reading(60.0, false, 0);
+        let t = held.throttle.as_mut().unwrap();
+        (t.level_known, t.in_episode) = (true, true);
+        // A reader with a level that says the episode is over.
+        let mut over = reading(60.0, true, 1);
+        let t = over.throttle.as_mut().unwrap();
+        (t.level_known, t.in_episode) = (true, false);
+        for (r, want) in [(held, true), (over, false)] {
+            let mut d = DuringTest::default();
+            d.add(&reading(50.0, false, 0), true);
+            d.add(&r, false);
+            let mut b = BandwidthResult::default();
+            d.stamp(&mut b);
+            assert_eq!(b.throttled_during, want, "{r:?}");
         }
     }
 

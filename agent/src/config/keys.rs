@@ -336,6 +336,15 @@ pub const KEYS: &[K] = &[
         },
     )
     .default_doc("none"),
+    K::new(
+        "bandwidth.expected_share",
+        "share (0.01..1) of the negotiated speed of the interface towards a peer expected of the link, for peers `bandwidth.expected` does not cover; none where the interface reports no speed",
+        |c, v| {
+            c.bandwidth_expected_share = Some(v.float(0.01..=1.0)?);
+            Ok(())
+        },
+    )
+    .default_doc("none"),
 ];
 
 /// Placeholders every key's default overwrites (see
@@ -371,6 +380,7 @@ pub(super) fn blank() -> Config {
         bandwidth_peers: BTreeMap::new(),
         bandwidth_allow: Vec::new(),
         bandwidth_expected: BTreeMap::new(),
+        bandwidth_expected_share: None,
     }
 }
 

@@ -290,18 +290,30 @@ fn readme_run_table_is_the_key_table() {
 
 #[test]
 fn bandwidth_expected_globally_or_per_peer() {
+    use crate::bandwidth::expect::Expected;
     let peers = "peers = [\"b=10.0.0.2:862\", \"c=10.0.0.3:862\"]\n";
     let c = parse(peers).unwrap();
-    assert_eq!(c.expected_bits_per_second("b"), 0.0, "none by default");
+    assert_eq!(c.expected("b"), Expected::Nothing, "none by default");
     let c = parse(&format!("{peers}[bandwidth]\nexpected = 40\n")).unwrap();
-    assert_eq!(c.expected_bits_per_second("b"), 40e9);
-    assert_eq!(c.expected_bits_per_second("c"), 40e9);
+    assert_eq!(c.expected("b"), Expected::Fixed(40e9));
+    assert_eq!(c.expected("c"), Expected::Fixed(40e9));
     let c = parse(&format!(
         "{peers}[bandwidth.expected]\n\"*\" = \"40\"\nc = \"65.5\"\n"
     ))
     .unwrap();
-    assert_eq!(c.expected_bits_per_second("b"), 40e9);
-    assert_eq!(c.expected_bits_per_second("c"), 65.5e9);
+    assert_eq!(c.expected("b"), Expected::Fixed(40e9));
+    assert_eq!(c.expected("c"), Expected::Fixed(65.5e9));
+    let c = parse(&format!(
+        "{peers}[bandwidth]\nexpected_share = 0.6\n[bandwidth.expected]\nc = \"65.5\"\n"
+    ))
+    .unwrap();
+    assert_eq!(c.expected("b"), Expected::Share(0.6));
+    assert_eq!(c.expected("c"), Expected::Fixed(65.5e9));
+    let e = err(&format!("{peers}[bandwidth]\nexpected_share = 1.5\n"));
+    assert!(
+        e.starts_with("agent.toml:3: key `bandwidth.expected_share`"),
+        "{e}"
+    );
     let e = err(&format!("{peers}[bandwidth.expected]\nzz = \"40\"\n"));
     assert!(
         e.contains("key `bandwidth.expected`") && e.contains("zz"),

@@ -8,6 +8,7 @@ use tracing::warn;
 
 use super::crew::Crew;
 use super::topology::Topology;
+use crate::bandwidth::expect::{path_speed, LinkSpeed};
 use crate::bandwidth::load::{LoadBoard, TestGate};
 use crate::bandwidth::schedule::{self, PeerServer, ScheduleOptions};
 use crate::bandwidth::thermals::ThermalProbe;
@@ -93,15 +94,30 @@ pub(super) fn start(
             peer: p.name.clone(),
             addr: config.bandwidth_addr(cfg),
             interface: p.interface.clone(),
-            expected_bits_per_second: config.expected_bits_per_second(&p.name),
+            expected: config.expected(&p.name),
         })
         .collect();
+    // The interface the route to the peer's server takes now (it may have
+    // moved since discovery), else the one discovery found.
+    let root = config.sysfs_root.clone();
+    let link_speed = LinkSpeed::new(move |iface, addr| {
+        use crate::discovery::{describe, kind, route_interface};
+        let iface = route_interface(addr).unwrap_or_else(|_| iface.to_string());
+        let d = describe(&iface, &root);
+        let members: Vec<u64> = d
+            .members
+            .iter()
+            .map(|m| describe(m, &root).speed_bits_per_second)
+            .collect();
+        path_speed(d.speed_bits_per_second, d.kind == kind::BRIDGE, &members)
+    });
     let opts = ScheduleOptions {
         plan,
         streams: config.bandwidth_streams,
         gate,
         load: load.clone(),
         thermals: ThermalProbe::new(crate::thermal::default_source(&config.sysfs_root)),
+        link_speed,
     };
     let scheduler = schedule::run_schedule(targets, opts, crew.sink.clone(), crew.stop.clone());
     crew.task(scheduler);

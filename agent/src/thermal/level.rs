@@ -94,6 +94,26 @@ mod tests {
         );
     }
 
+    /// A node throttled in 3 of every 4 read intervals for 40 minutes:
+    /// every throttled reading says so and 75 % of the time is counted.
+    #[test]
+    fn throttled_three_quarters_of_the_time_reads_as_such() {
+        let mut l = ThrottleLevel::new();
+        let t0 = Instant::now();
+        let mut t = Throttle::default();
+        l.stamp(&mut t, t0, false);
+        let reads = 40 * 60 / 5;
+        let mut throttled_reads = 0;
+        for i in 1..=reads {
+            let throttled = i % 4 != 0;
+            l.stamp(&mut t, t0 + Duration::from_secs(5 * i), throttled);
+            assert_eq!(t.in_episode, throttled, "read {i}");
+            throttled_reads += u64::from(t.in_episode);
+        }
+        assert_eq!(throttled_reads * 4, reads * 3);
+        assert_eq!(t.throttled_seconds, 0.75 * 2400.0);
+    }
+
     #[test]
     fn cpufreq_must_be_held_low() {
         let mut l = ThrottleLevel::new();

@@ -13,11 +13,27 @@
 //! A test yields a record per direction; it is counted once, by its start
 //! time, among the last [`SEEN_TESTS`] of its link, and as failed when
 //! either direction failed.
+//!
+//! Thermal blame names the end: `boltwatch_bandwidth_last_test_throttled`
+//! has `end="local"` (the node that ran the test, as its agent sampled
+//! itself during the test; from the node's own thermal records when it did
+//! not) and `end="peer"` (the peer, from the peer's own thermal records).
+//! The peer's verdict is a join made at render time of the peer's readings
+//! against the test's start..end window, so readings that arrive after the
+//! test's records (a spool replayed late) still count. For that this
+//! domain also reads `thermal` records, keeping the newest
+//! [`THROTTLE_READINGS`] of each node ([`ThrottleHistory`]); it exports no
+//! thermal series of its own. A reading covers the interval since the
+//! node's previous one, so the window is judged by the readings after its
+//! start up to the first at or after its end: throttled as soon as one of
+//! them says so, not throttled once that last one has arrived saying no,
+//! unknown before: then the test before's verdict stands (no series when
+//! that is unknown too).
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use boltwatch_proto::v1::record::Payload;
-use boltwatch_proto::v1::{BandwidthResult, Direction, Protocol, Record};
+use boltwatch_proto::v1::{BandwidthResult, Direction, Protocol, Record, Throttle};
 
 use super::family::{families, labels::NODE_PEER, pair, Exposition, Family, Newest};
 use super::{Domain, NodePeer, Subjects};
@@ -26,12 +42,19 @@ use super::{Domain, NodePeer, Subjects};
 /// yields a record per direction.
 pub const SEEN_TESTS: usize = 64;
 
+/// Thermal readings kept per node for the join (an hour at a 1 s thermal
+/// interval, 6 at the default 5 s).
+pub const THROTTLE_READINGS: usize = 4096;
+
+/// Label values of `end`: which end of the link was throttled.
+const ENDS: [&str; 2] = ["local", "peer"];
+
 families! {
     LAST_RESULT = Gauge("boltwatch_bandwidth_bytes_per_second", "bytes_per_second", &["node", "peer", "direction", "protocol"], "Throughput of the last successful bandwidth test, counted at the receiver.");
     LAST_TEST = Gauge("boltwatch_bandwidth_last_test_timestamp_seconds", "seconds", NODE_PEER, "Start time (unix seconds) of the newest successful bandwidth test against the peer.");
-    LAST_THROTTLED = Gauge("boltwatch_bandwidth_last_test_throttled", "", NODE_PEER, "1 when the node was thermally throttled at any point during the newest successful bandwidth test against the peer.");
+    LAST_THROTTLED = Gauge("boltwatch_bandwidth_last_test_throttled", "", &["node", "peer", "end"], "1 when that end of the link (end=local: the node, end=peer: the peer) was thermally throttled at any point during the newest successful bandwidth test of the node against the peer.");
     LAST_MAX_CELSIUS = Gauge("boltwatch_bandwidth_last_test_max_temperature_celsius", "celsius", NODE_PEER, "Highest temperature the node read during the newest successful bandwidth test against the peer.");
-    EXPECTED = Gauge("boltwatch_bandwidth_expected_bytes_per_second", "bytes_per_second", NODE_PEER, "Throughput the node's agent is configured to expect from the link to the peer (bandwidth.expected).");
+    EXPECTED = Gauge("boltwatch_bandwidth_expected_bytes_per_second", "bytes_per_second", NODE_PEER, "Throughput the node's agent expects from the link to the peer (bandwidth.expected, or bandwidth.expected_share of the link's negotiated speed).");
     TESTS = Counter("boltwatch_bandwidth_tests_total", "", NODE_PEER, "Bandwidth tests run against the peer, successful or not.");
     FAILURES = Counter("boltwatch_bandwidth_test_failures_total", "", NODE_PEER, "Bandwidth tests against the peer that failed.");
     RETRANSMITS = Counter("boltwatch_bandwidth_retransmits_total", "", NODE_PEER, "TCP segments retransmitted during bandwidth tests, both directions.");
@@ -54,8 +77,75 @@ type ResultKey = (String, String, &'static str, &'static str);
 #[derive(Debug, Clone, Copy, Default)]
 struct LastTest {
     start_unix_ns: u64,
+    /// Start plus the longest duration of its records.
+    end_unix_ns: u64,
     /// Thermals during the test, when the agent sampled them.
     thermals: Option<(bool, f64)>,
+    /// The window of the test before, whose joined verdict stands while
+    /// this one's is not known yet (the readings closing its window have
+    /// not arrived), so the series do not blink out at every test.
+    previous: Option<(u64, u64)>,
+}
+
+/// Whether a thermal reading says the node was throttled in the interval
+/// that ended with it: the level where the agent reports one, else the
+/// older per-reading flag or a macOS pressure level.
+pub fn reading_throttled(t: &Throttle) -> bool {
+    if t.level_known {
+        t.in_episode
+    } else {
+        t.throttled || t.pressure_level >= 1
+    }
+}
+
+/// A node's newest thermal readings: when each was taken and whether the
+/// interval ending then was throttled (pure, bounded).
+#[derive(Debug, Default, Clone)]
+pub struct ThrottleHistory {
+    readings: BTreeMap<u64, bool>,
+    /// The newest reading dropped for room: windows starting before it
+    /// are no longer known.
+    dropped: u64,
+}
+
+impl ThrottleHistory {
+    /// A reading at `unix_ns`; when full, the oldest goes (a reading older
+    /// than all kept is dropped instead).
+    pub fn add(&mut self, unix_ns: u64, throttled: bool) {
+        if self.readings.len() >= THROTTLE_READINGS && !self.readings.contains_key(&unix_ns) {
+            match self.readings.first_key_value() {
+                Some((&oldest, _)) if unix_ns > oldest => {
+                    self.readings.pop_first();
+                    self.dropped = oldest;
+                }
+                _ => {
+                    self.dropped = self.dropped.max(unix_ns);
+                    return;
+                }
+            }
+        }
+        self.readings.insert(unix_ns, throttled);
+    }
+
+    /// Whether the node was throttled at any point of `start..=end`:
+    /// `Some(true)` once a reading whose interval overlaps the window says
+    /// so, `Some(false)` once the first reading at or after `end` has
+    /// arrived and none did, `None` until then (and for windows older than
+    /// the readings kept).
+    pub fn during(&self, start: u64, end: u64) -> Option<bool> {
+        if start < self.dropped {
+            return None;
+        }
+        for (&at, &throttled) in self.readings.range(start.saturating_add(1)..) {
+            if throttled {
+                return Some(true);
+            }
+            if at >= end {
+                return Some(false);
+            }
+        }
+        None
+    }
 }
 
 /// State behind the bandwidth families.
@@ -68,6 +158,8 @@ pub struct BandwidthMetrics {
     /// Expected bits/s per link, newest record's.
     expected: BTreeMap<NodePeer, Newest<f64>>,
     tests: BTreeMap<NodePeer, TestCounts>,
+    /// Every node's newest thermal readings, for the join.
+    throttle: BTreeMap<String, ThrottleHistory>,
 }
 
 fn direction_label(d: i32) -> &'static str {
@@ -129,8 +221,15 @@ impl BandwidthMetrics {
         if b.start_unix_ns > last.start_unix_ns {
             *last = LastTest {
                 start_unix_ns: b.start_unix_ns,
+                end_unix_ns: b.start_unix_ns,
                 thermals: None,
+                previous: (last.start_unix_ns > 0)
+                    .then_some((last.start_unix_ns, last.end_unix_ns)),
             };
+        }
+        if b.start_unix_ns == last.start_unix_ns {
+            let end = b.start_unix_ns.saturating_add(b.duration_ns);
+            last.end_unix_ns = last.end_unix_ns.max(end);
         }
         if b.start_unix_ns == last.start_unix_ns && b.thermals_sampled {
             // Either direction's record may carry them: throttled if any
@@ -151,10 +250,35 @@ impl BandwidthMetrics {
     }
 }
 
+impl BandwidthMetrics {
+    /// Whether the node (local) and the peer were throttled during the
+    /// link's newest test, where known.
+    fn ends_throttled(&self, (node, peer): &NodePeer, t: &LastTest) -> [Option<bool>; 2] {
+        let joined = |n: &str| {
+            let h = self.throttle.get(n)?;
+            h.during(t.start_unix_ns, t.end_unix_ns).or_else(|| {
+                let (start, end) = t.previous?;
+                h.during(start, end)
+            })
+        };
+        let local = t.thermals.map(|(throttled, _)| throttled);
+        [local.or_else(|| joined(node)), joined(peer)]
+    }
+}
+
 impl Domain for BandwidthMetrics {
     fn apply(&mut self, r: &Record, _: &mut Subjects) {
-        if let Some(Payload::Bandwidth(b)) = &r.payload {
-            self.add(&r.node, b);
+        match &r.payload {
+            Some(Payload::Bandwidth(b)) => self.add(&r.node, b),
+            Some(Payload::Thermal(t)) => {
+                if let Some(th) = &t.throttle {
+                    self.throttle
+                        .entry(r.node.clone())
+                        .or_default()
+                        .add(r.unix_ns, reading_throttled(th));
+                }
+            }
+            _ => {}
         }
     }
 
@@ -173,8 +297,13 @@ impl Domain for BandwidthMetrics {
         );
         e.family(
             &LAST_THROTTLED,
-            lt.iter()
-                .filter_map(|(k, t)| Some((pair(k), t.thermals?.0))),
+            lt.iter().flat_map(|(k, t)| {
+                let [local, peer] = self.ends_throttled(k, t);
+                let [n, p] = pair(k);
+                [(local, ENDS[0]), (peer, ENDS[1])]
+                    .into_iter()
+                    .filter_map(move |(v, end)| Some(([n, p, end], v?)))
+            }),
         );
         e.family(
             &LAST_MAX_CELSIUS,

@@ -1,7 +1,8 @@
 //! Bandwidth test results and counters.
 
 use super::*;
-use boltwatch_proto::v1::{BandwidthResult, Direction, Protocol};
+use crate::export::bandwidth::{reading_throttled, ThrottleHistory};
+use boltwatch_proto::v1::{BandwidthResult, Direction, Protocol, ThermalReading, Throttle};
 
 fn result(start: u64, dir: Direction, bps: f64, error: &str, retx: u64) -> Payload {
     Payload::Bandwidth(BandwidthResult {
@@ -77,23 +78,162 @@ fn expected_and_thermals_of_the_newest_test() {
         rec("a", "b", seq, seq, Payload::Bandwidth(b))
     };
     let ap = "{node=\"a\",peer=\"p\"}";
-    let throttled = format!("boltwatch_bandwidth_last_test_throttled{ap}");
+    let throttled = "boltwatch_bandwidth_last_test_throttled{node=\"a\",peer=\"p\",end=\"local\"}";
     let hottest = format!("boltwatch_bandwidth_last_test_max_temperature_celsius{ap}");
     let expected = format!("boltwatch_bandwidth_expected_bytes_per_second{ap}");
     m.apply_record(&test(1, 2_000_000_000, Direction::Upload, None));
     assert_eq!(value(&m, &expected).as_deref(), Some("5000000000"));
-    assert_eq!(value(&m, &throttled), None, "not sampled, no series");
+    assert_eq!(value(&m, throttled), None, "not sampled, no series");
     // Either direction's record of one test: throttled if any says so.
     let t = 3_000_000_000;
     m.apply_record(&test(2, t, Direction::Upload, Some((true, 80.0))));
     m.apply_record(&test(3, t, Direction::Download, Some((false, 70.0))));
-    assert_eq!(value(&m, &throttled).as_deref(), Some("1"));
+    assert_eq!(value(&m, throttled).as_deref(), Some("1"));
     assert_eq!(value(&m, &hottest).as_deref(), Some("80"));
     // A newer cool test replaces the verdict; a late old one does not.
     m.apply_record(&test(4, 4 * t, Direction::Upload, Some((false, 50.0))));
     m.apply_record(&test(5, t, Direction::Upload, Some((true, 99.0))));
-    assert_eq!(value(&m, &throttled).as_deref(), Some("0"));
+    assert_eq!(value(&m, throttled).as_deref(), Some("0"));
     assert_eq!(value(&m, &hottest).as_deref(), Some("50"));
     let at = format!("boltwatch_bandwidth_last_test_timestamp_seconds{ap}");
     assert_eq!(value(&m, &at).as_deref(), Some("12"));
+}
+
+#[test]
+fn history_judges_the_window_by_the_readings_that_cover_it() {
+    let mut h = ThrottleHistory::default();
+    assert_eq!(h.during(10, 20), None, "nothing read");
+    for (at, throttled) in [(5, true), (10, false), (15, false)] {
+        h.add(at, throttled);
+    }
+    // The reading at 5 covers time before the window; 10 ends at its start.
+    assert_eq!(
+        h.during(10, 20),
+        None,
+        "the window's end is not covered yet"
+    );
+    h.add(22, false);
+    assert_eq!(h.during(10, 20), Some(false));
+    // A throttled interval ending after the window began overlaps it.
+    h.add(12, true);
+    assert_eq!(h.during(10, 20), Some(true));
+    assert_eq!(h.during(22, 30), None);
+    // Throttled in the interval that closes the window: it counts.
+    let mut h = ThrottleHistory::default();
+    h.add(10, false);
+    h.add(25, true);
+    assert_eq!(h.during(10, 20), Some(true));
+}
+
+#[test]
+fn history_is_bounded_and_keeps_the_newest() {
+    let mut h = ThrottleHistory::default();
+    let n = crate::export::bandwidth::THROTTLE_READINGS as u64;
+    for at in 1..=n + 10 {
+        h.add(at * 10, at == 3);
+    }
+    // The oldest went: the throttled reading at 30 is gone.
+    assert_eq!(h.during(0, 40), None);
+    assert_eq!(h.during(200, 210), Some(false));
+    // Older than everything kept: dropped, not kept in place of the newest.
+    h.add(5, true);
+    assert_eq!(h.during(0, 40), None);
+    assert_eq!(h.during(n * 10, (n + 10) * 10), Some(false));
+}
+
+#[test]
+fn level_readings_and_older_flags() {
+    let t = |throttled, pressure_level, level_known, in_episode| Throttle {
+        throttled,
+        pressure_level,
+        level_known,
+        in_episode,
+        ..Default::default()
+    };
+    assert!(reading_throttled(&t(false, 0, true, true)));
+    assert!(
+        !reading_throttled(&t(true, 1, true, false)),
+        "the level rules"
+    );
+    assert!(reading_throttled(&t(true, 0, false, false)));
+    assert!(
+        reading_throttled(&t(false, 2, false, false)),
+        "macOS pressure"
+    );
+    assert!(!reading_throttled(&t(false, 0, false, false)));
+}
+
+/// A thermal record of `node` at `at` seconds.
+fn reading(node: &str, seq: u64, at: u64, in_episode: bool) -> Record {
+    let p = Payload::Thermal(ThermalReading {
+        sensors: Vec::new(),
+        throttle: Some(Throttle {
+            level_known: true,
+            in_episode,
+            ..Default::default()
+        }),
+    });
+    rec(node, "boot", seq, at * 1_000_000_000, p)
+}
+
+/// A successful test of node `a` against `p` from `start` for `secs` s.
+fn test_of_a(seq: u64, start: u64, secs: u64, sampled: Option<bool>) -> Record {
+    let Payload::Bandwidth(mut b) = result(start * 1_000_000_000, Direction::Upload, 1e9, "", 0)
+    else {
+        unreachable!()
+    };
+    b.duration_ns = secs * 1_000_000_000;
+    if let Some(t) = sampled {
+        b.thermals_sampled = true;
+        b.throttled_during = t;
+    }
+    rec("a", "boot", seq, b.start_unix_ns, Payload::Bandwidth(b))
+}
+
+fn ends(m: &Metrics) -> (Option<String>, Option<String>) {
+    let s = |end: &str| {
+        let series = format!(
+            "boltwatch_bandwidth_last_test_throttled{{node=\"a\",peer=\"p\",end=\"{end}\"}}"
+        );
+        value(m, &series)
+    };
+    (s("local"), s("peer"))
+}
+
+#[test]
+fn the_peer_end_is_joined_from_its_own_readings_even_when_they_arrive_late() {
+    let mut m = Metrics::new();
+    m.apply_record(&test_of_a(1, 100, 10, Some(false)));
+    assert_eq!(ends(&m), (Some("0".into()), None), "p has said nothing");
+    // p's readings around the test arrive later (its spool replayed).
+    for (seq, at, throttled) in [(1, 95, false), (2, 100, false), (3, 105, true)] {
+        m.apply_record(&reading("p", seq, at, throttled));
+    }
+    assert_eq!(ends(&m), (Some("0".into()), Some("1".into())));
+    // A newer test while p is cool: not blamed, once p's readings cover it.
+    m.apply_record(&test_of_a(2, 200, 10, Some(false)));
+    m.apply_record(&reading("p", 4, 205, false));
+    assert_eq!(
+        ends(&m).1.as_deref(),
+        Some("1"),
+        "the window's end is not covered yet: the test before's verdict stands"
+    );
+    m.apply_record(&reading("p", 5, 211, false));
+    assert_eq!(ends(&m), (Some("0".into()), Some("0".into())));
+    // Throttling after the test blames nothing.
+    m.apply_record(&reading("p", 6, 216, true));
+    assert_eq!(ends(&m), (Some("0".into()), Some("0".into())));
+}
+
+#[test]
+fn the_local_end_falls_back_to_the_nodes_own_readings() {
+    let mut m = Metrics::new();
+    m.apply_record(&reading("a", 1, 99, false));
+    m.apply_record(&reading("a", 2, 104, true));
+    m.apply_record(&reading("a", 3, 111, false));
+    m.apply_record(&test_of_a(4, 100, 10, None));
+    assert_eq!(ends(&m), (Some("1".into()), None));
+    // The agent's own sampling, when present, is the verdict.
+    m.apply_record(&test_of_a(5, 100, 10, Some(false)));
+    assert_eq!(ends(&m).0.as_deref(), Some("0"));
 }

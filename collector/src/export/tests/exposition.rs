@@ -131,6 +131,8 @@ const LABELS: &[&str] = &[
     "endpoint",
     "direction",
     "protocol",
+    // Which end of a link: local (the node) or peer.
+    "end",
     "kind",
     "generation",
     "version",

@@ -1,0 +1,240 @@
+//! The scenarios, one pair of nodes each, all against the shared stack.
+//! Each waits (bounded) for what must reach the webhook and returns its
+//! pair still running; what must never reach it is checked once all have
+//! run ([`misplaced`]), before any pair stops (a stopped agent would page
+//! agent-down).
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use boltwatch_tests::procs::sample;
+
+use super::pair::{End, Expect, Pair, Spec};
+use super::stack::{Delivered, Stack, WAIT};
+
+/// Throttled for the rest of the test.
+const ALWAYS: (Duration, Duration) = (Duration::from_secs(3600), Duration::ZERO);
+
+const LOW_THROTTLED: &str = "BoltwatchBandwidthLowThrottled";
+const LOW: &str = "BoltwatchBandwidthLow";
+const THERMAL: &str = "BoltwatchThermalThrottled";
+
+/// `BoltwatchBandwidthLowThrottled` firing for `node`'s link to `peer`,
+/// blaming `end`, whose node is `throttled`.
+fn blamed(x: &Delivered, node: &str, peer: &str, end: &str, throttled: &str) -> bool {
+    x.is("firing", LOW_THROTTLED, node)
+        && x.label("peer") == peer
+        && x.label("end") == end
+        && x.label("throttled_node") == throttled
+}
+
+/// A tbf-shaped link under the floor while the tester's throttle fixture
+/// is on: the throttled alert names the tester and its peer. Then the
+/// tester's agent is killed: agent-down fires, and its thermal and
+/// bandwidth alerts resolve once the collector drops its gauges.
+pub fn throttled_tester_then_killed(stack: &Stack, dir: &Path) -> Pair {
+    let spec = Spec {
+        tester: "hot",
+        peer: "hot-peer",
+        bandwidth: Some(Expect::Gbps(6)),
+    };
+    let mut pair = Pair::start(dir, &stack.collector, spec);
+    pair.throttle(End::Tester, ALWAYS.0, ALWAYS.1);
+    stack.wait("the throttled alert for hot -> hot-peer naming hot", |x| {
+        blamed(x, "hot", "hot-peer", "local", "hot")
+    });
+    stack.wait("BoltwatchThermalThrottled firing for hot", |x| {
+        x.is("firing", THERMAL, "hot")
+    });
+    pair.kill(End::Tester);
+    stack.wait("BoltwatchAgentDown firing for hot", |x| {
+        x.is("firing", "BoltwatchAgentDown", "hot")
+    });
+    stack.wait("the throttled alert of hot resolved", |x| {
+        x.is("resolved", LOW_THROTTLED, "hot")
+    });
+    stack.wait("BoltwatchThermalThrottled resolved for hot", |x| {
+        x.is("resolved", THERMAL, "hot")
+    });
+    pair
+}
+
+/// The same shaping with no throttling, the expectation a share of the
+/// veth's 10 Gbit/s: the plain alert fires (and, checked at the end, not
+/// the thermal one).
+pub fn cool_link_below_its_share(stack: &Stack, dir: &Path) -> Pair {
+    let spec = Spec {
+        tester: "cool",
+        peer: "cool-peer",
+        bandwidth: Some(Expect::Share(0.6)),
+    };
+    let pair = Pair::start(dir, &stack.collector, spec);
+    // 0.6 of 10 Gbit/s, in bytes per second.
+    stack.wait_metrics("cool's expectation from its link speed", |m| {
+        sample(
+            m,
+            "boltwatch_bandwidth_expected_bytes_per_second",
+            &[("node", "cool"), ("peer", "cool-peer")],
+        ) == Some(750_000_000.0)
+    });
+    stack.wait("BoltwatchBandwidthLow firing for cool -> cool-peer", |x| {
+        x.is("firing", LOW, "cool") && x.label("peer") == "cool-peer"
+    });
+    pair
+}
+
+/// The last test ran cool, then the tester's throttling began (and no
+/// test ran since): no thermal blame, the plain alert stands.
+pub fn throttling_after_the_last_test(stack: &Stack, dir: &Path) -> Pair {
+    let spec = Spec {
+        tester: "late",
+        peer: "late-peer",
+        bandwidth: Some(Expect::Gbps(6)),
+    };
+    let mut pair = Pair::start(dir, &stack.collector, spec);
+    let link = [("node", "late"), ("peer", "late-peer")];
+    let local = [("node", "late"), ("peer", "late-peer"), ("end", "local")];
+    stack.wait_metrics("a cool test of late", |m| {
+        sample(m, "boltwatch_bandwidth_last_test_throttled", &local) == Some(0.0)
+    });
+    pair.block_peer_server();
+    // A test refused after the block: any test in flight then failed too.
+    let m = stack.wait_metrics("a failed test of late", |m| {
+        sample(m, "boltwatch_bandwidth_test_failures_total", &link).unwrap_or(0.0) >= 1.0
+    });
+    let last = sample(&m, "boltwatch_bandwidth_last_test_timestamp_seconds", &link);
+    pair.throttle(End::Tester, ALWAYS.0, ALWAYS.1);
+    stack.wait("BoltwatchThermalThrottled firing for late", |x| {
+        x.is("firing", THERMAL, "late")
+    });
+    stack.wait("BoltwatchBandwidthLow firing for late", |x| {
+        x.is("firing", LOW, "late")
+    });
+    let m = stack.collector.metrics();
+    assert_eq!(
+        sample(&m, "boltwatch_bandwidth_last_test_timestamp_seconds", &link),
+        last,
+        "no test may have run since the block"
+    );
+    assert_eq!(
+        sample(&m, "boltwatch_bandwidth_last_test_throttled", &local),
+        Some(0.0)
+    );
+    let all = stack.hook.all();
+    assert!(
+        !all.iter().any(|x| x.is("resolved", LOW, "late")),
+        "the plain alert of late resolved: {all:#?}"
+    );
+    pair
+}
+
+/// The peer is the throttled end: the alert names the peer.
+pub fn throttled_peer(stack: &Stack, dir: &Path) -> Pair {
+    let spec = Spec {
+        tester: "blamer",
+        peer: "hot-end",
+        bandwidth: Some(Expect::Gbps(6)),
+    };
+    let mut pair = Pair::start(dir, &stack.collector, spec);
+    pair.throttle(End::Peer, ALWAYS.0, ALWAYS.1);
+    stack.wait(
+        "the throttled alert for blamer -> hot-end naming hot-end",
+        |x| blamed(x, "blamer", "hot-end", "peer", "hot-end"),
+    );
+    pair
+}
+
+/// The tester throttled 6 s out of every 8 (75 % of the time, a cool
+/// spell of at least one whole reading per cycle): both the throttled
+/// bandwidth alert and the thermal alert fire, although the level drops
+/// to 0 in every cycle.
+pub fn throttled_three_quarters_of_the_time(stack: &Stack, dir: &Path) -> Pair {
+    let spec = Spec {
+        tester: "burst",
+        peer: "burst-peer",
+        bandwidth: Some(Expect::Gbps(6)),
+    };
+    let mut pair = Pair::start(dir, &stack.collector, spec);
+    pair.throttle(End::Tester, Duration::from_secs(6), Duration::from_secs(2));
+    stack.wait("the throttled alert for burst naming burst", |x| {
+        blamed(x, "burst", "burst-peer", "local", "burst")
+    });
+    stack.wait("BoltwatchThermalThrottled firing for burst", |x| {
+        x.is("firing", THERMAL, "burst")
+    });
+    // Since then the level has dropped to 0 and come back, and the alert
+    // held.
+    let since = Instant::now();
+    let deadline = since + WAIT;
+    loop {
+        let secs = since.elapsed().as_secs().max(1);
+        let q = |f: &str| format!("{f}(boltwatch_thermal_throttled{{node=\"burst\"}}[{secs}s])");
+        let (lo, hi) = (
+            stack.prom.query(&q("min_over_time")),
+            stack.prom.query(&q("max_over_time")),
+        );
+        if lo == [0.0] && hi == [1.0] {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "burst's level never both dropped and rose: min {lo:?}, max {hi:?}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let all = stack.hook.all();
+    assert!(
+        !all.iter().any(|x| x.is("resolved", THERMAL, "burst")),
+        "the thermal alert of burst resolved during a cool spell: {all:#?}"
+    );
+    pair
+}
+
+/// The peer's end of the link goes down and comes back: the tester's
+/// link-down alert fires and resolves.
+pub fn link_flap(stack: &Stack, dir: &Path) -> Pair {
+    let spec = Spec {
+        tester: "flap",
+        peer: "flap-peer",
+        bandwidth: None,
+    };
+    let pair = Pair::start(dir, &stack.collector, spec);
+    let iface = pair.tester_if();
+    stack.wait_metrics("flap's link up", |m| {
+        sample(
+            m,
+            "boltwatch_link_up",
+            &[("node", "flap"), ("interface", &iface)],
+        ) == Some(1.0)
+    });
+    pair.set_peer_link(false);
+    stack.wait("BoltwatchLinkDown firing for flap", |x| {
+        x.is("firing", "BoltwatchLinkDown", "flap") && x.label("interface") == iface
+    });
+    pair.set_peer_link(true);
+    stack.wait("BoltwatchLinkDown resolved for flap", |x| {
+        x.is("resolved", "BoltwatchLinkDown", "flap") && x.label("interface") == iface
+    });
+    pair
+}
+
+/// Alerts that must never have fired: blame in the wrong place, a cool
+/// node paged for heat, a throttled one for the cable, agent-down for a
+/// live agent, and anything without the scrape job's cluster.
+pub fn misplaced(all: &[Delivered]) -> Vec<&Delivered> {
+    all.iter()
+        .filter(|x| {
+            let firing = |name: &str, nodes: &[&str]| nodes.iter().any(|n| x.is("firing", name, n));
+            firing(LOW_THROTTLED, &["cool", "late"])
+                || firing(LOW, &["hot", "blamer", "burst"])
+                || (firing(LOW_THROTTLED, &["blamer"]) && x.label("end") != "peer")
+                || (firing(LOW_THROTTLED, &["hot", "burst"]) && x.label("end") != "local")
+                || firing(
+                    THERMAL,
+                    &["cool", "blamer", "hot-peer", "cool-peer", "late-peer"],
+                )
+                || (x.labels["alertname"] == "BoltwatchAgentDown" && x.label("node") != "hot")
+                || x.label("cluster") != super::stack::CLUSTER
+        })
+        .collect()
+}
