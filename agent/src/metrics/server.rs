@@ -36,10 +36,31 @@ pub const HEADER_TIMEOUT: Duration = Duration::from_secs(5);
 /// Time for a whole connection, request to last response byte.
 pub const CONNECTION_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// The bounds of the port (the constants above; tests narrow them).
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Connections served at once.
+    pub connections: usize,
+    /// Time to receive the request headers.
+    pub header_timeout: Duration,
+    /// Time for a whole connection.
+    pub connection_timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            connections: MAX_CONNECTIONS,
+            header_timeout: HEADER_TIMEOUT,
+            connection_timeout: CONNECTION_TIMEOUT,
+        }
+    }
+}
+
 /// Serves `/metrics` on `listener` until the future is dropped (the agent
 /// runs it as a crew task, which its stop token ends).
-pub async fn serve(listener: TcpListener, metrics: NodeMetrics) {
-    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+pub async fn serve(listener: TcpListener, metrics: NodeMetrics, limits: Limits) {
+    let slots = Arc::new(Semaphore::new(limits.connections));
     loop {
         let (stream, peer) = match listener.accept().await {
             Ok(c) => c,
@@ -51,7 +72,7 @@ pub async fn serve(listener: TcpListener, metrics: NodeMetrics) {
             }
         };
         let Ok(slot) = slots.clone().try_acquire_owned() else {
-            debug!(%peer, "metrics connection refused: {MAX_CONNECTIONS} already open");
+            debug!(%peer, "metrics connection refused: all {} slots taken", limits.connections);
             continue;
         };
         let metrics = metrics.clone();
@@ -63,11 +84,11 @@ pub async fn serve(listener: TcpListener, metrics: NodeMetrics) {
             });
             let conn = hyper::server::conn::http1::Builder::new()
                 .timer(TokioTimer::new())
-                .header_read_timeout(HEADER_TIMEOUT)
+                .header_read_timeout(limits.header_timeout)
                 .max_buf_size(MAX_HEADER_BYTES)
                 .keep_alive(false)
                 .serve_connection(TokioIo::new(stream), service);
-            match tokio::time::timeout(CONNECTION_TIMEOUT, conn).await {
+            match tokio::time::timeout(limits.connection_timeout, conn).await {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => debug!(%peer, error = %e, "metrics connection failed"),
                 Err(_) => debug!(%peer, "metrics connection timed out"),

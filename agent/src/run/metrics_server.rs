@@ -27,7 +27,7 @@ pub(super) fn start(
     let listener = tokio::net::TcpListener::from_std(listener).map_err(spawn_err)?;
     let metrics = NodeMetrics::new(hello);
     spool.set_tap(metrics.tap());
-    crew.task(server::serve(listener, metrics));
+    crew.task(server::serve(listener, metrics, server::Limits::default()));
     info!(addr = ?addr, "serving this node's /metrics");
     Ok(())
 }

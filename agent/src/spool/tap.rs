@@ -27,4 +27,3 @@ impl std::fmt::Debug for Tap {
         f.write_str("Tap")
     }
 }
-

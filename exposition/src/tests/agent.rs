@@ -44,7 +44,9 @@ fn a_known_node_has_its_counters_at_zero_and_keeps_its_info() {
         let dropped = format!("boltwatch_agent_dropped_records_total{{node=\"{node}\"}}");
         assert_eq!(sample(&text, &dropped).as_deref(), Some("0"), "{text}");
     }
-    assert!(text.contains("boltwatch_agent_info{node=\"c\",version=\"0.0.9\",os=\"linux 6.1\"} 1\n"));
+    assert!(
+        text.contains("boltwatch_agent_info{node=\"c\",version=\"0.0.9\",os=\"linux 6.1\"} 1\n")
+    );
     assert!(!text.contains("boltwatch_agent_info{node=\"d\""));
     m.on_node("c", Some(info("0.1.0", "new")));
     let text = m.render();

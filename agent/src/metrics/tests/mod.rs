@@ -9,6 +9,8 @@ use boltwatch_proto::v1::{AgentStats, Hello, Interface, Record, RttSummary};
 
 use super::*;
 
+mod server;
+
 fn hello() -> Hello {
     Hello {
         node: "n1".into(),
@@ -76,8 +78,11 @@ fn rendered() -> String {
 }
 
 fn value(text: &str, series: &str) -> Option<String> {
-    text.lines()
-        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ').map(str::to_string))
+    text.lines().find_map(|l| {
+        l.strip_prefix(series)?
+            .strip_prefix(' ')
+            .map(str::to_string)
+    })
 }
 
 #[test]
@@ -104,7 +109,11 @@ fn tapped_records_and_the_hello_make_the_node_series() {
         ("process_threads", "4"),
     ];
     for (series, want) in expect {
-        assert_eq!(value(&text, series).as_deref(), Some(want), "{series}\n{text}");
+        assert_eq!(
+            value(&text, series).as_deref(),
+            Some(want),
+            "{series}\n{text}"
+        );
     }
     let build = format!(
         "boltwatch_agent_build_info{{version=\"{}\"}}",
@@ -172,7 +181,7 @@ fn readme_row(f: &Family) -> String {
 
 #[test]
 fn readme_documents_every_family_of_the_agent() {
-    let readme = include_str!("../../../README.md");
+    let readme = include_str!("../../../../README.md");
     let missing: Vec<String> = families()
         .iter()
         .map(readme_row)
