@@ -492,3 +492,30 @@ fn agents_serve_the_collectors_families_and_the_dashboard_works_on_them() {
         sent(&a.scrape()).is_some_and(|now| now > before)
     });
 }
+
+/// The shared exposition crate is the only link between the two: neither
+/// binary's dependency tree holds the other.
+#[test]
+fn collector_and_agent_do_not_depend_on_each_other() {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml");
+    for (package, other) in [
+        ("boltwatch-collector", "boltwatch-agent"),
+        ("boltwatch-agent", "boltwatch-collector"),
+    ] {
+        let out = Command::new(&cargo)
+            .arg("tree")
+            .arg("--manifest-path")
+            .arg(&manifest)
+            .args(["-p", package, "-e", "normal,build", "--prefix", "none"])
+            .output()
+            .expect("cargo tree");
+        assert!(out.status.success(), "{out:?}");
+        let tree = String::from_utf8_lossy(&out.stdout);
+        assert!(tree.contains("boltwatch-exposition"), "{package}:\n{tree}");
+        assert!(
+            !tree.lines().any(|l| l.starts_with(&format!("{other} "))),
+            "{package} depends on {other}:\n{tree}"
+        );
+    }
+}
