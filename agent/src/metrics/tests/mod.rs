@@ -193,3 +193,22 @@ fn readme_documents_every_family_of_the_agent() {
         missing.join("\n")
     );
 }
+
+#[test]
+fn metrics_listen_is_off_by_default_and_checked() {
+    use crate::config::{Config, Flags};
+    let build = |text: &str, flags: &[(&str, &str)]| {
+        let doc = Config::parse("agent.toml", text)?;
+        Config::build(Some(&doc), &Flags::from_pairs(flags))
+    };
+    assert_eq!(build("", &[]).unwrap().metrics_listen, None);
+    let c = build("metrics_listen = \"127.0.0.1:9472\"\n", &[]).unwrap();
+    assert_eq!(c.metrics_listen, Some("127.0.0.1:9472".parse().unwrap()));
+    let flag = [("metrics-listen", "[::1]:9000")];
+    let c = build("metrics_listen = \"127.0.0.1:9472\"\n", &flag).unwrap();
+    assert_eq!(c.metrics_listen, Some("[::1]:9000".parse().unwrap()));
+    let e = build("node = \"n\"\nmetrics_listen = \"9472\"\n", &[])
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("agent.toml:2: key `metrics_listen`"), "{e}");
+}
