@@ -41,7 +41,7 @@
 //! Staleness: a node whose agent has had no stream for the grace period
 //! ([`Metrics::set_stale_after`], config key `stale_after`) loses its
 //! gauges (temperatures, throttling, bandwidth results, link state and
-//! speed, path, services, newest RTT window): every domain's
+//! speed, path, services, newest RTT window): every record domain's
 //! [`Domain::forget`] drops them, so rules on them resolve, while
 //! `boltwatch_agent_up` stays at 0 and every counter stays. The grace
 //! counts from the first [`Metrics::sweep`] (each scrape) that sees the
