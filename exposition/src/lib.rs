@@ -38,10 +38,10 @@
 //! buckets, or a summary): replaying a bucket count as observations at its
 //! bound would export a wrong `_sum`, and the exporter has no way to set a
 //! histogram's buckets, sum and count directly. It renders only series that
-//! were recorded, so families declared but still empty (HELP and TYPE with
-//! no samples, which the collector's README table and the dashboards'
-//! contract test rely on) would be missing, and it has no per-node removal
-//! for the collector's staleness rule (only a global idle timeout). Its
+//! were recorded, so a family declared but still empty (HELP and TYPE with
+//! no samples: a fresh collector, a link with no bandwidth test yet) would
+//! be missing from the scrape, and it has no per-node removal for the
+//! collector's staleness rule (only an idle timeout per metric kind). Its
 //! HTTP listener answers GET on any path, without the connection,
 //! request-size and time bounds every boltwatch port has. Carrying the
 //! RTT families would have meant a second exposition path beside this one,
