@@ -58,6 +58,8 @@ pub struct Config {
     pub collector: String,
     /// STAMP reflector listen address.
     pub listen: SocketAddr,
+    /// Address of the node's own `/metrics` (`None`: not served).
+    pub metrics_listen: Option<SocketAddr>,
     /// Peers to probe.
     pub peers: Vec<PeerConfig>,
     /// Time between probes to one peer.

@@ -24,6 +24,8 @@
 //!   services, bandwidth, outage tracker, path watch, health, transport),
 //!   each started by its own function and stopped by one token; `run(config,
 //!   listeners, shutdown)` is shared by `main`, the lab and the tests.
+//! - [`metrics`]: the node's own Prometheus `/metrics` (`--metrics-listen`),
+//!   from the records it spools, through the collector's exposition crate.
 //! - [`error`]: the library's error type.
 //! - [`spool`]: the durable on-disk log of records awaiting the collector's
 //!   ack; replayed per boot after a crash.
@@ -39,6 +41,7 @@ pub mod doctor;
 pub mod error;
 pub mod health;
 pub mod link;
+pub mod metrics;
 pub mod outage;
 pub mod platform;
 pub mod run;

@@ -17,6 +17,7 @@
 //! | bandwidth server and scheduler | [`bandwidth`] | thread, task |
 //! | path watch | [`path_watch`] | task per peer |
 //! | health reporter | [`health_reporter`] | task |
+//! | the node's `/metrics` (`metrics_listen`) | [`metrics_server`] | task |
 //! | transport | [`crate::transport`] | task, until the sinks close |
 //!
 //! Stopping runs the other way: the producers stop and are joined, the
@@ -28,6 +29,7 @@ mod bandwidth;
 mod crew;
 mod health_reporter;
 mod link_watcher;
+mod metrics_server;
 mod outage_tracker;
 mod path_watch;
 mod reflector;
@@ -65,13 +67,17 @@ pub struct Listeners {
     pub stamp: UdpSocket,
     /// The bandwidth server's TCP listener; `None` runs no server.
     pub bandwidth: Option<TcpListener>,
+    /// The node's own `/metrics` listener; `None` serves none.
+    pub metrics: Option<TcpListener>,
 }
 
 impl Listeners {
     /// Binds the addresses from `config`. The bandwidth port is bound only
     /// when bandwidth tests are enabled, and failing to bind it is not
     /// fatal (the agent runs without a server and says so): probing must
-    /// not stop because, say, an iperf3 already holds the port.
+    /// not stop because, say, an iperf3 already holds the port. The
+    /// metrics port is bound when configured, and must bind: a scrape
+    /// target that silently is not there is worse than a failed start.
     pub fn bind(config: &Config) -> Result<Listeners, Error> {
         let stamp = UdpSocket::bind(config.listen).map_err(|source| Error::Bind {
             what: "STAMP reflector",
@@ -79,7 +85,19 @@ impl Listeners {
             source,
         })?;
         let bandwidth = bandwidth::bind(config);
-        Ok(Listeners { stamp, bandwidth })
+        let metrics = match config.metrics_listen {
+            Some(addr) => Some(TcpListener::bind(addr).map_err(|source| Error::Bind {
+                what: "metrics server",
+                addr,
+                source,
+            })?),
+            None => None,
+        };
+        Ok(Listeners {
+            stamp,
+            bandwidth,
+            metrics,
+        })
     }
 
     /// The reflector's bound address.
@@ -169,7 +187,7 @@ impl Agent {
     fn start(config: Config, listeners: Listeners) -> Result<Agent, Error> {
         let boot_id = new_boot_id();
         // Before any role starts, so a locked or unwritable spool fails fast.
-        let spool = open_spool(&config, &boot_id)?;
+        let mut spool = open_spool(&config, &boot_id)?;
         let (mut crew, records) = Crew::new(CancellationToken::new());
         let topology = Topology::discover(&config);
         let reflector_addr = listeners.stamp.local_addr().ok();
@@ -184,6 +202,9 @@ impl Agent {
         path_watch::start(&mut crew, &config, &topology);
         health_reporter::start(&mut crew);
         let hello = topology.hello(&config, &boot_id);
+        if let Some(l) = listeners.metrics {
+            metrics_server::start(&mut crew, l, &hello, &mut spool)?;
+        }
         let transport = start_transport(&config, hello, spool, records, &crew);
         info!(node = %config.node, boot_id = %boot_id, reflector = ?reflector_addr,
             peers = config.peers.len(), "agent started");

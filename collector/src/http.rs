@@ -50,7 +50,12 @@ async fn metrics(State(st): State<AppState>, headers: HeaderMap) -> Response {
         m.sweep(std::time::Instant::now());
         m.clone()
     };
-    let gzip = crate::export::gzip::accepted(&headers);
+    let gzip = crate::export::gzip::accepted(
+        headers
+            .get_all(header::ACCEPT_ENCODING)
+            .iter()
+            .filter_map(|v| v.to_str().ok()),
+    );
     let rendered = tokio::task::spawn_blocking(move || {
         let mut m = snapshot;
         m.set_process(crate::export::process::read_self());

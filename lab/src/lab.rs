@@ -163,6 +163,7 @@ pub async fn run(opts: LabOptions, out: &mut (impl Write + Send)) -> Result<(), 
             AgentListeners {
                 stamp: sock,
                 bandwidth: Some(bw),
+                metrics: None,
             },
             addr,
             bw_addr,

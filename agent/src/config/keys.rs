@@ -65,6 +65,16 @@ pub const KEYS: &[K] = &[
     .flag("listen", "ADDR")
     .default("0.0.0.0:862"),
     K::new(
+        "metrics_listen",
+        "serve this node's own Prometheus `/metrics` here (TCP; scrape the node directly, with or without a collector)",
+        |c, v| {
+            c.metrics_listen = Some(v.addr()?);
+            Ok(())
+        },
+    )
+    .flag("metrics-listen", "ADDR")
+    .default_doc("off"),
+    K::new(
         "peers",
         "peer reflector to probe, `NAME=ADDR` (a list, or a `[peers]` table)",
         |c, v| {
@@ -355,6 +365,7 @@ pub(super) fn blank() -> Config {
         node: String::new(),
         collector: String::new(),
         listen: any,
+        metrics_listen: None,
         peers: Vec::new(),
         probe_interval: Duration::ZERO,
         probe_timeout: Duration::ZERO,

@@ -74,6 +74,7 @@ async fn roles_report_to_the_tracker_and_stop_in_order() {
     let listeners = Listeners {
         stamp,
         bandwidth: None,
+        metrics: None,
     };
     let stopped = run(
         config,

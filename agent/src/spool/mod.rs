@@ -9,6 +9,8 @@
 //!   and what the collector acknowledged (pure).
 //! - [`held`]: records numbered but not yet written (pure).
 //! - [`loss`]: how many records a damaged stretch cost (pure).
+//! - `tap`: what sees each record as it is numbered (the agent's
+//!   `/metrics`).
 //! - `recover`: indexing earlier boots' files at startup; `reader`: sending
 //!   reads the files back; this module: appending. Segments are `<id>.seg`
 //!   (`<id>.damaged` once found damaged); a `lock` file held with `flock`
@@ -30,6 +32,7 @@ pub mod loss;
 mod reader;
 mod recover;
 pub mod segment;
+mod tap;
 
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
@@ -47,6 +50,7 @@ use held::Held;
 use loss::LossTally;
 use reader::Cursor;
 use recover::SegFile;
+pub use tap::Tap;
 
 /// Spool failures.
 #[derive(Debug, thiserror::Error)]
@@ -128,6 +132,7 @@ pub struct Spool {
     /// one: cut it before writing again.
     cut_tail: bool,
     cursor: Cursor,
+    tap: Option<Tap>,
     _lock: Flock<File>,
 }
 
@@ -216,10 +221,16 @@ impl Spool {
             failing: None,
             cut_tail: false,
             cursor: Cursor::at(first),
+            tap: None,
             _lock: lock,
         };
         spool.enforce_cap();
         Ok(spool)
+    }
+
+    /// Calls `tap` with every record numbered from now on.
+    pub fn set_tap(&mut self, tap: Tap) {
+        self.tap = Some(tap);
     }
 
     /// This process's boot id.
@@ -298,6 +309,9 @@ impl Spool {
                 payload: Some(e.payload),
             };
             self.next_seq += 1;
+            if let Some(tap) = &self.tap {
+                tap.call(&rec);
+            }
             self.held
                 .push(rec.seq, |buf| segment::encode(&rec.encode_to_vec(), buf));
         }

@@ -88,15 +88,18 @@ impl HealthMetrics {
     }
 }
 
-impl Domain for HealthMetrics {
-    fn apply(&mut self, r: &Record, _: &mut Subjects) {
+impl HealthMetrics {
+    /// A newly stored record, counted by node and kind.
+    pub fn on_record(&mut self, r: &Record) {
         let kind = boltwatch_proto::record_kind(r);
         *self
             .records_received
             .entry((r.node.clone(), kind))
             .or_default() += 1;
     }
+}
 
+impl Domain for HealthMetrics {
     fn render(&self, e: &mut Exposition, _: &Subjects) {
         e.family(
             &RECORDS_RECEIVED,

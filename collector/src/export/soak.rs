@@ -68,11 +68,19 @@ pub struct LiveSoak {
 }
 
 /// State behind the soak families: the running soaks.
-pub type SoakMetrics = Snapshot<Vec<LiveSoak>>;
+#[derive(Debug, Default, Clone)]
+pub struct SoakMetrics(Snapshot<Vec<LiveSoak>>);
+
+impl SoakMetrics {
+    /// The running soaks the next render shows.
+    pub fn set(&mut self, running: Vec<LiveSoak>) {
+        self.0.set(running);
+    }
+}
 
 impl Domain for SoakMetrics {
     fn render(&self, e: &mut Exposition, _: &Subjects) {
-        let s = self.get();
+        let s = self.0.get();
         e.family(
             &INFO,
             s.iter()

@@ -1,8 +1,8 @@
-//! Agent up, info and the agents' own counters.
+//! Agent up and info as the collector feeds them (Hello, stream close,
+//! the store); the agents' own counters are tested in the exposition crate.
 
 use super::*;
 use crate::export::agent::AgentInfo;
-use boltwatch_proto::v1::AgentStats;
 
 fn info(version: &str, boot: &str) -> AgentInfo {
     AgentInfo {
@@ -10,27 +10,6 @@ fn info(version: &str, boot: &str) -> AgentInfo {
         os: "linux 6.1".into(),
         boot_id: boot.into(),
     }
-}
-
-#[test]
-fn agent_stats_sum_the_newest_reading_of_each_boot() {
-    let mut m = Metrics::new();
-    let stats = |malformed, dropped| {
-        Payload::AgentStats(AgentStats {
-            malformed_packets: malformed,
-            dropped_records: dropped,
-            ..Default::default()
-        })
-    };
-    m.apply_record(&rec("a", "boot1", 1, 1, stats(3, 1)));
-    m.apply_record(&rec("a", "boot1", 5, 5, stats(7, 2)));
-    // Replayed older record of boot1 must not lower it.
-    m.apply_record(&rec("a", "boot1", 3, 3, stats(5, 1)));
-    m.apply_record(&rec("a", "boot2", 1, 9, stats(4, 0)));
-    let malformed = "boltwatch_agent_malformed_packets_total{node=\"a\"}";
-    assert_eq!(value(&m, malformed).as_deref(), Some("11"));
-    let dropped = "boltwatch_agent_dropped_records_total{node=\"a\"}";
-    assert_eq!(value(&m, dropped).as_deref(), Some("2"));
 }
 
 #[test]

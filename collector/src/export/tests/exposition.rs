@@ -81,6 +81,7 @@ fn exposition_is_unchanged_family_by_family_but_for_the_removed_duplicates() {
     let soak = crate::export::soak::FAMILIES.iter().map(|f| f.name);
     let soak = soak.chain(crate::export::remote_write::FAMILIES.iter().map(|f| f.name));
     let process = crate::export::process::FAMILIES.iter().map(|f| f.name);
+    let process = process.chain(crate::export::build::FAMILIES.iter().map(|f| f.name));
     let oncall = ADDED_ONCALL.into_iter().chain(CHANGED.map(|c| c.1));
     for name in ADDED.into_iter().chain(soak).chain(process).chain(oncall) {
         assert!(after.remove(name).is_some(), "{name} is not rendered");

@@ -1,5 +1,6 @@
 //! Unit tests of the exporter, through [`Metrics`]: records in, exposition
-//! text out. One file per domain; [`exposition`] checks the text as a whole.
+//! text out: the collector's own domains, the exposition as a whole (the
+//! record domains are tested in the exposition crate).
 
 use boltwatch_proto::histogram::sparse_buckets;
 use boltwatch_proto::v1::record::Payload;
@@ -8,14 +9,9 @@ use boltwatch_proto::v1::{Record, RttSummary};
 use super::Metrics;
 
 mod agent;
-mod bandwidth;
 mod exposition;
-mod link;
-mod outage_service;
-mod rtt;
 mod sequence;
 mod stale;
-mod thermal;
 
 /// A record of `node`'s boot `boot`.
 fn rec(node: &str, boot: &str, seq: u64, unix_ns: u64, payload: Payload) -> Record {

@@ -1,6 +1,7 @@
-//! The collector process itself: `boltwatch_collector_build_info` and the
-//! standard `process_*` families every Prometheus client library exports
-//! (the names dashboards and the node-mixin already know).
+//! The serving process itself (the collector's, or the agent's with
+//! `--metrics-listen`): the standard `process_*` families every Prometheus
+//! client library exports (the names dashboards and the node-mixin
+//! already know). Each binary declares its own `build_info` beside them.
 //!
 //! On Linux the HTTP handler reads `/proc/self/{stat,status,limits,fd}`
 //! and `/proc/stat` at each scrape ([`read_self`], the only I/O here) and
@@ -8,13 +9,12 @@
 //! procfs directly costs four small reads per scrape and no dependency
 //! (the `procfs` crate would bring far more than six numbers need). On
 //! macOS (and any other OS) [`read_self`] returns `None`: the `process_*`
-//! families are declared with no samples, `build_info` is still there.
+//! families are declared with no samples.
 
 use super::family::{families, labels, Exposition};
 use super::{Domain, Snapshot, Subjects};
 
 families! {
-    BUILD_INFO = Gauge("boltwatch_collector_build_info", "", &["version"], "The collector's version; always 1.");
     CPU_SECONDS = Counter("process_cpu_seconds_total", "seconds", labels::NONE, "Total user and system CPU time spent in seconds.");
     RESIDENT = Gauge("process_resident_memory_bytes", "bytes", labels::NONE, "Resident memory size in bytes.");
     VIRTUAL = Gauge("process_virtual_memory_bytes", "bytes", labels::NONE, "Virtual memory size in bytes.");
@@ -120,7 +120,6 @@ pub type ProcessMetrics = Snapshot<Option<ProcessStats>>;
 
 impl Domain for ProcessMetrics {
     fn render(&self, e: &mut Exposition, _: &Subjects) {
-        e.family(&BUILD_INFO, [([env!("CARGO_PKG_VERSION")], 1u64)]);
         let s = self.get().iter();
         let none = labels::NONE;
         e.family(&CPU_SECONDS, s.clone().map(|s| (none, s.cpu_seconds)));

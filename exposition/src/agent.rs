@@ -1,5 +1,7 @@
-//! The agents themselves: whether each node's agent is connected, what it
-//! runs, and the health counters it reports in `agent_stats` records.
+//! The node's agent as it describes itself: what it runs and the health
+//! counters it reports in `agent_stats` records. Whether it is connected
+//! (`boltwatch_agent_up`) is the collector's own business (its stream
+//! state), as are duplicates.
 //!
 //! The agent's counters are cumulative per agent boot, so the exported
 //! totals are the sum over boots of each boot's newest (highest seq)
@@ -8,7 +10,6 @@
 //! is the only family for it.
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
 
 use boltwatch_proto::v1::record::Payload;
 use boltwatch_proto::v1::Record;
@@ -17,15 +18,13 @@ use super::family::{families, labels, Exposition};
 use super::{Domain, Subjects};
 
 families! {
-    UP = Gauge("boltwatch_agent_up", "", labels::NODE, "1 while the node's agent has a stream open to the collector.");
     INFO = Gauge("boltwatch_agent_info", "", &["node", "version", "os"], "Agent version and OS of the node's latest agent boot (no boot id: one series per node across restarts).");
-    DUPLICATES = Counter("boltwatch_records_duplicate_total", "", labels::NODE, "Records received that were already stored.");
     MALFORMED = Counter("boltwatch_agent_malformed_packets_total", "", labels::NODE, "STAMP packets the agent dropped as malformed, summed over its boots.");
     DROPPED = Counter("boltwatch_agent_dropped_records_total", "", labels::NODE, "Records the agent dropped (queue or spool full), summed over its boots.");
     STAMP_REFUSED = Counter("boltwatch_agent_stamp_refused_total", "", &["node", "reason"], "STAMP packets the agent's reflector refused to answer (reflected: already a reflection, a loop; own_address: from its own socket; rate_limited: over the per-source budget), summed over its boots.");
 }
 
-/// What a node's latest `Hello` said about its agent.
+/// What a node's agent runs: its latest `Hello` (collector), itself (agent).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AgentInfo {
     /// Agent version.
@@ -51,15 +50,9 @@ const REFUSAL_REASONS: [&str; 3] = ["reflected", "own_address", "rate_limited"];
 
 #[derive(Debug, Default, Clone)]
 struct AgentState {
-    open_streams: usize,
     info: Option<AgentInfo>,
-    duplicates: u64,
     /// Per boot id.
     stats: BTreeMap<String, BootStats>,
-    /// When a sweep first saw the node without a stream.
-    down_since: Option<Instant>,
-    /// Its gauges were forgotten in this disconnection.
-    stale: bool,
 }
 
 impl AgentState {
@@ -79,56 +72,13 @@ impl AgentMetrics {
         self.agents.entry(node.to_string()).or_default()
     }
 
-    /// A node known from the store: keeps `info` unless a Hello said more.
-    pub fn on_known_node(&mut self, node: &str, info: Option<AgentInfo>) {
+    /// The node's series exist from now on; `info` replaces what was known
+    /// unless it is `None`.
+    pub fn on_node(&mut self, node: &str, info: Option<AgentInfo>) {
         let a = self.agent(node);
-        if a.info.is_none() {
+        if info.is_some() {
             a.info = info;
         }
-    }
-
-    /// A stream opened with a valid Hello.
-    pub fn on_hello(&mut self, node: &str, info: AgentInfo) {
-        let a = self.agent(node);
-        a.open_streams += 1;
-        a.info = Some(info);
-    }
-
-    /// A stream that had sent a valid Hello closed.
-    pub fn on_stream_closed(&mut self, node: &str) {
-        if let Some(a) = self.agents.get_mut(node) {
-            a.open_streams = a.open_streams.saturating_sub(1);
-        }
-    }
-
-    /// Whether the node has an open stream.
-    pub fn connected(&self, node: &str) -> bool {
-        self.agents.get(node).is_some_and(|a| a.open_streams > 0)
-    }
-
-    /// The nodes whose agent has been without a stream for `grace` as of
-    /// `now` and were not reported yet in this disconnection. The grace
-    /// counts from the first sweep that saw the node disconnected.
-    pub fn newly_stale(&mut self, now: Instant, grace: Duration) -> Vec<String> {
-        let mut out = Vec::new();
-        for (node, a) in &mut self.agents {
-            if a.open_streams > 0 {
-                a.down_since = None;
-                a.stale = false;
-                continue;
-            }
-            let since = *a.down_since.get_or_insert(now);
-            if !a.stale && now.saturating_duration_since(since) >= grace {
-                a.stale = true;
-                out.push(node.clone());
-            }
-        }
-        out
-    }
-
-    /// Records of the node's batch that were already stored.
-    pub fn on_duplicates(&mut self, node: &str, n: u64) {
-        self.agent(node).duplicates += n;
     }
 }
 
@@ -159,19 +109,11 @@ impl Domain for AgentMetrics {
     fn render(&self, e: &mut Exposition, _: &Subjects) {
         let a = &self.agents;
         e.family(
-            &UP,
-            a.iter().map(|(n, s)| ([n.as_str()], s.open_streams > 0)),
-        );
-        e.family(
             &INFO,
             a.iter().filter_map(|(n, s)| {
                 let i = s.info.as_ref()?;
                 Some(([n.as_str(), &i.version, &i.os], 1u64))
             }),
-        );
-        e.family(
-            &DUPLICATES,
-            a.iter().map(|(n, s)| ([n.as_str()], s.duplicates)),
         );
         e.family(
             &MALFORMED,

@@ -1,8 +1,8 @@
 //! RTT histograms, window gauges and probe counters.
 
 use super::*;
-use crate::export::family::fmt_f64;
-use crate::export::histogram::{classic_slot, rtt_bounds, RTT_RANGE_SECONDS};
+use crate::family::fmt_f64;
+use crate::histogram::{classic_slot, rtt_bounds, RTT_RANGE_SECONDS};
 use boltwatch_proto::histogram::indexes_spanning;
 
 #[test]

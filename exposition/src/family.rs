@@ -48,23 +48,24 @@ pub struct Family {
 /// Declares a domain's families, one a line, in exposition order:
 /// `IDENT = Type("name", "unit", labels, "help");` becomes `pub const
 /// IDENT: Family`, and the list of them all becomes `pub const FAMILIES`.
+#[macro_export]
 macro_rules! families {
     ($($id:ident = $kind:ident($name:expr, $unit:literal, $labels:expr, $help:expr);)+) => {
         $(
             #[doc = concat!("`", $name, "`: ", $help)]
-            pub const $id: $crate::export::family::Family = $crate::export::family::Family {
+            pub const $id: $crate::family::Family = $crate::family::Family {
                 name: $name,
-                kind: $crate::export::family::Type::$kind,
+                kind: $crate::family::Type::$kind,
                 unit: $unit,
                 help: $help,
                 labels: $labels,
             };
         )+
         /// This domain's families, in exposition order.
-        pub const FAMILIES: &[$crate::export::family::Family] = &[$($id),+];
+        pub const FAMILIES: &[$crate::family::Family] = &[$($id),+];
     };
 }
-pub(crate) use families;
+pub use crate::families;
 
 /// Label sets the families share.
 pub mod labels {
@@ -76,7 +77,7 @@ pub mod labels {
     pub const NODE_INTERFACE: &[&str] = &["node", "interface"];
     /// Per service checked on a peer.
     pub const NODE_PEER_SERVICE: &[&str] = &["node", "peer", "service"];
-    /// The collector's own series.
+    /// A process's own series.
     pub const NONE: &[&str] = &[];
 }
 

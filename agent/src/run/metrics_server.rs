@@ -1,0 +1,33 @@
+//! The node's own `/metrics` role (`--metrics-listen`): taps the spool for
+//! the records it numbers and serves them, whether or not the collector
+//! is reachable.
+
+use std::net::TcpListener;
+
+use boltwatch_proto::v1::Hello;
+use tracing::info;
+
+use super::crew::Crew;
+use crate::error::Error;
+use crate::metrics::{server, NodeMetrics};
+use crate::spool::Spool;
+
+pub(super) fn start(
+    crew: &mut Crew,
+    listener: TcpListener,
+    hello: &Hello,
+    spool: &mut Spool,
+) -> Result<(), Error> {
+    let spawn_err = |source| Error::Spawn {
+        what: "the metrics server".into(),
+        source,
+    };
+    listener.set_nonblocking(true).map_err(spawn_err)?;
+    let addr = listener.local_addr().ok();
+    let listener = tokio::net::TcpListener::from_std(listener).map_err(spawn_err)?;
+    let metrics = NodeMetrics::new(hello);
+    spool.set_tap(metrics.tap());
+    crew.task(server::serve(listener, metrics, server::Limits::default()));
+    info!(addr = ?addr, "serving this node's /metrics");
+    Ok(())
+}

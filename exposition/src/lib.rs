@@ -1,0 +1,212 @@
+//! boltwatch's Prometheus exposition, shared by the collector (every node,
+//! from the store) and the agent (its own node, from the records it
+//! produces, `--metrics-listen`): one declaration per family and one code
+//! path from a record to its series, so a family has the same name, type,
+//! unit, help and label names on both by construction.
+//!
+//! | module | payload kinds | families |
+//! |---|---|---|
+//! | [`agent`] | `agent_stats` (and each node's agent info) | agent info, its own drops and refusals |
+//! | [`rtt`] | `rtt` | RTT histograms (at rest and under load), newest-window gauges, probe counters |
+//! | [`link`] | `link_event`, `counters`, `path` | interface counters and throughput, link up, down events, speed, kind, path |
+//! | [`thermal`] | `thermal` | temperatures, throttling, CPU frequency |
+//! | [`outage`] | `outage` | link and service outage counts and seconds |
+//! | [`service`] | `service` | service checks |
+//! | [`bandwidth`] | `bandwidth` | bandwidth test results and counters |
+//! | [`process`] | none (procfs at scrape time) | `process_*` of the serving process |
+//!
+//! and the parts they share: [`family`] (declarations and the one text
+//! writer), [`histogram`], [`rate`], [`gzip`]. [`RecordMetrics`] holds the
+//! record domains in exposition order; the collector wraps it with its own
+//! domains (stream state, ingest and store health, soaks, remote write,
+//! build info), the agent with its build info.
+//!
+//! Records reach the domains through the [`Domain`] trait: every domain
+//! sees every record and picks the kinds it owns, so adding a payload kind
+//! is one new (or extended) module here and one line in [`RecordMetrics`].
+//! Some series exist before their own records (a probed link has outage
+//! and bandwidth counters at 0): owners record such [`Subjects`]; the
+//! domains that render per-subject series read them.
+//!
+//! Pure: nothing here does I/O or reads a clock, except
+//! [`process::read_self`] (procfs, called by the HTTP handlers).
+//!
+//! Why not the `metrics` and `metrics-exporter-prometheus` crates: the
+//! agent's RTT windows arrive pre-bucketed (schema-3 bucket counts) with an
+//! exact nanosecond sum. `metrics::Histogram` only records single `f64`
+//! observations, which the exporter buckets itself (into per-name fixed
+//! buckets, or a summary): replaying a bucket count as observations at its
+//! bound would export a wrong `_sum`, and the exporter has no way to set a
+//! histogram's buckets, sum and count directly. It renders only series that
+//! were recorded, so a family declared but still empty (HELP and TYPE with
+//! no samples: a fresh collector, a link with no bandwidth test yet) would
+//! be missing from the scrape, and it has no per-node removal for the
+//! collector's staleness rule (only an idle timeout per metric kind). Its
+//! HTTP listener answers GET on any path, without the connection,
+//! request-size and time bounds every boltwatch port has. Carrying the
+//! RTT families would have meant a second exposition path beside this one,
+//! which is what sharing this crate avoids.
+
+pub mod agent;
+pub mod bandwidth;
+pub mod family;
+pub mod gzip;
+pub mod histogram;
+pub mod link;
+pub mod outage;
+pub mod process;
+pub mod rate;
+pub mod rtt;
+pub mod service;
+pub mod thermal;
+
+use std::collections::BTreeSet;
+
+use boltwatch_proto::v1::{Interface, Record};
+
+use family::{Exposition, Family};
+
+/// The content type of the text exposition format.
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// One domain of metrics.
+pub trait Domain: std::fmt::Debug + Send {
+    /// A newly stored record; a domain ignores the kinds it does not own
+    /// (one fed from elsewhere, the soaks table, the senders or procfs,
+    /// takes none).
+    fn apply(&mut self, _r: &Record, _subjects: &mut Subjects) {}
+    /// Appends every family of the domain (its module's `FAMILIES`, in
+    /// order), also those with no series yet.
+    fn render(&self, e: &mut Exposition, subjects: &Subjects);
+    /// The node's agent is gone for good (the collector's staleness rule):
+    /// drop its gauges, keep its counters.
+    fn forget(&mut self, _node: &str) {}
+}
+
+/// (node, peer).
+pub type NodePeer = (String, String);
+/// (node, peer, service).
+pub type NodePeerService = (String, String, String);
+
+/// The state of a domain fed from outside the records (procfs, the soaks
+/// table): the latest value, replaced whole.
+#[derive(Debug, Default, Clone)]
+pub struct Snapshot<T>(T);
+
+impl<T> Snapshot<T> {
+    /// The value the next render shows.
+    pub fn set(&mut self, value: T) {
+        self.0 = value;
+    }
+
+    /// The value set last.
+    pub fn get(&self) -> &T {
+        &self.0
+    }
+}
+
+/// What records named, for series that exist before their own records.
+#[derive(Debug, Default, Clone)]
+pub struct Subjects {
+    /// Links probed by RTT windows.
+    pub probed: BTreeSet<NodePeer>,
+    /// Links probed or path-checked: their outage series exist.
+    pub peers: BTreeSet<NodePeer>,
+    /// Services checked on a peer: their outage series exist.
+    pub services: BTreeSet<NodePeerService>,
+}
+
+/// Declares [`RecordMetrics`] with one field per record domain, in
+/// exposition order, and the loops over them.
+macro_rules! record_domains {
+    ($($field:ident: $module:ident::$ty:ident,)+) => {
+        /// The series derived from records, for any number of nodes (the
+        /// collector) or one (the agent). `Clone` so a server renders a
+        /// copy outside its lock.
+        #[derive(Debug, Default, Clone)]
+        pub struct RecordMetrics {
+            subjects: Subjects,
+            $($field: $module::$ty,)+
+        }
+
+        impl RecordMetrics {
+            fn each(&self, mut f: impl FnMut(&dyn Domain, &Subjects)) {
+                $(f(&self.$field, &self.subjects);)+
+            }
+
+            fn each_mut(&mut self, mut f: impl FnMut(&mut dyn Domain, &mut Subjects)) {
+                $(f(&mut self.$field, &mut self.subjects);)+
+            }
+
+            /// Every family of the record domains, in exposition order.
+            pub const FAMILIES: &'static [&'static [Family]] = &[$($module::FAMILIES),+];
+        }
+    };
+}
+
+// Register a new record domain here (and `pub mod` it above).
+record_domains! {
+    agent: agent::AgentMetrics,
+    rtt: rtt::RttMetrics,
+    link: link::LinkMetrics,
+    thermal: thermal::ThermalMetrics,
+    outage: outage::OutageMetrics,
+    service: service::ServiceMetrics,
+    bandwidth: bandwidth::BandwidthMetrics,
+}
+
+impl RecordMetrics {
+    /// No records yet.
+    pub fn new() -> RecordMetrics {
+        RecordMetrics::default()
+    }
+
+    /// A new record (a duplicate must not be passed: counters would count
+    /// it twice).
+    pub fn apply_record(&mut self, r: &Record) {
+        self.each_mut(|d, subjects| d.apply(r, subjects));
+    }
+
+    /// A node's agent, known before its records (a `Hello`, the store):
+    /// its agent series exist, at 0; `info` replaces what was known unless
+    /// it is `None`.
+    pub fn on_node(&mut self, node: &str, info: Option<agent::AgentInfo>) {
+        self.agent.on_node(node, info);
+    }
+
+    /// The interfaces a node's agent watches (its `Hello`): their series
+    /// exist from now on, with the speed and kind the agent discovered.
+    pub fn on_hello_interfaces(&mut self, node: &str, interfaces: &[Interface]) {
+        self.link.on_hello_interfaces(node, interfaces);
+    }
+
+    /// Drops the node's gauges, keeps its counters (see [`Domain::forget`]).
+    pub fn forget(&mut self, node: &str) {
+        self.each_mut(|d, _| d.forget(node));
+    }
+
+    /// What the records named.
+    pub fn subjects(&self) -> &Subjects {
+        &self.subjects
+    }
+
+    /// Appends every record family, in order.
+    pub fn render_into(&self, e: &mut Exposition) {
+        self.each(|d, subjects| d.render(e, subjects));
+    }
+
+    /// The record families alone, as text.
+    pub fn render(&self) -> String {
+        let mut e = Exposition::new();
+        self.render_into(&mut e);
+        e.finish()
+    }
+
+    /// Every record family, in exposition order.
+    pub fn families() -> Vec<Family> {
+        Self::FAMILIES.concat()
+    }
+}
+
+#[cfg(test)]
+mod tests;
