@@ -1,7 +1,7 @@
 //! Bandwidth test results and counters.
 
 use super::*;
-use crate::export::bandwidth::{reading_throttled, ThrottleHistory};
+use crate::bandwidth::{reading_throttled, ThrottleHistory};
 use boltwatch_proto::v1::{BandwidthResult, Direction, Protocol, ThermalReading, Throttle};
 
 fn result(start: u64, dir: Direction, bps: f64, error: &str, retx: u64) -> Payload {
@@ -128,7 +128,7 @@ fn history_judges_the_window_by_the_readings_that_cover_it() {
 #[test]
 fn history_is_bounded_and_keeps_the_newest() {
     let mut h = ThrottleHistory::default();
-    let n = crate::export::bandwidth::THROTTLE_READINGS as u64;
+    let n = crate::bandwidth::THROTTLE_READINGS as u64;
     for at in 1..=n + 10 {
         h.add(at * 10, at == 3);
     }
