@@ -12,7 +12,7 @@
 //! | [`thermal`] | `thermal` | temperatures, throttling, CPU frequency |
 //! | [`outage`] | `outage` | link and service outage counts and seconds |
 //! | [`service`] | `service` | service checks |
-//! | [`bandwidth`] | `bandwidth` | bandwidth test results and counters |
+//! | [`bandwidth`] | `bandwidth` (and `thermal`, read only to judge each test by its peer's throttling) | bandwidth test results and counters, the thermal verdict of the last test per end |
 //! | [`process`] | none (procfs at scrape time) | `process_*` of the serving process |
 //!
 //! and the parts they share: [`family`] (declarations and the one text
