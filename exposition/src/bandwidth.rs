@@ -54,6 +54,7 @@ families! {
     LAST_TEST = Gauge("boltwatch_bandwidth_last_test_timestamp_seconds", "seconds", NODE_PEER, "Start time (unix seconds) of the newest successful bandwidth test against the peer.");
     LAST_THROTTLED = Gauge("boltwatch_bandwidth_last_test_throttled", "", &["node", "peer", "end"], "1 when that end of the link (end=local: the node, end=peer: the peer) was thermally throttled at any point during the newest successful bandwidth test of the node against the peer.");
     LAST_MAX_CELSIUS = Gauge("boltwatch_bandwidth_last_test_max_temperature_celsius", "celsius", NODE_PEER, "Highest temperature the node read during the newest successful bandwidth test against the peer.");
+    LAST_MAX_PRESSURE = Gauge("boltwatch_bandwidth_last_test_max_pressure_level", "", NODE_PEER, "Highest thermal pressure level the node read during the newest successful bandwidth test against the peer (macOS 0 nominal .. 4 sleeping; Linux 0, or 1 while throttled).");
     EXPECTED = Gauge("boltwatch_bandwidth_expected_bytes_per_second", "bytes_per_second", NODE_PEER, "Throughput the node's agent expects from the link to the peer (bandwidth.expected, or bandwidth.expected_share of the link's negotiated speed).");
     TESTS = Counter("boltwatch_bandwidth_tests_total", "", NODE_PEER, "Bandwidth tests run against the peer, successful or not.");
     FAILURES = Counter("boltwatch_bandwidth_test_failures_total", "", NODE_PEER, "Bandwidth tests against the peer that failed.");
@@ -80,11 +81,36 @@ struct LastTest {
     /// Start plus the longest duration of its records.
     end_unix_ns: u64,
     /// Thermals during the test, when the agent sampled them.
-    thermals: Option<(bool, f64)>,
+    thermals: Option<TestThermals>,
     /// The window of the test before, whose joined verdict stands while
     /// this one's is not known yet (the readings closing its window have
     /// not arrived), so the series do not blink out at every test.
     previous: Option<(u64, u64)>,
+}
+
+/// The local end's thermals during a test, over both directions' records.
+#[derive(Debug, Clone, Copy)]
+struct TestThermals {
+    throttled: bool,
+    max_celsius: f64,
+    max_pressure_level: u32,
+}
+
+impl TestThermals {
+    /// Either direction's record may carry them: throttled if any says
+    /// so, the hottest and highest of all.
+    fn merge(seen: Option<TestThermals>, b: &BandwidthResult) -> TestThermals {
+        let t = seen.unwrap_or(TestThermals {
+            throttled: false,
+            max_celsius: f64::MIN,
+            max_pressure_level: 0,
+        });
+        TestThermals {
+            throttled: t.throttled || b.throttled_during,
+            max_celsius: t.max_celsius.max(b.max_celsius_during),
+            max_pressure_level: t.max_pressure_level.max(b.max_pressure_level_during),
+        }
+    }
 }
 
 /// Whether a thermal reading says the node was throttled in the interval
@@ -232,10 +258,7 @@ impl BandwidthMetrics {
             last.end_unix_ns = last.end_unix_ns.max(end);
         }
         if b.start_unix_ns == last.start_unix_ns && b.thermals_sampled {
-            // Either direction's record may carry them: throttled if any
-            // says so, the hottest reading of all.
-            let (t, c) = last.thermals.unwrap_or((false, f64::MIN));
-            last.thermals = Some((t || b.throttled_during, c.max(b.max_celsius_during)));
+            last.thermals = Some(TestThermals::merge(last.thermals, b));
         }
         let key = (
             node.to_string(),
@@ -261,7 +284,7 @@ impl BandwidthMetrics {
                 h.during(start, end)
             })
         };
-        let local = t.thermals.map(|(throttled, _)| throttled);
+        let local = t.thermals.map(|x| x.throttled);
         [local.or_else(|| joined(node)), joined(peer)]
     }
 }
@@ -309,7 +332,14 @@ impl Domain for BandwidthMetrics {
             &LAST_MAX_CELSIUS,
             lt.iter()
                 // 0: the node has no sensor (sensors read 15 C or more).
-                .filter_map(|(k, t)| Some((pair(k), t.thermals?.1)).filter(|(_, c)| *c > 0.0)),
+                .filter_map(|(k, t)| {
+                    Some((pair(k), t.thermals?.max_celsius)).filter(|(_, c)| *c > 0.0)
+                }),
+        );
+        e.family(
+            &LAST_MAX_PRESSURE,
+            lt.iter()
+                .filter_map(|(k, t)| Some((pair(k), t.thermals?.max_pressure_level))),
         );
         e.family(
             &EXPECTED,

@@ -58,6 +58,7 @@ pub struct DuringTest {
     samples: u32,
     throttled: bool,
     max_celsius: Option<f64>,
+    max_pressure: u32,
 }
 
 impl DuringTest {
@@ -66,6 +67,9 @@ impl DuringTest {
         self.samples += 1;
         for s in &r.sensors {
             self.max_celsius = Some(self.max_celsius.map_or(s.celsius, |m| m.max(s.celsius)));
+        }
+        if let Some(t) = &r.throttle {
+            self.max_pressure = self.max_pressure.max(t.pressure_level);
         }
         if !baseline {
             if let Some(t) = &r.throttle {
@@ -89,6 +93,7 @@ impl DuringTest {
         r.thermals_sampled = true;
         r.throttled_during = self.throttled;
         r.max_celsius_during = self.max_celsius.unwrap_or(0.0);
+        r.max_pressure_level_during = self.max_pressure;
     }
 }
 
@@ -123,6 +128,8 @@ mod tests {
         d.stamp(&mut r);
         assert!(r.thermals_sampled && !r.throttled_during);
         assert_eq!(r.max_celsius_during, 91.0);
+        // The pressure level is a level: the start's reading counts.
+        assert_eq!(r.max_pressure_level_during, 1);
     }
 
     #[test]
@@ -136,6 +143,8 @@ mod tests {
             d.stamp(&mut r);
             assert!(r.throttled_during);
             assert_eq!(r.max_celsius_during, 70.0);
+            let pressure = later.throttle.unwrap().pressure_level;
+            assert_eq!(r.max_pressure_level_during, pressure);
         }
     }
 

@@ -65,36 +65,40 @@ fn expected_and_thermals_of_the_newest_test() {
     let mut m = Metrics::new();
     // Record `seq` of node a: a test of the link to p started at `start`,
     // with what the thermals said during it, if they were sampled.
-    let test = |seq: u64, start: u64, dir: Direction, throttled: Option<(bool, f64)>| {
+    let test = |seq: u64, start: u64, dir: Direction, throttled: Option<(bool, f64, u32)>| {
         let Payload::Bandwidth(mut b) = result(start, dir, 30e9, "", 0) else {
             unreachable!()
         };
         b.expected_bits_per_second = 40e9;
-        if let Some((t, c)) = throttled {
+        if let Some((t, c, pressure)) = throttled {
             b.thermals_sampled = true;
             b.throttled_during = t;
             b.max_celsius_during = c;
+            b.max_pressure_level_during = pressure;
         }
         rec("a", "b", seq, seq, Payload::Bandwidth(b))
     };
     let ap = "{node=\"a\",peer=\"p\"}";
     let throttled = "boltwatch_bandwidth_last_test_throttled{node=\"a\",peer=\"p\",end=\"local\"}";
     let hottest = format!("boltwatch_bandwidth_last_test_max_temperature_celsius{ap}");
+    let pressure = format!("boltwatch_bandwidth_last_test_max_pressure_level{ap}");
     let expected = format!("boltwatch_bandwidth_expected_bytes_per_second{ap}");
     m.apply_record(&test(1, 2_000_000_000, Direction::Upload, None));
     assert_eq!(value(&m, &expected).as_deref(), Some("5000000000"));
     assert_eq!(value(&m, throttled), None, "not sampled, no series");
     // Either direction's record of one test: throttled if any says so.
     let t = 3_000_000_000;
-    m.apply_record(&test(2, t, Direction::Upload, Some((true, 80.0))));
-    m.apply_record(&test(3, t, Direction::Download, Some((false, 70.0))));
+    m.apply_record(&test(2, t, Direction::Upload, Some((true, 80.0, 1))));
+    m.apply_record(&test(3, t, Direction::Download, Some((false, 70.0, 2))));
     assert_eq!(value(&m, throttled).as_deref(), Some("1"));
     assert_eq!(value(&m, &hottest).as_deref(), Some("80"));
+    assert_eq!(value(&m, &pressure).as_deref(), Some("2"));
     // A newer cool test replaces the verdict; a late old one does not.
-    m.apply_record(&test(4, 4 * t, Direction::Upload, Some((false, 50.0))));
-    m.apply_record(&test(5, t, Direction::Upload, Some((true, 99.0))));
+    m.apply_record(&test(4, 4 * t, Direction::Upload, Some((false, 50.0, 0))));
+    m.apply_record(&test(5, t, Direction::Upload, Some((true, 99.0, 4))));
     assert_eq!(value(&m, throttled).as_deref(), Some("0"));
     assert_eq!(value(&m, &hottest).as_deref(), Some("50"));
+    assert_eq!(value(&m, &pressure).as_deref(), Some("0"));
     let at = format!("boltwatch_bandwidth_last_test_timestamp_seconds{ap}");
     assert_eq!(value(&m, &at).as_deref(), Some("12"));
 }

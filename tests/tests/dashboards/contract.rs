@@ -56,6 +56,7 @@ pub const CONTRACT: &[&str] = &[
     "boltwatch_bandwidth_last_test_timestamp_seconds",
     "boltwatch_bandwidth_last_test_throttled",
     "boltwatch_bandwidth_last_test_max_temperature_celsius",
+    "boltwatch_bandwidth_last_test_max_pressure_level",
     "boltwatch_bandwidth_tests_total",
     "boltwatch_bandwidth_test_failures_total",
     "boltwatch_bandwidth_retransmits_total",

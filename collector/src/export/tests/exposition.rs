@@ -44,11 +44,12 @@ const CHANGED: [(&str, &str); 5] = [
 ];
 
 /// Families added by issue 11.
-const ADDED_ONCALL: [&str; 5] = [
+const ADDED_ONCALL: [&str; 6] = [
     "boltwatch_thermal_throttled_seconds_total",
     "boltwatch_bandwidth_last_test_timestamp_seconds",
     "boltwatch_bandwidth_last_test_throttled",
     "boltwatch_bandwidth_last_test_max_temperature_celsius",
+    "boltwatch_bandwidth_last_test_max_pressure_level",
     "boltwatch_bandwidth_expected_bytes_per_second",
 ];
 
