@@ -58,6 +58,7 @@ pub mod process;
 pub mod rate;
 pub mod rtt;
 pub mod service;
+pub mod testing;
 pub mod thermal;
 
 use std::collections::BTreeSet;

@@ -1,16 +1,9 @@
 //! The agent's own counters and info.
 
 use super::*;
-use crate::agent::AgentInfo;
 use boltwatch_proto::v1::AgentStats;
 
-fn info(version: &str, boot: &str) -> AgentInfo {
-    AgentInfo {
-        version: version.into(),
-        os: "linux 6.1".into(),
-        boot_id: boot.into(),
-    }
-}
+use agent_info as info;
 
 #[test]
 fn agent_stats_sum_the_newest_reading_of_each_boot() {

@@ -2,15 +2,8 @@
 //! the store); the agents' own counters are tested in the exposition crate.
 
 use super::*;
-use crate::export::agent::AgentInfo;
 
-fn info(version: &str, boot: &str) -> AgentInfo {
-    AgentInfo {
-        version: version.into(),
-        os: "linux 6.1".into(),
-        boot_id: boot.into(),
-    }
-}
+use agent_info as info;
 
 #[test]
 fn agent_up_stays_as_zero_after_close_and_info_tracks_latest_boot() {
