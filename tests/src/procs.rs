@@ -218,41 +218,40 @@ pub struct Collector {
     pub http: SocketAddr,
 }
 
+/// How a test's collector listens and what else it is told.
+#[derive(Debug, Clone, Default)]
+pub struct CollectorOptions {
+    /// (gRPC, HTTP) ports; free ones when `None` (a restart passes the
+    /// first run's, so agents reconnect to the same address).
+    pub ports: Option<(u16, u16)>,
+    /// gRPC on every address, so agents inside test-bed namespaces reach
+    /// it at their node's `host_addr`; HTTP stays on loopback, for the test.
+    pub for_bed: bool,
+    /// More `serve` flags (`--config`, `--auth-tokens`, TLS files...).
+    pub flags: Vec<String>,
+}
+
 impl Collector {
     /// Starts `boltwatch-collector serve` on free loopback ports with
     /// `data_dir`, and waits until `/healthz` answers.
     pub fn start(dir: &Path, data_dir: &Path) -> Collector {
-        Self::start_on(dir, data_dir, free_tcp_port(), free_tcp_port())
+        Self::launch(dir, data_dir, &CollectorOptions::default())
     }
 
-    /// As [`Collector::start`], on given ports (a restart reuses them).
-    pub fn start_on(dir: &Path, data_dir: &Path, grpc_port: u16, http_port: u16) -> Collector {
-        Self::start_with(dir, data_dir, grpc_port, http_port, &[])
-    }
-
-    /// As [`Collector::start_on`], with `extra` flags for `serve`.
-    pub fn start_with(
-        dir: &Path,
-        data_dir: &Path,
-        grpc_port: u16,
-        http_port: u16,
-        extra: &[String],
-    ) -> Collector {
+    /// As [`Collector::start`], as `opts` say.
+    pub fn launch(dir: &Path, data_dir: &Path, opts: &CollectorOptions) -> Collector {
+        let (grpc_port, http_port) = opts
+            .ports
+            .unwrap_or_else(|| (free_tcp_port(), free_tcp_port()));
         let grpc: SocketAddr = format!("127.0.0.1:{grpc_port}").parse().unwrap();
         let http: SocketAddr = format!("127.0.0.1:{http_port}").parse().unwrap();
-        let mut cmd = collector_serve(grpc, http, data_dir);
-        cmd.args(extra);
-        Self::spawn(dir, cmd, grpc, http)
-    }
-
-    /// As [`Collector::start`], but with gRPC on all addresses, so agents
-    /// inside test-bed namespaces reach it at their node's `host_addr`
-    /// (HTTP stays on loopback, for the test).
-    pub fn start_for_bed(dir: &Path, data_dir: &Path) -> Collector {
-        let grpc_port = free_tcp_port();
-        let http: SocketAddr = format!("127.0.0.1:{}", free_tcp_port()).parse().unwrap();
-        let cmd = collector_serve(format!("0.0.0.0:{grpc_port}"), http, data_dir);
-        let grpc = format!("127.0.0.1:{grpc_port}").parse().unwrap();
+        let listen = if opts.for_bed {
+            format!("0.0.0.0:{grpc_port}")
+        } else {
+            grpc.to_string()
+        };
+        let mut cmd = collector_serve(listen, http, data_dir);
+        cmd.args(&opts.flags);
         Self::spawn(dir, cmd, grpc, http)
     }
 

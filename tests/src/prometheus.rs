@@ -21,7 +21,7 @@ pub struct Prometheus {
 }
 
 /// What the Prometheus of a test is told.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct PromConfig {
     /// `global.scrape_interval` and `evaluation_interval`, seconds.
     pub interval_s: u64,
@@ -32,6 +32,8 @@ pub struct PromConfig {
     pub scrape_configs: String,
     /// Extra command-line flags.
     pub flags: Vec<String>,
+    /// The port of an Alertmanager on loopback to send alerts to.
+    pub alertmanager: Option<u16>,
 }
 
 impl Prometheus {
@@ -48,9 +50,15 @@ impl Prometheus {
             rules.push_str(&format!("  - {}\n", name.to_string_lossy()));
         }
         let i = cfg.interval_s;
+        let alerting = cfg.alertmanager.map_or(String::new(), |am| {
+            format!(
+                "alerting:\n  alertmanagers:\n    - static_configs:\n        \
+                 - targets: ['127.0.0.1:{am}']\n"
+            )
+        });
         let text = format!(
             "global:\n  scrape_interval: {i}s\n  scrape_timeout: {}ms\n  evaluation_interval: {i}s\n\
-             rule_files:\n{rules}scrape_configs:\n{}",
+             rule_files:\n{rules}{alerting}scrape_configs:\n{}",
             i * 900,
             cfg.scrape_configs
         );
@@ -117,6 +125,37 @@ impl Prometheus {
             encode(expr)
         ))?;
         Ok(data["result"].as_array().cloned().unwrap_or_default())
+    }
+
+    /// The values of an instant query now; empty when it has none or
+    /// failed (for bounded waits, which report the last state seen).
+    pub fn values(&self, expr: &str) -> Vec<f64> {
+        let Ok(data) = self.api(&format!("/api/v1/query?query={}", encode(expr))) else {
+            return Vec::new();
+        };
+        data["result"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|r| r["value"][1].as_str()?.parse().ok())
+            .collect()
+    }
+
+    /// The number of series an instant query returns now (a scalar result
+    /// is one).
+    pub fn series(&self, expr: &str) -> Result<usize, String> {
+        let data = self.api(&format!("/api/v1/query?query={}", encode(expr)))?;
+        if data["resultType"] == "scalar" {
+            return Ok(1);
+        }
+        Ok(data["result"].as_array().map_or(0, Vec::len))
+    }
+
+    /// Prometheus' alerts (`/api/v1/alerts`), for failure messages.
+    pub fn alerts(&self) -> String {
+        self.api("/api/v1/alerts")
+            .map(|d| d.to_string())
+            .unwrap_or_else(|e| e)
     }
 
     /// The health of every scrape target, for failure messages.

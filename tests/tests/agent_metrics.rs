@@ -37,7 +37,7 @@ use boltwatch_tests::{NetIf, SysfsFixture};
 
 #[path = "agent_metrics/dashboard.rs"]
 mod dashboard;
-use dashboard::{dashboard_queries, metrics_read, recording_rules, Prometheus};
+use dashboard::{dashboard_queries, metrics_read, recording_rules, start_prometheus};
 
 /// Upper bound on any one wait; reaching it is a failure, not a figure.
 const WAIT: Duration = Duration::from_secs(180);
@@ -278,8 +278,8 @@ fn agents_serve_the_collectors_families_and_the_dashboard_works_on_them() {
 
     // The dashboard against the agents, the collector as the reference.
     let targets = [a.metrics.to_string(), b.metrics.to_string()];
-    let agents_prom = Prometheus::start(dir, "boltwatch-agent", &targets, false);
-    let collector_prom = Prometheus::start(
+    let agents_prom = start_prometheus(dir, "boltwatch-agent", &targets, false);
+    let collector_prom = start_prometheus(
         dir,
         "boltwatch-collector",
         &[collector.http.to_string()],

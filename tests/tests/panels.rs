@@ -336,7 +336,7 @@ fn every_panel_shows_data_from_a_live_lab() {
                  cluster: {CLUSTER}\n",
                 c.collector.http
             ),
-            flags: Vec::new(),
+            ..Default::default()
         },
     );
 

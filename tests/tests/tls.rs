@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use boltwatch_tests::procs::{
-    agent, free_tcp_port, free_udp_port, sample, wait_for, Collector, Proc,
+    agent, free_udp_port, sample, wait_for, Collector, CollectorOptions, Proc,
 };
 use rcgen::{
     date_time_ymd, BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa,
@@ -90,12 +90,13 @@ fn tls_collector(dir: &Path, server: &Leaf, client_ca: Option<&Ca>) -> Collector
     if let Some(ca) = client_ca {
         extra.extend(["--tls-client-ca".into(), s(&ca.pem)]);
     }
-    Collector::start_with(
+    Collector::launch(
         dir,
         &dir.join("data"),
-        free_tcp_port(),
-        free_tcp_port(),
-        &extra,
+        &CollectorOptions {
+            flags: extra,
+            ..Default::default()
+        },
     )
 }
 

@@ -20,7 +20,9 @@ use std::time::{Duration, Instant};
 use boltwatch_tests::procs::{bin, Proc};
 use boltwatch_tests::{SysfsFixture, TestBed};
 
-use super::stack::{write, Collector};
+use boltwatch_tests::procs::Collector;
+
+use super::stack::write;
 
 /// STAMP reflector port of every agent inside its namespace.
 const STAMP_PORT: u16 = 8620;
@@ -162,7 +164,7 @@ fn start_agent(
          [bandwidth]\nenabled = {enabled}\nlisten = \"0.0.0.0:{BANDWIDTH_PORT}\"\n\
          interval = \"6s\"\nduration = \"3s\"\nstreams = 1\nduty_cycle = 0.9\n\
          allow = [\"10.77.0.0/16\"]\n",
-        grpc = collector.grpc_port,
+        grpc = collector.grpc.port(),
         sysfs = sysfs.root().display(),
         enabled = spec.bandwidth.is_some(),
     );

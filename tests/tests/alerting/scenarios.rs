@@ -170,8 +170,8 @@ pub fn throttled_three_quarters_of_the_time(stack: &Stack, dir: &Path) -> Pair {
         let secs = since.elapsed().as_secs().max(1);
         let q = |f: &str| format!("{f}(boltwatch_thermal_throttled{{node=\"burst\"}}[{secs}s])");
         let (lo, hi) = (
-            stack.prom.query(&q("min_over_time")),
-            stack.prom.query(&q("max_over_time")),
+            stack.prom.values(&q("min_over_time")),
+            stack.prom.values(&q("max_over_time")),
         );
         if lo == [0.0] && hi == [1.0] {
             break;

@@ -13,7 +13,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use boltwatch_tests::cmd::find_tool;
-use boltwatch_tests::procs::{bin, free_tcp_port, http_get, Proc};
+use boltwatch_tests::grafana;
+use boltwatch_tests::procs::{
+    free_tcp_port, http_get, wait_for, Collector, CollectorOptions, Proc,
+};
+use boltwatch_tests::prometheus::{PromConfig, Prometheus};
 use serde_json::Value;
 
 /// Upper bound on any one wait; reaching it is a failure, not a figure.
@@ -155,95 +159,24 @@ fn read_request(conn: &mut std::net::TcpStream) -> Option<Vec<u8>> {
     Some(body)
 }
 
-pub struct Prometheus {
-    _proc: Proc,
-    port: u16,
-}
-
-impl Prometheus {
-    /// `/api/v1/alerts`, for failure messages.
-    pub fn alerts(&self) -> String {
-        http_get(&format!("http://127.0.0.1:{}/api/v1/alerts", self.port))
-            .map(|(_, b)| b)
-            .unwrap_or_else(|e| e.to_string())
-    }
-
-    /// The values of an instant query's result (empty when it has none
-    /// or the query failed).
-    pub fn query(&self, promql: &str) -> Vec<f64> {
-        let url = format!(
-            "http://127.0.0.1:{}/api/v1/query?query={}",
-            self.port,
-            percent_encode(promql)
-        );
-        let Ok((200, body)) = http_get(&url) else {
-            return Vec::new();
-        };
-        let v: Value = serde_json::from_str(&body).unwrap_or_default();
-        v["data"]["result"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|r| r["value"][1].as_str()?.parse().ok())
-            .collect()
-    }
-}
-
-/// Query-string encoding of PromQL (everything but unreserved bytes).
-fn percent_encode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
+/// The collector for the bed: gRPC on every address, HTTP on loopback,
+/// a disconnected agent's gauges dropped after 3 s.
+fn start_collector(dir: &Path) -> Collector {
+    let cfg = dir.join("collector.toml");
+    write(&cfg, "stale_after = \"3s\"\n");
+    Collector::launch(
+        dir,
+        &dir.join("data"),
+        &CollectorOptions {
+            for_bed: true,
+            flags: vec!["--config".into(), cfg.display().to_string()],
+            ..Default::default()
+        },
+    )
 }
 
 pub fn write(path: &Path, text: &str) {
     std::fs::write(path, text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-}
-
-/// The collector for the bed: gRPC on every address, HTTP on loopback,
-/// a disconnected agent's gauges dropped after 3 s.
-pub struct Collector {
-    _proc: Proc,
-    pub grpc_port: u16,
-    pub http: String,
-}
-
-impl Collector {
-    pub fn start(dir: &Path) -> Collector {
-        let (grpc_port, http_port) = (free_tcp_port(), free_tcp_port());
-        let cfg = dir.join("collector.toml");
-        write(&cfg, "stale_after = \"3s\"\n");
-        let mut cmd = Command::new(bin("boltwatch-collector"));
-        cmd.arg("serve")
-            .arg("--config")
-            .arg(&cfg)
-            .arg("--grpc-listen")
-            .arg(format!("0.0.0.0:{grpc_port}"))
-            .arg("--http-listen")
-            .arg(format!("127.0.0.1:{http_port}"))
-            .arg("--data-dir")
-            .arg(dir.join("data"));
-        let proc = Proc::spawn("collector", cmd, dir.join("collector.log"));
-        let http = format!("127.0.0.1:{http_port}");
-        wait_ready("collector", &format!("http://{http}/healthz"));
-        Collector {
-            _proc: proc,
-            grpc_port,
-            http,
-        }
-    }
-
-    /// `/metrics` text ("" when it cannot be read).
-    pub fn metrics(&self) -> String {
-        http_get(&format!("http://{}/metrics", self.http))
-            .map(|(_, b)| b)
-            .unwrap_or_default()
-    }
 }
 
 pub fn start_alertmanager(dir: &Path, webhook: u16) -> (Proc, u16) {
@@ -267,55 +200,36 @@ pub fn start_alertmanager(dir: &Path, webhook: u16) -> (Proc, u16) {
         // No gossip: a single instance.
         .arg("--cluster.listen-address=");
     let p = Proc::spawn("alertmanager", cmd, dir.join("alertmanager.log"));
-    wait_ready("alertmanager", &format!("http://127.0.0.1:{port}/-/ready"));
+    wait_for("alertmanager ready", WAIT, || {
+        http_get(&format!("http://127.0.0.1:{port}/-/ready")).is_ok_and(|(c, _)| c == 200)
+    });
     (p, port)
 }
 
+/// Prometheus scraping the collector every second, with the shipped
+/// recording rules and the alerts with their `for:` shortened
+/// ([`shorten_for`]), sending to Alertmanager on `alertmanager`.
 pub fn start_prometheus(dir: &Path, collector_http: &str, alertmanager: u16) -> Prometheus {
-    let bin = find_tool("prometheus", "prometheus")
-        .expect("apt-get install prometheus; the test does not skip");
-    let rules = Path::new(env!("CARGO_MANIFEST_DIR")).join("../dashboards/prometheus");
+    let rules = grafana::dashboards_dir().join("prometheus");
     let alerts = std::fs::read_to_string(rules.join("alerts.yml")).unwrap();
-    write(&dir.join("alerts.yml"), &shorten_for(&alerts));
-    std::fs::copy(rules.join("recording.yml"), dir.join("recording.yml")).unwrap();
-    let port = free_tcp_port();
-    let cfg = dir.join("prometheus.yml");
-    write(
-        &cfg,
-        &format!(
-            "global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\n  evaluation_interval: 1s\n\
-             rule_files:\n  - recording.yml\n  - alerts.yml\n\
-             alerting:\n  alertmanagers:\n    - static_configs:\n        - targets: ['127.0.0.1:{alertmanager}']\n\
-             scrape_configs:\n  - job_name: boltwatch-collector\n    honor_labels: true\n    \
-             static_configs:\n      - targets: ['{collector_http}']\n        \
-             labels:\n          cluster: {CLUSTER}\n"
-        ),
-    );
-    let mut cmd = Command::new(bin);
-    cmd.arg(format!("--config.file={}", cfg.display()))
-        .arg(format!(
-            "--storage.tsdb.path={}",
-            dir.join("prom-data").display()
-        ))
-        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-        .arg("--rules.alert.resend-delay=1s");
-    let p = Proc::spawn("prometheus", cmd, dir.join("prometheus.log"));
-    wait_ready("prometheus", &format!("http://127.0.0.1:{port}/-/ready"));
-    Prometheus { _proc: p, port }
-}
-
-fn wait_ready(what: &str, url: &str) {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        if http_get(url).is_ok_and(|(code, _)| code == 200) {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{what} never became ready at {url}"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    // Beside, not in, `dir`: Prometheus::start copies rule files into it.
+    let short = dir.join("shortened");
+    std::fs::create_dir_all(&short).unwrap();
+    write(&short.join("alerts.yml"), &shorten_for(&alerts));
+    Prometheus::start(
+        dir,
+        &PromConfig {
+            interval_s: 1,
+            rule_files: vec![rules.join("recording.yml"), short.join("alerts.yml")],
+            scrape_configs: format!(
+                "  - job_name: boltwatch-collector\n    honor_labels: true\n    \
+                 static_configs:\n      - targets: ['{collector_http}']\n        \
+                 labels:\n          cluster: {CLUSTER}\n"
+            ),
+            flags: vec!["--rules.alert.resend-delay=1s".into()],
+            alertmanager: Some(alertmanager),
+        },
+    )
 }
 
 /// Everything the scenarios share.
@@ -329,9 +243,9 @@ pub struct Stack {
 impl Stack {
     pub fn start(dir: &Path) -> Stack {
         let hook = Webhook::start();
-        let collector = Collector::start(dir);
+        let collector = start_collector(dir);
         let (am, am_port) = start_alertmanager(dir, hook.port);
-        let prom = start_prometheus(dir, &collector.http, am_port);
+        let prom = start_prometheus(dir, &collector.http.to_string(), am_port);
         Stack {
             hook,
             prom,

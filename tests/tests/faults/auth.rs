@@ -5,7 +5,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use boltwatch_tests::procs::{
-    agent, free_tcp_port, free_udp_port, sample, wait_for, Collector, Proc,
+    agent, free_udp_port, sample, wait_for, Collector, CollectorOptions, Proc,
 };
 
 use crate::support::{agent_args, agent_up, all_boots};
@@ -23,12 +23,13 @@ fn tokens_are_required_and_bound_to_their_node() {
     std::fs::write(&good, "aaaaaaaaaaaaaaaaaaaaaaaa\n").unwrap();
     let wrong = dir.path().join("b.token");
     std::fs::write(&wrong, "bbbbbbbbbbbbbbbbbbbbbbbb\n").unwrap();
-    let c = Collector::start_with(
+    let c = Collector::launch(
         dir.path(),
         &dir.path().join("data"),
-        free_tcp_port(),
-        free_tcp_port(),
-        &["--auth-tokens".into(), tokens.display().to_string()],
+        &CollectorOptions {
+            flags: vec!["--auth-tokens".into(), tokens.display().to_string()],
+            ..Default::default()
+        },
     );
     let url = c.grpc_url();
     let port = |_| free_udp_port();

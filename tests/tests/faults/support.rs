@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 
 use boltwatch_agent::spool::segment;
 use boltwatch_proto::v1::Record;
-use boltwatch_tests::procs::{agent, free_tcp_port, free_udp_port, sample, Collector, Proc};
+use boltwatch_tests::procs::{
+    agent, free_tcp_port, free_udp_port, sample, Collector, CollectorOptions, Proc,
+};
 use prost::Message;
 
 /// Flags of an agent probing `peer` at `interval`.
@@ -76,7 +78,14 @@ impl<'d> Home<'d> {
     }
 
     pub fn start(&self) -> Collector {
-        Collector::start_on(self.dir, &self.data, self.grpc_port, self.http_port)
+        Collector::launch(
+            self.dir,
+            &self.data,
+            &CollectorOptions {
+                ports: Some((self.grpc_port, self.http_port)),
+                ..Default::default()
+            },
+        )
     }
 }
 
