@@ -255,6 +255,26 @@ fn every_dashboard_selector_filters_by_job_and_instance() {
 }
 
 #[test]
+fn no_window_is_just_one_step_wide() {
+    // Evaluated once per step, windows of exactly one step tile the range
+    // with no overlap: two samples on either side of a window boundary are
+    // never in one window, so `changes()` or `increase()` over them misses
+    // what happened between them (a link-down annotation vanished that way
+    // whenever the flap fell on a boundary). `$__rate_interval` is at least
+    // one step plus one scrape interval, so consecutive windows overlap.
+    let faults: Vec<String> = dashboard_exprs(&dashboard())
+        .into_iter()
+        .filter(|(_, expr)| expr.contains("[$__interval]") || expr.contains("[${__interval}]"))
+        .map(|(origin, expr)| format!("{origin}: {expr}"))
+        .collect();
+    assert!(
+        faults.is_empty(),
+        "windows one step wide (use $__rate_interval):\n{}",
+        faults.join("\n")
+    );
+}
+
+#[test]
 fn dashboard_imports_like_a_grafana_com_dashboard() {
     let dash = dashboard();
     // Import asks for the one input, then replaces ${DS_PROMETHEUS} everywhere.
