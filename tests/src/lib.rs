@@ -35,6 +35,7 @@ pub mod nft;
 pub mod procs;
 pub mod prometheus;
 pub mod promql;
+pub mod rules;
 pub mod sysfs;
 pub mod units;
 

@@ -7,8 +7,7 @@ use std::path::Path;
 
 use boltwatch_tests::grafana::{self, Vars};
 use boltwatch_tests::prometheus::{PromConfig, Prometheus};
-use boltwatch_tests::promql;
-use serde_json::Value;
+use boltwatch_tests::{promql, rules};
 
 use super::CLUSTER;
 
@@ -68,15 +67,11 @@ pub fn metrics_read(expr: &str, rules: &BTreeMap<String, String>) -> BTreeSet<St
 
 /// Recording rule name -> expression.
 pub fn recording_rules() -> BTreeMap<String, String> {
-    let path = grafana::dashboards_dir().join("prometheus/recording.yml");
-    let doc: Value = serde_norway::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let mut out = BTreeMap::new();
-    for g in doc["groups"].as_array().unwrap() {
-        for r in g["rules"].as_array().unwrap() {
-            if let (Some(name), Some(expr)) = (r["record"].as_str(), r["expr"].as_str()) {
-                out.insert(name.to_string(), expr.to_string());
-            }
-        }
-    }
-    out
+    rules::recording_rules()
+        .into_iter()
+        .map(|(name, rule)| {
+            let expr = rule["expr"].as_str().expect("a recording rule's expr");
+            (name, expr.to_string())
+        })
+        .collect()
 }

@@ -2,11 +2,12 @@
 //! as YAML trees (`serde_norway`, so any valid layout reads the same), the
 //! dashboard's expressions, and the real `promtool`.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use boltwatch_tests::grafana;
+pub use boltwatch_tests::rules::{alerts, recording_rules};
 use serde_json::Value;
 
 use crate::contract::{CONTRACT, HISTOGRAMS, PROMETHEUS_SERIES};
@@ -95,23 +96,6 @@ pub fn values_of(tree: &Value, key: &str) -> Vec<String> {
     out
 }
 
-/// The rules of a rule file (`groups[].rules[]`) that carry `kind`
-/// (`alert` or `record`), keyed by that name; a name used twice fails.
-pub fn rule_map(doc: &Value, kind: &str) -> BTreeMap<String, Value> {
-    let mut rules = BTreeMap::new();
-    for group in doc["groups"].as_array().expect("groups: a list") {
-        for rule in group["rules"].as_array().expect("rules: a list") {
-            if let Some(name) = rule[kind].as_str() {
-                assert!(
-                    rules.insert(name.to_string(), rule.clone()).is_none(),
-                    "{name} twice"
-                );
-            }
-        }
-    }
-    rules
-}
-
 /// Metric names a rule-file or dashboard may query: the contract, histogram
 /// series, Prometheus' own series and the recording rules.
 pub fn known_metrics() -> BTreeSet<String> {
@@ -124,17 +108,6 @@ pub fn known_metrics() -> BTreeSet<String> {
     known.extend(PROMETHEUS_SERIES.iter().map(|s| s.to_string()));
     known.extend(recording_rules().into_keys());
     known
-}
-
-pub fn recording_rules() -> BTreeMap<String, Value> {
-    rule_map(
-        &yaml(&dashboards().join("prometheus/recording.yml")),
-        "record",
-    )
-}
-
-pub fn alerts() -> BTreeMap<String, Value> {
-    rule_map(&yaml(&dashboards().join("prometheus/alerts.yml")), "alert")
 }
 
 pub fn dashboard() -> Value {
