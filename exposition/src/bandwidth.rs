@@ -32,8 +32,9 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
+use boltwatch_proto::throttle::reading_throttled;
 use boltwatch_proto::v1::record::Payload;
-use boltwatch_proto::v1::{BandwidthResult, Direction, Protocol, Record, Throttle};
+use boltwatch_proto::v1::{BandwidthResult, Direction, Protocol, Record};
 
 use super::family::{families, labels::NODE_PEER, pair, Exposition, Family, Newest};
 use super::{Domain, NodePeer, Subjects};
@@ -110,17 +111,6 @@ impl TestThermals {
             max_celsius: t.max_celsius.max(b.max_celsius_during),
             max_pressure_level: t.max_pressure_level.max(b.max_pressure_level_during),
         }
-    }
-}
-
-/// Whether a thermal reading says the node was throttled in the interval
-/// that ended with it: the level where the agent reports one, else the
-/// older per-reading flag or a macOS pressure level.
-pub fn reading_throttled(t: &Throttle) -> bool {
-    if t.level_known {
-        t.in_episode
-    } else {
-        t.throttled || t.pressure_level >= 1
     }
 }
 

@@ -9,10 +9,13 @@
 //!   filter), generated from the schema's `Record.payload` oneof.
 //! - [`histogram`]: the RTT histogram bucket layout shared by the agent
 //!   (which fills it) and the collector (which exports it to Prometheus).
+//! - [`throttle`]: whether a thermal reading says its interval was
+//!   throttled.
 #![deny(missing_docs)]
 
 pub mod histogram;
 pub mod kind;
+pub mod throttle;
 
 pub use kind::{record_kind, KINDS, UNKNOWN_KIND};
 

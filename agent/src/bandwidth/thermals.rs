@@ -13,6 +13,7 @@
 
 use std::sync::{Arc, Mutex};
 
+use boltwatch_proto::throttle::reading_throttled;
 use boltwatch_proto::v1::{BandwidthResult, ThermalReading};
 
 use crate::thermal::ThermalSource;
@@ -73,13 +74,7 @@ impl DuringTest {
         }
         if !baseline {
             if let Some(t) = &r.throttle {
-                // The level where the reader has one (cpufreq-only machines
-                // are throttled only by it); else the per-read flag.
-                self.throttled |= if t.level_known {
-                    t.in_episode
-                } else {
-                    t.throttled || t.pressure_level >= 1
-                };
+                self.throttled |= reading_throttled(t);
             }
         }
     }

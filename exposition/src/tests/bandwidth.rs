@@ -1,7 +1,7 @@
 //! Bandwidth test results and counters.
 
 use super::*;
-use crate::bandwidth::{reading_throttled, ThrottleHistory};
+use crate::bandwidth::ThrottleHistory;
 use boltwatch_proto::v1::{BandwidthResult, Direction, Protocol, ThermalReading, Throttle};
 
 fn result(start: u64, dir: Direction, bps: f64, error: &str, retx: u64) -> Payload {
@@ -143,28 +143,6 @@ fn history_is_bounded_and_keeps_the_newest() {
     h.add(5, true);
     assert_eq!(h.during(0, 40), None);
     assert_eq!(h.during(n * 10, (n + 10) * 10), Some(false));
-}
-
-#[test]
-fn level_readings_and_older_flags() {
-    let t = |throttled, pressure_level, level_known, in_episode| Throttle {
-        throttled,
-        pressure_level,
-        level_known,
-        in_episode,
-        ..Default::default()
-    };
-    assert!(reading_throttled(&t(false, 0, true, true)));
-    assert!(
-        !reading_throttled(&t(true, 1, true, false)),
-        "the level rules"
-    );
-    assert!(reading_throttled(&t(true, 0, false, false)));
-    assert!(
-        reading_throttled(&t(false, 2, false, false)),
-        "macOS pressure"
-    );
-    assert!(!reading_throttled(&t(false, 0, false, false)));
 }
 
 /// A thermal record of `node` at `at` seconds.
