@@ -72,6 +72,9 @@ pub struct Config {
     pub api_token_file: Option<PathBuf>,
     /// How long a disconnected agent's gauges stay on `/metrics`.
     pub stale_after: Duration,
+    /// Raw dense records older than this are replaced by per-minute
+    /// rollups (`retention.raw`); `None` keeps every record raw.
+    pub raw_retention: Option<Duration>,
     /// Prometheus remote write (`[remote_write]`); off without URLs.
     pub remote_write: crate::remote_write::Settings,
     /// TLS on the gRPC port (`[tls]`); plaintext without a certificate.
@@ -116,6 +119,7 @@ impl Schema for Config {
             api_listen: None,
             api_token_file: None,
             stale_after: Duration::ZERO,
+            raw_retention: None,
             remote_write: Default::default(),
             tls: Default::default(),
         }

@@ -244,6 +244,16 @@ where
         metrics.clone(),
         stop_rx.clone(),
     ));
+    // Pruning steps are writer commands, so stopping it between steps
+    // (abort at shutdown) leaves no half-done step.
+    let retention = config.raw_retention.map(|keep| {
+        tokio::spawn(store::retention::run(
+            handle.clone(),
+            keep,
+            config.remote_write.urls.clone(),
+            stop_rx.clone(),
+        ))
+    });
     let live = handle.clone();
     let state = api::AppState {
         store: handle,
@@ -290,6 +300,10 @@ where
     let _ = acceptor.await;
     soaks.abort();
     let _ = soaks.await;
+    if let Some(r) = retention {
+        r.abort();
+        let _ = r.await;
+    }
     // A batch in flight is abandoned (its position was not saved, so it is
     // sent again after a restart).
     for s in senders {

@@ -202,6 +202,17 @@ pub const KEYS: &[K] = &[
     )
     .default("5m"),
     K::new(
+        "retention.raw",
+        "raw RTT summaries and interface counters older than this give way to per-minute rollups, kept for good, that reports read alike; other kinds stay raw; at least 1h",
+        |c, v| {
+            c.raw_retention =
+                Some(v.duration(Duration::from_secs(3600)..=Duration::from_secs(3650 * 86_400))?);
+            Ok(())
+        },
+    )
+    .flag("raw-retention", "DURATION")
+    .default_doc("none (all raw)"),
+    K::new(
         "remote_write.urls",
         "Prometheus remote write 1.0 endpoints (`http[s]://HOST:PORT/api/v1/write`); every stored record's series at the record's time",
         |c, v| {

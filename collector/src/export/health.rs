@@ -91,11 +91,16 @@ impl HealthMetrics {
 impl HealthMetrics {
     /// A newly stored record, counted by node and kind.
     pub fn on_record(&mut self, r: &Record) {
+        self.count_received(r, 1);
+    }
+
+    /// Counts `n` records of `r`'s node and kind as received.
+    pub fn count_received(&mut self, r: &Record, n: u64) {
         let kind = boltwatch_proto::record_kind(r);
         *self
             .records_received
             .entry((r.node.clone(), kind))
-            .or_default() += 1;
+            .or_default() += n;
     }
 }
 

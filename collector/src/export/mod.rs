@@ -126,6 +126,19 @@ impl Metrics {
         self.health.on_record(r);
     }
 
+    /// The records standing for a rollup of `replaced` pruned raw records
+    /// (see `store::rollup`), in the startup rebuild: applied as records,
+    /// and the received-records counter still counts every raw one.
+    pub fn apply_rollup(&mut self, records: &[Record], replaced: u64) {
+        for r in records {
+            self.apply_record(r);
+        }
+        if let Some(first) = records.first() {
+            let more = replaced.saturating_sub(records.len() as u64);
+            self.health.count_received(first, more);
+        }
+    }
+
     /// Renders the text exposition format.
     pub fn render(&self) -> String {
         let mut e = Exposition::new();

@@ -86,7 +86,8 @@ pub fn save_position(
     Ok(())
 }
 
-/// Replays every stored record, in store order, into the shared exporter
+/// Replays every stored record (rollups of pruned minutes first, then the
+/// raw records in store order) into the shared exporter
 /// state, so `/metrics` counters continue across collector restarts (and
 /// agree with what remote write pushes). Runs before ingest starts, so no
 /// record is applied twice. Returns (records, seconds).
@@ -96,7 +97,11 @@ pub async fn rebuild(
 ) -> Result<(u64, f64), StoreError> {
     let started = Instant::now();
     let end = store.read(newest).await?;
-    let (mut pos, mut n) = (0i64, 0u64);
+    let mut n = crate::store::retention::replay(store, |records, replaced| {
+        metrics.lock().apply_rollup(records, replaced)
+    })
+    .await?;
+    let mut pos = 0i64;
     while pos < end {
         let chunk = store.read(move |c| read_after(c, pos, CHUNK)).await?;
         let Some(last) = chunk.last() else { break };

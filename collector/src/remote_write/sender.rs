@@ -159,6 +159,12 @@ impl Sender {
     async fn restore(&mut self) -> Result<i64, StoreError> {
         let url = self.url.clone();
         let saved = self.store.read(move |c| log::position(c, &url)).await?;
+        // Pruned records were delivered everywhere before they went.
+        let deriver = &mut self.deriver;
+        crate::store::retention::replay(&self.store, |records, _| {
+            records.iter().for_each(|r| deriver.skip(r))
+        })
+        .await?;
         let mut pos = 0;
         while pos < saved {
             let Some((next, chunk)) = self.chunk_until(pos, saved).await? else {

@@ -44,7 +44,13 @@ pub struct LinkStats {
 impl LinkStats {
     /// Merges one window summary.
     pub fn add(&mut self, r: &RttSummary) {
-        self.windows += 1;
+        self.add_merged(r, 1);
+    }
+
+    /// Merges `r`, which is `windows` window summaries already merged
+    /// (a per-minute rollup's).
+    pub fn add_merged(&mut self, r: &RttSummary, windows: u64) {
+        self.windows += windows;
         self.sent += r.sent;
         self.lost += r.lost;
         self.duplicates += r.duplicates;

@@ -9,7 +9,7 @@ use rusqlite::{Connection, OpenFlags};
 
 use super::{Soak, SoakError};
 use crate::report::soak::{Builder, Report, Scope};
-use crate::store::soaks;
+use crate::store::{retention, soaks};
 
 /// Opens the store read-only (a report never writes; safe beside `serve`).
 pub fn open_reader(path: &Path) -> Result<Connection, SoakError> {
@@ -46,6 +46,10 @@ pub fn report(conn: &Connection, scope: Scope) -> rusqlite::Result<Report> {
         // decodes without a payload and still counts for completeness.
         let payload = Record::decode(raw).ok().and_then(|r| r.payload);
         b.add(node, boot, seq, t, payload.as_ref());
+    })?;
+    // Minutes whose raw dense records gave way to rollups (retention).
+    retention::scan(conn, from, to, |r| {
+        b.add_rollup(r.node, r.boot_id, r.minute, &r.rollup)
     })?;
     Ok(b.finish())
 }

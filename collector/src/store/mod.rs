@@ -12,6 +12,8 @@ mod error;
 mod health;
 pub mod layout;
 pub mod queries;
+pub mod retention;
+pub mod rollup;
 pub mod schema;
 pub mod soaks;
 mod types;
@@ -37,6 +39,9 @@ enum Command {
     Hello(HelloRow, Reply<()>),
     Batch(Vec<NewRecord>, Reply<BatchOutcome>),
     Ping(Reply<()>),
+    /// One step of raw-record retention: (cutoff, first position not
+    /// delivered to every remote_write endpoint).
+    Prune(u64, i64, Reply<retention::Pruned>),
     Shutdown,
 }
 
@@ -177,6 +182,18 @@ impl StoreHandle {
     pub async fn write_batch(&self, records: Vec<NewRecord>) -> Result<BatchOutcome, StoreError> {
         self.damaged()?;
         let r = self.call(|r| Command::Batch(records, r)).await;
+        self.damage.watch(r)
+    }
+
+    /// One step of raw-record retention (see [`retention`]): prunes raw
+    /// dense records older than `cutoff_ns` below position `below_pos`.
+    pub async fn prune_step(
+        &self,
+        cutoff_ns: u64,
+        below_pos: i64,
+    ) -> Result<retention::Pruned, StoreError> {
+        self.damaged()?;
+        let r = self.call(|r| Command::Prune(cutoff_ns, below_pos, r)).await;
         self.damage.watch(r)
     }
 

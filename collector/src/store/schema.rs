@@ -86,9 +86,10 @@ pub(super) const MIGRATIONS: &[&str] = &[
 
 /// Migrations past the SQL-only ones: each brings `user_version` from
 /// `MIGRATIONS.len() + i` to one more, with Rust where SQL alone cannot
-/// (migration 5 strips each record's envelope against its boot's head).
+/// (migration 5 strips each record's envelope against its boot's head;
+/// 6 adds the rollups of raw-record retention).
 const STEPS: &[fn(&rusqlite::Transaction<'_>) -> rusqlite::Result<()>] =
-    &[super::layout::migrate_v5];
+    &[super::layout::migrate_v5, super::retention::migrate_v6];
 
 /// The schema version this build writes.
 pub const VERSION: i64 = (MIGRATIONS.len() + STEPS.len()) as i64;

@@ -8,7 +8,9 @@ use std::time::Instant;
 use rusqlite::Connection;
 use tokio::sync::mpsc;
 
-use super::{layout, now_ns, queries, BatchOutcome, Command, HelloRow, NewRecord, Reply};
+use super::{
+    layout, now_ns, queries, retention, BatchOutcome, Command, HelloRow, NewRecord, Reply,
+};
 use super::{StoreError, Watermark};
 
 /// A group stops taking queued batches at this many records (a bound on
@@ -62,6 +64,9 @@ impl Writer {
                 Command::Ping(reply) => {
                     let _ = reply.send(self.ping());
                 }
+                Command::Prune(cutoff, below_pos, reply) => {
+                    let _ = reply.send(self.prune(cutoff, below_pos));
+                }
                 Command::Shutdown => break,
             }
         }
@@ -81,6 +86,15 @@ impl Writer {
     fn ping(&mut self) -> Result<(), StoreError> {
         queries::touch_health(&mut self.conn, now_ns())?;
         Ok(())
+    }
+
+    fn prune(&mut self, cutoff: u64, below_pos: i64) -> Result<retention::Pruned, StoreError> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let done = retention::prune_step(&tx, cutoff, below_pos)?;
+        tx.commit()?;
+        Ok(done)
     }
 
     /// Stores a group in one transaction and answers each batch. If that
@@ -125,6 +139,7 @@ impl Writer {
         for records in batches {
             let mut inserted = Vec::with_capacity(records.len());
             queries::insert_batch(&tx, &mut self.keys, records, &mut inserted)?;
+            retention::undo_replays(&tx, &mut self.keys, records, &mut inserted)?;
             let mut boots: Vec<((&str, &str), u64, u64)> = Vec::new();
             for (r, new) in records.iter().zip(&inserted) {
                 let key = (r.node.as_str(), r.boot_id.as_str());

@@ -9,6 +9,7 @@ use boltwatch_proto::v1::{Direction, Outage, Protocol};
 use super::events::{self, downsample, Win};
 use super::*;
 use crate::report::summary::LinkStats;
+use crate::store::rollup::Rollup;
 
 /// Points per chart series after downsampling (each bucket keeps its
 /// minimum and maximum, so up to twice this many).
@@ -184,6 +185,48 @@ impl Builder {
                 b.drops = Some(b.drops.map_or((v, v), |(f, l)| (f.min(v), l.max(v))));
             }
             _ => {}
+        }
+    }
+
+    /// One stored rollup (raw RTT summaries or counters of one boot's
+    /// minute, replaced under raw retention): counted and read as the
+    /// records it replaced. A rollup belongs to the range when its minute
+    /// starts in it, so a range that does not start and end on a minute
+    /// reads its first and last minutes whole.
+    pub fn add_rollup(&mut self, node: &str, boot: &str, minute: u64, r: &Rollup) {
+        if (!self.only.is_empty() && !self.only.contains(node)) || !self.in_range(minute) {
+            return;
+        }
+        let Some((min_seq, max_seq)) = r.seq_bounds() else {
+            return;
+        };
+        self.records += r.records;
+        self.seen.insert(node.to_string());
+        let b = self.boots.entry((node.into(), boot.into())).or_default();
+        if b.count == 0 || min_seq < b.min_seq {
+            b.min_seq = min_seq;
+        }
+        b.max_seq = b.max_seq.max(max_seq);
+        b.count += r.records;
+        for m in &r.rtt {
+            if self.foreign(&m.peer) {
+                continue;
+            }
+            let acc = self.links.entry((node.into(), m.peer.clone())).or_default();
+            if let Some(s) = &m.rest {
+                acc.rest.add_merged(s, m.rest_windows);
+            }
+            if let Some(s) = &m.load {
+                acc.load.add_merged(s, m.load_windows);
+            }
+            acc.windows.extend(m.windows(minute).map(|w| Win {
+                t: w.t,
+                window_ns: w.window_ns,
+                sum_ns: w.sum_ns,
+                received: w.received,
+                p50_ns: w.p50_ns,
+                p99_ns: w.p99_ns,
+            }));
         }
     }
 

@@ -1,0 +1,439 @@
+//! Raw-record retention: the I/O around [`super::rollup`].
+//!
+//! With `retention.raw` set, raw records of the dense kinds (RTT summaries
+//! and interface counters: nearly all rows) older than that are replaced
+//! by per-minute rollups, kept for as long as the store. Every other kind
+//! (outages, link events, thermals, bandwidth tests, service checks, agent
+//! stats, kinds this build does not know) stays raw for good: they are a
+//! few percent of the rows and the report needs each one.
+//!
+//! Pruning runs on the writer thread, one bounded step per command, in
+//! time order behind a persistent mark, so ingest is never held up for
+//! long and a step is one transaction: its rollups, the deletions and the
+//! mark commit together or not at all. A record a remote_write endpoint
+//! has not delivered yet is never pruned: the mark stops at its minute.
+//! A record replayed after its minute was pruned is recognised through
+//! the rollup's sequence runs and counted as a duplicate, as it would
+//! have been against the raw row.
+
+use std::collections::BTreeMap;
+
+use boltwatch_proto::v1::Record;
+use prost::Message;
+use rusqlite::{params, Connection, OptionalExtension, Transaction};
+
+use super::layout::{self, Keys, SPARSE_KINDS_FROM};
+use super::rollup::{minute_of, Raw, Rollup, MINUTE_NS};
+use super::NewRecord;
+
+/// Schema version 6: the rollups, the pruning mark, and per boot the
+/// highest sequence number pruned (the duplicate check's fast path).
+pub(super) fn migrate_v6(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute_batch(
+        "CREATE TABLE rollups (
+            boot    INTEGER NOT NULL,
+            kind    INTEGER NOT NULL,
+            minute  INTEGER NOT NULL,
+            records INTEGER NOT NULL,
+            min_seq INTEGER NOT NULL,
+            max_seq INTEGER NOT NULL,
+            body    BLOB    NOT NULL,
+            PRIMARY KEY (boot, kind, minute)
+        ) WITHOUT ROWID;
+        CREATE INDEX rollups_by_time ON rollups (minute);
+        CREATE INDEX rollups_by_seq ON rollups (boot, max_seq);
+        CREATE TABLE retention (
+            id           INTEGER PRIMARY KEY CHECK (id = 1),
+            pruned_until INTEGER NOT NULL
+        );
+        ALTER TABLE boot_keys ADD COLUMN pruned_seq INTEGER NOT NULL DEFAULT 0;",
+    )
+}
+
+/// Time one step covers at most (a bound on one transaction).
+const STEP_NS: u64 = 10 * MINUTE_NS;
+
+/// What one [`prune_step`] did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Pruned {
+    /// Raw records replaced.
+    pub records: u64,
+    /// Rollups written (new or merged).
+    pub rollups: u64,
+    /// The mark after the step: raw dense records before it are pruned.
+    pub until_ns: u64,
+    /// Nothing is left to prune before the cutoff (or a remote_write
+    /// endpoint holds the mark back): no need for another step now.
+    pub done: bool,
+}
+
+/// A raw row being pruned: (pos, seq, unix_ns, the whole record), grouped
+/// by (boot, kind, minute).
+type RawRow = (i64, u64, u64, Vec<u8>);
+
+/// The pruning mark (0: nothing pruned yet).
+pub fn pruned_until(conn: &Connection) -> rusqlite::Result<u64> {
+    let v: Option<i64> = conn
+        .query_row("SELECT pruned_until FROM retention WHERE id = 1", [], |r| {
+            r.get(0)
+        })
+        .optional()?;
+    Ok(v.unwrap_or(0) as u64)
+}
+
+/// Prunes the dense raw records of at most [`STEP_NS`] after the mark, up
+/// to `cutoff_ns` (rounded down to a minute) and below position
+/// `below_pos` (the slowest remote_write endpoint's next record).
+pub fn prune_step(
+    tx: &Transaction<'_>,
+    cutoff_ns: u64,
+    below_pos: i64,
+) -> rusqlite::Result<Pruned> {
+    let cutoff = minute_of(cutoff_ns);
+    let mark = pruned_until(tx)?;
+    // Skip empty time at once: the first record at or after the mark.
+    let first: Option<i64> = tx.query_row(
+        "SELECT min(unix_ns) FROM stored WHERE unix_ns >= ?1",
+        [mark as i64],
+        |r| r.get(0),
+    )?;
+    let from = first.map_or(cutoff, |t| minute_of(t as u64).max(mark));
+    if from >= cutoff {
+        return Ok(Pruned {
+            until_ns: mark,
+            done: true,
+            ..Pruned::default()
+        });
+    }
+    let mut until = cutoff.min(from + STEP_NS);
+    let mut stmt = tx.prepare_cached(
+        "SELECT pos, boot, seq, unix_ns, kind, whole, body FROM stored
+         WHERE unix_ns >= ?1 AND unix_ns < ?2 AND kind < ?3 ORDER BY unix_ns, pos",
+    )?;
+    let mut rows = stmt.query(params![from as i64, until as i64, SPARSE_KINDS_FROM])?;
+    let heads = layout::boot_names(tx)?;
+    let mut groups: BTreeMap<(i64, i64, u64), Vec<RawRow>> = BTreeMap::new();
+    let mut blocked = false;
+    while let Some(r) = rows.next()? {
+        let pos: i64 = r.get(0)?;
+        let t = r.get::<_, i64>(3)? as u64;
+        if pos >= below_pos {
+            // Not delivered everywhere yet: stop before its minute.
+            until = minute_of(t);
+            blocked = true;
+            break;
+        }
+        let boot: i64 = r.get(1)?;
+        let head = heads.get(&boot).map(|b| b.2.as_slice()).unwrap_or_default();
+        let mut whole = Vec::new();
+        layout::join(r.get(5)?, head, r.get_ref(6)?.as_blob()?, &mut whole);
+        groups
+            .entry((boot, r.get(4)?, minute_of(t)))
+            .or_default()
+            .push((pos, r.get::<_, i64>(2)? as u64, t, whole));
+    }
+    drop(rows);
+    let mut done = Pruned {
+        until_ns: until.max(mark),
+        done: blocked || until >= cutoff,
+        ..Pruned::default()
+    };
+    let mut delete = tx.prepare_cached("DELETE FROM stored WHERE pos = ?1")?;
+    for ((boot, kind, minute), rows) in groups {
+        if minute >= until {
+            continue; // Past a remote_write hold.
+        }
+        let decoded: Vec<Option<Record>> = rows
+            .iter()
+            .map(|(_, _, _, b)| Record::decode(b.as_slice()).ok())
+            .collect();
+        // A row that does not decode (stored by an older build's rules)
+        // stays raw rather than be lost.
+        let raws: Vec<Raw<'_>> = rows
+            .iter()
+            .zip(&decoded)
+            .filter_map(|((_, seq, t, b), rec)| {
+                Some(Raw {
+                    seq: *seq,
+                    unix_ns: *t,
+                    bytes: b,
+                    record: rec.as_ref()?,
+                })
+            })
+            .collect();
+        if raws.is_empty() {
+            continue;
+        }
+        let mut rollup = existing(tx, boot, kind, minute)?.unwrap_or_default();
+        rollup.add(minute, &raws);
+        put(tx, boot, kind, minute, &rollup)?;
+        for ((pos, ..), rec) in rows.iter().zip(&decoded) {
+            if rec.is_some() {
+                delete.execute([pos])?;
+                done.records += 1;
+            }
+        }
+        done.rollups += 1;
+    }
+    tx.execute(
+        "INSERT INTO retention (id, pruned_until) VALUES (1, ?1)
+         ON CONFLICT (id) DO UPDATE SET pruned_until = excluded.pruned_until",
+        [done.until_ns as i64],
+    )?;
+    Ok(done)
+}
+
+fn existing(
+    tx: &Connection,
+    boot: i64,
+    kind: i64,
+    minute: u64,
+) -> rusqlite::Result<Option<Rollup>> {
+    let body: Option<Vec<u8>> = tx
+        .prepare_cached("SELECT body FROM rollups WHERE boot = ?1 AND kind = ?2 AND minute = ?3")?
+        .query_row(params![boot, kind, minute as i64], |r| r.get(0))
+        .optional()?;
+    Ok(body.and_then(|b| Rollup::decode(b.as_slice()).ok()))
+}
+
+fn put(tx: &Connection, boot: i64, kind: i64, minute: u64, r: &Rollup) -> rusqlite::Result<()> {
+    let (min_seq, max_seq) = r.seq_bounds().unwrap_or_default();
+    tx.prepare_cached(
+        "INSERT OR REPLACE INTO rollups (boot, kind, minute, records, min_seq, max_seq, body)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?
+    .execute(params![
+        boot,
+        kind,
+        minute as i64,
+        r.records as i64,
+        min_seq as i64,
+        max_seq as i64,
+        r.encode_to_vec()
+    ])?;
+    tx.prepare_cached("UPDATE boot_keys SET pruned_seq = max(pruned_seq, ?2) WHERE id = ?1")?
+        .execute(params![boot, max_seq as i64])?;
+    Ok(())
+}
+
+/// After `records` were inserted (`inserted[i]`: whether record `i` was
+/// new), takes back any that a rollup already replaced: a replay of a
+/// pruned record is a duplicate, as it was before the raw row went.
+/// Costs one lookup per boot per batch unless a record is at or below its
+/// boot's highest pruned sequence number.
+pub fn undo_replays(
+    tx: &Connection,
+    keys: &mut Keys,
+    records: &[NewRecord],
+    inserted: &mut [bool],
+) -> rusqlite::Result<()> {
+    let mut pruned: Vec<(&str, &str, i64, u64)> = Vec::new();
+    for (r, new) in records.iter().zip(inserted.iter_mut()) {
+        if !*new {
+            continue;
+        }
+        let (id, high) = match pruned.iter().find(|p| p.0 == r.node && p.1 == r.boot_id) {
+            Some(p) => (p.2, p.3),
+            None => {
+                let id = keys.boot(tx, &r.node, &r.boot_id)?.id;
+                let high: i64 = tx
+                    .prepare_cached("SELECT pruned_seq FROM boot_keys WHERE id = ?1")?
+                    .query_row([id], |row| row.get(0))?;
+                pruned.push((&r.node, &r.boot_id, id, high as u64));
+                (id, high as u64)
+            }
+        };
+        if r.seq > high || !replaced(tx, id, r.seq)? {
+            continue;
+        }
+        tx.prepare_cached("DELETE FROM stored WHERE boot = ?1 AND seq = ?2")?
+            .execute(params![id, r.seq as i64])?;
+        *new = false;
+    }
+    Ok(())
+}
+
+/// Whether a rollup of boot `boot` replaced its record `seq`.
+fn replaced(tx: &Connection, boot: i64, seq: u64) -> rusqlite::Result<bool> {
+    let mut stmt = tx.prepare_cached(
+        "SELECT body FROM rollups WHERE boot = ?1 AND max_seq >= ?2 AND min_seq <= ?2",
+    )?;
+    let mut rows = stmt.query(params![boot, seq as i64])?;
+    while let Some(r) = rows.next()? {
+        let body = r.get_ref(0)?.as_blob()?;
+        if Rollup::decode(body).is_ok_and(|r| r.replaced(seq)) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// One stored rollup as [`scan`] hands it over.
+pub struct Stored<'a> {
+    /// Node.
+    pub node: &'a str,
+    /// Agent boot.
+    pub boot_id: &'a str,
+    /// Payload kind name.
+    pub kind: &'a str,
+    /// Start of its minute.
+    pub minute: u64,
+    /// The rollup.
+    pub rollup: Rollup,
+}
+
+/// Calls `f` with every rollup whose minute starts in `[from_ns, to_ns)`,
+/// oldest first.
+pub fn scan(
+    conn: &Connection,
+    from_ns: u64,
+    to_ns: u64,
+    mut f: impl FnMut(Stored<'_>),
+) -> rusqlite::Result<()> {
+    let boots = layout::boot_names(conn)?;
+    let kinds: BTreeMap<i64, String> = conn
+        .prepare_cached("SELECT id, name FROM kinds")?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut stmt = conn.prepare_cached(
+        "SELECT boot, kind, minute, body FROM rollups
+         WHERE minute >= ?1 AND minute < ?2 ORDER BY minute",
+    )?;
+    let mut rows = stmt.query(params![from_ns as i64, to_ns.min(i64::MAX as u64) as i64])?;
+    while let Some(r) = rows.next()? {
+        let (Some((node, boot_id, _)), Some(kind)) = (
+            boots.get(&r.get::<_, i64>(0)?),
+            kinds.get(&r.get::<_, i64>(1)?),
+        ) else {
+            continue;
+        };
+        let Ok(rollup) = Rollup::decode(r.get_ref(3)?.as_blob()?) else {
+            continue;
+        };
+        f(Stored {
+            node,
+            boot_id,
+            kind,
+            minute: r.get::<_, i64>(2)? as u64,
+            rollup,
+        });
+    }
+    Ok(())
+}
+
+/// How often pruning looks for raw records past the retention.
+const EVERY: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Prunes raw dense records older than `keep` every minute, in steps, until
+/// `stop` turns true. Records not yet delivered to every endpoint in
+/// `endpoints` (the configured remote_write URLs) are kept.
+pub async fn run(
+    store: super::StoreHandle,
+    keep: std::time::Duration,
+    endpoints: Vec<String>,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
+    loop {
+        let mut total = Pruned::default();
+        loop {
+            if *stop.borrow() {
+                return;
+            }
+            let now = boltwatch_common::clock::now_unix_ns();
+            let cutoff = now.saturating_sub(keep.as_nanos().min(u128::from(u64::MAX)) as u64);
+            let urls = endpoints.clone();
+            let below = store
+                .read(move |c| {
+                    let mut below = i64::MAX;
+                    for u in &urls {
+                        below = below.min(crate::remote_write::log::position(c, u)? + 1);
+                    }
+                    Ok(below)
+                })
+                .await;
+            let step = match below {
+                Ok(below) => store.prune_step(cutoff, below).await,
+                Err(e) => Err(e),
+            };
+            match step {
+                Ok(p) => {
+                    total.records += p.records;
+                    total.rollups += p.rollups;
+                    total.until_ns = p.until_ns;
+                    if p.done {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "retention: pruning raw records failed; retrying in a minute");
+                    break;
+                }
+            }
+            // Batches queued meanwhile go first: the writer takes commands
+            // in order.
+            tokio::task::yield_now().await;
+        }
+        if total.records > 0 {
+            tracing::info!(
+                records = total.records,
+                rollups = total.rollups,
+                pruned_until_unix_ns = total.until_ns,
+                "retention: raw records replaced by per-minute rollups"
+            );
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(EVERY) => {}
+            _ = stop.changed() => {}
+        }
+    }
+}
+
+/// Calls `f` with the records that stand for every stored rollup in a
+/// replay of the store (see [`Rollup::replay`]), oldest minute first, a
+/// day of rollups in memory at a time. What the `/metrics` rebuild and
+/// each remote_write endpoint's restore apply before the raw records, so
+/// cumulative series continue across a restart after pruning.
+///
+/// `f` gets one rollup's records at a time with the number of raw
+/// records they stand for (more than there are of them).
+pub async fn replay(
+    store: &super::StoreHandle,
+    mut f: impl FnMut(&[Record], u64),
+) -> Result<u64, super::StoreError> {
+    const DAY_NS: u64 = 86_400_000_000_000;
+    let span: Option<(i64, i64)> = store
+        .read(|c| {
+            c.query_row("SELECT min(minute), max(minute) FROM rollups", [], |r| {
+                Ok(r.get::<_, Option<i64>>(0)?.zip(r.get::<_, Option<i64>>(1)?))
+            })
+        })
+        .await?;
+    let Some((first, last)) = span else {
+        return Ok(0);
+    };
+    let (mut from, mut n) = (first as u64, 0u64);
+    while from <= last as u64 {
+        let to = from.saturating_add(DAY_NS);
+        let records = store
+            .read(move |c| {
+                let mut out = Vec::new();
+                scan(c, from, to, |s| {
+                    out.push((
+                        s.rollup.replay(s.node, s.boot_id, s.minute),
+                        s.rollup.records,
+                    ))
+                })?;
+                Ok(out)
+            })
+            .await?;
+        for (r, replaced) in &records {
+            f(r, *replaced);
+            n += replaced;
+        }
+        from = to;
+    }
+    Ok(n)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,142 @@
+use boltwatch_proto::v1::record::Payload;
+use boltwatch_proto::v1::{RttSummary, ThermalReading};
+
+use super::*;
+use crate::store::{queries, schema};
+
+/// 2026-11-30T00:00:00Z, a minute boundary.
+const M: u64 = 1_795_996_800_000_000_000;
+const S: u64 = 1_000_000_000;
+
+fn store() -> Connection {
+    let mut c = Connection::open_in_memory().unwrap();
+    schema::migrate(&mut c).unwrap();
+    c
+}
+
+/// Record `seq` of boot (a, b1) at `M + (seq - 1) s`: RTT windows, except
+/// every 30th, which is a thermal reading (a sparse kind).
+fn put(c: &Connection, seq: u64) {
+    let (kind, payload) = if seq.is_multiple_of(30) {
+        ("thermal", Payload::Thermal(ThermalReading::default()))
+    } else {
+        (
+            "rtt",
+            Payload::Rtt(RttSummary {
+                peer: "b".into(),
+                window_ns: S,
+                sent: 10,
+                received: 10,
+                sum_ns: 800_000,
+                ..RttSummary::default()
+            }),
+        )
+    };
+    let r = Record {
+        node: "a".into(),
+        boot_id: "b1".into(),
+        seq,
+        unix_ns: M + (seq - 1) * S,
+        payload: Some(payload),
+    };
+    let new = NewRecord {
+        node: r.node.clone(),
+        boot_id: r.boot_id.clone(),
+        seq,
+        unix_ns: r.unix_ns,
+        kind,
+        raw: r.encode_to_vec(),
+    };
+    assert!(queries::insert_record(c, &new).unwrap());
+}
+
+fn step(c: &mut Connection, cutoff: u64, below: i64) -> Pruned {
+    let tx = c.transaction().unwrap();
+    let p = prune_step(&tx, cutoff, below).unwrap();
+    tx.commit().unwrap();
+    p
+}
+
+fn left(c: &Connection) -> Vec<u64> {
+    let mut s = c.prepare("SELECT seq FROM stored ORDER BY seq").unwrap();
+    s.query_map([], |r| r.get::<_, i64>(0).map(|v| v as u64))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap()
+}
+
+#[test]
+fn a_remote_write_hold_keeps_its_whole_minute_and_what_follows() {
+    let mut c = store();
+    for seq in 1..=180 {
+        put(&c, seq);
+    }
+    // Position 90 (seq 90, in the second minute) is not delivered yet.
+    let p = step(&mut c, M + 10 * MINUTE_NS, 90);
+    assert_eq!(p.until_ns, M + MINUTE_NS);
+    assert!(p.done);
+    // The first minute's 58 RTT records went; its 2 thermals stayed.
+    assert_eq!((p.records, p.rollups), (58, 1));
+    let kept = left(&c);
+    assert_eq!(kept[..2], [30, 60]);
+    assert_eq!(kept[2..], (61..=180).collect::<Vec<_>>()[..]);
+
+    // Delivered: the rest goes, but not past the cutoff's minute.
+    let p = step(&mut c, M + 2 * MINUTE_NS + 30 * S, i64::MAX);
+    assert_eq!(
+        (p.records, p.until_ns, p.done),
+        (58, M + 2 * MINUTE_NS, true)
+    );
+    let kept = left(&c);
+    assert_eq!(kept[..4], [30, 60, 90, 120]);
+    assert_eq!(kept[4..], (121..=180).collect::<Vec<_>>()[..]);
+    assert_eq!(pruned_until(&c).unwrap(), M + 2 * MINUTE_NS);
+}
+
+#[test]
+fn steps_are_bounded_and_resume_at_the_mark() {
+    let mut c = store();
+    for seq in 1..=(25 * 60) {
+        put(&c, seq);
+    }
+    let cutoff = M + 30 * MINUTE_NS;
+    let first = step(&mut c, cutoff, i64::MAX);
+    assert_eq!((first.until_ns, first.done), (M + STEP_NS, false));
+    assert_eq!(first.rollups, 10);
+    let second = step(&mut c, cutoff, i64::MAX);
+    assert_eq!(second.until_ns, M + 2 * STEP_NS);
+    let third = step(&mut c, cutoff, i64::MAX);
+    // Records end at minute 25: the mark jumps to the cutoff.
+    assert_eq!(
+        (third.until_ns, third.done, third.rollups),
+        (cutoff, true, 5)
+    );
+    let rtt = 25 * 60 - 25 * 2;
+    assert_eq!(first.records + second.records + third.records, rtt);
+    assert_eq!(left(&c).len(), 50);
+    // Nothing left: a step is a no-op.
+    let again = step(&mut c, cutoff, i64::MAX);
+    assert_eq!(
+        (again.records, again.until_ns, again.done),
+        (0, cutoff, true)
+    );
+}
+
+#[test]
+fn a_late_record_behind_the_mark_stays_raw_beside_the_rollup() {
+    let mut c = store();
+    for seq in (1..=60).filter(|s| *s != 7) {
+        put(&c, seq);
+    }
+    step(&mut c, M + MINUTE_NS, i64::MAX);
+    // Seq 7 arrives late, behind the mark: it stays raw until a step
+    // reaches it again; the report reads raw and rollup alike.
+    put(&c, 7);
+    let body: Vec<u8> = c
+        .query_row("SELECT body FROM rollups", [], |r| r.get(0))
+        .unwrap();
+    let r = Rollup::decode(body.as_slice()).unwrap();
+    assert_eq!(r.records, 57);
+    assert!(!r.replaced(7) && r.replaced(6) && r.replaced(8));
+    assert_eq!(left(&c), [7, 30, 60]);
+}

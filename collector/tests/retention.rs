@@ -1,0 +1,190 @@
+//! Raw-record retention end to end: a simulated soak goes through the
+//! real gRPC ingest; a collector restarted with `retention.raw` replaces
+//! the raw RTT summaries and counters by per-minute rollups; then the
+//! report (by the real binary) and `/metrics` after a restart must be
+//! what they were over the raw records, and a pruned record sent again is
+//! still a duplicate.
+
+mod cli;
+mod common;
+mod sim;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use cli::collector_cli_ok;
+use common::{Collector, WAIT};
+use rusqlite::{Connection, OpenFlags};
+use serde_json::Value;
+use sim::{Scenario, S};
+
+/// 2026-11-30T00:00:00Z: hours before any run of this test, so the whole
+/// simulated soak is older than the one-hour retention.
+const T0: u64 = 1_795_996_800 * S;
+const HOURS: u64 = 2;
+
+fn db(dir: &Path) -> Connection {
+    Connection::open_with_flags(dir.join("boltwatch.db"), OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap()
+}
+
+/// (raw dense records, rollups, every stored row).
+fn counts(dir: &Path) -> (i64, i64, i64) {
+    let c = db(dir);
+    let one = |sql: &str| c.query_row(sql, [], |r| r.get::<_, i64>(0)).unwrap();
+    (
+        one("SELECT count(*) FROM stored WHERE kind < 3"),
+        one("SELECT count(*) FROM rollups"),
+        one("SELECT count(*) FROM stored"),
+    )
+}
+
+/// The series a restart rebuilds from the store: RTT histograms and
+/// counts, the newest window's gauges, interface counters and the
+/// records received per kind.
+fn rebuilt(metrics: &str) -> Vec<String> {
+    let keep = [
+        "boltwatch_rtt_",
+        "boltwatch_ingest_records_received_total",
+        "boltwatch_interface_",
+        "boltwatch_probe_",
+    ];
+    let mut v: Vec<String> = metrics
+        .lines()
+        .filter(|l| keep.iter().any(|k| l.starts_with(k)))
+        .map(str::to_string)
+        .collect();
+    v.sort();
+    assert!(v.len() > 50, "too few series to compare:\n{}", v.join("\n"));
+    v
+}
+
+fn report(dir: &Path) -> Value {
+    let out = collector_cli_ok(&["report", "--soak", "sim", "--format", "json"], dir);
+    serde_json::from_str(&out).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pruned_minutes_report_and_rebuild_as_the_raw_records_did() {
+    let dir = tempfile::tempdir().unwrap();
+    let sc = Scenario::standard(3, T0, HOURS * 3600 * S);
+    let c = Collector::start_with(dir.path(), |cfg| {
+        cfg.max_records_per_second = 10_000_000;
+    })
+    .await;
+    let truth = sim::run(&sc, c.grpc, 4000).await;
+    // The simulator sends no interface counters: one more boot of mini-a
+    // sends three minutes of them, once a second.
+    let (mut agent, _) = c.agent("mini-a", "counters").await;
+    let counters: Vec<_> = (0..180u64)
+        .map(|i| {
+            let mut r = common::record(
+                "mini-a",
+                "counters",
+                i + 1,
+                common::counters("veth0", 1_000_000 * i, i % 50 != 7),
+            );
+            r.unix_ns = T0 + i * S;
+            r
+        })
+        .collect();
+    agent.send(counters).await.unwrap();
+    drop(agent);
+    assert_eq!(c.stored().await, truth.records + 180);
+    c.stop().await;
+    collector_cli_ok(
+        &[
+            "soak",
+            "start",
+            "sim",
+            "--from",
+            &(T0 / S).to_string(),
+            "--to",
+            &((T0 + sc.duration) / S).to_string(),
+            "--nodes",
+            &sc.nodes.join(","),
+        ],
+        dir.path(),
+    );
+
+    // Over the raw records: the report, and /metrics rebuilt at a restart.
+    let before = report(dir.path());
+    let c = Collector::start(dir.path()).await;
+    let raw_metrics = rebuilt(&c.metrics().await);
+    c.stop().await;
+    let (dense, rollups, rows) = counts(dir.path());
+    assert!(dense > 10_000 && rollups == 0, "{dense} {rollups}");
+
+    // A restart with the retention prunes at once (the soak is hours old).
+    let c = Collector::start_with(dir.path(), |cfg| {
+        cfg.raw_retention = Some(Duration::from_secs(3600));
+    })
+    .await;
+    let deadline = Instant::now() + WAIT * 6;
+    loop {
+        let (d, r, _) = counts(dir.path());
+        if d == 0 && r > 0 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "still {d} raw dense records, {r} rollups"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let (_, rollups, left) = counts(dir.path());
+    // Every other kind stays raw.
+    assert_eq!(left, rows - dense);
+    // One rollup per boot, kind and minute: RTT of 3 nodes over 120
+    // minutes, less the 2 minutes mini-c's agent was down (on minute
+    // boundaries), and 3 of counters.
+    assert_eq!(rollups, 3 * 120 - 2 + 3, "{rollups} rollups");
+
+    // A pruned record sent again is a duplicate: nothing is stored.
+    let (boot, seq, minute): (String, i64, i64) = db(dir.path())
+        .query_row(
+            "SELECT b.boot_id, r.min_seq, r.minute FROM rollups r JOIN boot_keys b ON b.id = r.boot
+             WHERE b.node = 'mini-a' AND r.kind = 1 ORDER BY r.minute LIMIT 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .unwrap();
+    let stored = c.stored().await;
+    let (mut agent, _) = c.agent("mini-a", &boot).await;
+    let mut again = common::record(
+        "mini-a",
+        &boot,
+        seq as u64,
+        common::rtt("mini-b", minute as u64, &[90_000], 0),
+    );
+    again.unix_ns = minute as u64 + S;
+    agent.send(vec![again]).await.unwrap();
+    assert_eq!(c.stored().await, stored);
+    assert_eq!(counts(dir.path()).2, left);
+    drop(agent);
+    c.stop().await;
+
+    // The report over rollups is the report over raw records, to the byte.
+    let after = report(dir.path());
+    assert_eq!(after, before);
+    assert!(after["links"].as_array().unwrap().len() >= 6, "{after}");
+
+    // A restart rebuilds the same cumulative series from the rollups.
+    let c = Collector::start(dir.path()).await;
+    let pruned_metrics = rebuilt(&c.metrics().await);
+    c.stop().await;
+    assert_eq!(pruned_metrics, raw_metrics);
+
+    // The retention key is refused below an hour, naming the key.
+    let toml = dir.path().join("c.toml");
+    std::fs::write(&toml, "[retention]\nraw = \"10m\"\n").unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_boltwatch-collector"))
+        .args(["serve", "--check-config", "--config"])
+        .arg(&toml)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("retention.raw"),
+        "{err}"
+    );
+}
