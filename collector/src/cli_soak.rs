@@ -27,7 +27,7 @@ pub struct StoreArgs {
 }
 
 impl StoreArgs {
-    fn db_path(&self) -> Result<PathBuf, config::ConfigError> {
+    pub fn db_path(&self) -> Result<PathBuf, config::ConfigError> {
         let file = self.config.as_deref().map(config::load_file).transpose()?;
         let dir = self.data_dir.as_ref().map(|d| d.display().to_string());
         let pairs: Vec<(&str, &str)> = dir.iter().map(|d| ("data-dir", d.as_str())).collect();

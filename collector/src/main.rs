@@ -14,6 +14,7 @@ use boltwatch_collector::{Config, Listeners};
 use boltwatch_common::{daemon, exit, notify};
 use clap::{Parser, Subcommand};
 
+mod cli_prune;
 mod cli_soak;
 
 #[derive(Parser)]
@@ -40,6 +41,14 @@ enum Command {
         store: cli_soak::StoreArgs,
         #[command(flatten)]
         args: cli_soak::ReportArgs,
+    },
+    /// Replace raw RTT summaries and counters before a time by per-minute
+    /// rollups now (what `retention.raw` does as they age).
+    Prune {
+        #[command(flatten)]
+        store: cli_soak::StoreArgs,
+        #[command(flatten)]
+        args: cli_prune::PruneArgs,
     },
 }
 
@@ -78,7 +87,7 @@ async fn supervised(store: StoreHandle) {
     daemon::supervise("serving", watchdog).await;
 }
 
-/// Prints an error of a `soak` or `report` command: a bad SLO or config
+/// Prints an error of a `soak`, `report` or `prune` command: a bad SLO or config
 /// file exits 78 like `serve`, anything else 1.
 fn failed(e: anyhow::Error) -> ExitCode {
     eprintln!("boltwatch-collector: {e:#}");
@@ -93,6 +102,13 @@ fn main() -> ExitCode {
     match Cli::parse().command {
         Command::Serve(args) => daemon::run("boltwatch-collector", &args, serve),
         Command::Soak { store, op } => match cli_soak::soak(&store, op) {
+            Ok(out) => {
+                print!("{out}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => failed(e),
+        },
+        Command::Prune { store, args } => match cli_prune::prune(&store, args) {
             Ok(out) => {
                 print!("{out}");
                 ExitCode::SUCCESS

@@ -188,3 +188,67 @@ async fn pruned_minutes_report_and_rebuild_as_the_raw_records_did() {
         "{err}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prune_command_leaves_a_mixed_range_reporting_as_before() {
+    let dir = tempfile::tempdir().unwrap();
+    let sc = Scenario::standard(3, T0, 3600 * S);
+    let c = Collector::start_with(dir.path(), |cfg| {
+        cfg.max_records_per_second = 10_000_000;
+    })
+    .await;
+    sim::run(&sc, c.grpc, 4000).await;
+    c.stop().await;
+    let range = |f: &str| {
+        collector_cli_ok(
+            &[
+                "report",
+                "--from",
+                &(T0 / S).to_string(),
+                "--to",
+                &((T0 + 3600 * S) / S).to_string(),
+                "--format",
+                f,
+            ],
+            dir.path(),
+        )
+    };
+    let before = range("json");
+    let (dense, _, _) = counts(dir.path());
+
+    // An endpoint that delivered nothing yet holds everything back.
+    {
+        let w = Connection::open(dir.path().join("boltwatch.db")).unwrap();
+        w.execute(
+            "INSERT INTO remote_write_positions (endpoint, pos, updated_unix_ns) VALUES ('http://vm/api/v1/write', 0, 0)",
+            [],
+        )
+        .unwrap();
+    }
+    let half = ((T0 + 1800 * S) / S).to_string();
+    let out = collector_cli_ok(&["prune", "--before", &half], dir.path());
+    assert!(
+        out.contains("replaced 0 raw records")
+            && out.contains("held back by remote_write endpoint http://vm/api/v1/write"),
+        "{out}"
+    );
+    assert_eq!(counts(dir.path()).0, dense);
+
+    // Delivered: the first half goes; the range mixes rollups and raw.
+    Connection::open(dir.path().join("boltwatch.db"))
+        .unwrap()
+        .execute("UPDATE remote_write_positions SET pos = 1000000000", [])
+        .unwrap();
+    let out = collector_cli_ok(&["prune", "--before", &half, "--vacuum"], dir.path());
+    assert!(out.contains("before 2026-11-30T00:30:00Z"), "{out}");
+    let (left, rollups, _) = counts(dir.path());
+    assert!(
+        left > 0 && left < dense && rollups > 0,
+        "{left} of {dense}, {rollups}"
+    );
+    assert!(
+        out.contains(&format!("replaced {} raw records", dense - left)),
+        "{out}"
+    );
+    assert_eq!(range("json"), before);
+}

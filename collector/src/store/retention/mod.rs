@@ -99,8 +99,11 @@ pub fn prune_step(
     )?;
     let from = first.map_or(cutoff, |t| minute_of(t as u64).max(mark));
     if from >= cutoff {
+        // Nothing between the mark and the cutoff: the mark moves up.
+        let until_ns = cutoff.max(mark);
+        set_mark(tx, until_ns)?;
         return Ok(Pruned {
-            until_ns: mark,
+            until_ns,
             done: true,
             ..Pruned::default()
         });
@@ -175,12 +178,17 @@ pub fn prune_step(
         }
         done.rollups += 1;
     }
+    set_mark(tx, done.until_ns)?;
+    Ok(done)
+}
+
+fn set_mark(tx: &Connection, until_ns: u64) -> rusqlite::Result<()> {
     tx.execute(
         "INSERT INTO retention (id, pruned_until) VALUES (1, ?1)
          ON CONFLICT (id) DO UPDATE SET pruned_until = excluded.pruned_until",
-        [done.until_ns as i64],
+        [until_ns as i64],
     )?;
-    Ok(done)
+    Ok(())
 }
 
 fn existing(
@@ -321,6 +329,60 @@ pub fn scan(
     Ok(())
 }
 
+/// The first position not yet delivered to every endpoint in `endpoints`
+/// (`None`: every endpoint the store has a position for, configured or
+/// not), with the endpoint that holds it; `i64::MAX` without endpoints.
+pub fn delivered_below(
+    conn: &Connection,
+    endpoints: Option<&[String]>,
+) -> rusqlite::Result<(i64, Option<String>)> {
+    let mut stmt = conn.prepare_cached("SELECT endpoint, pos FROM remote_write_positions")?;
+    let known: BTreeMap<String, i64> = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut below = (i64::MAX, None);
+    let names: Vec<&String> = match endpoints {
+        Some(e) => e.iter().collect(),
+        None => known.keys().collect(),
+    };
+    for name in names {
+        // An endpoint with no position yet has delivered nothing.
+        let next = known.get(name).copied().unwrap_or(0) + 1;
+        if next < below.0 {
+            below = (next, Some(name.clone()));
+        }
+    }
+    Ok(below)
+}
+
+/// Prunes every raw dense record before `cutoff_ns` in steps of one
+/// transaction each (the `prune` command; safe beside `serve`, whose
+/// writer takes turns through SQLite's lock). Returns the total and the
+/// endpoint that held pruning back, if one did.
+pub fn prune_before(
+    conn: &mut Connection,
+    cutoff_ns: u64,
+    endpoints: Option<&[String]>,
+) -> rusqlite::Result<(Pruned, Option<String>)> {
+    let mut total = Pruned::default();
+    loop {
+        let (below, holder) = delivered_below(conn, endpoints)?;
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let p = prune_step(&tx, cutoff_ns, below)?;
+        tx.commit()?;
+        total.records += p.records;
+        total.rollups += p.rollups;
+        total.until_ns = p.until_ns;
+        if p.done {
+            total.done = true;
+            let held = (p.until_ns < minute_of(cutoff_ns))
+                .then_some(holder)
+                .flatten();
+            return Ok((total, held));
+        }
+    }
+}
+
 /// How often pruning looks for raw records past the retention.
 const EVERY: std::time::Duration = std::time::Duration::from_secs(60);
 
@@ -343,13 +405,7 @@ pub async fn run(
             let cutoff = now.saturating_sub(keep.as_nanos().min(u128::from(u64::MAX)) as u64);
             let urls = endpoints.clone();
             let below = store
-                .read(move |c| {
-                    let mut below = i64::MAX;
-                    for u in &urls {
-                        below = below.min(crate::remote_write::log::position(c, u)? + 1);
-                    }
-                    Ok(below)
-                })
+                .read(move |c| delivered_below(c, Some(&urls)).map(|b| b.0))
                 .await;
             let step = match below {
                 Ok(below) => store.prune_step(cutoff, below).await,
