@@ -219,14 +219,7 @@ impl Builder {
             if let Some(s) = &m.load {
                 acc.load.add_merged(s, m.load_windows);
             }
-            acc.windows.extend(m.windows(minute).map(|w| Win {
-                t: w.t,
-                window_ns: w.window_ns,
-                sum_ns: w.sum_ns,
-                received: w.received,
-                p50_ns: w.p50_ns,
-                p99_ns: w.p99_ns,
-            }));
+            acc.windows.extend(m.windows(minute));
         }
     }
 

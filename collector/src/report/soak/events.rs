@@ -9,16 +9,9 @@ use boltwatch_proto::v1::Outage;
 use super::build::{interruptions as to_interruptions, mean, NodeAcc};
 use super::*;
 
-/// One RTT window as the report keeps it.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Win {
-    pub t: u64,
-    pub window_ns: u64,
-    pub sum_ns: u64,
-    pub received: u64,
-    pub p50_ns: u64,
-    pub p99_ns: u64,
-}
+/// One RTT window as the report keeps it: what a per-minute rollup keeps
+/// of each window, too.
+pub(super) use crate::store::rollup::Window as Win;
 
 /// The most common value.
 pub(super) fn mode(v: impl Iterator<Item = u64>) -> Option<u64> {
