@@ -50,8 +50,10 @@ pub(super) fn migrate_v6(tx: &Transaction<'_>) -> rusqlite::Result<()> {
     )
 }
 
-/// Time one step covers at most (a bound on one transaction).
+/// Time one step covers at most, and rows it takes at most (bounds on one
+/// transaction and on the memory it holds: about 200 bytes a row).
 const STEP_NS: u64 = 10 * MINUTE_NS;
+const STEP_ROWS: usize = 50_000;
 
 /// What one [`prune_step`] did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -116,14 +118,33 @@ pub fn prune_step(
     let mut rows = stmt.query(params![from as i64, until as i64, SPARSE_KINDS_FROM])?;
     let heads = layout::boot_names(tx)?;
     let mut groups: BTreeMap<(i64, i64, u64), Vec<RawRow>> = BTreeMap::new();
-    let mut blocked = false;
+    // Minutes from here on are left for a later step.
+    let mut leave_from = until;
+    let (mut blocked, mut limited, mut n) = (false, false, 0usize);
     while let Some(r) = rows.next()? {
         let pos: i64 = r.get(0)?;
         let t = r.get::<_, i64>(3)? as u64;
         if pos >= below_pos {
             // Not delivered everywhere yet: stop before its minute.
             until = minute_of(t);
+            leave_from = until;
             blocked = true;
+            break;
+        }
+        n += 1;
+        if n > STEP_ROWS {
+            limited = true;
+            if minute_of(t) > from {
+                // Whole minutes only; this one starts the next step.
+                until = minute_of(t);
+                leave_from = until;
+            } else {
+                // One minute holds more rows than a step takes: this part
+                // now, the mark stays, the next step takes the rest and
+                // merges it into the same rollup.
+                until = from;
+                leave_from = from + MINUTE_NS;
+            }
             break;
         }
         let boot: i64 = r.get(1)?;
@@ -138,13 +159,13 @@ pub fn prune_step(
     drop(rows);
     let mut done = Pruned {
         until_ns: until.max(mark),
-        done: blocked || until >= cutoff,
+        done: blocked || (!limited && until >= cutoff),
         ..Pruned::default()
     };
     let mut delete = tx.prepare_cached("DELETE FROM stored WHERE pos = ?1")?;
     for ((boot, kind, minute), rows) in groups {
-        if minute >= until {
-            continue; // Past a remote_write hold.
+        if minute >= leave_from {
+            continue;
         }
         let decoded: Vec<Option<Record>> = rows
             .iter()

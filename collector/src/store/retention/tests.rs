@@ -17,7 +17,11 @@ fn store() -> Connection {
 /// Record `seq` of boot (a, b1) at `M + (seq - 1) s`: RTT windows, except
 /// every 30th, which is a thermal reading (a sparse kind).
 fn put(c: &Connection, seq: u64) {
-    let (kind, payload) = if seq.is_multiple_of(30) {
+    put_at(c, seq, M + (seq - 1) * S, seq.is_multiple_of(30));
+}
+
+fn put_at(c: &Connection, seq: u64, unix_ns: u64, thermal: bool) {
+    let (kind, payload) = if thermal {
         ("thermal", Payload::Thermal(ThermalReading::default()))
     } else {
         (
@@ -36,7 +40,7 @@ fn put(c: &Connection, seq: u64) {
         node: "a".into(),
         boot_id: "b1".into(),
         seq,
-        unix_ns: M + (seq - 1) * S,
+        unix_ns,
         payload: Some(payload),
     };
     let new = NewRecord {
@@ -139,4 +143,50 @@ fn a_late_record_behind_the_mark_stays_raw_beside_the_rollup() {
     assert_eq!(r.records, 57);
     assert!(!r.replaced(7) && r.replaced(6) && r.replaced(8));
     assert_eq!(left(&c), [7, 30, 60]);
+}
+
+#[test]
+fn a_minute_over_the_row_bound_is_pruned_over_two_steps() {
+    let mut c = store();
+    let n = STEP_ROWS as u64 + 10_000;
+    let tx = c.transaction().unwrap();
+    for seq in 1..=n {
+        put_at(&tx, seq, M + seq * 900_000, false);
+    }
+    tx.commit().unwrap();
+    let cutoff = M + 10 * MINUTE_NS;
+    let first = step(&mut c, cutoff, i64::MAX);
+    assert_eq!(
+        (first.records, first.until_ns, first.done),
+        (STEP_ROWS as u64, M, false)
+    );
+    let second = step(&mut c, cutoff, i64::MAX);
+    assert_eq!((second.records, second.done), (10_000, true));
+    let (records, runs): (i64, Vec<u8>) = c
+        .query_row("SELECT records, body FROM rollups", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap();
+    assert_eq!(records as u64, n);
+    assert_eq!(Rollup::decode(runs.as_slice()).unwrap().seq_runs, [1, n]);
+    assert!(left(&c).is_empty());
+}
+
+#[test]
+fn a_step_over_the_row_bound_stops_at_a_whole_minute() {
+    let mut c = store();
+    // 30 000 records in each of two minutes: the bound falls in the second.
+    let tx = c.transaction().unwrap();
+    for seq in 1..=60_000u64 {
+        put_at(&tx, seq, M + (seq - 1) * 2_000_000, false);
+    }
+    tx.commit().unwrap();
+    let first = step(&mut c, M + 10 * MINUTE_NS, i64::MAX);
+    assert_eq!(
+        (first.records, first.until_ns, first.done),
+        (30_000, M + MINUTE_NS, false)
+    );
+    assert_eq!(left(&c).first(), Some(&30_001));
+    let second = step(&mut c, M + 10 * MINUTE_NS, i64::MAX);
+    assert_eq!((second.records, second.done), (30_000, true));
 }
