@@ -1,0 +1,173 @@
+//! The edges that drive pruning: which position every remote_write
+//! endpoint has delivered, the `prune` command's loop, the collector's
+//! minutely task, and the replay of rollups into `/metrics` and the
+//! remote_write derivers at startup.
+
+use std::collections::BTreeMap;
+
+use boltwatch_proto::v1::Record;
+use rusqlite::Connection;
+
+use super::{minute_of, prune_step, scan, Pruned};
+
+/// The first position not yet delivered to every endpoint in `endpoints`
+/// (`None`: every endpoint the store has a position for, configured or
+/// not), with the endpoint that holds it; `i64::MAX` without endpoints.
+pub fn delivered_below(
+    conn: &Connection,
+    endpoints: Option<&[String]>,
+) -> rusqlite::Result<(i64, Option<String>)> {
+    let mut stmt = conn.prepare_cached("SELECT endpoint, pos FROM remote_write_positions")?;
+    let known: BTreeMap<String, i64> = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut below = (i64::MAX, None);
+    let names: Vec<&String> = match endpoints {
+        Some(e) => e.iter().collect(),
+        None => known.keys().collect(),
+    };
+    for name in names {
+        // An endpoint with no position yet has delivered nothing.
+        let next = known.get(name).copied().unwrap_or(0) + 1;
+        if next < below.0 {
+            below = (next, Some(name.clone()));
+        }
+    }
+    Ok(below)
+}
+
+/// Prunes every raw dense record before `cutoff_ns` in steps of one
+/// transaction each (the `prune` command; safe beside `serve`, whose
+/// writer takes turns through SQLite's lock). Returns the total and the
+/// endpoint that held pruning back, if one did.
+pub fn prune_before(
+    conn: &mut Connection,
+    cutoff_ns: u64,
+    endpoints: Option<&[String]>,
+) -> rusqlite::Result<(Pruned, Option<String>)> {
+    let mut total = Pruned::default();
+    loop {
+        let (below, holder) = delivered_below(conn, endpoints)?;
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let p = prune_step(&tx, cutoff_ns, below)?;
+        tx.commit()?;
+        total.records += p.records;
+        total.rollups += p.rollups;
+        total.until_ns = p.until_ns;
+        if p.done {
+            total.done = true;
+            let held = (p.until_ns < minute_of(cutoff_ns))
+                .then_some(holder)
+                .flatten();
+            return Ok((total, held));
+        }
+    }
+}
+
+/// How often pruning looks for raw records past the retention.
+const EVERY: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Prunes raw dense records older than `keep` every minute, in steps, until
+/// `stop` turns true. Records not yet delivered to every endpoint in
+/// `endpoints` (the configured remote_write URLs) are kept.
+pub async fn run(
+    store: crate::store::StoreHandle,
+    keep: std::time::Duration,
+    endpoints: Vec<String>,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
+    loop {
+        let mut total = Pruned::default();
+        loop {
+            if *stop.borrow() {
+                return;
+            }
+            let now = boltwatch_common::clock::now_unix_ns();
+            let cutoff = now.saturating_sub(keep.as_nanos().min(u128::from(u64::MAX)) as u64);
+            let urls = endpoints.clone();
+            let below = store
+                .read(move |c| delivered_below(c, Some(&urls)).map(|b| b.0))
+                .await;
+            let step = match below {
+                Ok(below) => store.prune_step(cutoff, below).await,
+                Err(e) => Err(e),
+            };
+            match step {
+                Ok(p) => {
+                    total.records += p.records;
+                    total.rollups += p.rollups;
+                    total.until_ns = p.until_ns;
+                    if p.done {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "retention: pruning raw records failed; retrying in a minute");
+                    break;
+                }
+            }
+            // Batches queued meanwhile go first: the writer takes commands
+            // in order.
+            tokio::task::yield_now().await;
+        }
+        if total.records > 0 {
+            tracing::info!(
+                records = total.records,
+                rollups = total.rollups,
+                pruned_until_unix_ns = total.until_ns,
+                "retention: raw records replaced by per-minute rollups"
+            );
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(EVERY) => {}
+            _ = stop.changed() => {}
+        }
+    }
+}
+
+/// Calls `f` with the records that stand for every stored rollup in a
+/// replay of the store (see [`Rollup::replay`]), oldest minute first, a
+/// day of rollups in memory at a time. What the `/metrics` rebuild and
+/// each remote_write endpoint's restore apply before the raw records, so
+/// cumulative series continue across a restart after pruning.
+///
+/// `f` gets one rollup's records at a time with the number of raw
+/// records they stand for (more than there are of them).
+pub async fn replay(
+    store: &crate::store::StoreHandle,
+    mut f: impl FnMut(&[Record], u64),
+) -> Result<u64, crate::store::StoreError> {
+    const DAY_NS: u64 = 86_400_000_000_000;
+    let span: Option<(i64, i64)> = store
+        .read(|c| {
+            c.query_row("SELECT min(minute), max(minute) FROM rollups", [], |r| {
+                Ok(r.get::<_, Option<i64>>(0)?.zip(r.get::<_, Option<i64>>(1)?))
+            })
+        })
+        .await?;
+    let Some((first, last)) = span else {
+        return Ok(0);
+    };
+    let (mut from, mut n) = (first as u64, 0u64);
+    while from <= last as u64 {
+        let to = from.saturating_add(DAY_NS);
+        let records = store
+            .read(move |c| {
+                let mut out = Vec::new();
+                scan(c, from, to, |s| {
+                    out.push((
+                        s.rollup.replay(s.node, s.boot_id, s.minute),
+                        s.rollup.records,
+                    ))
+                })?;
+                Ok(out)
+            })
+            .await?;
+        for (r, replaced) in &records {
+            f(r, *replaced);
+            n += replaced;
+        }
+        from = to;
+    }
+    Ok(n)
+}
