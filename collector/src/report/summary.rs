@@ -67,6 +67,26 @@ impl LinkStats {
         }
     }
 
+    /// Merges another set of windows' statistics (another link's, or the
+    /// other side of at rest / under load).
+    pub fn merge(&mut self, s: &LinkStats) {
+        if s.received > 0 {
+            if self.received == 0 || s.min_ns < self.min_ns {
+                self.min_ns = s.min_ns;
+            }
+            self.max_ns = self.max_ns.max(s.max_ns);
+        }
+        self.windows += s.windows;
+        self.sent += s.sent;
+        self.received += s.received;
+        self.lost += s.lost;
+        self.duplicates += s.duplicates;
+        self.sum_ns += s.sum_ns;
+        for (i, c) in &s.buckets {
+            *self.buckets.entry(*i).or_default() += c;
+        }
+    }
+
     /// Lost over sent, 0..1 (0 when nothing was sent).
     pub fn loss_ratio(&self) -> f64 {
         if self.sent == 0 {

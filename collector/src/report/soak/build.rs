@@ -263,10 +263,10 @@ impl Builder {
         for ((node, peer), acc) in &mut self.links {
             acc.windows.sort_by_key(|w| w.t);
             acc.windows.dedup_by_key(|w| w.t);
-            merge(&mut all_rest, &acc.rest);
-            merge(&mut all_load, &acc.load);
+            all_rest.merge(&acc.rest);
+            all_load.merge(&acc.load);
             let mut both = acc.rest.clone();
-            merge(&mut both, &acc.load);
+            both.merge(&acc.load);
             let tests: Vec<&Test> = self
                 .tests
                 .iter()
@@ -335,7 +335,7 @@ impl Builder {
             });
         }
         let mut all = all_rest.clone();
-        merge(&mut all, &all_load);
+        all.merge(&all_load);
         let overall = Link {
             node: "*".into(),
             peer: "*".into(),
@@ -440,24 +440,6 @@ fn series(w: &[Win], f: impl Fn(&Win) -> u64) -> Vec<(u64, f64)> {
 }
 
 /// Adds `s` into `into` (histograms, counts, extremes).
-fn merge(into: &mut LinkStats, s: &LinkStats) {
-    if s.received > 0 {
-        if into.received == 0 || s.min_ns < into.min_ns {
-            into.min_ns = s.min_ns;
-        }
-        into.max_ns = into.max_ns.max(s.max_ns);
-    }
-    into.windows += s.windows;
-    into.sent += s.sent;
-    into.received += s.received;
-    into.lost += s.lost;
-    into.duplicates += s.duplicates;
-    into.sum_ns += s.sum_ns;
-    for (i, c) in &s.buckets {
-        *into.buckets.entry(*i).or_default() += c;
-    }
-}
-
 fn rtt(s: &LinkStats) -> Rtt {
     Rtt {
         windows: s.windows,
