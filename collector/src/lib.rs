@@ -169,6 +169,14 @@ where
             return Err(e.into());
         }
     }
+    // What retention did before (this run's or a `prune` command's).
+    match handle.read(store::retention::status).await {
+        Ok((mark, rollups)) => metrics.lock().set_retention(mark, rollups),
+        Err(e) => {
+            store.close().await;
+            return Err(e.into());
+        }
+    }
     // Before ingest starts, so no record is applied twice.
     if let Err(e) = remote_write::log::rebuild(&handle, &metrics).await {
         store.close().await;
@@ -247,10 +255,12 @@ where
     // Pruning steps are writer commands, so stopping it between steps
     // (abort at shutdown) leaves no half-done step.
     let retention = config.raw_retention.map(|keep| {
+        let m = metrics.clone();
         tokio::spawn(store::retention::run(
             handle.clone(),
             keep,
             config.remote_write.urls.clone(),
+            move |mark, rollups| m.lock().set_retention(mark, rollups),
             stop_rx.clone(),
         ))
     });

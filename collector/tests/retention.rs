@@ -44,7 +44,7 @@ fn counts(dir: &Path) -> (i64, i64, i64) {
 fn rebuilt(metrics: &str) -> Vec<String> {
     let keep = [
         "boltwatch_rtt_",
-        "boltwatch_ingest_records_received_total",
+        "boltwatch_records_received_total",
         "boltwatch_interface_",
         "boltwatch_probe_",
     ];
@@ -132,6 +132,16 @@ async fn pruned_minutes_report_and_rebuild_as_the_raw_records_did() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     let (_, rollups, left) = counts(dir.path());
+    // The gauges follow: every pruned record is held in a rollup, and the
+    // mark is past the soak's end (an hour before now, on a minute).
+    let m = c
+        .wait_metric("boltwatch_store_rollup_records", dense as f64)
+        .await;
+    let mark = common::metric(&m, "boltwatch_store_raw_pruned_until_timestamp_seconds").unwrap();
+    assert!(
+        mark >= ((T0 + sc.duration) / S) as f64 && mark % 60.0 == 0.0,
+        "{mark}"
+    );
     // Every other kind stays raw.
     assert_eq!(left, rows - dense);
     // One rollup per boot, kind and minute: RTT of 3 nodes over 120

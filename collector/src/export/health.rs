@@ -31,6 +31,8 @@ families! {
     COMMIT_SECONDS = Histogram("boltwatch_store_commit_seconds", "seconds", labels::NONE, "Time to store and commit one record batch.");
     SERIES_REFUSED = Counter("boltwatch_ingest_series_refused_total", "", &["kind"], "Records and Hello interfaces kept off /metrics (still stored) because their node reached max_series_per_node distinct values of that kind of label.");
     STORE_RECORDS = Gauge("boltwatch_store_records", "", labels::NONE, "Records held in the store.");
+    ROLLUP_RECORDS = Gauge("boltwatch_store_rollup_records", "", labels::NONE, "Raw RTT summaries and counters records the store holds as per-minute rollups (retention.raw).");
+    PRUNED_UNTIL = Gauge("boltwatch_store_raw_pruned_until_timestamp_seconds", "seconds", labels::NONE, "Raw RTT summaries and counters recorded before this time are pruned into rollups; 0 before any pruning.");
 }
 
 /// Labels of `boltwatch_ingest_series_refused_total`.
@@ -45,6 +47,8 @@ pub struct HealthMetrics {
     series_refused: BTreeMap<&'static str, u64>,
     commit: CommitHistogram,
     store_records: u64,
+    rollup_records: u64,
+    pruned_until_ns: u64,
 }
 
 impl Default for HealthMetrics {
@@ -56,6 +60,8 @@ impl Default for HealthMetrics {
             series_refused: SERIES_LABELS.iter().map(|k| (*k, 0)).collect(),
             commit: CommitHistogram::default(),
             store_records: 0,
+            rollup_records: 0,
+            pruned_until_ns: 0,
         }
     }
 }
@@ -70,6 +76,13 @@ impl HealthMetrics {
     /// Sets the stored-records gauge.
     pub fn set_store_records(&mut self, n: u64) {
         self.store_records = n;
+    }
+
+    /// What raw retention has done so far: the pruning mark and the records
+    /// held as rollups.
+    pub fn set_retention(&mut self, pruned_until_ns: u64, rollup_records: u64) {
+        self.pruned_until_ns = pruned_until_ns;
+        self.rollup_records = rollup_records;
     }
 
     /// A connection without the HTTP/2 preface.
@@ -126,5 +139,10 @@ impl Domain for HealthMetrics {
             self.series_refused.iter().map(|(k, n)| ([*k], *n)),
         );
         e.family(&STORE_RECORDS, [(labels::NONE, self.store_records)]);
+        e.family(&ROLLUP_RECORDS, [(labels::NONE, self.rollup_records)]);
+        e.family(
+            &PRUNED_UNTIL,
+            [(labels::NONE, self.pruned_until_ns as f64 / 1e9)],
+        );
     }
 }

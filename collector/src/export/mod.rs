@@ -227,6 +227,12 @@ impl Metrics {
         self.health.set_store_records(n);
     }
 
+    /// Sets the raw-retention gauges: the pruning mark and the records
+    /// held as rollups.
+    pub fn set_retention(&mut self, pruned_until_ns: u64, rollup_records: u64) {
+        self.health.set_retention(pruned_until_ns, rollup_records);
+    }
+
     /// A connection on the gRPC port did not start with the HTTP/2 preface.
     pub fn on_malformed_connection(&mut self) {
         self.health.on_malformed_connection();

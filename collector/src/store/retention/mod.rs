@@ -49,8 +49,9 @@ pub(super) fn migrate_v6(tx: &Transaction<'_>) -> rusqlite::Result<()> {
         CREATE INDEX rollups_by_time ON rollups (minute);
         CREATE INDEX rollups_by_seq ON rollups (boot, max_seq);
         CREATE TABLE retention (
-            id           INTEGER PRIMARY KEY CHECK (id = 1),
-            pruned_until INTEGER NOT NULL
+            id             INTEGER PRIMARY KEY CHECK (id = 1),
+            pruned_until   INTEGER NOT NULL,
+            rollup_records INTEGER NOT NULL
         );
         ALTER TABLE boot_keys ADD COLUMN pruned_seq INTEGER NOT NULL DEFAULT 0;",
     )
@@ -109,7 +110,7 @@ pub fn prune_step(
     if from >= cutoff {
         // Nothing between the mark and the cutoff: the mark moves up.
         let until_ns = cutoff.max(mark);
-        set_mark(tx, until_ns)?;
+        set_mark(tx, until_ns, 0)?;
         return Ok(Pruned {
             until_ns,
             done: true,
@@ -205,17 +206,32 @@ pub fn prune_step(
         }
         done.rollups += 1;
     }
-    set_mark(tx, done.until_ns)?;
+    set_mark(tx, done.until_ns, done.records)?;
     Ok(done)
 }
 
-fn set_mark(tx: &Connection, until_ns: u64) -> rusqlite::Result<()> {
+/// Moves the mark and counts `records` more as held in rollups.
+fn set_mark(tx: &Connection, until_ns: u64, records: u64) -> rusqlite::Result<()> {
     tx.execute(
-        "INSERT INTO retention (id, pruned_until) VALUES (1, ?1)
-         ON CONFLICT (id) DO UPDATE SET pruned_until = excluded.pruned_until",
-        [until_ns as i64],
+        "INSERT INTO retention (id, pruned_until, rollup_records) VALUES (1, ?1, ?2)
+         ON CONFLICT (id) DO UPDATE SET pruned_until = excluded.pruned_until,
+             rollup_records = rollup_records + excluded.rollup_records",
+        params![until_ns as i64, records as i64],
     )?;
     Ok(())
+}
+
+/// The pruning mark and how many raw records rollups hold, for the
+/// `/metrics` gauges.
+pub fn status(conn: &Connection) -> rusqlite::Result<(u64, u64)> {
+    let v: Option<(i64, i64)> = conn
+        .query_row(
+            "SELECT pruned_until, rollup_records FROM retention WHERE id = 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?;
+    Ok(v.map_or((0, 0), |(m, n)| (m as u64, n as u64)))
 }
 
 fn existing(

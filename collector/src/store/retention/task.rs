@@ -69,11 +69,13 @@ const EVERY: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Prunes raw dense records older than `keep` every minute, in steps, until
 /// `stop` turns true. Records not yet delivered to every endpoint in
-/// `endpoints` (the configured remote_write URLs) are kept.
+/// `endpoints` (the configured remote_write URLs) are kept. After each
+/// round, `status` gets the mark and the records held as rollups.
 pub async fn run(
     store: crate::store::StoreHandle,
     keep: std::time::Duration,
     endpoints: Vec<String>,
+    status: impl Fn(u64, u64) + Send + 'static,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) {
     loop {
@@ -109,6 +111,9 @@ pub async fn run(
             // Batches queued meanwhile go first: the writer takes commands
             // in order.
             tokio::task::yield_now().await;
+        }
+        if let Ok((mark, records)) = store.read(super::status).await {
+            status(mark, records);
         }
         if total.records > 0 {
             tracing::info!(
