@@ -382,7 +382,7 @@ mod tests {
     /// Bytes from hex digits; white space separates fields.
     fn hex(s: &str) -> Vec<u8> {
         let digits: Vec<char> = s.chars().filter(|c| !c.is_whitespace()).collect();
-        assert!(digits.len() % 2 == 0, "odd hex: {s}");
+        assert!(digits.len().is_multiple_of(2), "odd hex: {s}");
         digits
             .chunks(2)
             .map(|d| u8::from_str_radix(&d.iter().collect::<String>(), 16).unwrap())
