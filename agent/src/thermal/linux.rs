@@ -31,6 +31,7 @@ pub(super) fn default_source(sysfs_root: &Path) -> Box<dyn ThermalSource> {
 }
 
 /// Reads thermal zones, hwmon, throttle counts and cpufreq under a root.
+#[derive(Debug)]
 pub struct SysfsThermal {
     root: PathBuf,
     live: bool,
@@ -40,16 +41,6 @@ pub struct SysfsThermal {
     level: ThrottleLevel,
     stats: FilterStats,
     sysinfo: SysinfoSensors,
-}
-
-impl std::fmt::Debug for SysfsThermal {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SysfsThermal")
-            .field("root", &self.root)
-            .field("live", &self.live)
-            .field("stats", &self.stats)
-            .finish_non_exhaustive()
-    }
 }
 
 impl SysfsThermal {
