@@ -122,17 +122,48 @@ fn stock_end_bytes(v: &serde_json::Value, key: &str) -> f64 {
         .unwrap_or_else(|| panic!("no end.{key}.bytes in {v}"))
 }
 
-/// Runs our client against a fresh one-off stock `iperf3 -s`; returns our
-/// results and the server's JSON report.
+/// Runs our client against `server` (UDP at `udp_rate_bps` when given,
+/// else TCP) and checks that it returned one sound result per direction
+/// `mode` tests.
+fn run_checked(
+    server: String,
+    streams: u32,
+    mode: Mode,
+    udp_rate_bps: Option<u64>,
+) -> Vec<BandwidthResult> {
+    let mut o = opts(server, streams, mode);
+    o.udp_rate_bps = udp_rate_bps;
+    let r = run_client(o, &mut ()).unwrap();
+    let dirs: &[Direction] = match mode {
+        Mode::Upload => &[Direction::Upload],
+        Mode::Download => &[Direction::Download],
+        Mode::Bidir => &[Direction::Upload, Direction::Download],
+    };
+    let proto = match udp_rate_bps {
+        Some(_) => Protocol::Udp,
+        None => Protocol::Tcp,
+    };
+    assert_eq!(r.len(), dirs.len(), "{r:?}");
+    for (r, &dir) in r.iter().zip(dirs) {
+        check_basic(r, dir, proto, streams);
+    }
+    r
+}
+
+/// Runs our client against a fresh one-off stock `iperf3 -s`
+/// ([`run_checked`]); returns our results and the server's JSON report.
 fn against_stock(
     streams: u32,
     mode: Mode,
     udp_rate_bps: Option<u64>,
 ) -> (Vec<BandwidthResult>, serde_json::Value) {
     let srv = StockServer::start();
-    let mut o = opts(format!("127.0.0.1:{}", srv.port), streams, mode);
-    o.udp_rate_bps = udp_rate_bps;
-    let r = run_client(o, &mut ()).unwrap();
+    let r = run_checked(
+        format!("127.0.0.1:{}", srv.port),
+        streams,
+        mode,
+        udp_rate_bps,
+    );
     (r, srv.report())
 }
 
@@ -150,8 +181,6 @@ fn assert_stock_agrees(rep: &serde_json::Value, key: &str, ours: &BandwidthResul
 #[test]
 fn client_tcp_one_stream_against_stock_server() {
     let (r, rep) = against_stock(1, Mode::Upload, None);
-    assert_eq!(r.len(), 1);
-    check_basic(&r[0], Direction::Upload, Protocol::Tcp, 1);
     assert_eq!(r[0].peer, "test-peer");
     assert_stock_agrees(&rep, "sum_received", &r[0], 0.01);
 }
@@ -159,7 +188,6 @@ fn client_tcp_one_stream_against_stock_server() {
 #[test]
 fn client_tcp_four_streams_against_stock_server() {
     let (r, rep) = against_stock(4, Mode::Upload, None);
-    check_basic(&r[0], Direction::Upload, Protocol::Tcp, 4);
     assert_eq!(rep["end"]["streams"].as_array().unwrap().len(), 4);
     assert_stock_agrees(&rep, "sum_received", &r[0], 0.01);
 }
@@ -167,23 +195,18 @@ fn client_tcp_four_streams_against_stock_server() {
 #[test]
 fn client_reverse_against_stock_server() {
     let (r, rep) = against_stock(2, Mode::Download, None);
-    assert_eq!(r.len(), 1);
-    check_basic(&r[0], Direction::Download, Protocol::Tcp, 2);
     assert_stock_agrees(&rep, "sum_sent", &r[0], 0.10);
 }
 
 #[test]
 fn client_bidir_against_stock_server() {
-    let (r, _rep) = against_stock(1, Mode::Bidir, None);
-    assert_eq!(r.len(), 2);
-    check_basic(&r[0], Direction::Upload, Protocol::Tcp, 1);
-    check_basic(&r[1], Direction::Download, Protocol::Tcp, 1);
+    // One sound result each way (checked by `run_checked`).
+    against_stock(1, Mode::Bidir, None);
 }
 
 #[test]
 fn client_udp_against_stock_server() {
     let (r, rep) = against_stock(1, Mode::Upload, Some(100_000_000));
-    check_basic(&r[0], Direction::Upload, Protocol::Udp, 1);
     assert!(r[0].udp_packets > 0);
     let s = &rep["end"]["sum"];
     let packets = s["packets"].as_f64().unwrap();
@@ -219,6 +242,8 @@ fn cli_json_against_stock_server() {
     drop(srv.report());
 }
 
+/// Runs a stock `iperf3 -c` with `args` against our server at `addr`;
+/// checks that it succeeded and returns its JSON report.
 fn stock_client(addr: SocketAddr, args: &[&str]) -> serde_json::Value {
     let out = Command::new(iperf3())
         .args(["-c", "127.0.0.1", "-p", &addr.port().to_string(), "-J"])
@@ -234,25 +259,27 @@ fn stock_client(addr: SocketAddr, args: &[&str]) -> serde_json::Value {
     v
 }
 
+/// A stock TCP client's report moved bytes, and its sender and receiver
+/// totals agree.
+fn assert_sides_agree(v: &serde_json::Value) {
+    let sent = stock_end_bytes(v, "sum_sent");
+    let recv = stock_end_bytes(v, "sum_received");
+    assert!(recv > 0.0);
+    assert!(close(sent, recv, 0.10), "sent {sent} received {recv}");
+}
+
 #[test]
 fn stock_client_tcp_four_streams_against_our_server() {
     let srv = OurServer::start(ServerOptions::default());
     let v = stock_client(srv.addr, &["-t", "2", "-P", "4"]);
-    let sent = stock_end_bytes(&v, "sum_sent");
-    let recv = stock_end_bytes(&v, "sum_received");
-    assert!(recv > 0.0);
-    assert!(close(sent, recv, 0.10), "sent {sent} received {recv}");
+    assert_sides_agree(&v);
     assert_eq!(v["end"]["streams"].as_array().unwrap().len(), 4);
 }
 
 #[test]
 fn stock_client_reverse_against_our_server() {
     let srv = OurServer::start(ServerOptions::default());
-    let v = stock_client(srv.addr, &["-t", "2", "-P", "2", "-R"]);
-    let sent = stock_end_bytes(&v, "sum_sent");
-    let recv = stock_end_bytes(&v, "sum_received");
-    assert!(recv > 0.0);
-    assert!(close(sent, recv, 0.10), "sent {sent} received {recv}");
+    assert_sides_agree(&stock_client(srv.addr, &["-t", "2", "-P", "2", "-R"]));
 }
 
 #[test]
@@ -270,15 +297,10 @@ fn stock_client_udp_against_our_server() {
 #[test]
 fn our_client_against_our_server_reports_receiver_intervals() {
     let srv = OurServer::start(ServerOptions::default());
-    let r = run_client(opts(srv.addr.to_string(), 2, Mode::Upload), &mut ()).unwrap();
-    check_basic(&r[0], Direction::Upload, Protocol::Tcp, 2);
-    let r = run_client(opts(srv.addr.to_string(), 2, Mode::Bidir), &mut ()).unwrap();
-    check_basic(&r[0], Direction::Upload, Protocol::Tcp, 2);
-    check_basic(&r[1], Direction::Download, Protocol::Tcp, 2);
-    let mut o = opts(srv.addr.to_string(), 1, Mode::Download);
-    o.udp_rate_bps = Some(50_000_000);
-    let r = run_client(o, &mut ()).unwrap();
-    check_basic(&r[0], Direction::Download, Protocol::Udp, 1);
+    let server = srv.addr.to_string();
+    run_checked(server.clone(), 2, Mode::Upload, None);
+    run_checked(server.clone(), 2, Mode::Bidir, None);
+    let r = run_checked(server, 1, Mode::Download, Some(50_000_000));
     assert!(r[0].udp_packets > 100);
 }
 
@@ -355,20 +377,41 @@ fn killed_client_does_not_leave_the_server_busy() {
     }
 }
 
-#[test]
-fn silent_client_times_out_and_frees_the_server() {
+/// A connection to our server at `addr` that sent the 37-byte cookie
+/// (36 times `fill`, then NUL); reads time out after 5 s.
+fn connect_with_cookie(addr: SocketAddr, fill: u8) -> TcpStream {
+    let mut c = TcpStream::connect(addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    c.write_all(&[fill; 36]).unwrap();
+    c.write_all(&[0]).unwrap();
+    c
+}
+
+/// Reads the server's next state byte from control connection `c`: it must
+/// be `code` (`name` in iperf3's `iperf_api.h`).
+fn expect_state(c: &mut TcpStream, code: u8, name: &str) {
+    let mut b = [0u8; 1];
+    c.read_exact(&mut b).unwrap();
+    assert_eq!(b[0], code, "{name}");
+}
+
+/// Our server with `setup_timeout` and a 0.5 s grace, and a control
+/// connection (cookie of `fill`) that it has asked for the parameters.
+fn at_param_exchange(setup_timeout: Duration, fill: u8) -> (OurServer, TcpStream) {
     let srv = OurServer::start(ServerOptions {
-        setup_timeout: Duration::from_millis(500),
+        setup_timeout,
         grace: Duration::from_millis(500),
         ..Default::default()
     });
+    let mut c = connect_with_cookie(srv.addr, fill);
+    expect_state(&mut c, 9, "PARAM_EXCHANGE");
+    (srv, c)
+}
+
+#[test]
+fn silent_client_times_out_and_frees_the_server() {
     // Sends a cookie, takes the slot, then says nothing.
-    let mut c = TcpStream::connect(srv.addr).unwrap();
-    c.write_all(&[b'a'; 36]).unwrap();
-    c.write_all(&[0]).unwrap();
-    let mut b = [0u8; 1];
-    c.read_exact(&mut b).unwrap();
-    assert_eq!(b[0], 9, "PARAM_EXCHANGE");
+    let (srv, c) = at_param_exchange(Duration::from_millis(500), b'a');
     test_succeeds_soon(srv.addr);
     drop(c);
 }
@@ -378,31 +421,15 @@ fn silent_client_times_out_and_frees_the_server() {
 /// plus its grace period.
 #[test]
 fn client_silent_mid_test_times_out_and_frees_the_server() {
-    let srv = OurServer::start(ServerOptions {
-        setup_timeout: Duration::from_secs(5),
-        grace: Duration::from_millis(500),
-        ..Default::default()
-    });
-    let cookie = [b'b'; 36];
-    let mut c = TcpStream::connect(srv.addr).unwrap();
-    c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    c.write_all(&cookie).unwrap();
-    c.write_all(&[0]).unwrap();
-    let mut b = [0u8; 1];
-    c.read_exact(&mut b).unwrap();
-    assert_eq!(b[0], 9, "PARAM_EXCHANGE");
+    let (srv, mut c) = at_param_exchange(Duration::from_secs(5), b'b');
     let params = br#"{"tcp":true,"time":1,"parallel":1,"len":65536}"#;
     c.write_all(&(params.len() as u32).to_be_bytes()).unwrap();
     c.write_all(params).unwrap();
-    c.read_exact(&mut b).unwrap();
-    assert_eq!(b[0], 10, "CREATE_STREAMS");
-    let mut d = TcpStream::connect(srv.addr).unwrap();
-    d.write_all(&cookie).unwrap();
-    d.write_all(&[0]).unwrap();
-    c.read_exact(&mut b).unwrap();
-    assert_eq!(b[0], 1, "TEST_START");
-    c.read_exact(&mut b).unwrap();
-    assert_eq!(b[0], 2, "TEST_RUNNING");
+    expect_state(&mut c, 10, "CREATE_STREAMS");
+    // The one data stream, with the test's cookie.
+    let d = connect_with_cookie(srv.addr, b'b');
+    expect_state(&mut c, 1, "TEST_START");
+    expect_state(&mut c, 2, "TEST_RUNNING");
     // Silent from here on; a new test must get through once the server
     // gives up on this one (1 s test + 0.5 s grace).
     test_succeeds_soon(srv.addr);
@@ -414,10 +441,7 @@ fn client_silent_mid_test_times_out_and_frees_the_server() {
 #[test]
 fn stock_client_omit_is_honoured_by_our_server() {
     let srv = OurServer::start(ServerOptions::default());
-    let v = stock_client(srv.addr, &["-t", "2", "-O", "1"]);
-    let sent = stock_end_bytes(&v, "sum_sent");
-    let recv = stock_end_bytes(&v, "sum_received");
-    assert!(close(sent, recv, 0.10), "sent {sent} received {recv}");
+    assert_sides_agree(&stock_client(srv.addr, &["-t", "2", "-O", "1"]));
 }
 
 /// Cancelling `stop` ends the server thread, also mid-test, and the client

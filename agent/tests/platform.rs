@@ -27,6 +27,11 @@ mod linux {
         fs::write(path, format!("{text}\n")).unwrap();
     }
 
+    /// CPU `cpu`'s `core` or `package` throttle count below a sysfs root.
+    fn throttle_count(cpu: u32, kind: &str) -> String {
+        format!("devices/system/cpu/cpu{cpu}/thermal_throttle/{kind}_throttle_count")
+    }
+
     #[test]
     fn counters_of_an_up_interface() {
         let mut src = SysfsCounters::new(&sys_fixture());
@@ -186,26 +191,11 @@ mod linux {
     fn throttle_toggles_when_the_count_grows() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
-        write(
-            root,
-            "devices/system/cpu/cpu0/thermal_throttle/core_throttle_count",
-            "0",
-        );
-        write(
-            root,
-            "devices/system/cpu/cpu0/thermal_throttle/package_throttle_count",
-            "0",
-        );
-        write(
-            root,
-            "devices/system/cpu/cpu1/thermal_throttle/core_throttle_count",
-            "0",
-        );
-        write(
-            root,
-            "devices/system/cpu/cpu1/thermal_throttle/package_throttle_count",
-            "0",
-        );
+        for cpu in [0, 1] {
+            for kind in ["core", "package"] {
+                write(root, &throttle_count(cpu, kind), "0");
+            }
+        }
         let mut src = SysfsThermal::new(root);
         let read = |src: &mut SysfsThermal| src.read().unwrap().throttle.unwrap();
 
@@ -214,11 +204,7 @@ mod linux {
         assert_eq!((t.throttle_events, t.pressure_level), (0, 0));
         assert_eq!(t.cpu_frequency_ratio, None, "no cpufreq: absent");
 
-        write(
-            root,
-            "devices/system/cpu/cpu1/thermal_throttle/core_throttle_count",
-            "1",
-        );
+        write(root, &throttle_count(1, "core"), "1");
         let t = read(&mut src);
         assert!(t.throttled);
         assert_eq!((t.throttle_events, t.pressure_level), (1, 1));
@@ -228,16 +214,9 @@ mod linux {
         assert_eq!(t.pressure_level, 0);
 
         // Package counts show on every CPU of the package; counted once.
-        write(
-            root,
-            "devices/system/cpu/cpu0/thermal_throttle/package_throttle_count",
-            "4",
-        );
-        write(
-            root,
-            "devices/system/cpu/cpu1/thermal_throttle/package_throttle_count",
-            "4",
-        );
+        for cpu in [0, 1] {
+            write(root, &throttle_count(cpu, "package"), "4");
+        }
         let t = read(&mut src);
         assert!(t.throttled);
         assert_eq!(t.throttle_events, 5);
@@ -248,26 +227,12 @@ mod linux {
     fn cpufreq_alone_reports_ratio_but_never_throttled() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
-        write(
-            root,
-            "devices/system/cpu/cpufreq/policy0/scaling_cur_freq",
-            "3000000",
-        );
-        write(
-            root,
-            "devices/system/cpu/cpufreq/policy0/cpuinfo_max_freq",
-            "4000000",
-        );
-        write(
-            root,
-            "devices/system/cpu/cpufreq/policy4/scaling_cur_freq",
-            "1000000",
-        );
-        write(
-            root,
-            "devices/system/cpu/cpufreq/policy4/cpuinfo_max_freq",
-            "2000000",
-        );
+        // 3 of 4 GHz and 1 of 2 GHz: the mean ratio is 0.625.
+        for (policy, cur, max) in [(0, "3000000", "4000000"), (4, "1000000", "2000000")] {
+            let dir = format!("devices/system/cpu/cpufreq/policy{policy}");
+            write(root, &format!("{dir}/scaling_cur_freq"), cur);
+            write(root, &format!("{dir}/cpuinfo_max_freq"), max);
+        }
         let t = SysfsThermal::new(root).read().unwrap().throttle.unwrap();
         assert_eq!(t.source, "cpufreq");
         assert!(!t.throttled);
@@ -321,17 +286,20 @@ mod linux {
     #[test]
     fn describe_fixture_kinds() {
         let root = sys_fixture();
-        let k = |name: &str| describe(name, &root).kind;
-        assert_eq!(k("lo"), kind::LOOPBACK);
-        assert_eq!(k("eth0"), kind::ETHERNET);
-        assert_eq!(k("thunderbolt0"), kind::THUNDERBOLT);
-        assert_eq!(k("en05"), kind::THUNDERBOLT);
-        assert_eq!(k("br0"), kind::BRIDGE);
-        assert_eq!(k("veth-a"), kind::VETH);
-        assert_eq!(k("dummy0"), kind::OTHER);
-        assert_eq!(k("vlan10"), kind::OTHER);
-        assert_eq!(k("wlan0"), kind::WIFI);
-        assert_eq!(k("nope0"), kind::OTHER);
+        for (name, k) in [
+            ("lo", kind::LOOPBACK),
+            ("eth0", kind::ETHERNET),
+            ("thunderbolt0", kind::THUNDERBOLT),
+            ("en05", kind::THUNDERBOLT),
+            ("br0", kind::BRIDGE),
+            ("veth-a", kind::VETH),
+            ("dummy0", kind::OTHER),
+            ("vlan10", kind::OTHER),
+            ("wlan0", kind::WIFI),
+            ("nope0", kind::OTHER),
+        ] {
+            assert_eq!(describe(name, &root).kind, k, "{name}");
+        }
 
         let br = describe("br0", &root);
         assert_eq!(br.members, ["eth0", "veth-a"]);
@@ -341,20 +309,15 @@ mod linux {
         assert_eq!(eth.speed_bits_per_second, 10_000_000_000);
         assert_eq!(eth.mtu, 9000);
 
-        let tb = describe("thunderbolt0", &root);
-        assert_eq!(
-            tb.speed_bits_per_second, 40_000_000_000,
-            "2 lanes x 20 Gb/s"
-        );
-        assert_eq!(tb.generation, "3");
-        assert_eq!(tb.mtu, 65520);
-
-        let en05 = describe("en05", &root);
-        assert_eq!(
-            en05.speed_bits_per_second, 40_000_000_000,
-            "slower direction of 120/40"
-        );
-        assert_eq!(en05.generation, "4");
+        for (name, speed, generation, why) in [
+            ("thunderbolt0", 40_000_000_000, "3", "2 lanes x 20 Gb/s"),
+            ("en05", 40_000_000_000, "4", "slower direction of 120/40"),
+        ] {
+            let tb = describe(name, &root);
+            assert_eq!(tb.speed_bits_per_second, speed, "{name}: {why}");
+            assert_eq!(tb.generation, generation, "{name}");
+        }
+        assert_eq!(describe("thunderbolt0", &root).mtu, 65520);
     }
 
     #[test]

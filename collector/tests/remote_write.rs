@@ -11,7 +11,7 @@
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use boltwatch_common::testing::free_tcp_port;
 use std::process::{Child, Command, Stdio};
@@ -26,8 +26,19 @@ const POLL: Duration = Duration::from_millis(250);
 /// A receiver process, killed when dropped.
 struct Receiver {
     child: Child,
-    port: u16,
+    /// `http://127.0.0.1:PORT`, or `https://` when it serves TLS.
+    base: String,
+    /// A client that trusts the receiver's certificate, if it has one.
+    client: reqwest::Client,
     _dir: tempfile::TempDir,
+}
+
+/// The files of a TLS receiver: its certificate and key, and the CA that
+/// alone vouches for it.
+struct Tls<'a> {
+    cert: &'a Path,
+    key: &'a Path,
+    ca: &'a Path,
 }
 
 impl Drop for Receiver {
@@ -45,18 +56,33 @@ fn spawn(cmd: &mut Command, what: &str) -> Child {
 }
 
 impl Receiver {
-    fn victoria_metrics(port: u16) -> Receiver {
+    /// VictoriaMetrics on `port`, serving https with `tls` when given.
+    fn victoria_metrics(port: u16, tls: Option<Tls<'_>>) -> Receiver {
         let dir = tempfile::tempdir().unwrap();
-        let child = spawn(
-            Command::new("victoria-metrics")
-                .arg(format!("-httpListenAddr=127.0.0.1:{port}"))
-                .arg(format!("-storageDataPath={}", dir.path().display()))
-                .arg("-retentionPeriod=1y"),
-            "victoria-metrics",
-        );
+        let mut cmd = Command::new("victoria-metrics");
+        cmd.arg(format!("-httpListenAddr=127.0.0.1:{port}"))
+            .arg(format!("-storageDataPath={}", dir.path().display()))
+            .arg("-retentionPeriod=1y");
+        let (base, client) = match tls {
+            None => (format!("http://127.0.0.1:{port}"), reqwest::Client::new()),
+            Some(tls) => {
+                cmd.arg("-tls")
+                    .arg(format!("-tlsCertFile={}", tls.cert.display()))
+                    .arg(format!("-tlsKeyFile={}", tls.key.display()));
+                let ca = std::fs::read(tls.ca).unwrap();
+                let client = reqwest::Client::builder()
+                    .use_rustls_tls()
+                    .tls_built_in_root_certs(false)
+                    .add_root_certificate(reqwest::Certificate::from_pem(&ca).unwrap())
+                    .build()
+                    .unwrap();
+                (format!("https://127.0.0.1:{port}"), client)
+            }
+        };
         Receiver {
-            child,
-            port,
+            child: spawn(&mut cmd, "victoria-metrics"),
+            base,
+            client,
             _dir: dir,
         }
     }
@@ -78,13 +104,14 @@ impl Receiver {
         );
         Receiver {
             child,
-            port,
+            base: format!("http://127.0.0.1:{port}"),
+            client: reqwest::Client::new(),
             _dir: dir,
         }
     }
 
     fn url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}{}", self.port, path)
+        format!("{}{path}", self.base)
     }
 
     async fn ready(&mut self, path: &str) {
@@ -92,7 +119,7 @@ impl Receiver {
             if let Ok(Some(status)) = self.child.try_wait() {
                 panic!("receiver exited early: {status}");
             }
-            if let Ok(r) = reqwest::get(self.url(path)).await {
+            if let Ok(r) = self.client.get(self.url(path)).send().await {
                 if r.status().is_success() {
                     return;
                 }
@@ -105,9 +132,9 @@ impl Receiver {
 
 /// (timestamp ms, value) pairs of the one series matching `selector`.
 async fn victoria_samples(vm: &Receiver, selector: &str, start_s: i64) -> Vec<(i64, f64)> {
-    let client = reqwest::Client::new();
-    let _ = client.get(vm.url("/internal/force_flush")).send().await;
-    let r = client
+    let _ = vm.client.get(vm.url("/internal/force_flush")).send().await;
+    let r = vm
+        .client
         .get(vm.url("/api/v1/export"))
         .query(&[("match[]", selector), ("start", &start_s.to_string())])
         .send()
@@ -120,16 +147,36 @@ async fn victoria_samples(vm: &Receiver, selector: &str, start_s: i64) -> Vec<(i
         return Vec::new();
     }
     assert_eq!(lines.len(), 1, "one series for {selector}: {body}");
-    let v: serde_json::Value = serde_json::from_str(lines[0]).unwrap();
-    let mut out: Vec<(i64, f64)> = v["timestamps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .zip(v["values"].as_array().unwrap())
-        .map(|(t, x)| (t.as_i64().unwrap(), x.as_f64().unwrap()))
-        .collect();
+    let series: Exported = serde_json::from_str(lines[0]).unwrap();
+    assert_eq!(series.timestamps.len(), series.values.len(), "{body}");
+    let mut out: Vec<(i64, f64)> = series.timestamps.into_iter().zip(series.values).collect();
     out.sort_by_key(|p| p.0);
     out
+}
+
+/// One series of VictoriaMetrics' `/api/v1/export` (JSON lines).
+#[derive(serde::Deserialize)]
+struct Exported {
+    timestamps: Vec<i64>,
+    values: Vec<f64>,
+}
+
+/// [`victoria_samples`], polled (bounded) until there are at least `n`.
+async fn victoria_at_least(
+    vm: &Receiver,
+    selector: &str,
+    start_s: i64,
+    n: usize,
+) -> Vec<(i64, f64)> {
+    let mut got = Vec::new();
+    for _ in 0..TRIES {
+        got = victoria_samples(vm, selector, start_s).await;
+        if got.len() >= n {
+            break;
+        }
+        tokio::time::sleep(POLL).await;
+    }
+    got
 }
 
 /// (timestamp ms, value) pairs of the one series matching `selector`.
@@ -182,7 +229,9 @@ async fn ingest(c: &Collector, base_ms: i64, seqs: std::ops::RangeInclusive<u64>
     agent.send(records).await.expect("batch acked");
 }
 
-async fn start(dir: &Path, urls: &[String]) -> Collector {
+/// A collector that writes to `urls`, trusting only `ca` for https when
+/// given.
+async fn start(dir: &Path, urls: &[String], ca: Option<PathBuf>) -> Collector {
     let urls = urls.to_vec();
     Collector::start_with(dir, move |c| {
         c.remote_write.urls = urls;
@@ -190,6 +239,7 @@ async fn start(dir: &Path, urls: &[String]) -> Collector {
         c.remote_write.batch_records = 7; // several batches per stretch
         c.remote_write.max_backlog_records = 1_000_000;
         c.remote_write.timeout = Duration::from_secs(10);
+        c.remote_write.tls_ca_file = ca;
     })
     .await
 }
@@ -205,7 +255,7 @@ async fn victoria_metrics_and_prometheus_hold_exactly_the_stored_values() {
     let start_s = base_ms / 1000 - 60;
     let at_s = now_ms / 1000 + 60;
 
-    let mut vm = Receiver::victoria_metrics(free_tcp_port());
+    let mut vm = Receiver::victoria_metrics(free_tcp_port(), None);
     vm.ready("/health").await;
     let prom_port = free_tcp_port();
     let urls = vec![
@@ -215,19 +265,12 @@ async fn victoria_metrics_and_prometheus_hold_exactly_the_stored_values() {
     let dir = tempfile::tempdir().unwrap();
 
     // Stretch 1: Prometheus is down.
-    let c = start(dir.path(), &urls).await;
+    let c = start(dir.path(), &urls, None).await;
     ingest(&c, base_ms, 1..=20).await;
     let want = |seqs: std::ops::RangeInclusive<u64>, f: fn(u64) -> f64| -> Vec<(i64, f64)> {
         seqs.map(|s| (ts_ms(base_ms, s), f(s))).collect()
     };
-    let mut got = Vec::new();
-    for _ in 0..TRIES {
-        got = victoria_samples(&vm, TEMP, start_s).await;
-        if got.len() >= 20 {
-            break;
-        }
-        tokio::time::sleep(POLL).await;
-    }
+    let got = victoria_at_least(&vm, TEMP, start_s, 20).await;
     assert_eq!(got, want(1..=20, celsius), "VictoriaMetrics, stretch 1");
     let body = c.metrics().await;
     let prom_endpoint = format!(
@@ -240,7 +283,7 @@ async fn victoria_metrics_and_prometheus_hold_exactly_the_stored_values() {
     // Prometheus comes up; the collector restarts and resumes both.
     let mut prom = Receiver::prometheus(prom_port);
     prom.ready("/-/ready").await;
-    let c = start(dir.path(), &urls).await;
+    let c = start(dir.path(), &urls, None).await;
     let body = c.metrics().await;
     assert_eq!(
         metric(
@@ -352,100 +395,19 @@ async fn victoria_metrics_over_tls_holds_exactly_the_stored_values() {
     let certs = tempfile::tempdir().unwrap();
     let (ca, cert, key) = tls_files(certs.path());
 
-    let port = free_tcp_port();
-    let vm_dir = tempfile::tempdir().unwrap();
-    let mut child = spawn(
-        Command::new("victoria-metrics")
-            .arg(format!("-httpListenAddr=127.0.0.1:{port}"))
-            .arg(format!("-storageDataPath={}", vm_dir.path().display()))
-            .arg("-retentionPeriod=1y")
-            .arg("-tls")
-            .arg(format!("-tlsCertFile={}", cert.display()))
-            .arg(format!("-tlsKeyFile={}", key.display())),
-        "victoria-metrics",
-    );
-    let https = |path: &str| format!("https://127.0.0.1:{port}{path}");
-    let client = reqwest::Client::builder()
-        .use_rustls_tls()
-        .tls_built_in_root_certs(false)
-        .add_root_certificate(reqwest::Certificate::from_pem(&std::fs::read(&ca).unwrap()).unwrap())
-        .build()
-        .unwrap();
-    let mut ready = false;
-    for _ in 0..TRIES {
-        if let Ok(Some(status)) = child.try_wait() {
-            panic!("victoria-metrics exited early: {status}");
-        }
-        if let Ok(r) = client.get(https("/health")).send().await {
-            if r.status().is_success() {
-                ready = true;
-                break;
-            }
-        }
-        tokio::time::sleep(POLL).await;
-    }
-    assert!(ready, "victoria-metrics over TLS never became ready");
-
-    let start_tls = |dir: std::path::PathBuf, trust: std::path::PathBuf| {
-        let url = https("/api/v1/write");
-        async move {
-            Collector::start_with(&dir, move |c| {
-                c.remote_write.urls = vec![url];
-                c.remote_write.external_labels = vec![("cluster".into(), "c1".into())];
-                c.remote_write.batch_records = 7;
-                c.remote_write.max_backlog_records = 1_000_000;
-                c.remote_write.timeout = Duration::from_secs(10);
-                c.remote_write.tls_ca_file = Some(trust);
-            })
-            .await
-        }
+    let tls = Tls {
+        cert: &cert,
+        key: &key,
+        ca: &ca,
     };
+    let mut vm = Receiver::victoria_metrics(free_tcp_port(), Some(tls));
+    vm.ready("/health").await;
 
     let dir = tempfile::tempdir().unwrap();
-    let c = start_tls(dir.path().to_path_buf(), ca).await;
+    let c = start(dir.path(), &[vm.url("/api/v1/write")], Some(ca.clone())).await;
     ingest(&c, base_ms, 1..=20).await;
-    let export = https("/api/v1/export");
-    let mut got: Vec<(i64, f64)> = Vec::new();
-    for _ in 0..TRIES {
-        let _ = client.get(https("/internal/force_flush")).send().await;
-        let body = client
-            .get(&export)
-            .query(&[("match[]", TEMP), ("start", &start_s.to_string())])
-            .send()
-            .await
-            .expect("export")
-            .text()
-            .await
-            .unwrap();
-        got = body
-            .lines()
-            .filter(|l| !l.trim().is_empty())
-            .flat_map(|l| {
-                let v: serde_json::Value = serde_json::from_str(l).unwrap();
-                let ts: Vec<i64> = v["timestamps"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|t| t.as_i64().unwrap())
-                    .collect();
-                let xs: Vec<f64> = v["values"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|x| x.as_f64().unwrap())
-                    .collect();
-                ts.into_iter().zip(xs).collect::<Vec<_>>()
-            })
-            .collect();
-        got.sort_by_key(|p| p.0);
-        if got.len() >= 20 {
-            break;
-        }
-        tokio::time::sleep(POLL).await;
-    }
+    let got = victoria_at_least(&vm, TEMP, start_s, 20).await;
     let want: Vec<(i64, f64)> = (1..=20).map(|s| (ts_ms(base_ms, s), celsius(s))).collect();
     assert_eq!(got, want, "VictoriaMetrics over TLS");
     c.stop().await;
-    let _ = child.kill();
-    let _ = child.wait();
 }

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::procs::{bin, sample, wait_for, Collector, CollectorOptions, Proc};
+use crate::procs::{bin, sample, wait_for, Collector, Proc};
 use crate::{BedOptions, TestBed};
 
 /// UDP port of every agent's STAMP reflector inside its namespace.
@@ -72,14 +72,7 @@ impl Cluster {
         let bed = TestBed::with_options(nodes, opts.bed)
             .unwrap_or_else(|e| panic!("cannot build the test bed: {e}"));
         let dir = tempfile::tempdir().expect("temp dir");
-        let collector = Collector::launch(
-            dir.path(),
-            &dir.path().join("data"),
-            &CollectorOptions {
-                for_bed: true,
-                ..Default::default()
-            },
-        );
+        let collector = Collector::for_bed(dir.path());
         let config = dir.path().join("agent.toml");
         std::fs::write(&config, &opts.config).expect("agent config");
         let mut agents = Vec::new();

@@ -238,6 +238,16 @@ impl Collector {
         Self::launch(dir, data_dir, &CollectorOptions::default())
     }
 
+    /// As [`Collector::start`] with the store under `dir/data`, gRPC on
+    /// every address for agents in a test bed's namespaces.
+    pub fn for_bed(dir: &Path) -> Collector {
+        let opts = CollectorOptions {
+            for_bed: true,
+            ..Default::default()
+        };
+        Self::launch(dir, &dir.join("data"), &opts)
+    }
+
     /// As [`Collector::start`], as `opts` say.
     pub fn launch(dir: &Path, data_dir: &Path, opts: &CollectorOptions) -> Collector {
         let (grpc_port, http_port) = opts

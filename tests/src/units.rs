@@ -281,50 +281,67 @@ mod tests {
 
     #[test]
     fn units_follow_names_and_functions() {
-        let ok = |e: &str, u: Unit| assert_eq!(expr_unit(e), Ok(u), "{e}");
-        ok("rate(a_bytes_total[1m]) * 8", Unit::BitsPerSecond);
-        ok("8 * a_bytes_per_second", Unit::BitsPerSecond);
-        ok("a_bytes_per_second", Unit::BytesPerSecond);
-        ok("sum by (x) (increase(a_seconds_total[1h]))", Unit::Seconds);
-        ok("rate(a_seconds_total[1h])", Unit::Ratio);
-        ok("increase(a_total[1h])", Unit::Count);
-        ok("sum(rate(a_total[5m]))", Unit::PerSecond);
-        ok(
-            "sum(increase(a_seconds_sum[1h])) / sum(increase(a_seconds_count[1h]))",
-            Unit::Seconds,
-        );
-        ok(
-            "sum(increase(a_total[1h])) / sum(increase(b_total[1h]))",
-            Unit::Ratio,
-        );
-        ok(
-            "histogram_quantile(0.99, sum by (le) (rate(a_seconds_bucket[5m])))",
-            Unit::Seconds,
-        );
-        ok("avg_over_time(a_up[1h])", Unit::Ratio);
-        ok("max_over_time(a_celsius[1h])", Unit::Celsius);
-        ok("time() - a_timestamp_seconds", Unit::Seconds);
-        ok("n:a_bytes:rate1m * 8", Unit::BitsPerSecond);
-        ok("n:a_probe_loss:ratio_rate5m", Unit::Ratio);
-        ok("n:a_path_ok:avg_over_time1h", Unit::Ratio);
-        ok("n:a_outages:increase1h", Unit::Count);
-        ok("n:a_rtt_seconds:p99_5m", Unit::Seconds);
-        ok("a_up", Unit::Plain);
-        let bad = |e: &str| assert!(expr_unit(e).is_err(), "{e}");
-        bad("a_total");
-        bad("a_seconds + increase(b_total[1h])");
-        bad("8 * a_celsius");
-        bad("rate(a_celsius[5m])");
+        let good = [
+            ("rate(a_bytes_total[1m]) * 8", Unit::BitsPerSecond),
+            ("8 * a_bytes_per_second", Unit::BitsPerSecond),
+            ("a_bytes_per_second", Unit::BytesPerSecond),
+            ("sum by (x) (increase(a_seconds_total[1h]))", Unit::Seconds),
+            ("rate(a_seconds_total[1h])", Unit::Ratio),
+            ("increase(a_total[1h])", Unit::Count),
+            ("sum(rate(a_total[5m]))", Unit::PerSecond),
+            ("avg_over_time(a_up[1h])", Unit::Ratio),
+            ("max_over_time(a_celsius[1h])", Unit::Celsius),
+            ("time() - a_timestamp_seconds", Unit::Seconds),
+            ("n:a_bytes:rate1m * 8", Unit::BitsPerSecond),
+            ("n:a_probe_loss:ratio_rate5m", Unit::Ratio),
+            ("n:a_path_ok:avg_over_time1h", Unit::Ratio),
+            ("n:a_outages:increase1h", Unit::Count),
+            ("n:a_rtt_seconds:p99_5m", Unit::Seconds),
+            ("a_up", Unit::Plain),
+            // Divisions and histograms, too long for one line each.
+            (
+                "sum(increase(a_seconds_sum[1h])) / sum(increase(a_seconds_count[1h]))",
+                Unit::Seconds,
+            ),
+            (
+                "sum(increase(a_total[1h])) / sum(increase(b_total[1h]))",
+                Unit::Ratio,
+            ),
+            (
+                "histogram_quantile(0.99, sum by (le) (rate(a_seconds_bucket[5m])))",
+                Unit::Seconds,
+            ),
+        ];
+        for (e, u) in good {
+            assert_eq!(expr_unit(e), Ok(u), "{e}");
+        }
+        for e in [
+            "a_total",
+            "a_seconds + increase(b_total[1h])",
+            "8 * a_celsius",
+            "rate(a_celsius[5m])",
+        ] {
+            assert!(expr_unit(e).is_err(), "{e}");
+        }
     }
 
     #[test]
     fn grafana_units_must_match() {
-        assert!(shows(Some("bps"), Unit::BitsPerSecond, "timeseries"));
-        assert!(!shows(Some("bps"), Unit::BytesPerSecond, "timeseries"));
-        assert!(!shows(Some("s"), Unit::Count, "stat"));
-        assert!(shows(Some("percentunit"), Unit::Ratio, "stat"));
-        assert!(!shows(Some("short"), Unit::PerSecond, "timeseries"));
-        assert!(shows(None, Unit::Plain, "state-timeline"));
-        assert!(!shows(None, Unit::Count, "timeseries"));
+        let cases = [
+            (Some("bps"), Unit::BitsPerSecond, "timeseries", true),
+            (Some("bps"), Unit::BytesPerSecond, "timeseries", false),
+            (Some("s"), Unit::Count, "stat", false),
+            (Some("percentunit"), Unit::Ratio, "stat", true),
+            (Some("short"), Unit::PerSecond, "timeseries", false),
+            (None, Unit::Plain, "state-timeline", true),
+            (None, Unit::Count, "timeseries", false),
+        ];
+        for (unit, u, kind, truthful) in cases {
+            assert_eq!(
+                shows(unit, u, kind),
+                truthful,
+                "{unit:?} for {u:?} in {kind}"
+            );
+        }
     }
 }

@@ -21,9 +21,7 @@ use std::time::Duration;
 use boltwatch_common::clock::now_unix_ns;
 
 use boltwatch_tests::cmd::find_tool;
-use boltwatch_tests::procs::{
-    bin, promtool_check, sample, wait_for, Collector, CollectorOptions, Proc,
-};
+use boltwatch_tests::procs::{bin, promtool_check, sample, wait_for, Collector, Proc};
 use boltwatch_tests::TestBed;
 use serde_json::Value;
 
@@ -220,14 +218,7 @@ fn scheduled_tests_tag_rtt_and_follow_a_rate_limit() {
     find_tool("iperf3", "iperf3").unwrap_or_else(|e| panic!("{e}"));
     let bed = TestBed::new(2).unwrap_or_else(|e| panic!("cannot build the test bed: {e}"));
     let dir = tempfile::tempdir().unwrap();
-    let c = Collector::launch(
-        dir.path(),
-        &dir.path().join("data"),
-        &CollectorOptions {
-            for_bed: true,
-            ..Default::default()
-        },
-    );
+    let c = Collector::for_bed(dir.path());
     let mut agents: Vec<Proc> = (0..2).map(|n| agent(&bed, dir.path(), &c, n)).collect();
 
     // Both agents complete tests: each yields an upload and a download.

@@ -94,7 +94,10 @@ fn lines_with(log: &str, needle: &str) -> Vec<String> {
         .collect()
 }
 
-fn collector_cmd(dir: &Path, grpc: u16, http: u16, notify: &NotifySocket) -> Command {
+/// A collector on fresh loopback ports (gRPC, HTTP) that notifies
+/// `notify`, with the systemd variables `env` and no inherited log filter.
+fn start_collector(dir: &Path, notify: &NotifySocket, env: &[(&str, &str)]) -> (Proc, u16, u16) {
+    let (grpc, http) = (free_tcp_port(), free_tcp_port());
     let mut cmd = collector_serve(
         format!("127.0.0.1:{grpc}"),
         format!("127.0.0.1:{http}"),
@@ -103,19 +106,19 @@ fn collector_cmd(dir: &Path, grpc: u16, http: u16, notify: &NotifySocket) -> Com
     cmd.env("NOTIFY_SOCKET", &notify.path)
         .env_remove("WATCHDOG_PID")
         .env_remove("BOLTWATCH_LOG")
-        .env_remove("RUST_LOG");
-    cmd
+        .env_remove("RUST_LOG")
+        .envs(env.iter().copied());
+    let proc = Proc::spawn("collector", cmd, dir.join("collector.log"));
+    (proc, grpc, http)
 }
 
 #[test]
 fn collector_is_ready_once_listening_and_watchdog_follows_the_store_writer() {
     let dir = tempfile::tempdir().unwrap();
     let notify = NotifySocket::bind(dir.path());
-    let (grpc, http) = (free_tcp_port(), free_tcp_port());
-    let mut cmd = collector_cmd(dir.path(), grpc, http, &notify);
     // 2 s: a check every 500 ms.
-    cmd.env("WATCHDOG_USEC", "2000000");
-    let mut proc = Proc::spawn("collector", cmd, dir.path().join("collector.log"));
+    let watchdog = [("WATCHDOG_USEC", "2000000")];
+    let (mut proc, grpc, http) = start_collector(dir.path(), &notify, &watchdog);
 
     let first = notify.recv("READY=1", &proc);
     assert!(
@@ -156,11 +159,9 @@ fn collector_is_ready_once_listening_and_watchdog_follows_the_store_writer() {
 fn a_watchdog_pid_of_another_process_turns_the_watchdog_off() {
     let dir = tempfile::tempdir().unwrap();
     let notify = NotifySocket::bind(dir.path());
-    let (grpc, http) = (free_tcp_port(), free_tcp_port());
-    let mut cmd = collector_cmd(dir.path(), grpc, http, &notify);
     // systemd sets WATCHDOG_PID to the main process; pid 1 is not us.
-    cmd.env("WATCHDOG_USEC", "2000000").env("WATCHDOG_PID", "1");
-    let mut proc = Proc::spawn("collector", cmd, dir.path().join("collector.log"));
+    let watchdog = [("WATCHDOG_USEC", "2000000"), ("WATCHDOG_PID", "1")];
+    let (mut proc, _grpc, http) = start_collector(dir.path(), &notify, &watchdog);
     let first = notify.recv("READY=1", &proc);
     assert!(first.starts_with("READY=1\n"), "{first:?}");
     wait_for("the watchdog's verdict in the log", PATIENCE, || {

@@ -16,6 +16,8 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use super::injected::Injected;
+
 /// How a link's expectation is decided.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Expected {
@@ -78,35 +80,25 @@ pub fn path_speed(own: u64, bridge: bool, members: &[u64]) -> u64 {
 /// interface that carries the path to a peer's bandwidth server (given the
 /// interface the topology knows and the server's address). The reader is
 /// the agent's I/O, injected; [`LinkSpeed::none`] knows no speed.
-#[derive(Clone, Default)]
-pub struct LinkSpeed(Option<Arc<SpeedFn>>);
+#[derive(Clone, Default, Debug)]
+pub struct LinkSpeed(Injected<SpeedFn>);
 
 type SpeedFn = dyn Fn(&str, SocketAddr) -> u64 + Send + Sync;
-
-impl std::fmt::Debug for LinkSpeed {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.0.is_some() {
-            "LinkSpeed(on)"
-        } else {
-            "LinkSpeed(off)"
-        })
-    }
-}
 
 impl LinkSpeed {
     /// Reads with `f`.
     pub fn new(f: impl Fn(&str, SocketAddr) -> u64 + Send + Sync + 'static) -> LinkSpeed {
-        LinkSpeed(Some(Arc::new(f)))
+        LinkSpeed(Injected::new(Arc::new(f)))
     }
 
     /// Knows no speed.
     pub fn none() -> LinkSpeed {
-        LinkSpeed(None)
+        LinkSpeed(Injected::none())
     }
 
     /// The speed towards `addr` (blocking: sysfs reads, or tools on macOS).
     pub fn read(&self, interface: &str, addr: SocketAddr) -> u64 {
-        self.0.as_ref().map_or(0, |f| f(interface, addr))
+        self.0.get().map_or(0, |f| f(interface, addr))
     }
 }
 
@@ -119,24 +111,17 @@ mod tests {
         let none = BTreeMap::new();
         let star = BTreeMap::from([("*".to_string(), 40.0)]);
         let per = BTreeMap::from([("b".to_string(), 65.0)]);
-        assert_eq!(Expected::for_peer(&none, None, "b"), Expected::Nothing);
-        assert_eq!(
-            Expected::for_peer(&none, Some(0.6), "b"),
-            Expected::Share(0.6)
-        );
-        assert_eq!(
-            Expected::for_peer(&star, Some(0.6), "b"),
-            Expected::Fixed(40e9)
-        );
-        assert_eq!(
-            Expected::for_peer(&per, Some(0.6), "b"),
-            Expected::Fixed(65e9)
-        );
-        assert_eq!(
-            Expected::for_peer(&per, Some(0.6), "c"),
-            Expected::Share(0.6)
-        );
-        assert_eq!(Expected::for_peer(&per, None, "c"), Expected::Nothing);
+        for (configured, share, peer, want) in [
+            (&none, None, "b", Expected::Nothing),
+            (&none, Some(0.6), "b", Expected::Share(0.6)),
+            (&star, Some(0.6), "b", Expected::Fixed(40e9)),
+            (&per, Some(0.6), "b", Expected::Fixed(65e9)),
+            (&per, Some(0.6), "c", Expected::Share(0.6)),
+            (&per, None, "c", Expected::Nothing),
+        ] {
+            let got = Expected::for_peer(configured, share, peer);
+            assert_eq!(got, want, "{configured:?} {share:?} {peer}");
+        }
     }
 
     #[test]

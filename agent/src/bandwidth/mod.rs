@@ -28,6 +28,7 @@ pub mod client;
 mod control;
 pub mod engine;
 pub mod expect;
+pub mod injected;
 pub mod iperf3;
 pub mod load;
 pub mod plan;

@@ -13,6 +13,8 @@
 
 use std::sync::{Arc, Mutex};
 
+use super::injected::Injected;
+
 use boltwatch_proto::throttle::reading_throttled;
 use boltwatch_proto::v1::{BandwidthResult, ThermalReading};
 
@@ -20,34 +22,24 @@ use crate::thermal::ThermalSource;
 
 /// A shared handle on the scheduler's thermal source; `none()` samples
 /// nothing and leaves results unstamped.
-#[derive(Clone, Default)]
-pub struct ThermalProbe(Option<Arc<Mutex<Box<dyn ThermalSource>>>>);
-
-impl std::fmt::Debug for ThermalProbe {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.0.is_some() {
-            "ThermalProbe(on)"
-        } else {
-            "ThermalProbe(off)"
-        })
-    }
-}
+#[derive(Clone, Default, Debug)]
+pub struct ThermalProbe(Injected<Mutex<Box<dyn ThermalSource>>>);
 
 impl ThermalProbe {
     /// Samples `source`.
     pub fn new(source: Box<dyn ThermalSource>) -> ThermalProbe {
-        ThermalProbe(Some(Arc::new(Mutex::new(source))))
+        ThermalProbe(Injected::new(Arc::new(Mutex::new(source))))
     }
 
     /// Samples nothing.
     pub fn none() -> ThermalProbe {
-        ThermalProbe(None)
+        ThermalProbe(Injected::none())
     }
 
     /// One reading (a few small sysfs reads, or one sysinfo refresh), or
     /// `None` when off or the read failed.
     pub fn read(&self) -> Option<ThermalReading> {
-        let src = self.0.as_ref()?;
+        let src = self.0.get()?;
         let mut src = src.lock().unwrap_or_else(|p| p.into_inner());
         src.read().ok()
     }

@@ -352,12 +352,16 @@ mod tests {
 
     #[test]
     fn port_kinds() {
-        assert_eq!(hardware_port_kind("Thunderbolt Bridge"), kind::BRIDGE);
-        assert_eq!(hardware_port_kind("Thunderbolt 3"), kind::THUNDERBOLT);
-        assert_eq!(hardware_port_kind("Wi-Fi"), kind::WIFI);
-        assert_eq!(hardware_port_kind("Ethernet"), kind::ETHERNET);
-        assert_eq!(hardware_port_kind("USB 10/100/1000 LAN"), kind::ETHERNET);
-        assert_eq!(hardware_port_kind("iPhone USB"), kind::OTHER);
+        for (port, k) in [
+            ("Thunderbolt Bridge", kind::BRIDGE),
+            ("Thunderbolt 3", kind::THUNDERBOLT),
+            ("Wi-Fi", kind::WIFI),
+            ("Ethernet", kind::ETHERNET),
+            ("USB 10/100/1000 LAN", kind::ETHERNET),
+            ("iPhone USB", kind::OTHER),
+        ] {
+            assert_eq!(hardware_port_kind(port), k, "{port}");
+        }
     }
 
     #[test]

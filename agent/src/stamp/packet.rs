@@ -379,6 +379,16 @@ mod tests {
         assert_eq!(ErrorEstimate::AGENT.seconds(), (-20f64).exp2());
     }
 
+    /// Bytes from hex digits; white space separates fields.
+    fn hex(s: &str) -> Vec<u8> {
+        let digits: Vec<char> = s.chars().filter(|c| !c.is_whitespace()).collect();
+        assert!(digits.len().is_multiple_of(2), "odd hex: {s}");
+        digits
+            .chunks(2)
+            .map(|d| u8::from_str_radix(&d.iter().collect::<String>(), 16).unwrap())
+            .collect()
+    }
+
     #[test]
     fn sender_offsets() {
         let p = SenderPacket {
@@ -388,10 +398,8 @@ mod tests {
             ssid: 0xabcd,
         };
         let b = p.encode();
-        assert_eq!(b[0..4], [1, 2, 3, 4]);
-        assert_eq!(b[4..12], [0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18]);
-        assert_eq!(b[12..14], [0x8c, 0x01]);
-        assert_eq!(b[14..16], [0xab, 0xcd]);
+        // Sequence number, timestamp, error estimate, SSID, then zeros.
+        assert_eq!(b[..16], hex("01020304 1112131415161718 8c01 abcd"));
         assert!(b[16..44].iter().all(|&x| x == 0));
         assert_eq!(SenderPacket::decode(&b), Ok(p));
     }
@@ -410,17 +418,14 @@ mod tests {
             sender_ttl: 64,
         };
         let b = p.encode();
-        assert_eq!(b[0..4], [0x0a, 0x0b, 0x0c, 0x0d]);
-        assert_eq!(b[4..12], [0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28]);
-        assert_eq!(b[12..14], [0x0c, 0x01]);
-        assert_eq!(b[14..16], [0x01, 0x02]);
-        assert_eq!(b[16..24], [0x31, 0x32, 0x33, 0x34, 0x35, 0x36, 0x37, 0x38]);
-        assert_eq!(b[24..28], [0x41, 0x42, 0x43, 0x44]);
-        assert_eq!(b[28..36], [0x51, 0x52, 0x53, 0x54, 0x55, 0x56, 0x57, 0x58]);
-        assert_eq!(b[36..38], [0x8e, 0x02]);
-        assert_eq!(b[38..40], [0, 0]);
-        assert_eq!(b[40], 64);
-        assert_eq!(b[41..44], [0, 0, 0]);
+        // The sender's four fields, then receive timestamp, the sender's
+        // sequence number, timestamp and error estimate, 2 zero bytes,
+        // the sender's TTL and 3 zero bytes.
+        let want = hex(concat!(
+            "0a0b0c0d 2122232425262728 0c01 0102 ",
+            "3132333435363738 41424344 5152535455565758 8e02 0000 40 000000"
+        ));
+        assert_eq!(b[..], want[..]);
         assert_eq!(ReflectorPacket::decode(&b), Ok(p));
     }
 

@@ -31,6 +31,7 @@ pub(super) fn default_source(sysfs_root: &Path) -> Box<dyn ThermalSource> {
 }
 
 /// Reads thermal zones, hwmon, throttle counts and cpufreq under a root.
+#[derive(Debug)]
 pub struct SysfsThermal {
     root: PathBuf,
     live: bool,
@@ -40,16 +41,6 @@ pub struct SysfsThermal {
     level: ThrottleLevel,
     stats: FilterStats,
     sysinfo: SysinfoSensors,
-}
-
-impl std::fmt::Debug for SysfsThermal {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SysfsThermal")
-            .field("root", &self.root)
-            .field("live", &self.live)
-            .field("stats", &self.stats)
-            .finish_non_exhaustive()
-    }
 }
 
 impl SysfsThermal {
@@ -104,6 +95,11 @@ fn read_trimmed(path: &Path) -> Option<String> {
     fs::read_to_string(path).ok().map(|s| s.trim().to_string())
 }
 
+/// A temperature file in millidegrees Celsius, in degrees.
+fn read_millidegrees(path: &Path) -> Option<f64> {
+    parse_millidegrees(&read_trimmed(path)?)
+}
+
 fn read_u64(path: &Path) -> Option<u64> {
     read_trimmed(path)?.parse().ok()
 }
@@ -115,9 +111,7 @@ fn zone_critical(zone: &Path) -> f64 {
             break;
         };
         if kind == "critical" {
-            return read_trimmed(&zone.join(format!("trip_point_{i}_temp")))
-                .and_then(|t| parse_millidegrees(&t))
-                .unwrap_or(0.0);
+            return read_millidegrees(&zone.join(format!("trip_point_{i}_temp"))).unwrap_or(0.0);
         }
     }
     0.0
@@ -131,7 +125,7 @@ fn read_zones(
     for (index, zone) in indexed_entries(&root.join("class/thermal"), "thermal_zone")? {
         let kind = read_trimmed(&zone.join("type")).unwrap_or_else(|| format!("zone{index}"));
         let name = format!("thermal/{kind}");
-        match read_trimmed(&zone.join("temp")).and_then(|t| parse_millidegrees(&t)) {
+        match read_millidegrees(&zone.join("temp")) {
             Some(c) => set.add(&kind, &name, c, "thermal", zone_critical(&zone), stats),
             None => set.unreadable(&name, stats),
         }
@@ -175,12 +169,8 @@ fn read_hwmon(
                 .filter(|l| !l.is_empty())
                 .unwrap_or_else(|| format!("temp{n}"));
             let name = format!("hwmon/{chip}/{label}");
-            let critical = read_trimmed(&dir.join(format!("temp{n}_crit")))
-                .and_then(|t| parse_millidegrees(&t))
-                .unwrap_or(0.0);
-            match read_trimmed(&dir.join(format!("temp{n}_input")))
-                .and_then(|t| parse_millidegrees(&t))
-            {
+            let critical = read_millidegrees(&dir.join(format!("temp{n}_crit"))).unwrap_or(0.0);
+            match read_millidegrees(&dir.join(format!("temp{n}_input"))) {
                 Some(c) => set.add(&label, &name, c, "hwmon", critical, stats),
                 None => set.unreadable(&name, stats),
             }

@@ -47,22 +47,13 @@ extern "C" {
 
 /// Reads SMC temperatures (IOHID through sysinfo as the fallback) and the
 /// thermal pressure level.
+#[derive(Debug)]
 pub struct MacThermal {
     smc: SmcState,
     sysinfo: SysinfoSensors,
     token: Option<libc::c_int>,
     stats: FilterStats,
     level: ThrottleLevel,
-}
-
-impl std::fmt::Debug for MacThermal {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MacThermal")
-            .field("smc", &self.smc)
-            .field("token", &self.token)
-            .field("stats", &self.stats)
-            .finish_non_exhaustive()
-    }
 }
 
 impl Default for MacThermal {

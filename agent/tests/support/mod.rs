@@ -81,7 +81,13 @@ pub struct Running {
 }
 
 impl Running {
-    fn new(what: &'static str, stop: CancellationToken, handle: JoinHandle<()>) -> Running {
+    /// Starts `what` through `spawn`, which gets the thread's stop token.
+    fn start(
+        what: &'static str,
+        spawn: impl FnOnce(CancellationToken) -> std::io::Result<JoinHandle<()>>,
+    ) -> Running {
+        let stop = CancellationToken::new();
+        let handle = spawn(stop.clone()).unwrap_or_else(|e| panic!("starting {what}: {e}"));
         Running {
             stop,
             handle: Some(handle),
@@ -113,13 +119,12 @@ impl OurServer {
     pub fn start(opts: ServerOptions) -> OurServer {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = l.local_addr().unwrap();
-        let stop = CancellationToken::new();
         let refusals = opts.refusals.clone();
-        let handle = spawn_server(l, stop.clone(), opts).unwrap();
+        let thread = Running::start("bandwidth server", |stop| spawn_server(l, stop, opts));
         OurServer {
             addr,
             refusals,
-            thread: Running::new("bandwidth server", stop, handle),
+            thread,
         }
     }
 }
@@ -136,12 +141,13 @@ impl Reflector {
         let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
         let addr = socket.local_addr().unwrap();
         let health = Arc::new(Health::default());
-        let stop = CancellationToken::new();
-        let handle = spawn_reflector(socket, health.clone(), stop.clone(), opts).unwrap();
+        let thread = Running::start("reflector", |stop| {
+            spawn_reflector(socket, health.clone(), stop, opts)
+        });
         Reflector {
             addr,
             health,
-            thread: Running::new("reflector", stop, handle),
+            thread,
         }
     }
 

@@ -19,13 +19,33 @@ const LOW_THROTTLED: &str = "BoltwatchBandwidthLowThrottled";
 const LOW: &str = "BoltwatchBandwidthLow";
 const THERMAL: &str = "BoltwatchThermalThrottled";
 
-/// `BoltwatchBandwidthLowThrottled` firing for `node`'s link to `peer`,
-/// blaming `end`, whose node is `throttled`.
-fn blamed(x: &Delivered, node: &str, peer: &str, end: &str, throttled: &str) -> bool {
-    x.is("firing", LOW_THROTTLED, node)
-        && x.label("peer") == peer
-        && x.label("end") == end
-        && x.label("throttled_node") == throttled
+/// Starts the pair `tester` -> `peer` (with bandwidth tests against
+/// `bandwidth`), reporting to the stack's collector.
+fn start(
+    stack: &Stack,
+    dir: &Path,
+    tester: &'static str,
+    peer: &'static str,
+    bandwidth: Option<Expect>,
+) -> Pair {
+    let spec = Spec {
+        tester,
+        peer,
+        bandwidth,
+    };
+    Pair::start(dir, &stack.collector, spec)
+}
+
+/// Waits for `BoltwatchBandwidthLowThrottled` firing for `node`'s link to
+/// `peer`, blaming `end`, whose node is `throttled`.
+fn wait_blamed(stack: &Stack, node: &str, peer: &str, end: &str, throttled: &str) {
+    let what = format!("the throttled alert for {node} -> {peer} naming {throttled} ({end})");
+    stack.wait(&what, |x| {
+        x.is("firing", LOW_THROTTLED, node)
+            && x.label("peer") == peer
+            && x.label("end") == end
+            && x.label("throttled_node") == throttled
+    });
 }
 
 /// A tbf-shaped link under the floor while the tester's throttle fixture
@@ -33,29 +53,14 @@ fn blamed(x: &Delivered, node: &str, peer: &str, end: &str, throttled: &str) -> 
 /// tester's agent is killed: agent-down fires, and its thermal and
 /// bandwidth alerts resolve once the collector drops its gauges.
 pub fn throttled_tester_then_killed(stack: &Stack, dir: &Path) -> Pair {
-    let spec = Spec {
-        tester: "hot",
-        peer: "hot-peer",
-        bandwidth: Some(Expect::Gbps(6)),
-    };
-    let mut pair = Pair::start(dir, &stack.collector, spec);
+    let mut pair = start(stack, dir, "hot", "hot-peer", Some(Expect::Gbps(6)));
     pair.throttle(End::Tester, ALWAYS.0, ALWAYS.1);
-    stack.wait("the throttled alert for hot -> hot-peer naming hot", |x| {
-        blamed(x, "hot", "hot-peer", "local", "hot")
-    });
-    stack.wait("BoltwatchThermalThrottled firing for hot", |x| {
-        x.is("firing", THERMAL, "hot")
-    });
+    wait_blamed(stack, "hot", "hot-peer", "local", "hot");
+    stack.wait_alert("firing", THERMAL, "hot");
     pair.kill(End::Tester);
-    stack.wait("BoltwatchAgentDown firing for hot", |x| {
-        x.is("firing", "BoltwatchAgentDown", "hot")
-    });
-    stack.wait("the throttled alert of hot resolved", |x| {
-        x.is("resolved", LOW_THROTTLED, "hot")
-    });
-    stack.wait("BoltwatchThermalThrottled resolved for hot", |x| {
-        x.is("resolved", THERMAL, "hot")
-    });
+    stack.wait_alert("firing", "BoltwatchAgentDown", "hot");
+    stack.wait_alert("resolved", LOW_THROTTLED, "hot");
+    stack.wait_alert("resolved", THERMAL, "hot");
     pair
 }
 
@@ -63,12 +68,7 @@ pub fn throttled_tester_then_killed(stack: &Stack, dir: &Path) -> Pair {
 /// veth's 10 Gbit/s: the plain alert fires (and, checked at the end, not
 /// the thermal one).
 pub fn cool_link_below_its_share(stack: &Stack, dir: &Path) -> Pair {
-    let spec = Spec {
-        tester: "cool",
-        peer: "cool-peer",
-        bandwidth: Some(Expect::Share(0.6)),
-    };
-    let pair = Pair::start(dir, &stack.collector, spec);
+    let pair = start(stack, dir, "cool", "cool-peer", Some(Expect::Share(0.6)));
     // 0.6 of 10 Gbit/s, in bytes per second.
     stack.wait_metrics("cool's expectation from its link speed", |m| {
         sample(
@@ -86,12 +86,7 @@ pub fn cool_link_below_its_share(stack: &Stack, dir: &Path) -> Pair {
 /// The last test ran cool, then the tester's throttling began (and no
 /// test ran since): no thermal blame, the plain alert stands.
 pub fn throttling_after_the_last_test(stack: &Stack, dir: &Path) -> Pair {
-    let spec = Spec {
-        tester: "late",
-        peer: "late-peer",
-        bandwidth: Some(Expect::Gbps(6)),
-    };
-    let mut pair = Pair::start(dir, &stack.collector, spec);
+    let mut pair = start(stack, dir, "late", "late-peer", Some(Expect::Gbps(6)));
     let link = [("node", "late"), ("peer", "late-peer")];
     let local = [("node", "late"), ("peer", "late-peer"), ("end", "local")];
     stack.wait_metrics("a cool test of late", |m| {
@@ -104,12 +99,8 @@ pub fn throttling_after_the_last_test(stack: &Stack, dir: &Path) -> Pair {
     });
     let last = sample(&m, "boltwatch_bandwidth_last_test_timestamp_seconds", &link);
     pair.throttle(End::Tester, ALWAYS.0, ALWAYS.1);
-    stack.wait("BoltwatchThermalThrottled firing for late", |x| {
-        x.is("firing", THERMAL, "late")
-    });
-    stack.wait("BoltwatchBandwidthLow firing for late", |x| {
-        x.is("firing", LOW, "late")
-    });
+    stack.wait_alert("firing", THERMAL, "late");
+    stack.wait_alert("firing", LOW, "late");
     let m = stack.collector.metrics();
     assert_eq!(
         sample(&m, "boltwatch_bandwidth_last_test_timestamp_seconds", &link),
@@ -120,27 +111,15 @@ pub fn throttling_after_the_last_test(stack: &Stack, dir: &Path) -> Pair {
         sample(&m, "boltwatch_bandwidth_last_test_throttled", &local),
         Some(0.0)
     );
-    let all = stack.hook.all();
-    assert!(
-        !all.iter().any(|x| x.is("resolved", LOW, "late")),
-        "the plain alert of late resolved: {all:#?}"
-    );
+    stack.assert_never("resolved", LOW, "late", "the plain alert of late resolved");
     pair
 }
 
 /// The peer is the throttled end: the alert names the peer.
 pub fn throttled_peer(stack: &Stack, dir: &Path) -> Pair {
-    let spec = Spec {
-        tester: "blamer",
-        peer: "hot-end",
-        bandwidth: Some(Expect::Gbps(6)),
-    };
-    let mut pair = Pair::start(dir, &stack.collector, spec);
+    let mut pair = start(stack, dir, "blamer", "hot-end", Some(Expect::Gbps(6)));
     pair.throttle(End::Peer, ALWAYS.0, ALWAYS.1);
-    stack.wait(
-        "the throttled alert for blamer -> hot-end naming hot-end",
-        |x| blamed(x, "blamer", "hot-end", "peer", "hot-end"),
-    );
+    wait_blamed(stack, "blamer", "hot-end", "peer", "hot-end");
     pair
 }
 
@@ -149,19 +128,10 @@ pub fn throttled_peer(stack: &Stack, dir: &Path) -> Pair {
 /// bandwidth alert and the thermal alert fire, although the level drops
 /// to 0 in every cycle.
 pub fn throttled_three_quarters_of_the_time(stack: &Stack, dir: &Path) -> Pair {
-    let spec = Spec {
-        tester: "burst",
-        peer: "burst-peer",
-        bandwidth: Some(Expect::Gbps(6)),
-    };
-    let mut pair = Pair::start(dir, &stack.collector, spec);
+    let mut pair = start(stack, dir, "burst", "burst-peer", Some(Expect::Gbps(6)));
     pair.throttle(End::Tester, Duration::from_secs(6), Duration::from_secs(2));
-    stack.wait("the throttled alert for burst naming burst", |x| {
-        blamed(x, "burst", "burst-peer", "local", "burst")
-    });
-    stack.wait("BoltwatchThermalThrottled firing for burst", |x| {
-        x.is("firing", THERMAL, "burst")
-    });
+    wait_blamed(stack, "burst", "burst-peer", "local", "burst");
+    stack.wait_alert("firing", THERMAL, "burst");
     // Since then the level has dropped to 0 and come back, and the alert
     // held.
     let since = Instant::now();
@@ -182,23 +152,15 @@ pub fn throttled_three_quarters_of_the_time(stack: &Stack, dir: &Path) -> Pair {
         );
         std::thread::sleep(Duration::from_millis(500));
     }
-    let all = stack.hook.all();
-    assert!(
-        !all.iter().any(|x| x.is("resolved", THERMAL, "burst")),
-        "the thermal alert of burst resolved during a cool spell: {all:#?}"
-    );
+    let why = "the thermal alert of burst resolved during a cool spell";
+    stack.assert_never("resolved", THERMAL, "burst", why);
     pair
 }
 
 /// The peer's end of the link goes down and comes back: the tester's
 /// link-down alert fires and resolves.
 pub fn link_flap(stack: &Stack, dir: &Path) -> Pair {
-    let spec = Spec {
-        tester: "flap",
-        peer: "flap-peer",
-        bandwidth: None,
-    };
-    let pair = Pair::start(dir, &stack.collector, spec);
+    let pair = start(stack, dir, "flap", "flap-peer", None);
     let iface = pair.tester_if();
     stack.wait_metrics("flap's link up", |m| {
         sample(

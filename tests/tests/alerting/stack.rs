@@ -259,6 +259,24 @@ impl Stack {
         self.hook.wait(what, &self.prom, pred)
     }
 
+    /// Waits until the webhook received `alertname` with `status`
+    /// (`firing`, `resolved`) for `node`.
+    pub fn wait_alert(&self, status: &str, alertname: &str, node: &str) {
+        self.wait(&format!("{alertname} {status} for {node}"), |x| {
+            x.is(status, alertname, node)
+        })
+    }
+
+    /// Fails with `why` if the webhook has received `alertname` with
+    /// `status` for `node`.
+    pub fn assert_never(&self, status: &str, alertname: &str, node: &str, why: &str) {
+        let all = self.hook.all();
+        assert!(
+            !all.iter().any(|x| x.is(status, alertname, node)),
+            "{why}: {all:#?}"
+        );
+    }
+
     /// Waits until `/metrics` satisfies `cond`; fails with the last body.
     pub fn wait_metrics(&self, what: &str, cond: impl Fn(&str) -> bool) -> String {
         let deadline = Instant::now() + WAIT;

@@ -18,6 +18,14 @@ fn four(s: &str) -> FourCc {
     FourCc(s.as_bytes().try_into().expect("four bytes"))
 }
 
+/// A key of `size` bytes and SMC type `data_type`.
+fn info(size: u32, data_type: &str) -> KeyInfo {
+    KeyInfo {
+        size,
+        data_type: four(data_type),
+    }
+}
+
 /// Parses a capture; comment lines start with `#` in column 0 (data lines
 /// are indented, so `  #KEY` is data).
 fn capture(text: &str) -> Vec<Line> {
@@ -97,10 +105,7 @@ fn m2_max_capture_selects_tp_keys_and_the_filter_drops_the_sentinels() {
 
 #[test]
 fn a_reading_names_keys_and_counts_failures_without_shifting_names() {
-    let flt = KeyInfo {
-        size: 4,
-        data_type: four("flt "),
-    };
+    let flt = info(4, "flt ");
     let keys = select([
         (four("Tp01"), flt),
         (four("Tp05"), flt),
@@ -153,10 +158,7 @@ fn sp78_is_signed_8_8_big_endian() {
     let keys = select(lines.iter().map(|l| (l.key, l.info)));
     assert!(keys.is_empty(), "TG (capital G) is an Intel key, not Tg");
     // Derived vectors: the sign bit and the fraction.
-    let sp78 = KeyInfo {
-        size: 2,
-        data_type: four("sp78"),
-    };
+    let sp78 = info(2, "sp78");
     assert_eq!(decode(sp78, &[0xff, 0x80]), Ok(-0.5));
     assert_eq!(decode(sp78, &[0x2d, 0x40]), Ok(45.25));
 }
@@ -169,15 +171,9 @@ fn key_count_and_unsigned_from_the_m1_dump() {
     for l in &lines {
         assert_eq!(decode(l.info, &l.bytes), Ok(l.printed), "{}", l.key);
     }
-    let huge = KeyInfo {
-        size: 4,
-        data_type: four("ui32"),
-    };
+    let huge = info(4, "ui32");
     assert_eq!(key_count(huge, &[0xff; 4]), Ok(MAX_KEYS), "clamped");
-    let flt = KeyInfo {
-        size: 4,
-        data_type: four("flt "),
-    };
+    let flt = info(4, "flt ");
     assert!(key_count(flt, &[0; 4]).is_err(), "#KEY must be an integer");
 }
 
@@ -186,16 +182,10 @@ fn key_count_and_unsigned_from_the_m1_dump() {
 /// little-endian).
 #[test]
 fn fpe2_and_ioft_derived_vectors() {
-    let fpe2 = KeyInfo {
-        size: 2,
-        data_type: four("fpe2"),
-    };
+    let fpe2 = info(2, "fpe2");
     assert_eq!(decode(fpe2, &[0x17, 0x70]), Ok(1500.0));
     assert_eq!(decode(fpe2, &[0x00, 0x03]), Ok(0.75));
-    let ioft = KeyInfo {
-        size: 8,
-        data_type: four("ioft"),
-    };
+    let ioft = info(8, "ioft");
     assert_eq!(decode(ioft, &[0x00, 0x80, 0x2d, 0, 0, 0, 0, 0]), Ok(45.5));
     assert_eq!(
         Encoding::of(four("sp5a")),
@@ -222,10 +212,6 @@ fn fpe2_and_ioft_derived_vectors() {
 
 #[test]
 fn decode_rejects_wrong_sizes_unknown_types_and_short_buffers() {
-    let info = |size, t: &str| KeyInfo {
-        size,
-        data_type: four(t),
-    };
     assert_eq!(
         decode(info(2, "flt "), &[0; 4]),
         Err(DecodeError::SizeMismatch {
@@ -264,22 +250,13 @@ fn classification_names_and_selection() {
     assert_eq!(four("flt ").to_u32(), 1_718_383_648);
     assert_eq!(format!("{}", FourCc([1, 2, 3, 4])), "0x01020304");
 
-    let flt = KeyInfo {
-        size: 4,
-        data_type: four("flt "),
-    };
+    let flt = info(4, "flt ");
     let keys = select([
         (four("Tg0f"), flt),
         (four("Tp01"), flt),
         (four("Tp01"), flt),
         (four("Tp02"), KeyInfo { size: 2, ..flt }),
-        (
-            four("Tp03"),
-            KeyInfo {
-                size: 1,
-                data_type: four("ui8 "),
-            },
-        ),
+        (four("Tp03"), info(1, "ui8 ")),
         (four("TCMb"), flt),
     ]);
     let names: Vec<_> = keys.iter().map(|k| sensor_name(k.key)).collect();
