@@ -304,14 +304,28 @@ pub fn undo_replays(
     Ok(())
 }
 
-/// Whether a rollup of boot `boot` replaced its record `seq`.
+/// Rollups [`replaced`] looks at, at most, for one record.
+const SEQ_CANDIDATES: i64 = 16;
+
+/// Whether a rollup of boot `boot` replaced its record `seq`. Sequence
+/// numbers follow record time, so the rollup holding `seq` is among the
+/// first whose highest sequence number is at or above it (one per dense
+/// kind per minute overlap there). Looking at a bounded few keeps an
+/// agent replaying very old records from costing a scan of every later
+/// rollup per record; an agent whose clock jumped back far enough to
+/// spread one minute's sequence numbers past them could have a replayed
+/// record stored again.
 fn replaced(tx: &Connection, boot: i64, seq: u64) -> rusqlite::Result<bool> {
     let mut stmt = tx.prepare_cached(
-        "SELECT body FROM rollups WHERE boot = ?1 AND max_seq >= ?2 AND min_seq <= ?2",
+        "SELECT min_seq, body FROM rollups WHERE boot = ?1 AND max_seq >= ?2
+         ORDER BY max_seq LIMIT ?3",
     )?;
-    let mut rows = stmt.query(params![boot, seq as i64])?;
+    let mut rows = stmt.query(params![boot, seq as i64, SEQ_CANDIDATES])?;
     while let Some(r) = rows.next()? {
-        let body = r.get_ref(0)?.as_blob()?;
+        if r.get::<_, i64>(0)? as u64 > seq {
+            continue;
+        }
+        let body = r.get_ref(1)?.as_blob()?;
         if Rollup::decode(body).is_ok_and(|r| r.replaced(seq)) {
             return Ok(true);
         }
