@@ -418,7 +418,7 @@ impl Ingest {
                 let _ = tx.send(Err(self.fail("batch_too_large", s))).await;
                 return;
             }
-            let bytes: usize = batch.records.iter().map(Vec::len).sum();
+            let bytes: usize = batch.records.iter().map(|r| r.len()).sum();
             let checked = match validate::batch(node, batch.records, rules) {
                 Ok(c) => c,
                 Err(e @ validate::Invalid::NodeMismatch { .. }) if self.policy.auth.is_some() => {
@@ -451,9 +451,8 @@ impl Ingest {
                 let _ = tx.send(Err(self.fail(kind, s))).await;
                 return;
             }
-            let (records, news): (Vec<_>, Vec<_>) =
-                checked.into_iter().map(|c| (c.record, c.new)).unzip();
-            let outcome = match self.store.write_batch(news).await {
+            let validate::Checked { records, batch } = checked;
+            let outcome = match self.store.write_batch(batch).await {
                 Ok(o) => o,
                 Err(e) => {
                     // Full disk, read-only file: nothing of the batch is

@@ -40,9 +40,11 @@ pub enum RawMsg {
 /// `RecordBatch` whose records are the encoded `Record` messages.
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct RawRecordBatch {
-    /// Each encoded `Record`, exactly as sent.
-    #[prost(bytes = "vec", repeated, tag = "1")]
-    pub records: Vec<Vec<u8>>,
+    /// Each encoded `Record`, exactly as sent: a slice of the received
+    /// frame (decoded from tonic's buffer, `Bytes` share it: no copy and no
+    /// allocation per record).
+    #[prost(bytes = "bytes", repeated, tag = "1")]
+    pub records: Vec<prost::bytes::Bytes>,
 }
 
 /// The stream of answers sent back to one agent.
