@@ -111,7 +111,7 @@ fn main() -> anyhow::Result<()> {
         let t2 = Stamp::now();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let mut inserted = Vec::with_capacity(news.len());
-        let added = queries::insert_batch(&tx, &mut keys, &news, &mut inserted)?;
+        let added = store::insert::insert_batch(&tx, &mut keys, &news, &mut inserted)?;
         for ((node, boot), a) in news.boots.iter().zip(&added) {
             queries::add_boot_records(&tx, node, boot, 1, a.added, a.max_seq)?;
             queries::boot_highest_seq(&tx, node, boot)?;

@@ -179,13 +179,19 @@ impl Ingest {
         o: &crate::store::BatchOutcome,
     ) {
         let mut budget = self.series();
+        let mut budget = budget.node(node);
         let mut m = self.metrics.lock();
         m.on_commit(node, o.duplicates, o.total_records, o.commit_seconds);
         for (r, new) in records.iter().zip(&o.inserted) {
             if !*new {
                 continue;
             }
-            match budget.admit(node, series::subjects(r)) {
+            let names = series::subjects(r);
+            let admitted = match &mut budget {
+                Some(b) => b.admit(names),
+                None => Err(names.first().map_or(series::Dim::Peer, |(d, _)| *d)),
+            };
+            match admitted {
                 Ok(()) => m.apply_record(r),
                 Err(dim) => m.on_series_refused(dim, 1),
             }

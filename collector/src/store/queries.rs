@@ -9,7 +9,7 @@
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::layout::{self, Keys};
-use super::{BootRow, HelloRow, NewBatch, NewRecord, RecordFilter, StoredRecord, Watermark};
+use super::{BootRow, HelloRow, NewRecord, RecordFilter, StoredRecord, Watermark};
 
 /// The columns [`stored_record`] reads, from `stored s` joined with its
 /// boot `b` and kind `k`.
@@ -41,118 +41,6 @@ pub fn insert_record(conn: &Connection, r: &NewRecord) -> rusqlite::Result<bool>
             raw: &r.raw,
         },
     )
-}
-
-/// Per boot of a [`NewBatch`] (same order as its `boots`): how many of its
-/// records were newly stored and the highest seq among those.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct BootAdded {
-    /// Records newly stored.
-    pub added: u64,
-    /// Highest seq newly stored (0 when none).
-    pub max_seq: u64,
-}
-
-/// Rows per multi-row INSERT, largest first: a run of new records goes in
-/// statements of these sizes (one prepared statement each, cached).
-const RUN_SIZES: [usize; 5] = [256, 64, 16, 4, 1];
-
-/// Inserts a batch in order with ids cached in `keys`, pushing onto
-/// `inserted` whether each record was new; returns what each boot gained.
-///
-/// A record whose seq is above every seq of its boot already stored (the
-/// store's own maximum, read once per boot in this transaction) and above
-/// those before it in the batch cannot be a duplicate: runs of such
-/// records, what an agent streaming live always sends, are stored with
-/// multi-row INSERTs, a few hundred rows per statement. Any other record
-/// (a replay after a lost ack, a repeated seq) goes alone through INSERT
-/// OR IGNORE, which says whether it was new. Arrival order (the rowid, the
-/// remote_write log) is kept.
-pub fn insert_batch(
-    conn: &Connection,
-    keys: &mut Keys,
-    batch: &NewBatch,
-    inserted: &mut Vec<bool>,
-) -> rusqlite::Result<Vec<BootAdded>> {
-    let boots = batch
-        .boots
-        .iter()
-        .map(|(node, boot)| keys.boot(conn, node, boot))
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    let mut above = boots
-        .iter()
-        .map(|b| stored_max_seq(conn, b.id))
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    let mut added = vec![BootAdded::default(); boots.len()];
-    // The batch's kinds, looked up once each (a handful per batch).
-    let mut kinds: Vec<(&'static str, i64)> = Vec::new();
-    let mut run: Vec<layout::Row<'_>> = Vec::with_capacity(RUN_SIZES[0]);
-    let mut single = conn.prepare_cached(layout::INSERT)?;
-    for r in &batch.records {
-        let kind = match kinds.iter().find(|(k, _)| *k == r.kind) {
-            Some((_, id)) => *id,
-            None => {
-                let id = keys.kind(conn, r.kind)?;
-                kinds.push((r.kind, id));
-                id
-            }
-        };
-        let row = layout::Row {
-            pos: None,
-            boot: &boots[r.boot],
-            seq: r.seq,
-            unix_ns: r.unix_ns,
-            kind,
-            raw: &r.raw,
-        };
-        let new = if r.seq > above[r.boot] {
-            run.push(row);
-            if run.len() == RUN_SIZES[0] {
-                insert_run(conn, &mut run)?;
-            }
-            true
-        } else {
-            insert_run(conn, &mut run)?;
-            layout::insert_into(&mut single, &row)?
-        };
-        if new {
-            let a = &mut added[r.boot];
-            a.added += 1;
-            a.max_seq = a.max_seq.max(r.seq);
-            above[r.boot] = above[r.boot].max(r.seq);
-        }
-        inserted.push(new);
-    }
-    insert_run(conn, &mut run)?;
-    Ok(added)
-}
-
-/// Stores `run` (records known to be new) with multi-row INSERTs and
-/// empties it.
-fn insert_run(conn: &Connection, run: &mut Vec<layout::Row<'_>>) -> rusqlite::Result<()> {
-    let mut rest = &run[..];
-    for n in RUN_SIZES {
-        if rest.len() < n {
-            continue;
-        }
-        let mut stmt = conn.prepare_cached(&layout::insert_rows(n))?;
-        while rest.len() >= n {
-            let (now, later) = rest.split_at(n);
-            layout::insert_rows_into(&mut stmt, now)?;
-            rest = later;
-        }
-    }
-    run.clear();
-    Ok(())
-}
-
-/// The highest seq stored for boot key `boot` (0 when none): one seek in
-/// the (boot, seq) index.
-fn stored_max_seq(conn: &Connection, boot: i64) -> rusqlite::Result<u64> {
-    let v: Option<i64> = conn
-        .prepare_cached("SELECT max(seq) FROM stored WHERE boot = ?1")?
-        .query_row([boot], |r| r.get(0))?;
-    Ok(v.unwrap_or(0) as u64)
 }
 
 /// Adds `added` new records with highest sequence `max_seq` to a boot's

@@ -8,7 +8,7 @@ use std::time::Instant;
 use rusqlite::Connection;
 use tokio::sync::mpsc;
 
-use super::{layout, now_ns, queries, BatchOutcome, Command, HelloRow, NewBatch, Reply};
+use super::{insert, layout, now_ns, queries, BatchOutcome, Command, HelloRow, NewBatch, Reply};
 use super::{StoreError, Watermark};
 
 /// A group stops taking queued batches at this many records (a bound on
@@ -124,7 +124,7 @@ impl Writer {
         let mut each = Vec::with_capacity(batches.len());
         for batch in batches {
             let mut inserted = Vec::with_capacity(batch.len());
-            let added = queries::insert_batch(&tx, &mut self.keys, batch, &mut inserted)?;
+            let added = insert::insert_batch(&tx, &mut self.keys, batch, &mut inserted)?;
             for ((node, boot), a) in batch.boots.iter().zip(&added) {
                 queries::add_boot_records(&tx, node, boot, now, a.added, a.max_seq)?;
             }
