@@ -1,13 +1,19 @@
 //! Where an ingested record's collector time goes, stage by stage, on the
 //! mesh of `bench/store.sh`, in one thread (so each figure is per core):
 //!
-//! 1. decode: the gRPC message into raw records (`RawAgentMessage`, as the
-//!    service does), then `validate::batch` (each record decoded, checked,
-//!    its kind named);
+//! 1. decode: the gRPC message into raw records (`RawAgentMessage` from a
+//!    `Bytes`, as the service does), then `validate::batch` (each record
+//!    decoded, checked, its kind named);
 //! 2. metrics: `apply_record` of every record into the `/metrics` state;
 //! 3. insert: the store writer's statements for a batch (the same
-//!    `queries` calls as `Store`'s writer, ids cached), before the commit;
-//! 4. commit: `COMMIT` with `synchronous = FULL` (the WAL fsync).
+//!    `store::insert` and `queries` calls as `Store`'s writer, ids cached),
+//!    before the commit;
+//! 4. commit: `COMMIT` with `synchronous = FULL` (the WAL write and fsync,
+//!    and SQLite's automatic checkpoint when due), then dropping the batch.
+//!
+//! The connection has the collector writer's settings
+//! (`store::writer_settings`); `--pragma NAME=VALUE` overrides one, to
+//! measure an alternative.
 //!
 //! Each stage is timed in wall time and in the thread's CPU time: on a
 //! shared machine the CPU figure is the one to compare.

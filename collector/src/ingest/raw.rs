@@ -4,8 +4,9 @@
 //! and prost drops fields it does not know, so a payload kind added by a
 //! newer agent would be lost before it reached the store. These message
 //! types are wire-compatible with `AgentMessage` and `RecordBatch` but keep
-//! each record as its encoded bytes; [`super::validate`] decodes a copy for
-//! checks and metrics.
+//! each record as its encoded bytes (a slice of the received frame);
+//! [`super::validate`] decodes each record once, for the checks and the
+//! metrics, and the store keeps the bytes.
 
 use std::convert::Infallible;
 use std::sync::Arc;
