@@ -10,7 +10,7 @@
 //! one 1 MiB peer name would otherwise be copied into every series of the
 //! peer on every scrape.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use boltwatch_proto::v1::{Hello, Record};
 use prost::Message;
@@ -246,6 +246,7 @@ pub fn batch<R: Into<Bytes>>(node: &str, raws: Vec<R>, rules: &Rules) -> Result<
             records: Vec::with_capacity(raws.len()),
         },
     };
+    let mut seen: HashMap<String, usize> = HashMap::new();
     for (index, raw) in raws.into_iter().enumerate() {
         let raw: Bytes = raw.into();
         if raw.len() > rules.max_record_bytes {
@@ -269,21 +270,29 @@ pub fn batch<R: Into<Bytes>>(node: &str, raws: Vec<R>, rules: &Rules) -> Result<
         if record.boot_id.is_empty() {
             return Err(Invalid::NoBoot { index });
         }
-        // The boot of the record before is nearly always this one's: the
-        // set is searched once per boot of the batch, not per record.
+        // The boot of the record before is nearly always this one's; else
+        // `seen` finds it in one lookup, however many boots a batch mixes.
         let boot = match out.batch.boots.last() {
             Some((_, b)) if *b == record.boot_id => out.batch.boots.len() - 1,
-            _ => {
-                if !rules.boots.contains(&record.boot_id) {
-                    let boot_id = if record.boot_id.len() > MAX_NAME_BYTES {
-                        format!("{}...", record.boot_id.chars().take(32).collect::<String>())
-                    } else {
-                        record.boot_id.clone()
-                    };
-                    return Err(Invalid::UnknownBoot { index, boot_id });
+            _ => match seen.get(&record.boot_id) {
+                Some(i) => *i,
+                None => {
+                    if !rules.boots.contains(&record.boot_id) {
+                        let boot_id = if record.boot_id.len() > MAX_NAME_BYTES {
+                            format!("{}...", record.boot_id.chars().take(32).collect::<String>())
+                        } else {
+                            record.boot_id.clone()
+                        };
+                        return Err(Invalid::UnknownBoot { index, boot_id });
+                    }
+                    let i = out.batch.boots.len();
+                    out.batch
+                        .boots
+                        .push((node.to_string(), record.boot_id.clone()));
+                    seen.insert(record.boot_id.clone(), i);
+                    i
                 }
-                out.batch.boot_index(node, &record.boot_id)
-            }
+            },
         };
         for (dim, v) in series::subjects(&record) {
             if let Some(reason) = label_problem(v, MAX_NAME_BYTES) {
@@ -405,6 +414,22 @@ mod tests {
         let out = b(vec![raw.clone()]).unwrap();
         assert_eq!(out.batch.records[0].kind, UNKNOWN_KIND);
         assert_eq!(out.batch.records[0].raw, raw);
+    }
+
+    #[test]
+    fn boots_are_listed_once_and_records_point_at_theirs() {
+        let rules = Rules::any_size(&["b", "c"]);
+        let raws = vec![
+            enc("a", "b", 1),
+            enc("a", "c", 1),
+            enc("a", "b", 2),
+            enc("a", "c", 2),
+        ];
+        let out = batch("a", raws, &rules).unwrap();
+        let boots: Vec<&str> = out.batch.boots.iter().map(|(_, b)| b.as_str()).collect();
+        assert_eq!(boots, ["b", "c"]);
+        let at: Vec<usize> = out.batch.records.iter().map(|r| r.boot).collect();
+        assert_eq!(at, [0, 1, 0, 1]);
     }
 
     #[test]

@@ -135,7 +135,11 @@ mod tests {
             boot_id: boot.into(),
             seq,
             unix_ns: 1_000 + seq,
-            kind: if seq.is_multiple_of(7) { "outage" } else { "rtt" },
+            kind: if seq.is_multiple_of(7) {
+                "outage"
+            } else {
+                "rtt"
+            },
             raw: seq.to_le_bytes().to_vec(),
         }
     }
