@@ -1,13 +1,22 @@
 //! Where an ingested record's collector time goes, stage by stage, on the
 //! mesh of `bench/store.sh`, in one thread (so each figure is per core):
 //!
-//! 1. decode: the gRPC message into raw records (`RawAgentMessage`, as the
-//!    service does), then `validate::batch` (each record decoded, checked,
-//!    its kind named);
+//! 1. decode: the gRPC message into raw records (`RawAgentMessage` from a
+//!    `Bytes`, as the service does), then `validate::batch` (each record
+//!    decoded, checked, its kind named);
 //! 2. metrics: `apply_record` of every record into the `/metrics` state;
 //! 3. insert: the store writer's statements for a batch (the same
-//!    `queries` calls as `Store`'s writer, ids cached), before the commit;
-//! 4. commit: `COMMIT` with `synchronous = FULL` (the WAL fsync).
+//!    `store::insert` and `queries` calls as `Store`'s writer, ids cached),
+//!    before the commit;
+//! 4. commit: `COMMIT` with `synchronous = FULL` (the WAL write and fsync,
+//!    and SQLite's automatic checkpoint when due), then dropping the batch.
+//!
+//! The connection has the collector writer's settings
+//! (`store::writer_settings`); `--pragma NAME=VALUE` overrides one, to
+//! measure an alternative.
+//!
+//! Each stage is timed in wall time and in the thread's CPU time: on a
+//! shared machine the CPU figure is the one to compare.
 //!
 //! What it leaves out is the transport (HTTP/2 framing, tonic, the tokio
 //! hops between stream task and writer thread): `bench/store.sh`'s
@@ -23,7 +32,7 @@ use anyhow::{bail, Context};
 use boltwatch_collector::export::SharedMetrics;
 use boltwatch_collector::ingest::raw::{RawAgentMessage, RawMsg};
 use boltwatch_collector::ingest::validate::{self, Rules};
-use boltwatch_collector::store::{layout::Keys, queries, schema, NewRecord};
+use boltwatch_collector::store::{self, layout::Keys, queries, schema};
 use prost::Message;
 use rusqlite::TransactionBehavior;
 
@@ -32,6 +41,8 @@ mod mesh;
 
 fn main() -> anyhow::Result<()> {
     let (mut hours, mut nodes, mut batch) = (6u64, 4usize, 4096usize);
+    // Overrides of the writer's settings, to measure alternatives.
+    let mut pragmas: Vec<(String, String)> = Vec::new();
     let mut args = std::env::args().skip(1);
     while let Some(k) = args.next() {
         let mut v = || args.next().with_context(|| format!("{k} needs a value"));
@@ -39,7 +50,14 @@ fn main() -> anyhow::Result<()> {
             "--hours" => hours = v()?.parse()?,
             "--nodes" => nodes = v()?.parse()?,
             "--batch" => batch = v()?.parse()?,
-            _ => bail!("usage: store_split [--hours H] [--nodes N] [--batch RECORDS]"),
+            "--pragma" => {
+                let kv = v()?;
+                let (k, val) = kv.split_once('=').context("--pragma NAME=VALUE")?;
+                pragmas.push((k.into(), val.into()));
+            }
+            _ => bail!(
+                "usage: store_split [--hours H] [--nodes N] [--batch RECORDS] [--pragma NAME=VALUE]..."
+            ),
         }
     }
     let names = mesh::node_names(nodes);
@@ -68,58 +86,63 @@ fn main() -> anyhow::Result<()> {
 
     let dir = tempfile::tempdir()?;
     let mut conn = rusqlite::Connection::open(dir.path().join("boltwatch.db"))?;
-    conn.pragma_update(None, "journal_mode", "WAL")?;
-    conn.pragma_update(None, "synchronous", "FULL")?;
-    conn.pragma_update(None, "cache_size", -256)?;
+    store::writer_settings(&conn)?;
+    for (k, v) in &pragmas {
+        conn.pragma_update(None, k, v)?;
+    }
     schema::migrate(&mut conn)?;
     let metrics = SharedMetrics::new();
     let mut keys = Keys::default();
-    let (mut decode, mut apply, mut insert, mut commit) = (
-        Duration::ZERO,
-        Duration::ZERO,
-        Duration::ZERO,
-        Duration::ZERO,
-    );
+    let (mut decode, mut apply, mut insert, mut commit) = <(Spent, Spent, Spent, Spent)>::default();
     let mut records = 0u64;
     for (i, bytes) in &messages {
-        let t0 = Instant::now();
-        let Some(RawMsg::Batch(b)) = RawAgentMessage::decode(bytes.as_ref())?.msg else {
+        let t0 = Stamp::now();
+        // From a `Bytes`, as tonic hands the frame over: the records are
+        // slices of it.
+        let Some(RawMsg::Batch(b)) = RawAgentMessage::decode(bytes.clone())?.msg else {
             bail!("not a batch");
         };
         let rules = Rules::any_size(&[boots[*i].as_str()]);
-        let checked = validate::batch(&names[*i], b.records, &rules)?;
-        let (decoded, news): (Vec<_>, Vec<NewRecord>) =
-            checked.into_iter().map(|c| (c.record, c.new)).unzip();
-        let t1 = Instant::now();
+        let validate::Checked {
+            records: decoded,
+            batch: news,
+        } = validate::batch(&names[*i], b.records, &rules)?;
+        let t1 = Stamp::now();
         {
             let mut m = metrics.lock();
             for r in &decoded {
                 m.apply_record(r);
             }
         }
-        let t2 = Instant::now();
+        let t2 = Stamp::now();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let mut inserted = Vec::with_capacity(news.len());
-        queries::insert_batch(&tx, &mut keys, &news, &mut inserted)?;
-        let added = inserted.iter().filter(|n| **n).count() as u64;
-        let last = news.last().context("empty batch")?;
-        queries::add_boot_records(&tx, &last.node, &last.boot_id, 1, added, last.seq)?;
-        queries::boot_highest_seq(&tx, &last.node, &last.boot_id)?;
-        let t3 = Instant::now();
+        let added = store::insert::insert_batch(&tx, &mut keys, &news, &mut inserted)?;
+        for ((node, boot), a) in news.boots.iter().zip(&added) {
+            queries::add_boot_records(&tx, node, boot, 1, a.added, a.max_seq)?;
+            queries::boot_highest_seq(&tx, node, boot)?;
+        }
+        let n = news.len() as u64;
+        let t3 = Stamp::now();
         tx.commit()?;
-        let t4 = Instant::now();
-        decode += t1 - t0;
-        apply += t2 - t1;
-        insert += t3 - t2;
-        commit += t4 - t3;
-        records += news.len() as u64;
+        // The batch's records are dropped where the collector drops them:
+        // after the commit.
+        drop((decoded, news, inserted));
+        let t4 = Stamp::now();
+        decode.add(t0, t1);
+        apply.add(t1, t2);
+        insert.add(t2, t3);
+        commit.add(t3, t4);
+        records += n;
     }
-    let line = |name: &str, d: Duration| {
-        let us = d.as_secs_f64() * 1e6 / records as f64;
+    let line = |name: &str, d: Spent| {
+        let per = |d: Duration| d.as_secs_f64() * 1e6 / records as f64;
         println!(
-            "{name:<8} {:>8.2} s  {us:>6.2} us/record  {:>10.0} records/s/core",
-            d.as_secs_f64(),
-            1e6 / us
+            "{name:<8} {:>6.2} s  {:>5.2} us/record wall  {:>5.2} us/record CPU  {:>9.0} records/CPU-s",
+            d.wall.as_secs_f64(),
+            per(d.wall),
+            per(d.cpu),
+            1e6 / per(d.cpu)
         );
     };
     println!(
@@ -132,4 +155,48 @@ fn main() -> anyhow::Result<()> {
     line("commit", commit);
     line("total", decode + apply + insert + commit);
     Ok(())
+}
+
+/// A point in wall time and in this thread's CPU time.
+#[derive(Clone, Copy)]
+struct Stamp {
+    wall: Instant,
+    cpu: Duration,
+}
+
+impl Stamp {
+    fn now() -> Stamp {
+        let cpu = nix::time::clock_gettime(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID)
+            .map(Duration::from)
+            .unwrap_or_default();
+        Stamp {
+            wall: Instant::now(),
+            cpu,
+        }
+    }
+}
+
+/// Wall and CPU (this thread's, so a stage waiting on fsync or preempted
+/// by other work on a shared machine is not charged for the wait) time.
+#[derive(Clone, Copy, Default)]
+struct Spent {
+    wall: Duration,
+    cpu: Duration,
+}
+
+impl Spent {
+    fn add(&mut self, from: Stamp, to: Stamp) {
+        self.wall += to.wall - from.wall;
+        self.cpu += to.cpu.saturating_sub(from.cpu);
+    }
+}
+
+impl std::ops::Add for Spent {
+    type Output = Spent;
+    fn add(self, o: Spent) -> Spent {
+        Spent {
+            wall: self.wall + o.wall,
+            cpu: self.cpu + o.cpu,
+        }
+    }
 }

@@ -179,13 +179,19 @@ impl Ingest {
         o: &crate::store::BatchOutcome,
     ) {
         let mut budget = self.series();
+        let mut budget = budget.node(node);
         let mut m = self.metrics.lock();
         m.on_commit(node, o.duplicates, o.total_records, o.commit_seconds);
         for (r, new) in records.iter().zip(&o.inserted) {
             if !*new {
                 continue;
             }
-            match budget.admit(node, series::subjects(r)) {
+            let names = series::subjects(r);
+            let admitted = match &mut budget {
+                Some(b) => b.admit(names),
+                None => Err(names.first().map_or(series::Dim::Peer, |(d, _)| *d)),
+            };
+            match admitted {
                 Ok(()) => m.apply_record(r),
                 Err(dim) => m.on_series_refused(dim, 1),
             }
@@ -418,7 +424,7 @@ impl Ingest {
                 let _ = tx.send(Err(self.fail("batch_too_large", s))).await;
                 return;
             }
-            let bytes: usize = batch.records.iter().map(Vec::len).sum();
+            let bytes: usize = batch.records.iter().map(|r| r.len()).sum();
             let checked = match validate::batch(node, batch.records, rules) {
                 Ok(c) => c,
                 Err(e @ validate::Invalid::NodeMismatch { .. }) if self.policy.auth.is_some() => {
@@ -451,9 +457,8 @@ impl Ingest {
                 let _ = tx.send(Err(self.fail(kind, s))).await;
                 return;
             }
-            let (records, news): (Vec<_>, Vec<_>) =
-                checked.into_iter().map(|c| (c.record, c.new)).unzip();
-            let outcome = match self.store.write_batch(news).await {
+            let validate::Checked { records, batch } = checked;
+            let outcome = match self.store.write_batch(batch).await {
                 Ok(o) => o,
                 Err(e) => {
                     // Full disk, read-only file: nothing of the batch is

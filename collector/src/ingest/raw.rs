@@ -4,8 +4,9 @@
 //! and prost drops fields it does not know, so a payload kind added by a
 //! newer agent would be lost before it reached the store. These message
 //! types are wire-compatible with `AgentMessage` and `RecordBatch` but keep
-//! each record as its encoded bytes; [`super::validate`] decodes a copy for
-//! checks and metrics.
+//! each record as its encoded bytes (a slice of the received frame);
+//! [`super::validate`] decodes each record once, for the checks and the
+//! metrics, and the store keeps the bytes.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -40,9 +41,11 @@ pub enum RawMsg {
 /// `RecordBatch` whose records are the encoded `Record` messages.
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct RawRecordBatch {
-    /// Each encoded `Record`, exactly as sent.
-    #[prost(bytes = "vec", repeated, tag = "1")]
-    pub records: Vec<Vec<u8>>,
+    /// Each encoded `Record`, exactly as sent: a slice of the received
+    /// frame (decoded from tonic's buffer, `Bytes` share it: no copy and no
+    /// allocation per record).
+    #[prost(bytes = "bytes", repeated, tag = "1")]
+    pub records: Vec<prost::bytes::Bytes>,
 }
 
 /// The stream of answers sent back to one agent.

@@ -84,8 +84,11 @@ pub fn subjects(r: &Record) -> Vec<(Dim, &str)> {
 #[derive(Debug)]
 pub struct Budget {
     per_node: usize,
-    nodes: HashMap<String, HashMap<Dim, BTreeSet<String>>>,
+    nodes: HashMap<String, Names>,
 }
+
+/// One node's distinct names, per [`Dim`] (indexed by `Dim as usize`).
+type Names = [BTreeSet<String>; 4];
 
 impl Budget {
     /// At most `per_node` distinct names per node and label.
@@ -104,7 +107,7 @@ impl Budget {
         if self.nodes.len() >= MAX_NODES {
             return false;
         }
-        self.nodes.insert(node.to_string(), HashMap::new());
+        self.nodes.insert(node.to_string(), Names::default());
         true
     }
 
@@ -115,29 +118,23 @@ impl Budget {
         node: &str,
         names: impl IntoIterator<Item = (Dim, &'a str)> + Clone,
     ) -> Result<(), Dim> {
-        if !self.admit_node(node) {
-            return Err(names.into_iter().next().map_or(Dim::Peer, |(d, _)| d));
+        match self.node(node) {
+            Some(mut n) => n.admit(names),
+            None => Err(names.into_iter().next().map_or(Dim::Peer, |(d, _)| d)),
         }
-        let sets = self.nodes.get_mut(node).expect("admitted above");
-        let mut new: HashMap<Dim, BTreeSet<&str>> = HashMap::new();
-        for (dim, name) in names.clone() {
-            if !sets.get(&dim).is_some_and(|s| s.contains(name)) {
-                new.entry(dim).or_default().insert(name);
-            }
-        }
-        for (dim, names) in &new {
-            let have = sets.get(dim).map_or(0, BTreeSet::len);
-            if have + names.len() > self.per_node {
-                return Err(*dim);
-            }
-        }
-        for (dim, names) in new {
-            let set = sets.entry(dim).or_default();
-            set.extend(names.into_iter().map(str::to_string));
-        }
-        Ok(())
     }
 
+    /// `node`'s budget, for admitting many records' names with one lookup
+    /// of the node; `None` when the node itself is over [`MAX_NODES`].
+    pub fn node(&mut self, node: &str) -> Option<NodeBudget<'_>> {
+        if !self.admit_node(node) {
+            return None;
+        }
+        Some(NodeBudget {
+            per_node: self.per_node,
+            names: self.nodes.get_mut(node).expect("admitted above"),
+        })
+    }
     /// The interfaces of a `Hello` that fit the budget, in order; the rest
     /// are counted by the caller.
     pub fn interfaces(&mut self, node: &str, all: &[Interface]) -> (Vec<Interface>, usize) {
@@ -152,6 +149,49 @@ impl Budget {
         (kept, refused)
     }
 }
+
+/// One node's part of a [`Budget`].
+pub struct NodeBudget<'b> {
+    per_node: usize,
+    names: &'b mut Names,
+}
+
+impl NodeBudget<'_> {
+    /// Admits all of `names`, or none: `Err` names the first label over
+    /// the budget.
+    pub fn admit<'a>(
+        &mut self,
+        names: impl IntoIterator<Item = (Dim, &'a str)> + Clone,
+    ) -> Result<(), Dim> {
+        let sets = &mut *self.names;
+        // Nearly always every name is known already: nothing to count.
+        if names
+            .clone()
+            .into_iter()
+            .all(|(dim, name)| sets[dim as usize].contains(name))
+        {
+            return Ok(());
+        }
+        let mut new: [BTreeSet<&str>; 4] = Default::default();
+        for (dim, name) in names {
+            if !sets[dim as usize].contains(name) {
+                new[dim as usize].insert(name);
+            }
+        }
+        for (i, names) in new.iter().enumerate() {
+            if !names.is_empty() && sets[i].len() + names.len() > self.per_node {
+                return Err(DIMS[i]);
+            }
+        }
+        for (set, names) in sets.iter_mut().zip(new) {
+            set.extend(names.into_iter().map(str::to_string));
+        }
+        Ok(())
+    }
+}
+
+/// Every [`Dim`], by `Dim as usize`.
+const DIMS: [Dim; 4] = [Dim::Peer, Dim::Interface, Dim::Sensor, Dim::Service];
 
 #[cfg(test)]
 mod tests {
@@ -210,6 +250,13 @@ mod tests {
             .collect();
         let (kept, refused) = b.interfaces("a", &ifs);
         assert_eq!((kept.len(), refused), (2, 3));
+    }
+
+    #[test]
+    fn dims_are_indexed_by_their_discriminant() {
+        for (i, d) in DIMS.iter().enumerate() {
+            assert_eq!(*d as usize, i);
+        }
     }
 
     #[test]

@@ -10,14 +10,15 @@
 //! one 1 MiB peer name would otherwise be copied into every series of the
 //! peer on every scrape.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use boltwatch_proto::v1::{Hello, Record};
 use prost::Message;
 
 use super::series;
 
-use crate::store::{HelloRow, NewRecord};
+use crate::store::{BatchRecord, HelloRow, NewBatch};
+use prost::bytes::Bytes;
 
 /// Why a `Hello` or a batch was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -191,14 +192,27 @@ pub fn hello(h: &Hello) -> Result<HelloRow, Invalid> {
     })
 }
 
-/// A record that passed the checks: decoded (for metrics) and ready to
-/// store (with its bytes as received).
+/// A batch that passed the checks: each record decoded (for metrics) and
+/// the batch ready to store (with each record's bytes as received).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Checked {
-    /// The decoded record; its payload is `None` for kinds unknown here.
-    pub record: Record,
+    /// The decoded records, in order; a payload is `None` for kinds unknown
+    /// here.
+    pub records: Vec<Record>,
     /// What the store keeps.
-    pub new: NewRecord,
+    pub batch: NewBatch,
+}
+
+impl Checked {
+    /// Number of records.
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    /// Whether the batch was empty.
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
 }
 
 /// What a stream's records must satisfy beyond being well formed.
@@ -223,10 +237,18 @@ impl Rules {
 
 /// Checks every record of a batch, given as the encoded `Record`s, against
 /// the stream's node and `rules`.
-pub fn batch(node: &str, raws: Vec<Vec<u8>>, rules: &Rules) -> Result<Vec<Checked>, Invalid> {
+pub fn batch<R: Into<Bytes>>(node: &str, raws: Vec<R>, rules: &Rules) -> Result<Checked, Invalid> {
     let max = i64::MAX as u64;
-    let mut out = Vec::with_capacity(raws.len());
+    let mut out = Checked {
+        records: Vec::with_capacity(raws.len()),
+        batch: NewBatch {
+            boots: Vec::new(),
+            records: Vec::with_capacity(raws.len()),
+        },
+    };
+    let mut seen: HashMap<String, usize> = HashMap::new();
     for (index, raw) in raws.into_iter().enumerate() {
+        let raw: Bytes = raw.into();
         if raw.len() > rules.max_record_bytes {
             return Err(Invalid::TooLarge {
                 index,
@@ -234,7 +256,7 @@ pub fn batch(node: &str, raws: Vec<Vec<u8>>, rules: &Rules) -> Result<Vec<Checke
                 max: rules.max_record_bytes,
             });
         }
-        let record = Record::decode(raw.as_slice()).map_err(|e| Invalid::Undecodable {
+        let record = Record::decode(raw.as_ref()).map_err(|e| Invalid::Undecodable {
             index,
             message: e.to_string(),
         })?;
@@ -248,14 +270,30 @@ pub fn batch(node: &str, raws: Vec<Vec<u8>>, rules: &Rules) -> Result<Vec<Checke
         if record.boot_id.is_empty() {
             return Err(Invalid::NoBoot { index });
         }
-        if !rules.boots.contains(&record.boot_id) {
-            let boot_id = if record.boot_id.len() > MAX_NAME_BYTES {
-                format!("{}...", record.boot_id.chars().take(32).collect::<String>())
-            } else {
-                record.boot_id.clone()
-            };
-            return Err(Invalid::UnknownBoot { index, boot_id });
-        }
+        // The boot of the record before is nearly always this one's; else
+        // `seen` finds it in one lookup, however many boots a batch mixes.
+        let boot = match out.batch.boots.last() {
+            Some((_, b)) if *b == record.boot_id => out.batch.boots.len() - 1,
+            _ => match seen.get(&record.boot_id) {
+                Some(i) => *i,
+                None => {
+                    if !rules.boots.contains(&record.boot_id) {
+                        let boot_id = if record.boot_id.len() > MAX_NAME_BYTES {
+                            format!("{}...", record.boot_id.chars().take(32).collect::<String>())
+                        } else {
+                            record.boot_id.clone()
+                        };
+                        return Err(Invalid::UnknownBoot { index, boot_id });
+                    }
+                    let i = out.batch.boots.len();
+                    out.batch
+                        .boots
+                        .push((node.to_string(), record.boot_id.clone()));
+                    seen.insert(record.boot_id.clone(), i);
+                    i
+                }
+            },
+        };
         for (dim, v) in series::subjects(&record) {
             if let Some(reason) = label_problem(v, MAX_NAME_BYTES) {
                 let field = dim.label();
@@ -278,18 +316,14 @@ pub fn batch(node: &str, raws: Vec<Vec<u8>>, rules: &Rules) -> Result<Vec<Checke
                 unix_ns: record.unix_ns,
             });
         }
-        let kind = boltwatch_proto::record_kind(&record);
-        out.push(Checked {
-            new: NewRecord {
-                node: record.node.clone(),
-                boot_id: record.boot_id.clone(),
-                seq: record.seq,
-                unix_ns: record.unix_ns,
-                kind,
-                raw,
-            },
-            record,
+        out.batch.records.push(BatchRecord {
+            boot,
+            seq: record.seq,
+            unix_ns: record.unix_ns,
+            kind: boltwatch_proto::record_kind(&record),
+            raw,
         });
+        out.records.push(record);
     }
     Ok(out)
 }
@@ -312,7 +346,7 @@ mod tests {
         .encode_to_vec()
     }
 
-    fn b(raws: Vec<Vec<u8>>) -> Result<Vec<Checked>, Invalid> {
+    fn b(raws: Vec<Vec<u8>>) -> Result<Checked, Invalid> {
         batch("a", raws, &Rules::any_size(&["b"]))
     }
 
@@ -365,9 +399,10 @@ mod tests {
     fn good_batch_keeps_bytes_and_kind() {
         let raw = enc("a", "b", 1);
         let out = b(vec![raw.clone()]).unwrap();
-        assert_eq!(out[0].new.raw, raw);
-        assert_eq!(out[0].new.kind, "agent_stats");
-        assert_eq!(out[0].record.seq, 1);
+        assert_eq!(out.batch.records[0].raw, raw);
+        assert_eq!(out.batch.records[0].kind, "agent_stats");
+        assert_eq!(out.records[0].seq, 1);
+        assert_eq!(out.batch.boots, [("a".to_string(), "b".to_string())]);
     }
 
     #[test]
@@ -377,8 +412,24 @@ mod tests {
         raw.truncate(raw.len() - 2); // drop the empty agent_stats field
         raw.extend_from_slice(&[0x9a, 0x06, 0x02, 0x08, 0x01]);
         let out = b(vec![raw.clone()]).unwrap();
-        assert_eq!(out[0].new.kind, UNKNOWN_KIND);
-        assert_eq!(out[0].new.raw, raw);
+        assert_eq!(out.batch.records[0].kind, UNKNOWN_KIND);
+        assert_eq!(out.batch.records[0].raw, raw);
+    }
+
+    #[test]
+    fn boots_are_listed_once_and_records_point_at_theirs() {
+        let rules = Rules::any_size(&["b", "c"]);
+        let raws = vec![
+            enc("a", "b", 1),
+            enc("a", "c", 1),
+            enc("a", "b", 2),
+            enc("a", "c", 2),
+        ];
+        let out = batch("a", raws, &rules).unwrap();
+        let boots: Vec<&str> = out.batch.boots.iter().map(|(_, b)| b.as_str()).collect();
+        assert_eq!(boots, ["b", "c"]);
+        let at: Vec<usize> = out.batch.records.iter().map(|r| r.boot).collect();
+        assert_eq!(at, [0, 1, 0, 1]);
     }
 
     #[test]

@@ -263,6 +263,50 @@ pub fn insert_into(stmt: &mut rusqlite::Statement<'_>, r: &Row<'_>) -> rusqlite:
     Ok(n == 1)
 }
 
+/// [`INSERT`] for `n` rows at once, for records known to be new: no `pos`
+/// (the next rowids, in order). OR IGNORE only spares SQLite a statement
+/// journal (a plain multi-row INSERT could abort half-way, so SQLite
+/// journals each page it touches to undo that): [`insert_rows_into`]
+/// fails when a row was not stored.
+pub fn insert_rows(n: usize) -> String {
+    let mut sql = String::from(
+        "INSERT OR IGNORE INTO stored (boot, seq, unix_ns, kind, whole, body) VALUES ",
+    );
+    for i in 0..n {
+        sql.push_str(if i == 0 {
+            "(?,?,?,?,?,?)"
+        } else {
+            ",(?,?,?,?,?,?)"
+        });
+    }
+    sql
+}
+
+/// Stores `rows` (each new, `pos` ignored) through `stmt`, a prepared
+/// [`insert_rows`] of `rows.len()`.
+pub fn insert_rows_into(
+    stmt: &mut rusqlite::Statement<'_>,
+    rows: &[Row<'_>],
+) -> rusqlite::Result<()> {
+    for (i, r) in rows.iter().enumerate() {
+        let (whole, body) = split(r.raw, &r.boot.head);
+        let at = i * 6;
+        stmt.raw_bind_parameter(at + 1, r.boot.id)?;
+        stmt.raw_bind_parameter(at + 2, r.seq as i64)?;
+        stmt.raw_bind_parameter(at + 3, r.unix_ns as i64)?;
+        stmt.raw_bind_parameter(at + 4, r.kind)?;
+        stmt.raw_bind_parameter(at + 5, whole)?;
+        stmt.raw_bind_parameter(at + 6, body)?;
+    }
+    let n = stmt.raw_execute()?;
+    if n != rows.len() {
+        // The caller's proof that each row is new did not hold: fail the
+        // transaction rather than miscount.
+        return Err(rusqlite::Error::StatementChangedRows(n));
+    }
+    Ok(())
+}
+
 /// A boot's (node, boot_id, head).
 pub type BootName = (String, String, Vec<u8>);
 

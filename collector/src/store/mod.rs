@@ -10,6 +10,7 @@
 
 mod error;
 mod health;
+pub mod insert;
 pub mod layout;
 pub mod queries;
 pub mod retention;
@@ -24,7 +25,8 @@ pub use health::{free_bytes, MIN_FREE_BYTES};
 use health::{quick_check, Damage};
 
 pub use types::{
-    BatchOutcome, BootRow, HelloRow, NewRecord, RecordFilter, StoredRecord, Watermark,
+    BatchOutcome, BatchRecord, BootRow, HelloRow, NewBatch, NewRecord, RecordFilter, StoredRecord,
+    Watermark,
 };
 
 use std::path::{Path, PathBuf};
@@ -37,7 +39,7 @@ type Reply<T> = oneshot::Sender<Result<T, StoreError>>;
 
 enum Command {
     Hello(HelloRow, Reply<()>),
-    Batch(Vec<NewRecord>, Reply<BatchOutcome>),
+    Batch(NewBatch, Reply<BatchOutcome>),
     Ping(Reply<()>),
     /// One step of raw-record retention: (cutoff, first position not
     /// delivered to every remote_write endpoint).
@@ -65,7 +67,13 @@ pub struct Store {
 use boltwatch_common::clock::now_unix_ns as now_ns;
 
 /// SQLite page cache of the writer, in KiB (as a negative cache_size).
-const WRITER_CACHE_KIB: i64 = -256;
+/// 2 MiB (SQLite's default size, made explicit): a grouped transaction
+/// dirties a few MiB, and with 256 KiB SQLite spilled pages to the WAL in
+/// mid-transaction and read some back, about 6% more collector CPU per
+/// record in `bench/store.sh`.
+const WRITER_CACHE_KIB: i64 = -2048;
+/// Prepared statements the writer keeps.
+const WRITER_STATEMENTS: usize = 32;
 /// Page cache of each pooled reader, in KiB (as a negative cache_size).
 const READER_CACHE_KIB: i64 = -512;
 
@@ -88,19 +96,30 @@ fn open_writer(path: &Path) -> Result<Connection, StoreError> {
 
 fn open_writer_unchecked(path: &Path) -> Result<Connection, StoreError> {
     let mut conn = Connection::open(path)?;
+    writer_settings(&conn)?;
+    conn.busy_timeout(std::time::Duration::from_secs(5))?;
+    schema::migrate(&mut conn)?;
+    Ok(conn)
+}
+
+/// The writing connection's settings (public so the ingest benchmarks
+/// measure the same connection the collector writes with).
+pub fn writer_settings(conn: &Connection) -> rusqlite::Result<()> {
     conn.pragma_update(None, "journal_mode", "WAL")?;
     // FULL: an Ack promises the batch is durable, NORMAL could lose the last
     // transactions on power loss in WAL mode.
     conn.pragma_update(None, "synchronous", "FULL")?;
     // An explicit page-cache bound (KiB when negative): the collector's
-    // memory over a 72-hour soak must plateau, not follow the database
-    // (with SQLite's default 2 MiB the soak showed +10% RSS in 10 minutes,
-    // flat with a small cache). Inserts append to the (node, boot, seq)
-    // key, so a small writer cache costs little.
+    // memory over a 72-hour soak must plateau, not follow the database. The
+    // cache grows to this bound in the first minutes of ingest and stays
+    // there (an earlier soak saw RSS +10% in 10 minutes with 2 MiB and
+    // settled on 256 KiB; 2 MiB costs those 1.75 MiB once, for less CPU
+    // per record).
     conn.pragma_update(None, "cache_size", WRITER_CACHE_KIB)?;
-    conn.busy_timeout(std::time::Duration::from_secs(5))?;
-    schema::migrate(&mut conn)?;
-    Ok(conn)
+    // Room for every statement the writer repeats (the multi-row inserts
+    // among them), so none is compiled again per batch.
+    conn.set_prepared_statement_cache_capacity(WRITER_STATEMENTS);
+    Ok(())
 }
 
 impl Store {
@@ -179,8 +198,12 @@ impl StoreHandle {
     /// Stores a batch in one transaction; returns after the commit.
     /// Refused once the file was found damaged: the agents keep the records
     /// in their spools until the store is repaired.
-    pub async fn write_batch(&self, records: Vec<NewRecord>) -> Result<BatchOutcome, StoreError> {
+    pub async fn write_batch(
+        &self,
+        records: impl Into<NewBatch>,
+    ) -> Result<BatchOutcome, StoreError> {
         self.damaged()?;
+        let records = records.into();
         let r = self.call(|r| Command::Batch(records, r)).await;
         self.damage.watch(r)
     }

@@ -27,37 +27,11 @@ macro_rules! record_select {
 /// Returns whether it was new. The writer interns ids through its own
 /// [`Keys`] cache; this looks them up each time.
 pub fn insert_record(conn: &Connection, r: &NewRecord) -> rusqlite::Result<bool> {
-    let mut stmt = conn.prepare_cached(layout::INSERT)?;
-    insert_one(conn, &mut stmt, &mut Keys::default(), r)
-}
-
-/// Inserts `records` in order with ids cached in `keys` and one prepared
-/// statement for the lot, pushing onto `inserted` whether each was new.
-pub fn insert_batch(
-    conn: &Connection,
-    keys: &mut Keys,
-    records: &[NewRecord],
-    inserted: &mut Vec<bool>,
-) -> rusqlite::Result<()> {
-    let mut stmt = conn.prepare_cached(layout::INSERT)?;
-    for r in records {
-        inserted.push(insert_one(conn, &mut stmt, keys, r)?);
-    }
-    Ok(())
-}
-
-/// One record through `stmt` (a prepared [`layout::INSERT`]), its boot and
-/// kind interned through `keys`.
-fn insert_one(
-    conn: &Connection,
-    stmt: &mut rusqlite::Statement<'_>,
-    keys: &mut Keys,
-    r: &NewRecord,
-) -> rusqlite::Result<bool> {
+    let mut keys = Keys::default();
     let boot = keys.boot(conn, &r.node, &r.boot_id)?;
     let kind = keys.kind(conn, r.kind)?;
     layout::insert_into(
-        stmt,
+        &mut *conn.prepare_cached(layout::INSERT)?,
         &layout::Row {
             pos: None,
             boot: &boot,

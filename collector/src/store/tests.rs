@@ -20,7 +20,7 @@ async fn damage_found_while_running_fails_health_and_refuses_batches() {
     let store = Store::open(dir.path()).unwrap();
     let h = store.handle();
     for k in 0..20u64 {
-        let batch = (1..=200)
+        let batch: Vec<NewRecord> = (1..=200)
             .map(|s| NewRecord {
                 raw: vec![7; 200],
                 ..rec(k * 200 + s)

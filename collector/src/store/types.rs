@@ -1,5 +1,7 @@
 //! The values the store takes and returns.
 
+use prost::bytes::Bytes;
+
 /// A record ready to store: the envelope fields it is keyed and filtered by,
 /// plus its encoded bytes exactly as received.
 #[derive(Debug, Clone, PartialEq)]
@@ -16,6 +18,77 @@ pub struct NewRecord {
     pub kind: &'static str,
     /// The encoded `Record`.
     pub raw: Vec<u8>,
+}
+
+/// Records ready to store, as one stream's batch arrives: each distinct
+/// (node, boot) named once, each record pointing at its own by index, its
+/// bytes a slice of the received frame (no copy, no string per record).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NewBatch {
+    /// Distinct (node, boot_id) of the batch, in first-appearance order.
+    pub boots: Vec<(String, String)>,
+    /// The records, in arrival order.
+    pub records: Vec<BatchRecord>,
+}
+
+/// One record of a [`NewBatch`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct BatchRecord {
+    /// Index of its (node, boot) in [`NewBatch::boots`].
+    pub boot: usize,
+    /// Sequence number in the boot (1..=i64::MAX).
+    pub seq: u64,
+    /// Agent timestamp (<= i64::MAX).
+    pub unix_ns: u64,
+    /// `Payload::kind()`, or `"unknown"` for a kind this build cannot name.
+    pub kind: &'static str,
+    /// The encoded `Record`, exactly as received.
+    pub raw: Bytes,
+}
+
+impl NewBatch {
+    /// Number of records.
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    /// Whether it holds no record.
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    /// The index of (node, boot_id) in [`NewBatch::boots`], added if new.
+    /// A batch nearly always holds one boot, so the search is short.
+    pub fn boot_index(&mut self, node: &str, boot_id: &str) -> usize {
+        match self
+            .boots
+            .iter()
+            .rposition(|(n, b)| n == node && b == boot_id)
+        {
+            Some(i) => i,
+            None => {
+                self.boots.push((node.to_string(), boot_id.to_string()));
+                self.boots.len() - 1
+            }
+        }
+    }
+}
+
+impl From<Vec<NewRecord>> for NewBatch {
+    fn from(records: Vec<NewRecord>) -> NewBatch {
+        let mut b = NewBatch::default();
+        for r in records {
+            let boot = b.boot_index(&r.node, &r.boot_id);
+            b.records.push(BatchRecord {
+                boot,
+                seq: r.seq,
+                unix_ns: r.unix_ns,
+                kind: r.kind,
+                raw: r.raw.into(),
+            });
+        }
+        b
+    }
 }
 
 /// A stored record as read back.

@@ -9,7 +9,7 @@ use rusqlite::Connection;
 use tokio::sync::mpsc;
 
 use super::{
-    layout, now_ns, queries, retention, BatchOutcome, Command, HelloRow, NewRecord, Reply,
+    insert, layout, now_ns, queries, retention, BatchOutcome, Command, HelloRow, NewBatch, Reply,
 };
 use super::{StoreError, Watermark};
 
@@ -100,8 +100,8 @@ impl Writer {
     /// Stores a group in one transaction and answers each batch. If that
     /// fails, each batch is tried alone, so one bad batch fails by itself
     /// as it would have without the grouping.
-    fn group(&mut self, group: Vec<(Vec<NewRecord>, Reply<BatchOutcome>)>) {
-        let batches: Vec<&[NewRecord]> = group.iter().map(|(r, _)| r.as_slice()).collect();
+    fn group(&mut self, group: Vec<(NewBatch, Reply<BatchOutcome>)>) {
+        let batches: Vec<&NewBatch> = group.iter().map(|(b, _)| b).collect();
         let outcomes = match self.batches(&batches) {
             Ok(o) => o.into_iter().map(Ok).collect(),
             Err(e) => {
@@ -112,7 +112,7 @@ impl Writer {
                 } else {
                     let mut alone = Vec::with_capacity(batches.len());
                     for b in &batches {
-                        let r = self.batches(&[b]).map(|mut o| o.remove(0));
+                        let r = self.batches(&[*b]).map(|mut o| o.remove(0));
                         if r.is_err() {
                             self.keys.clear();
                         }
@@ -127,52 +127,37 @@ impl Writer {
         }
     }
 
-    fn batches(&mut self, batches: &[&[NewRecord]]) -> Result<Vec<BatchOutcome>, StoreError> {
+    fn batches(&mut self, batches: &[&NewBatch]) -> Result<Vec<BatchOutcome>, StoreError> {
         let start = Instant::now();
         let now = now_ns();
         let tx = self
             .conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        // Per batch: whether each record was new, and (node, boot) ->
-        // (added, max seq) in first-appearance order.
+        // Per batch: whether each record was new, and per boot what it
+        // gained.
         let mut each = Vec::with_capacity(batches.len());
-        for records in batches {
-            let mut inserted = Vec::with_capacity(records.len());
-            queries::insert_batch(&tx, &mut self.keys, records, &mut inserted)?;
-            retention::undo_replays(&tx, &mut self.keys, records, &mut inserted)?;
-            let mut boots: Vec<((&str, &str), u64, u64)> = Vec::new();
-            for (r, new) in records.iter().zip(&inserted) {
-                let key = (r.node.as_str(), r.boot_id.as_str());
-                let entry = match boots.iter_mut().find(|(k, _, _)| *k == key) {
-                    Some(e) => e,
-                    None => {
-                        boots.push((key, 0, 0));
-                        boots.last_mut().expect("just pushed")
-                    }
-                };
-                if *new {
-                    entry.1 += 1;
-                    entry.2 = entry.2.max(r.seq);
-                }
+        for batch in batches {
+            let mut inserted = Vec::with_capacity(batch.len());
+            let mut added = insert::insert_batch(&tx, &mut self.keys, batch, &mut inserted)?;
+            retention::undo_replays(&tx, &mut self.keys, batch, &mut inserted, &mut added)?;
+            for ((node, boot), a) in batch.boots.iter().zip(&added) {
+                queries::add_boot_records(&tx, node, boot, now, a.added, a.max_seq)?;
             }
-            for ((node, boot), added, max_seq) in &boots {
-                queries::add_boot_records(&tx, node, boot, now, *added, *max_seq)?;
-            }
-            each.push((inserted, boots));
+            each.push((inserted, added));
         }
         // Watermarks after every batch of the group: what the commit makes
         // durable.
         let mut outcomes = Vec::with_capacity(batches.len());
-        for (records, (inserted, boots)) in batches.iter().zip(each) {
+        for (batch, (inserted, boots)) in batches.iter().zip(each) {
             let mut watermarks = Vec::with_capacity(boots.len());
-            for ((node, boot), _, _) in &boots {
+            for (node, boot) in &batch.boots {
                 watermarks.push(Watermark {
                     boot_id: boot.to_string(),
                     highest_seq: queries::boot_highest_seq(&tx, node, boot)?,
                 });
             }
-            let added: u64 = boots.iter().map(|b| b.1).sum();
-            outcomes.push((records.len() as u64 - added, inserted, watermarks, added));
+            let added: u64 = boots.iter().map(|b| b.added).sum();
+            outcomes.push((batch.len() as u64 - added, inserted, watermarks, added));
         }
         tx.commit()?;
         let commit_seconds = start.elapsed().as_secs_f64();

@@ -132,7 +132,7 @@ async fn unknown_payload_kinds_are_stored_verbatim() {
         },
         RawAgentMessage {
             msg: Some(RawMsg::Batch(RawRecordBatch {
-                records: vec![raw.clone()],
+                records: vec![raw.clone().into()],
             })),
         },
     ];

@@ -25,9 +25,10 @@ use boltwatch_proto::v1::Record;
 use prost::Message;
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 
+use super::insert::BootAdded;
 use super::layout::{self, Keys, SPARSE_KINDS_FROM};
 use super::rollup::{minute_of, Raw, Rollup, MINUTE_NS};
-use super::NewRecord;
+use super::NewBatch;
 
 mod task;
 pub use task::{delivered_below, prune_before, replay, run};
@@ -267,39 +268,37 @@ fn put(tx: &Connection, boot: i64, kind: i64, minute: u64, r: &Rollup) -> rusqli
     Ok(())
 }
 
-/// After `records` were inserted (`inserted[i]`: whether record `i` was
-/// new), takes back any that a rollup already replaced: a replay of a
-/// pruned record is a duplicate, as it was before the raw row went.
-/// Costs one lookup per boot per batch unless a record is at or below its
-/// boot's highest pruned sequence number.
+/// After a batch was inserted (`inserted[i]`: whether record `i` was new;
+/// `added`: per boot of the batch, what it gained), takes back any record
+/// a rollup already replaced: a replay of a pruned record is a duplicate,
+/// as it was before the raw row went. Costs one lookup per boot per batch
+/// unless a record is at or below its boot's highest pruned sequence
+/// number. (The highest seq stored does not move back: pruned records
+/// were stored first, so `added`'s highest seq stays right.)
 pub fn undo_replays(
     tx: &Connection,
     keys: &mut Keys,
-    records: &[NewRecord],
+    batch: &NewBatch,
     inserted: &mut [bool],
+    added: &mut [BootAdded],
 ) -> rusqlite::Result<()> {
-    let mut pruned: Vec<(&str, &str, i64, u64)> = Vec::new();
-    for (r, new) in records.iter().zip(inserted.iter_mut()) {
-        if !*new {
+    for (i, (node, boot)) in batch.boots.iter().enumerate() {
+        let id = keys.boot(tx, node, boot)?.id;
+        let high = tx
+            .prepare_cached("SELECT pruned_seq FROM boot_keys WHERE id = ?1")?
+            .query_row([id], |row| row.get::<_, i64>(0))? as u64;
+        if high == 0 {
             continue;
         }
-        let (id, high) = match pruned.iter().find(|p| p.0 == r.node && p.1 == r.boot_id) {
-            Some(p) => (p.2, p.3),
-            None => {
-                let id = keys.boot(tx, &r.node, &r.boot_id)?.id;
-                let high: i64 = tx
-                    .prepare_cached("SELECT pruned_seq FROM boot_keys WHERE id = ?1")?
-                    .query_row([id], |row| row.get(0))?;
-                pruned.push((&r.node, &r.boot_id, id, high as u64));
-                (id, high as u64)
+        for (r, new) in batch.records.iter().zip(inserted.iter_mut()) {
+            if r.boot != i || !*new || r.seq > high || !replaced(tx, id, r.seq)? {
+                continue;
             }
-        };
-        if r.seq > high || !replaced(tx, id, r.seq)? {
-            continue;
+            tx.prepare_cached("DELETE FROM stored WHERE boot = ?1 AND seq = ?2")?
+                .execute(params![id, r.seq as i64])?;
+            *new = false;
+            added[i].added -= 1;
         }
-        tx.prepare_cached("DELETE FROM stored WHERE boot = ?1 AND seq = ?2")?
-            .execute(params![id, r.seq as i64])?;
-        *new = false;
     }
     Ok(())
 }

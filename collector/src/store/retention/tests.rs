@@ -2,7 +2,7 @@ use boltwatch_proto::v1::record::Payload;
 use boltwatch_proto::v1::{RttSummary, ThermalReading};
 
 use super::*;
-use crate::store::{queries, schema};
+use crate::store::{queries, schema, NewRecord};
 
 /// 2026-11-30T00:00:00Z, a minute boundary.
 const M: u64 = 1_795_996_800_000_000_000;
@@ -189,4 +189,42 @@ fn a_step_over_the_row_bound_stops_at_a_whole_minute() {
     assert_eq!(left(&c).first(), Some(&30_001));
     let second = step(&mut c, M + 10 * MINUTE_NS, i64::MAX);
     assert_eq!((second.records, second.done), (30_000, true));
+}
+
+#[test]
+fn a_replay_of_a_pruned_record_is_taken_back_even_above_the_stored_max() {
+    let mut c = store();
+    // Only dense records: after pruning the boot has no stored row, so
+    // the insert path sees every replayed seq as new.
+    for seq in 1..=60 {
+        put_at(&c, seq, M + (seq - 1) * S, false);
+    }
+    step(&mut c, M + MINUTE_NS, i64::MAX);
+    assert!(left(&c).is_empty());
+    let replay = |seqs: std::ops::RangeInclusive<u64>| -> NewBatch {
+        let v: Vec<NewRecord> = seqs
+            .map(|seq| NewRecord {
+                node: "a".into(),
+                boot_id: "b1".into(),
+                seq,
+                unix_ns: M + (seq - 1) * S,
+                kind: "rtt",
+                raw: vec![1, 2, 3],
+            })
+            .collect();
+        v.into()
+    };
+    let tx = c.transaction().unwrap();
+    let mut keys = Keys::default();
+    // 58..=62: three pruned, two new.
+    let batch = replay(58..=62);
+    let mut inserted = Vec::new();
+    let mut added =
+        crate::store::insert::insert_batch(&tx, &mut keys, &batch, &mut inserted).unwrap();
+    assert_eq!(inserted, [true; 5]);
+    undo_replays(&tx, &mut keys, &batch, &mut inserted, &mut added).unwrap();
+    assert_eq!(inserted, [false, false, false, true, true]);
+    assert_eq!(added[0].added, 2);
+    tx.commit().unwrap();
+    assert_eq!(left(&c), [61, 62]);
 }
