@@ -41,7 +41,9 @@ pub const SERIES_LABELS: [&str; 4] = ["peer", "interface", "sensor", "service"];
 /// State behind the collector's own families.
 #[derive(Debug, Clone)]
 pub struct HealthMetrics {
-    records_received: BTreeMap<(String, &'static str), u64>,
+    /// node -> kind -> records (by node first, so a known node's count
+    /// is found without allocating its name for every record).
+    records_received: BTreeMap<String, BTreeMap<&'static str, u64>>,
     malformed_connections: u64,
     ingest_errors: BTreeMap<&'static str, u64>,
     series_refused: BTreeMap<&'static str, u64>,
@@ -110,10 +112,11 @@ impl HealthMetrics {
     /// Counts `n` records of `r`'s node and kind as received.
     pub fn count_received(&mut self, r: &Record, n: u64) {
         let kind = boltwatch_proto::record_kind(r);
-        *self
-            .records_received
-            .entry((r.node.clone(), kind))
-            .or_default() += n;
+        let kinds = match self.records_received.get_mut(r.node.as_str()) {
+            Some(k) => k,
+            None => self.records_received.entry(r.node.clone()).or_default(),
+        };
+        *kinds.entry(kind).or_default() += n;
     }
 }
 
@@ -121,9 +124,9 @@ impl Domain for HealthMetrics {
     fn render(&self, e: &mut Exposition, _: &Subjects) {
         e.family(
             &RECORDS_RECEIVED,
-            self.records_received
-                .iter()
-                .map(|((node, kind), n)| ([node.as_str(), kind], *n)),
+            self.records_received.iter().flat_map(|(node, kinds)| {
+                kinds.iter().map(|(kind, n)| ([node.as_str(), kind], *n))
+            }),
         );
         e.family(
             &MALFORMED_CONNECTIONS,
