@@ -145,8 +145,7 @@ mod tests {
 
     #[test]
     fn log_follows_arrival_order_and_positions_persist() {
-        let mut c = Connection::open_in_memory().unwrap();
-        schema::migrate(&mut c).unwrap();
+        let c = schema::memory();
         insert(&c, "b", 9);
         insert(&c, "a", 1);
         insert(&c, "a", 1); // duplicate: not logged again

@@ -123,11 +123,7 @@ mod tests {
     use super::*;
     use crate::store::{queries, schema, NewRecord, RecordFilter};
 
-    fn db() -> Connection {
-        let mut c = Connection::open_in_memory().unwrap();
-        schema::migrate(&mut c).unwrap();
-        c
-    }
+    use schema::memory as db;
 
     fn rec(boot: &str, seq: u64) -> NewRecord {
         NewRecord {

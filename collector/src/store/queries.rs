@@ -316,11 +316,7 @@ pub fn records_of_kind(
 mod tests {
     use super::*;
 
-    fn db() -> Connection {
-        let mut c = Connection::open_in_memory().unwrap();
-        super::super::schema::migrate(&mut c).unwrap();
-        c
-    }
+    use super::super::schema::memory as db;
 
     fn rec(boot: &str, seq: u64) -> NewRecord {
         NewRecord {

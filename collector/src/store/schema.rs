@@ -94,6 +94,14 @@ const STEPS: &[fn(&rusqlite::Transaction<'_>) -> rusqlite::Result<()>] =
 /// The schema version this build writes.
 pub const VERSION: i64 = (MIGRATIONS.len() + STEPS.len()) as i64;
 
+/// A fresh in-memory database at [`VERSION`], for tests of the SQL.
+#[cfg(test)]
+pub fn memory() -> Connection {
+    let mut c = Connection::open_in_memory().expect("in-memory SQLite opens");
+    migrate(&mut c).expect("migrations apply to an empty database");
+    c
+}
+
 /// Brings the database up to [`VERSION`].
 pub fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
     let current: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;

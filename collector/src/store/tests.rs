@@ -366,8 +366,7 @@ async fn concurrent_batches_are_grouped_and_answered_each() {
 
 #[test]
 fn sparse_kinds_follow_the_partial_index_dense_ones_the_time_index() {
-    let mut c = Connection::open_in_memory().unwrap();
-    schema::migrate(&mut c).unwrap();
+    let c = schema::memory();
     let plan = |kind: &str| {
         let (sql, id) = queries::kind_scan(&c, kind).unwrap().unwrap();
         let mut p = c.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();

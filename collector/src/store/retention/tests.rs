@@ -8,11 +8,7 @@ use crate::store::{queries, schema, NewRecord};
 const M: u64 = 1_795_996_800_000_000_000;
 const S: u64 = 1_000_000_000;
 
-fn store() -> Connection {
-    let mut c = Connection::open_in_memory().unwrap();
-    schema::migrate(&mut c).unwrap();
-    c
-}
+use schema::memory as store;
 
 /// Record `seq` of boot (a, b1) at `M + (seq - 1) s`: RTT windows, except
 /// every 30th, which is a thermal reading (a sparse kind).
