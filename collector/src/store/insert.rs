@@ -125,20 +125,7 @@ mod tests {
 
     use schema::memory as db;
 
-    fn rec(boot: &str, seq: u64) -> NewRecord {
-        NewRecord {
-            node: "a".into(),
-            boot_id: boot.into(),
-            seq,
-            unix_ns: 1_000 + seq,
-            kind: if seq.is_multiple_of(7) {
-                "outage"
-            } else {
-                "rtt"
-            },
-            raw: seq.to_le_bytes().to_vec(),
-        }
-    }
+    use crate::store::types::sample_record as rec;
 
     fn insert(
         c: &Connection,

@@ -318,16 +318,7 @@ mod tests {
 
     use super::super::schema::memory as db;
 
-    fn rec(boot: &str, seq: u64) -> NewRecord {
-        NewRecord {
-            node: "a".into(),
-            boot_id: boot.into(),
-            seq,
-            unix_ns: 1_000 + seq,
-            kind: "rtt",
-            raw: vec![seq as u8],
-        }
-    }
+    use super::super::types::sample_record as rec;
 
     #[test]
     fn insert_is_idempotent() {
@@ -436,7 +427,7 @@ mod tests {
             r.kind = "outage";
             insert_record(&c, &r).unwrap();
         }
-        insert_record(&c, &rec("b1", 7)).unwrap();
+        insert_record(&c, &rec("b1", 6)).unwrap();
         let mut z = rec("b1", 8);
         z.node = "z".into();
         z.kind = "outage";

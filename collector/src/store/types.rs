@@ -195,3 +195,22 @@ pub struct BatchOutcome {
     /// Records in the whole store after the commit.
     pub total_records: u64,
 }
+
+/// A record of node `a` for the store's SQL tests: time `1000 + seq`, kind
+/// `outage` at every 7th seq (a sparse kind) and `rtt` otherwise, the seq's
+/// bytes as its body.
+#[cfg(test)]
+pub fn sample_record(boot: &str, seq: u64) -> NewRecord {
+    NewRecord {
+        node: "a".into(),
+        boot_id: boot.into(),
+        seq,
+        unix_ns: 1_000 + seq,
+        kind: if seq.is_multiple_of(7) {
+            "outage"
+        } else {
+            "rtt"
+        },
+        raw: seq.to_le_bytes().to_vec(),
+    }
+}
