@@ -354,6 +354,16 @@ pub fn scan(
     to_ns: u64,
     mut f: impl FnMut(Stored<'_>),
 ) -> rusqlite::Result<()> {
+    // A report may read a store `serve` has not upgraded yet (a reader
+    // never migrates): before version 6 there are no rollups.
+    let has_rollups: bool = conn.query_row(
+        "SELECT count(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = 'rollups'",
+        [],
+        |r| r.get(0),
+    )?;
+    if !has_rollups {
+        return Ok(());
+    }
     let boots = layout::boot_names(conn)?;
     let kinds: BTreeMap<i64, String> = conn
         .prepare_cached("SELECT id, name FROM kinds")?

@@ -224,3 +224,12 @@ fn a_replay_of_a_pruned_record_is_taken_back_even_above_the_stored_max() {
     tx.commit().unwrap();
     assert_eq!(left(&c), [61, 62]);
 }
+
+#[test]
+fn a_store_before_version_6_scans_no_rollups() {
+    let c = store();
+    c.execute_batch("DROP TABLE rollups").unwrap();
+    let mut n = 0;
+    scan(&c, 0, u64::MAX, |_| n += 1).unwrap();
+    assert_eq!(n, 0);
+}
