@@ -119,19 +119,7 @@ impl Builder {
                 } else {
                     acc.rest.add(r);
                 }
-                let t = if r.window_start_unix_ns > 0 {
-                    r.window_start_unix_ns
-                } else {
-                    unix_ns
-                };
-                acc.windows.push(Win {
-                    t,
-                    window_ns: r.window_ns,
-                    sum_ns: r.sum_ns,
-                    received: r.received,
-                    p50_ns: r.p50_ns,
-                    p99_ns: r.p99_ns,
-                });
+                acc.windows.push(Win::of(r, unix_ns));
             }
             Some(Payload::Bandwidth(bw)) => {
                 if bw.protocol == Protocol::Udp as i32 {

@@ -113,6 +113,25 @@ pub struct Window {
     pub p99_ns: u64,
 }
 
+impl Window {
+    /// Window `r`, recorded at `unix_ns`: the one rule for a window's
+    /// start, shared by the report's raw records and the rollups.
+    pub fn of(r: &RttSummary, unix_ns: u64) -> Window {
+        Window {
+            t: if r.window_start_unix_ns > 0 {
+                r.window_start_unix_ns
+            } else {
+                unix_ns
+            },
+            window_ns: r.window_ns,
+            sum_ns: r.sum_ns,
+            received: r.received,
+            p50_ns: r.p50_ns,
+            p99_ns: r.p99_ns,
+        }
+    }
+}
+
 impl RttMinute {
     /// The windows, with absolute starts.
     pub fn windows(&self, minute: u64) -> impl Iterator<Item = Window> + '_ {
@@ -134,27 +153,29 @@ impl RttMinute {
         };
         merge_summary(merged.get_or_insert_with(RttSummary::default), r);
         *n += 1;
-        let start = if r.window_start_unix_ns > 0 {
-            r.window_start_unix_ns
-        } else {
-            unix_ns
-        };
+        self.keep_newest(RttSummary {
+            buckets: Vec::new(),
+            ..r.clone()
+        });
+        let w = Window::of(r, unix_ns);
+        self.start_offset_ns.push(w.t as i64 - minute as i64);
+        self.window_ns.push(w.window_ns);
+        self.sum_ns.push(w.sum_ns);
+        self.received.push(w.received);
+        self.p50_ns.push(w.p50_ns);
+        self.p99_ns.push(w.p99_ns);
+    }
+
+    /// Keeps `n` as the newest window unless one that started later is
+    /// kept already.
+    fn keep_newest(&mut self, n: RttSummary) {
         if self
             .newest
             .as_ref()
-            .is_none_or(|n| n.window_start_unix_ns <= r.window_start_unix_ns)
+            .is_none_or(|m| m.window_start_unix_ns <= n.window_start_unix_ns)
         {
-            self.newest = Some(RttSummary {
-                buckets: Vec::new(),
-                ..r.clone()
-            });
+            self.newest = Some(n);
         }
-        self.start_offset_ns.push(start as i64 - minute as i64);
-        self.window_ns.push(r.window_ns);
-        self.sum_ns.push(r.sum_ns);
-        self.received.push(r.received);
-        self.p50_ns.push(r.p50_ns);
-        self.p99_ns.push(r.p99_ns);
     }
 
     /// Merges `other` (the same minute, so its offsets append as they are).
@@ -167,13 +188,7 @@ impl RttMinute {
         self.rest_windows += other.rest_windows;
         self.load_windows += other.load_windows;
         if let Some(n) = other.newest {
-            if self
-                .newest
-                .as_ref()
-                .is_none_or(|m| m.window_start_unix_ns <= n.window_start_unix_ns)
-            {
-                self.newest = Some(n);
-            }
+            self.keep_newest(n);
         }
         self.start_offset_ns.extend(other.start_offset_ns);
         self.window_ns.extend(other.window_ns);
