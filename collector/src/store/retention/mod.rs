@@ -77,18 +77,23 @@ pub struct Pruned {
     pub done: bool,
 }
 
+impl Pruned {
+    /// Adds a later step's counts; its mark and verdict replace these.
+    pub fn absorb(&mut self, later: Pruned) {
+        self.records += later.records;
+        self.rollups += later.rollups;
+        self.until_ns = later.until_ns;
+        self.done = later.done;
+    }
+}
+
 /// A raw row being pruned: (pos, seq, unix_ns, the whole record), grouped
 /// by (boot, kind, minute).
 type RawRow = (i64, u64, u64, Vec<u8>);
 
 /// The pruning mark (0: nothing pruned yet).
 pub fn pruned_until(conn: &Connection) -> rusqlite::Result<u64> {
-    let v: Option<i64> = conn
-        .query_row("SELECT pruned_until FROM retention WHERE id = 1", [], |r| {
-            r.get(0)
-        })
-        .optional()?;
-    Ok(v.unwrap_or(0) as u64)
+    Ok(status(conn)?.0)
 }
 
 /// Prunes the dense raw records of at most [`STEP_NS`] after the mark, up

@@ -51,11 +51,8 @@ pub fn prune_before(
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         let p = prune_step(&tx, cutoff_ns, below)?;
         tx.commit()?;
-        total.records += p.records;
-        total.rollups += p.rollups;
-        total.until_ns = p.until_ns;
+        total.absorb(p);
         if p.done {
-            total.done = true;
             let held = (p.until_ns < minute_of(cutoff_ns))
                 .then_some(holder)
                 .flatten();
@@ -96,9 +93,7 @@ pub async fn run(
             };
             match step {
                 Ok(p) => {
-                    total.records += p.records;
-                    total.rollups += p.rollups;
-                    total.until_ns = p.until_ns;
+                    total.absorb(p);
                     if p.done {
                         break;
                     }
