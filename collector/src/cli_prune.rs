@@ -4,7 +4,7 @@
 
 use anyhow::{bail, Context};
 use boltwatch_collector::soak::time;
-use boltwatch_collector::store::{retention, soaks};
+use boltwatch_collector::store::{retention, schema, soaks};
 use clap::Args;
 
 use crate::cli_soak::StoreArgs;
@@ -49,13 +49,11 @@ pub fn prune(store: &StoreArgs, a: PruneArgs) -> anyhow::Result<String> {
     if a.vacuum {
         conn.execute_batch("VACUUM").context("VACUUM")?;
     }
-    let page: i64 = conn.query_row("PRAGMA page_size", [], |r| r.get(0))?;
-    let pages: i64 = conn.query_row("PRAGMA page_count", [], |r| r.get(0))?;
-    let free: i64 = conn.query_row("PRAGMA freelist_count", [], |r| r.get(0))?;
+    let p = schema::pages(&conn)?;
     out += &format!(
         "store: {} bytes in use, {} bytes free for reuse\n",
-        (pages - free) * page,
-        free * page
+        (p.total - p.free) * p.size,
+        p.free * p.size
     );
     Ok(out)
 }

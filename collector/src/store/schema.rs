@@ -133,16 +133,33 @@ pub fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
 /// file stays at its old size, more than twice what it holds.
 const VACUUM_AFTER_UPGRADE_FROM_BELOW: i64 = 5;
 
+/// A database file's pages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pages {
+    /// Pages in the file.
+    pub total: i64,
+    /// Pages on the freelist (reused by new rows, or given back by VACUUM).
+    pub free: i64,
+    /// Bytes a page.
+    pub size: i64,
+}
+
+/// How many pages the file has, how many are free, and their size.
+pub fn pages(conn: &Connection) -> rusqlite::Result<Pages> {
+    let get = |pragma: &str| conn.query_row(&format!("PRAGMA {pragma}"), [], |r| r.get(0));
+    Ok(Pages {
+        total: get("page_count")?,
+        free: get("freelist_count")?,
+        size: get("page_size")?,
+    })
+}
+
 /// Gives a rewritten file's free pages back to the file system, once,
 /// right after the upgrade. VACUUM copies the database, so it needs about
 /// its size again in free space; when that fails (a full disk) the store
 /// still works, only larger, so it is logged and not fatal.
 fn vacuum(conn: &Connection) {
-    let pages = |c: &Connection| -> rusqlite::Result<(i64, i64)> {
-        let total = c.query_row("PRAGMA page_count", [], |r| r.get(0))?;
-        let free = c.query_row("PRAGMA freelist_count", [], |r| r.get(0))?;
-        Ok((total, free))
-    };
+    let pages = |c: &Connection| pages(c).map(|p| (p.total, p.free));
     let before = pages(conn).ok();
     match conn.execute_batch("VACUUM") {
         Ok(()) => {
