@@ -4,7 +4,7 @@
 use rusqlite::Connection;
 
 use super::layout::{self, Keys};
-use super::NewBatch;
+use super::{retention, NewBatch};
 
 /// Per boot of a [`NewBatch`] (same order as its `boots`): how many of its
 /// records were newly stored and the highest seq among those.
@@ -29,8 +29,9 @@ const RUN_SIZES: [usize; 5] = [256, 64, 16, 4, 1];
 /// records, what an agent streaming live always sends, are stored with
 /// multi-row INSERTs, a few hundred rows per statement. Any other record
 /// (a replay after a lost ack, a repeated seq) goes alone through INSERT
-/// OR IGNORE, which says whether it was new. Arrival order (the rowid, the
-/// remote_write log) is kept.
+/// OR IGNORE, which says whether it was new, unless a rollup replaced it
+/// (raw retention pruned it): then it is a duplicate as it was before its
+/// row went. Arrival order (the rowid, the remote_write log) is kept.
 pub fn insert_batch(
     conn: &Connection,
     keys: &mut Keys,
@@ -42,9 +43,16 @@ pub fn insert_batch(
         .iter()
         .map(|(node, boot)| keys.boot(conn, node, boot))
         .collect::<rusqlite::Result<Vec<_>>>()?;
+    // The highest seq each boot has had pruned: records at or below it
+    // may be replays of what a rollup now holds.
+    let pruned = boots
+        .iter()
+        .map(|b| retention::pruned_seq(conn, b.id))
+        .collect::<rusqlite::Result<Vec<_>>>()?;
     let mut above = boots
         .iter()
-        .map(|b| stored_max_seq(conn, b.id))
+        .zip(&pruned)
+        .map(|(b, p)| Ok(stored_max_seq(conn, b.id)?.max(*p)))
         .collect::<rusqlite::Result<Vec<_>>>()?;
     let mut added = vec![BootAdded::default(); boots.len()];
     // The batch's kinds, looked up once each (a handful per batch).
@@ -76,7 +84,9 @@ pub fn insert_batch(
             true
         } else {
             insert_run(conn, &mut run)?;
-            layout::insert_into(&mut single, &row)?
+            let pruned_replay =
+                r.seq <= pruned[r.boot] && retention::replaced(conn, boots[r.boot].id, r.seq)?;
+            !pruned_replay && layout::insert_into(&mut single, &row)?
         };
         if new {
             let a = &mut added[r.boot];

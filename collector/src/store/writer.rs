@@ -138,8 +138,7 @@ impl Writer {
         let mut each = Vec::with_capacity(batches.len());
         for batch in batches {
             let mut inserted = Vec::with_capacity(batch.len());
-            let mut added = insert::insert_batch(&tx, &mut self.keys, batch, &mut inserted)?;
-            retention::undo_replays(&tx, &mut self.keys, batch, &mut inserted, &mut added)?;
+            let added = insert::insert_batch(&tx, &mut self.keys, batch, &mut inserted)?;
             for ((node, boot), a) in batch.boots.iter().zip(&added) {
                 queries::add_boot_records(&tx, node, boot, now, a.added, a.max_seq)?;
             }

@@ -25,10 +25,8 @@ use boltwatch_proto::v1::Record;
 use prost::Message;
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 
-use super::insert::BootAdded;
-use super::layout::{self, Keys, SPARSE_KINDS_FROM};
+use super::layout::{self, SPARSE_KINDS_FROM};
 use super::rollup::{minute_of, Raw, Rollup, MINUTE_NS};
-use super::NewBatch;
 
 mod task;
 pub use task::{delivered_below, prune_before, replay, run};
@@ -273,39 +271,14 @@ fn put(tx: &Connection, boot: i64, kind: i64, minute: u64, r: &Rollup) -> rusqli
     Ok(())
 }
 
-/// After a batch was inserted (`inserted[i]`: whether record `i` was new;
-/// `added`: per boot of the batch, what it gained), takes back any record
-/// a rollup already replaced: a replay of a pruned record is a duplicate,
-/// as it was before the raw row went. Costs one lookup per boot per batch
-/// unless a record is at or below its boot's highest pruned sequence
-/// number. (The highest seq stored does not move back: pruned records
-/// were stored first, so `added`'s highest seq stays right.)
-pub fn undo_replays(
-    tx: &Connection,
-    keys: &mut Keys,
-    batch: &NewBatch,
-    inserted: &mut [bool],
-    added: &mut [BootAdded],
-) -> rusqlite::Result<()> {
-    for (i, (node, boot)) in batch.boots.iter().enumerate() {
-        let id = keys.boot(tx, node, boot)?.id;
-        let high = tx
-            .prepare_cached("SELECT pruned_seq FROM boot_keys WHERE id = ?1")?
-            .query_row([id], |row| row.get::<_, i64>(0))? as u64;
-        if high == 0 {
-            continue;
-        }
-        for (r, new) in batch.records.iter().zip(inserted.iter_mut()) {
-            if r.boot != i || !*new || r.seq > high || !replaced(tx, id, r.seq)? {
-                continue;
-            }
-            tx.prepare_cached("DELETE FROM stored WHERE boot = ?1 AND seq = ?2")?
-                .execute(params![id, r.seq as i64])?;
-            *new = false;
-            added[i].added -= 1;
-        }
-    }
-    Ok(())
+/// The highest sequence number of boot key `boot` a rollup replaced (0:
+/// none); the insert path checks records at or below it with
+/// [`replaced`].
+pub fn pruned_seq(conn: &Connection, boot: i64) -> rusqlite::Result<u64> {
+    let v: i64 = conn
+        .prepare_cached("SELECT pruned_seq FROM boot_keys WHERE id = ?1")?
+        .query_row([boot], |row| row.get(0))?;
+    Ok(v as u64)
 }
 
 /// Rollups [`replaced`] looks at, at most, for one record.
@@ -319,7 +292,7 @@ const SEQ_CANDIDATES: i64 = 16;
 /// rollup per record; an agent whose clock jumped back far enough to
 /// spread one minute's sequence numbers past them could have a replayed
 /// record stored again.
-fn replaced(tx: &Connection, boot: i64, seq: u64) -> rusqlite::Result<bool> {
+pub fn replaced(tx: &Connection, boot: i64, seq: u64) -> rusqlite::Result<bool> {
     let mut stmt = tx.prepare_cached(
         "SELECT min_seq, body FROM rollups WHERE boot = ?1 AND max_seq >= ?2
          ORDER BY max_seq LIMIT ?3",

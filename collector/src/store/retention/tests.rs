@@ -2,7 +2,8 @@ use boltwatch_proto::v1::record::Payload;
 use boltwatch_proto::v1::{RttSummary, ThermalReading};
 
 use super::*;
-use crate::store::{queries, schema, NewRecord};
+use crate::store::layout::Keys;
+use crate::store::{queries, schema, NewBatch, NewRecord};
 
 /// 2026-11-30T00:00:00Z, a minute boundary.
 const M: u64 = 1_795_996_800_000_000_000;
@@ -188,10 +189,10 @@ fn a_step_over_the_row_bound_stops_at_a_whole_minute() {
 }
 
 #[test]
-fn a_replay_of_a_pruned_record_is_taken_back_even_above_the_stored_max() {
+fn a_replay_of_a_pruned_record_is_a_duplicate_even_above_the_stored_max() {
     let mut c = store();
     // Only dense records: after pruning the boot has no stored row, so
-    // the insert path sees every replayed seq as new.
+    // only the pruned seqs tell a replay from a new record.
     for seq in 1..=60 {
         put_at(&c, seq, M + (seq - 1) * S, false);
     }
@@ -215,10 +216,7 @@ fn a_replay_of_a_pruned_record_is_taken_back_even_above_the_stored_max() {
     // 58..=62: three pruned, two new.
     let batch = replay(58..=62);
     let mut inserted = Vec::new();
-    let mut added =
-        crate::store::insert::insert_batch(&tx, &mut keys, &batch, &mut inserted).unwrap();
-    assert_eq!(inserted, [true; 5]);
-    undo_replays(&tx, &mut keys, &batch, &mut inserted, &mut added).unwrap();
+    let added = crate::store::insert::insert_batch(&tx, &mut keys, &batch, &mut inserted).unwrap();
     assert_eq!(inserted, [false, false, false, true, true]);
     assert_eq!(added[0].added, 2);
     tx.commit().unwrap();
