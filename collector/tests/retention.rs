@@ -27,14 +27,15 @@ fn db(dir: &Path) -> Connection {
     Connection::open_with_flags(dir.join("boltwatch.db"), OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap()
 }
 
-/// (raw dense records, rollups, every stored row).
+/// (raw dense records, rollups, every stored record): a row holds `n`
+/// records (packed rows).
 fn counts(dir: &Path) -> (i64, i64, i64) {
     let c = db(dir);
     let one = |sql: &str| c.query_row(sql, [], |r| r.get::<_, i64>(0)).unwrap();
     (
-        one("SELECT count(*) FROM stored WHERE kind < 3"),
+        one("SELECT coalesce(sum(n), 0) FROM stored WHERE kind < 3"),
         one("SELECT count(*) FROM rollups"),
-        one("SELECT count(*) FROM stored"),
+        one("SELECT coalesce(sum(n), 0) FROM stored"),
     )
 }
 

@@ -1,5 +1,5 @@
 //! The store side of remote write: records in store (arrival) order from
-//! `record_log`, per-endpoint positions, and the startup rebuild of the
+//! `stored`, per-endpoint positions, and the startup rebuild of the
 //! shared exporter state.
 //!
 //! Positions are written by the sender's own short-lived connection (as the
@@ -14,7 +14,7 @@ use prost::Message;
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::export::SharedMetrics;
-use crate::store::{StoreError, StoreHandle};
+use crate::store::{layout, pack, StoreError, StoreHandle};
 
 /// Records read per query.
 pub const CHUNK: u32 = 2_000;
@@ -29,28 +29,54 @@ pub struct Logged {
     pub record: Option<Record>,
 }
 
-/// Up to `limit` records after `pos`, in store order.
+/// Up to `limit` records after `pos`, in store order. A packed row holds
+/// the positions up to its own (see [`crate::store::pack`]), so the rows
+/// after `pos` hold every record after it.
 pub fn read_after(conn: &Connection, pos: i64, limit: u32) -> rusqlite::Result<Vec<Logged>> {
     let mut stmt = conn.prepare_cached(
-        "SELECT l.pos, r.record FROM record_log l
-         JOIN records r ON r.node = l.node AND r.boot_id = l.boot_id AND r.seq = l.seq
-         WHERE l.pos > ?1 ORDER BY l.pos LIMIT ?2",
+        "SELECT coalesce(b.head, x''), s.pos, s.seq, s.unix_ns, s.whole, s.n, s.body
+         FROM stored s JOIN boot_keys b ON b.id = s.boot
+         WHERE s.pos > ?1 ORDER BY s.pos LIMIT ?2",
     )?;
-    let rows = stmt.query_map(params![pos, limit], |row| {
-        let blob: Vec<u8> = row.get(1)?;
-        Ok(Logged {
-            pos: row.get(0)?,
-            record: Record::decode(blob.as_slice()).ok(),
-        })
-    })?;
-    rows.collect()
+    let mut rows = stmt.query(params![pos, limit])?;
+    let mut out = Vec::new();
+    let mut whole = Vec::new();
+    while let Some(r) = rows.next()? {
+        let head = r.get_ref(0)?.as_blob()?;
+        let row = layout::packed_row(r, 1)?;
+        let done = pack::each(&row, |i| {
+            if i.pos > pos && out.len() < limit as usize {
+                layout::join(i.whole, head, i.body, &mut whole);
+                out.push(Logged {
+                    pos: i.pos,
+                    record: Record::decode(whole.as_slice()).ok(),
+                });
+            }
+        });
+        if let Err(e) = done {
+            // The records past the damage cannot be read: logged as
+            // undecodable, so the caller counts them and moves on.
+            tracing::warn!(error = %e, "damaged packed row");
+            let first = row.pos - (row.n as i64 - 1);
+            for p in (first + e.read as i64..=row.pos).filter(|p| *p > pos) {
+                if out.len() < limit as usize {
+                    out.push(Logged {
+                        pos: p,
+                        record: None,
+                    });
+                }
+            }
+        }
+        if out.len() >= limit as usize {
+            break;
+        }
+    }
+    Ok(out)
 }
 
 /// The newest position (0 when nothing was stored).
 pub fn newest(conn: &Connection) -> rusqlite::Result<i64> {
-    conn.query_row("SELECT coalesce(max(pos), 0) FROM record_log", [], |r| {
-        r.get(0)
-    })
+    crate::store::insert::newest_pos(conn)
 }
 
 /// The last position `endpoint` delivered (0: none yet).
@@ -136,9 +162,16 @@ mod tests {
             unix_ns: seq,
             payload: None,
         };
-        c.execute(
-            "INSERT OR IGNORE INTO records (node, boot_id, seq, unix_ns, kind, record) VALUES (?1, 'b', ?2, ?2, 'x', ?3)",
-            params![node, seq as i64, r.encode_to_vec()],
+        crate::store::queries::insert_record(
+            c,
+            &crate::store::NewRecord {
+                node: node.into(),
+                boot_id: "b".into(),
+                seq,
+                unix_ns: seq,
+                kind: "x",
+                raw: r.encode_to_vec(),
+            },
         )
         .unwrap();
     }

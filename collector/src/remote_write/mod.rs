@@ -5,8 +5,8 @@
 //! - [`wire`]: the `WriteRequest` messages and the snappy body (pure).
 //! - [`series`]: samples from records through a per-endpoint exporter state,
 //!   the same families and values `/metrics` shows (pure).
-//! - [`log`]: the store side: records in store order (`record_log`, a
-//!   trigger-maintained arrival log), endpoint positions, the startup
+//! - [`log`]: the store side: records in store order (`stored`'s
+//!   positions, arrival order), endpoint positions, the startup
 //!   rebuild of the shared `/metrics` state.
 //! - [`sender`]: one task per endpoint: batch, post, retry with backoff and
 //!   jitter on 5xx, 429 and transport errors, give up on other 4xx (counted

@@ -1,10 +1,14 @@
-//! The ingest path's inserts: a batch's records into `stored`, with as few
-//! statements per record as the dedupe guarantee allows.
+//! The ingest path's inserts: a batch's records into `stored` as packed
+//! rows (see [`super::pack`]), with as few statements as the dedupe
+//! guarantee allows.
 
-use rusqlite::Connection;
+use std::collections::HashMap;
 
-use super::layout::{self, Keys};
-use super::{retention, NewBatch};
+use rusqlite::{params, Connection};
+
+use super::layout::{self, BootKey, Keys};
+use super::rollup::minute_of;
+use super::{pack, seqs, BatchRecord, NewBatch};
 
 /// Per boot of a [`NewBatch`] (same order as its `boots`): how many of its
 /// records were newly stored and the highest seq among those.
@@ -16,22 +20,30 @@ pub struct BootAdded {
     pub max_seq: u64,
 }
 
-/// Rows per multi-row INSERT, largest first: a run of new records goes in
-/// statements of these sizes (one prepared statement each, cached).
-const RUN_SIZES: [usize; 5] = [256, 64, 16, 4, 1];
+/// The statement that stores one row at an explicit position.
+const INSERT_ROW: &str = "INSERT INTO stored (pos, boot, seq, unix_ns, kind, whole, n, body)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
 
-/// Inserts a batch in order with ids cached in `keys`, pushing onto
-/// `inserted` whether each record was new; returns what each boot gained.
+/// The position of the newest stored record (0 when none): the next row
+/// takes positions after it.
+pub fn newest_pos(conn: &Connection) -> rusqlite::Result<i64> {
+    conn.prepare_cached("SELECT coalesce(max(pos), 0) FROM stored")?
+        .query_row([], |r| r.get(0))
+}
+
+/// Inserts a batch with ids cached in `keys`, pushing onto `inserted`
+/// whether each record was new; returns what each boot gained.
 ///
-/// A record whose seq is above every seq of its boot already stored (the
-/// store's own maximum, read once per boot in this transaction) and above
-/// those before it in the batch cannot be a duplicate: runs of such
-/// records, what an agent streaming live always sends, are stored with
-/// multi-row INSERTs, a few hundred rows per statement. Any other record
-/// (a replay after a lost ack, a repeated seq) goes alone through INSERT
-/// OR IGNORE, which says whether it was new, unless a rollup replaced it
-/// (raw retention pruned it): then it is a duplicate as it was before its
-/// row went. Arrival order (the rowid, the remote_write log) is kept.
+/// A record whose seq is above every seq its boot has stored (one seek in
+/// `seq_runs` per boot and batch) and above those before it in the batch
+/// cannot be a duplicate: such records, what an agent streaming live
+/// always sends, are gathered into packs per (boot, kind, minute) and
+/// written a pack per statement. Any other record (a replay after a lost
+/// ack, a repeated seq) is checked against `seq_runs` on its own, after
+/// the packs gathered so far are written (so positions keep arrival order
+/// between the two), and stored as a row of its own when new. A record
+/// raw retention replaced with a rollup is still in `seq_runs`: its replay
+/// is a duplicate.
 pub fn insert_batch(
     conn: &Connection,
     keys: &mut Keys,
@@ -43,22 +55,14 @@ pub fn insert_batch(
         .iter()
         .map(|(node, boot)| keys.boot(conn, node, boot))
         .collect::<rusqlite::Result<Vec<_>>>()?;
-    // The highest seq each boot has had pruned: records at or below it
-    // may be replays of what a rollup now holds.
-    let pruned = boots
-        .iter()
-        .map(|b| retention::pruned_seq(conn, b.id))
-        .collect::<rusqlite::Result<Vec<_>>>()?;
     let mut above = boots
         .iter()
-        .zip(&pruned)
-        .map(|(b, p)| Ok(stored_max_seq(conn, b.id)?.max(*p)))
+        .map(|b| seqs::highest(conn, b.id))
         .collect::<rusqlite::Result<Vec<_>>>()?;
     let mut added = vec![BootAdded::default(); boots.len()];
     // The batch's kinds, looked up once each (a handful per batch).
     let mut kinds: Vec<(&'static str, i64)> = Vec::new();
-    let mut run: Vec<layout::Row<'_>> = Vec::with_capacity(RUN_SIZES[0]);
-    let mut single = conn.prepare_cached(layout::INSERT)?;
+    let mut packer = Packer::new(newest_pos(conn)?, &boots);
     for r in &batch.records {
         let kind = match kinds.iter().find(|(k, _)| *k == r.kind) {
             Some((_, id)) => *id,
@@ -68,25 +72,18 @@ pub fn insert_batch(
                 id
             }
         };
-        let row = layout::Row {
-            pos: None,
-            boot: &boots[r.boot],
-            seq: r.seq,
-            unix_ns: r.unix_ns,
-            kind,
-            raw: &r.raw,
-        };
         let new = if r.seq > above[r.boot] {
-            run.push(row);
-            if run.len() == RUN_SIZES[0] {
-                insert_run(conn, &mut run)?;
-            }
+            packer.add(conn, r, kind)?;
             true
         } else {
-            insert_run(conn, &mut run)?;
-            let pruned_replay =
-                r.seq <= pruned[r.boot] && retention::replaced(conn, boots[r.boot].id, r.seq)?;
-            !pruned_replay && layout::insert_into(&mut single, &row)?
+            packer.flush(conn)?;
+            let boot = &boots[r.boot];
+            let new = !seqs::contains(conn, boot.id, r.seq)?;
+            if new {
+                packer.single(conn, r, kind)?;
+                seqs::add(conn, boot.id, r.seq, r.seq)?;
+            }
+            new
         };
         if new {
             let a = &mut added[r.boot];
@@ -96,36 +93,170 @@ pub fn insert_batch(
         }
         inserted.push(new);
     }
-    insert_run(conn, &mut run)?;
+    packer.flush(conn)?;
     Ok(added)
 }
 
-/// Stores `run` (records known to be new) with multi-row INSERTs and
-/// empties it.
-fn insert_run(conn: &Connection, run: &mut Vec<layout::Row<'_>>) -> rusqlite::Result<()> {
-    let mut rest = &run[..];
-    for n in RUN_SIZES {
-        if rest.len() < n {
-            continue;
-        }
-        let mut stmt = conn.prepare_cached(&layout::insert_rows(n))?;
-        while rest.len() >= n {
-            let (now, later) = rest.split_at(n);
-            layout::insert_rows_into(&mut stmt, now)?;
-            rest = later;
-        }
-    }
-    run.clear();
-    Ok(())
+/// New records gathered into packs, and each boot's new sequence numbers,
+/// until written.
+struct Packer<'a> {
+    /// The newest position taken.
+    pos: i64,
+    boots: &'a [BootKey],
+    /// Open packs in order of their first record; `index` finds one by
+    /// (boot, kind, minute).
+    open: Vec<Open<'a>>,
+    index: HashMap<(usize, i64, u64), usize>,
+    seqs: Vec<seqs::Pending>,
 }
 
-/// The highest seq stored for boot key `boot` (0 when none): one seek in
-/// the (boot, seq) index.
-fn stored_max_seq(conn: &Connection, boot: i64) -> rusqlite::Result<u64> {
-    let v: Option<i64> = conn
-        .prepare_cached("SELECT max(seq) FROM stored WHERE boot = ?1")?
-        .query_row([boot], |r| r.get(0))?;
-    Ok(v.unwrap_or(0) as u64)
+/// A pack being gathered.
+struct Open<'a> {
+    boot: usize,
+    kind: i64,
+    entries: Vec<pack::Entry<'a>>,
+    bytes: usize,
+}
+
+impl<'a> Packer<'a> {
+    fn new(pos: i64, boots: &'a [BootKey]) -> Packer<'a> {
+        Packer {
+            pos,
+            boots,
+            open: Vec::new(),
+            index: HashMap::new(),
+            seqs: vec![seqs::Pending::default(); boots.len()],
+        }
+    }
+
+    /// Adds a new record whose seq is above every one its boot stored.
+    fn add(&mut self, conn: &Connection, r: &'a BatchRecord, kind: i64) -> rusqlite::Result<()> {
+        let boot = &self.boots[r.boot];
+        self.seqs[r.boot].push(conn, boot.id, r.seq)?;
+        let (whole, body) = layout::split(&r.raw, &boot.head);
+        if whole {
+            // Another encoder's field order: kept verbatim, on its own.
+            return self.single(conn, r, kind);
+        }
+        let key = (r.boot, kind, minute_of(r.unix_ns));
+        let at = *self.index.entry(key).or_insert_with(|| {
+            self.open.push(Open {
+                boot: r.boot,
+                kind,
+                entries: Vec::new(),
+                bytes: 0,
+            });
+            self.open.len() - 1
+        });
+        let open = &mut self.open[at];
+        open.entries.push(pack::Entry {
+            seq: r.seq,
+            unix_ns: r.unix_ns,
+            body,
+        });
+        open.bytes += body.len();
+        if open.entries.len() >= pack::MAX_RECORDS || open.bytes >= pack::MAX_BYTES {
+            // Full: written now; the key's next record opens another.
+            let full = std::mem::take(&mut open.entries);
+            open.bytes = 0;
+            let (boot, kind) = (open.boot, open.kind);
+            self.index.remove(&key);
+            self.write(conn, boot, kind, &full)?;
+        }
+        Ok(())
+    }
+
+    /// Stores one record as a row of its own, at the next position.
+    fn single(&mut self, conn: &Connection, r: &BatchRecord, kind: i64) -> rusqlite::Result<()> {
+        let boot = &self.boots[r.boot];
+        let (whole, body) = layout::split(&r.raw, &boot.head);
+        self.pos += 1;
+        NewRow {
+            pos: self.pos,
+            boot: boot.id,
+            seq: r.seq,
+            unix_ns: r.unix_ns,
+            kind,
+            whole,
+            n: 1,
+            body,
+        }
+        .insert(conn)
+    }
+
+    /// Writes one pack's entries (a single entry as a plain row).
+    fn write(
+        &mut self,
+        conn: &Connection,
+        boot: usize,
+        kind: i64,
+        entries: &[pack::Entry<'_>],
+    ) -> rusqlite::Result<()> {
+        let packed;
+        let (seq, unix_ns, body) = match entries {
+            [] => return Ok(()),
+            [e] => (e.seq, e.unix_ns, e.body),
+            _ => {
+                packed = pack::encode(entries);
+                (packed.0, packed.1, packed.2.as_slice())
+            }
+        };
+        self.pos += entries.len() as i64;
+        NewRow {
+            pos: self.pos,
+            boot: self.boots[boot].id,
+            seq,
+            unix_ns,
+            kind,
+            whole: false,
+            n: entries.len() as u64,
+            body,
+        }
+        .insert(conn)
+    }
+
+    /// Writes every open pack, in order of first record, and every boot's
+    /// pending run of sequence numbers.
+    fn flush(&mut self, conn: &Connection) -> rusqlite::Result<()> {
+        for open in std::mem::take(&mut self.open) {
+            self.write(conn, open.boot, open.kind, &open.entries)?;
+        }
+        self.index.clear();
+        for (p, b) in self.seqs.iter_mut().zip(self.boots) {
+            p.flush(conn, b.id)?;
+        }
+        Ok(())
+    }
+}
+
+/// One row of `stored`.
+struct NewRow<'b> {
+    pos: i64,
+    boot: i64,
+    /// The first (or only) record's seq.
+    seq: u64,
+    /// The earliest (or only) record's time.
+    unix_ns: u64,
+    kind: i64,
+    whole: bool,
+    n: u64,
+    body: &'b [u8],
+}
+
+impl NewRow<'_> {
+    fn insert(&self, conn: &Connection) -> rusqlite::Result<()> {
+        conn.prepare_cached(INSERT_ROW)?.execute(params![
+            self.pos,
+            self.boot,
+            self.seq as i64,
+            self.unix_ns as i64,
+            self.kind,
+            self.whole,
+            self.n as i64,
+            self.body
+        ])?;
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -214,17 +345,79 @@ mod tests {
         assert_eq!(order[700..], [(1, 352), (1, 351), (1, 353), (1, 354)]);
     }
 
+    /// A record of node "a" as an agent encodes it (starting with its
+    /// boot's head), so it can be packed.
+    fn headed(boot: &str, seq: u64, unix_ns: u64, kind: &'static str) -> NewRecord {
+        let mut raw = layout::head("a", boot);
+        raw.extend_from_slice(&seq.to_le_bytes());
+        NewRecord {
+            node: "a".into(),
+            boot_id: boot.into(),
+            seq,
+            unix_ns,
+            kind,
+            raw,
+        }
+    }
+
     #[test]
-    fn the_highest_stored_seq_is_one_index_seek() {
+    fn live_records_pack_per_boot_kind_and_minute_and_read_back_whole() {
+        use crate::store::rollup::MINUTE_NS;
         let c = db();
-        let plan: String = c
-            .query_row(
-                "EXPLAIN QUERY PLAN SELECT max(seq) FROM stored WHERE boot = 1",
-                [],
-                |r| r.get(3),
-            )
+        let mut keys = Keys::default();
+        // Two minutes of one boot: RTT and counters interleaved, plus one
+        // lone thermal record.
+        let mut sent = Vec::new();
+        for s in 1..=120u64 {
+            let kind = if s % 2 == 0 { "rtt" } else { "counters" };
+            sent.push(headed("b1", s, s * MINUTE_NS / 60, kind));
+        }
+        sent.push(headed("b1", 121, 2 * MINUTE_NS + 5, "thermal"));
+        let (inserted, added) = insert(&c, &mut keys, sent.clone());
+        assert!(inserted.iter().all(|n| *n));
+        assert_eq!(added[0].added, 121);
+        // Rows: (kind, minute) packs of 60 + 60 + one lone record in
+        // minute 2 (seq 120, time 2:00) + the thermal one.
+        let rows: Vec<(i64, i64, i64)> = c
+            .prepare("SELECT pos, seq, n FROM stored ORDER BY pos")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
             .unwrap();
-        assert!(plan.contains("stored_key"), "{plan}");
-        assert_eq!(stored_max_seq(&c, 1).unwrap(), 0);
+        assert_eq!(rows.iter().map(|r| r.2).sum::<i64>(), 121);
+        assert_eq!(rows.last().unwrap().0, 121, "positions are dense");
+        assert_eq!(
+            rows.iter().map(|r| r.2).collect::<Vec<_>>(),
+            [30, 29, 30, 30, 1, 1],
+            "{rows:?}"
+        );
+        // Every record reads back whole, in time order, and from the log
+        // at its own position.
+        let all = queries::list_records(
+            &c,
+            &RecordFilter {
+                limit: 1_000,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let got: Vec<(u64, Vec<u8>)> = all.iter().map(|r| (r.seq, r.raw.clone())).collect();
+        let want: Vec<(u64, Vec<u8>)> = sent.iter().map(|r| (r.seq, r.raw.clone())).collect();
+        assert_eq!(got, want);
+        let log = crate::remote_write::log::read_after(&c, 50, 1_000).unwrap();
+        assert_eq!(log.len(), 71);
+        assert!(log.windows(2).all(|w| w[1].pos == w[0].pos + 1));
+        // Replays of packed records are duplicates; a hole is not.
+        let again = vec![
+            headed("b1", 1, 1, "counters"),
+            headed("b1", 64, 64, "rtt"),
+            headed("b1", 200, 200, "rtt"),
+            headed("b1", 150, 150, "rtt"),
+            headed("b1", 150, 150, "rtt"),
+        ];
+        let (inserted, _) = insert(&c, &mut keys, again);
+        assert_eq!(inserted, [false, false, true, true, false]);
+        assert_eq!(crate::store::seqs::highest(&c, 1).unwrap(), 200);
     }
 }

@@ -307,6 +307,23 @@ pub fn insert_rows_into(
     Ok(())
 }
 
+/// A `stored` row's columns `pos, seq, unix_ns, whole, n, body`, read
+/// from `r` at column `at` onward (every reader selects them in this
+/// order), for [`super::pack::each`].
+pub fn packed_row<'r>(
+    r: &'r rusqlite::Row<'_>,
+    at: usize,
+) -> rusqlite::Result<super::pack::Row<'r>> {
+    Ok(super::pack::Row {
+        pos: r.get(at)?,
+        seq: r.get::<_, i64>(at + 1)? as u64,
+        unix_ns: r.get::<_, i64>(at + 2)? as u64,
+        whole: r.get(at + 3)?,
+        n: r.get::<_, i64>(at + 4)? as u64,
+        body: r.get_ref(at + 5)?.as_blob()?,
+    })
+}
+
 /// A boot's (node, boot_id, head).
 pub type BootName = (String, String, Vec<u8>);
 
@@ -381,6 +398,52 @@ pub(super) fn migrate_v5(tx: &Transaction<'_>) -> rusqlite::Result<()> {
          DROP TABLE records;",
     )?;
     tx.execute_batch(VIEWS)
+}
+
+/// Migration 6 -> 7: packed rows. `stored` gains `n`, the records a row
+/// holds (1 for every row written before); `seq_runs` takes over the
+/// duplicate check from the (boot, seq) index, filled from every stored
+/// record and every record a rollup replaced; the version 4 views go,
+/// since SQL cannot see inside a pack (the store's readers expand rows in
+/// Rust: [`super::pack`]).
+pub(super) fn migrate_v7(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute_batch(
+        "ALTER TABLE stored ADD COLUMN n INTEGER NOT NULL DEFAULT 1;
+         DROP VIEW records;
+         DROP VIEW record_log;",
+    )?;
+    tx.execute_batch(super::seqs::TABLE)?;
+    let mut by_boot: HashMap<i64, Vec<u64>> = HashMap::new();
+    {
+        let mut stmt = tx.prepare("SELECT boot, seq FROM stored ORDER BY boot, seq")?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            by_boot
+                .entry(r.get(0)?)
+                .or_default()
+                .push(r.get::<_, i64>(1)? as u64);
+        }
+        let mut stmt = tx.prepare("SELECT boot, body FROM rollups")?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            if let Ok(rollup) =
+                <super::rollup::Rollup as prost::Message>::decode(r.get_ref(1)?.as_blob()?)
+            {
+                by_boot.entry(r.get(0)?).or_default().extend(rollup.seqs());
+            }
+        }
+    }
+    let mut insert = tx.prepare("INSERT INTO seq_runs (boot, lo, hi) VALUES (?1, ?2, ?3)")?;
+    for (boot, mut seqs) in by_boot {
+        seqs.sort_unstable();
+        seqs.dedup();
+        for (lo, hi) in super::seqs::runs(seqs) {
+            insert.execute(params![boot, lo as i64, hi as i64])?;
+        }
+    }
+    // The duplicate check's old indexes: the (boot, seq) key and the
+    // rollups' highest seq (which found a pruned record's rollup).
+    tx.execute_batch("DROP INDEX stored_key; DROP INDEX rollups_by_seq;")
 }
 
 #[cfg(test)]

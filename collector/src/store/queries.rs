@@ -6,17 +6,25 @@
 //! Integers cross into SQLite as `i64`; ingest validation keeps sequence
 //! numbers and timestamps at or below `i64::MAX`, so the casts are lossless.
 
+use std::cmp::Ordering;
+
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::layout::{self, Keys};
-use super::{BootRow, HelloRow, NewRecord, RecordFilter, StoredRecord, Watermark};
+use super::ordered::{Ordered, Timed};
+use super::rollup::minute_of;
+use super::{
+    insert, pack, BootRow, HelloRow, NewBatch, NewRecord, RecordFilter, StoredRecord, Watermark,
+};
 
-/// The columns [`stored_record`] reads, from `stored s` joined with its
-/// boot `b` and kind `k`.
+/// The columns [`expand`] reads, from `stored s` joined with its boot `b`
+/// and kind `k`. Every such query orders by `s.unix_ns` (the time index),
+/// which [`in_order`] relies on.
 macro_rules! record_select {
     ($($rest:literal),*) => {
         concat!(
-            "SELECT b.node, b.boot_id, s.seq, s.unix_ns, k.name, s.whole, coalesce(b.head, x''), s.body
+            "SELECT b.node, b.boot_id, k.name, coalesce(b.head, x''),
+                    s.pos, s.seq, s.unix_ns, s.whole, s.n, s.body
              FROM stored s JOIN boot_keys b ON b.id = s.boot JOIN kinds k ON k.id = s.kind ",
             $($rest),*
         )
@@ -27,20 +35,10 @@ macro_rules! record_select {
 /// Returns whether it was new. The writer interns ids through its own
 /// [`Keys`] cache; this looks them up each time.
 pub fn insert_record(conn: &Connection, r: &NewRecord) -> rusqlite::Result<bool> {
-    let mut keys = Keys::default();
-    let boot = keys.boot(conn, &r.node, &r.boot_id)?;
-    let kind = keys.kind(conn, r.kind)?;
-    layout::insert_into(
-        &mut *conn.prepare_cached(layout::INSERT)?,
-        &layout::Row {
-            pos: None,
-            boot: &boot,
-            seq: r.seq,
-            unix_ns: r.unix_ns,
-            kind,
-            raw: &r.raw,
-        },
-    )
+    let batch: NewBatch = vec![r.clone()].into();
+    let mut inserted = Vec::with_capacity(1);
+    insert::insert_batch(conn, &mut Keys::default(), &batch, &mut inserted)?;
+    Ok(inserted[0])
 }
 
 /// Adds `added` new records with highest sequence `max_seq` to a boot's
@@ -172,62 +170,85 @@ pub fn list_boots(conn: &Connection) -> rusqlite::Result<Vec<BootRow>> {
 
 /// Records matching `f`, oldest first.
 pub fn list_records(conn: &Connection, f: &RecordFilter) -> rusqlite::Result<Vec<StoredRecord>> {
-    let mut stmt = conn.prepare_cached(record_select!(
-        "WHERE (?1 IS NULL OR b.node = ?1)
-               AND (?2 IS NULL OR k.name = ?2)
-               AND s.unix_ns >= ?3
-             ORDER BY s.unix_ns, b.node, b.boot_id, s.seq
-             LIMIT ?4"
-    ))?;
-    let rows = stmt.query_map(
-        params![f.node, f.kind, f.since_unix_ns as i64, f.limit as i64],
-        stored_record,
-    )?;
-    rows.collect()
+    let mut out = Vec::new();
+    each_record(conn, f, None, |r| {
+        out.push(r);
+        true
+    })?;
+    Ok(out)
 }
 
 /// The sort key of a record, `(unix_ns, node, boot_id, seq)`.
 pub type RecordKey<'a> = (u64, &'a str, &'a str, u64);
 
+/// A record in the readers' order, its [`RecordKey`].
+struct Keyed(StoredRecord);
+
+impl Keyed {
+    fn key(&self) -> RecordKey<'_> {
+        let r = &self.0;
+        (r.unix_ns, &r.node, &r.boot_id, r.seq)
+    }
+}
+
+impl PartialEq for Keyed {
+    fn eq(&self, other: &Self) -> bool {
+        self.key() == other.key()
+    }
+}
+
+impl Eq for Keyed {}
+
+impl PartialOrd for Keyed {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Keyed {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.key().cmp(&other.key())
+    }
+}
+
+impl Timed for Keyed {
+    fn unix_ns(&self) -> u64 {
+        self.0.unix_ns
+    }
+}
+
 /// Records matching `f` (its `limit` included) that sort after `after`,
 /// oldest first, handed to `each` one at a time until it returns false: a
-/// page never holds more rows in memory than it keeps.
+/// page never holds more rows in memory than it keeps (and about a minute
+/// of records, see [`in_order`]).
 pub fn each_record(
     conn: &Connection,
     f: &RecordFilter,
     after: Option<RecordKey<'_>>,
     mut each: impl FnMut(StoredRecord) -> bool,
 ) -> rusqlite::Result<()> {
-    // The resume key spans two tables, so no index holds it whole: the
-    // time bound repeats its first part, for the index seek.
+    if f.limit == 0 {
+        return Ok(());
+    }
+    // A packed row starts at its earliest record and ends within that
+    // minute: rows from the first minute of the range hold every match.
     let mut stmt = conn.prepare_cached(record_select!(
         "WHERE (?1 IS NULL OR b.node = ?1)
                AND (?2 IS NULL OR k.name = ?2)
-               AND s.unix_ns >= max(?3, coalesce(?4, 0))
-               AND (?4 IS NULL OR (s.unix_ns, b.node, b.boot_id, s.seq) > (?4, ?5, ?6, ?7))
-             ORDER BY s.unix_ns, b.node, b.boot_id, s.seq
-             LIMIT ?8"
+               AND s.unix_ns >= ?3
+             ORDER BY s.unix_ns"
     ))?;
-    let (a_ns, a_node, a_boot, a_seq) = match after {
-        Some((t, n, b, q)) => (Some(t as i64), Some(n), Some(b), Some(q as i64)),
-        None => (None, None, None, None),
+    let since = f.since_unix_ns.max(after.map_or(0, |a| a.0));
+    let rows = stmt.query(params![f.node, f.kind, minute_of(since) as i64])?;
+    let keep = |r: &StoredRecord| {
+        r.unix_ns >= f.since_unix_ns
+            && after.is_none_or(|a| (r.unix_ns, r.node.as_str(), r.boot_id.as_str(), r.seq) > a)
     };
-    let mut rows = stmt.query(params![
-        f.node,
-        f.kind,
-        f.since_unix_ns as i64,
-        a_ns,
-        a_node,
-        a_boot,
-        a_seq,
-        f.limit as i64
-    ])?;
-    while let Some(row) = rows.next()? {
-        if !each(stored_record(row)?) {
-            break;
-        }
-    }
-    Ok(())
+    let mut n = 0;
+    in_order(rows, keep, |r| {
+        n += 1;
+        each(r) && n < f.limit
+    })
 }
 
 /// [`records_of_kind`] one row at a time, without collecting them.
@@ -241,11 +262,15 @@ pub fn each_record_of_kind(
         return Ok(());
     };
     let mut stmt = conn.prepare_cached(sql)?;
-    let mut rows = stmt.query(params![node, id])?;
-    while let Some(row) = rows.next()? {
-        each(stored_record(row)?);
-    }
-    Ok(())
+    let rows = stmt.query(params![node, id])?;
+    in_order(
+        rows,
+        |_| true,
+        |r| {
+            each(r);
+            true
+        },
+    )
 }
 
 /// The SQL of a scan by kind and the kind's id (`None`: no record
@@ -266,34 +291,65 @@ pub(super) fn kind_scan(
             // `>= 3`: layout::SPARSE_KINDS_FROM, spelled as in the index.
             "WHERE s.kind = ?2 AND s.kind >= 3
                AND (?1 IS NULL OR b.node = ?1)
-             ORDER BY s.unix_ns, b.node, b.boot_id, s.seq"
+             ORDER BY s.unix_ns"
         )
     } else {
         record_select!(
             "WHERE s.kind = ?2 AND (?1 IS NULL OR b.node = ?1)
-             ORDER BY s.unix_ns, b.node, b.boot_id, s.seq"
+             ORDER BY s.unix_ns"
         )
     };
     Ok(Some((sql, id)))
 }
 
-/// A row of [`record_select!`], its bytes reassembled.
-fn stored_record(r: &rusqlite::Row<'_>) -> rusqlite::Result<StoredRecord> {
-    let mut raw = Vec::new();
-    layout::join(
-        r.get(5)?,
-        r.get_ref(6)?.as_blob()?,
-        r.get_ref(7)?.as_blob()?,
-        &mut raw,
-    );
-    Ok(StoredRecord {
-        node: r.get(0)?,
-        boot_id: r.get(1)?,
-        seq: r.get::<_, i64>(2)? as u64,
-        unix_ns: r.get::<_, i64>(3)? as u64,
-        kind: r.get(4)?,
-        raw,
-    })
+/// The records of one row of [`record_select!`], their bytes reassembled.
+/// A damaged pack gives the records before the damage and a warning.
+fn expand(r: &rusqlite::Row<'_>, mut f: impl FnMut(StoredRecord)) -> rusqlite::Result<()> {
+    let node: String = r.get(0)?;
+    let boot_id: String = r.get(1)?;
+    let kind: String = r.get(2)?;
+    let head = r.get_ref(3)?.as_blob()?;
+    let row = layout::packed_row(r, 4)?;
+    let done = pack::each(&row, |i| {
+        let mut raw = Vec::new();
+        layout::join(i.whole, head, i.body, &mut raw);
+        f(StoredRecord {
+            node: node.clone(),
+            boot_id: boot_id.clone(),
+            seq: i.seq,
+            unix_ns: i.unix_ns,
+            kind: kind.clone(),
+            raw,
+        })
+    });
+    if let Err(e) = done {
+        tracing::warn!(error = %e, "skipped the rest of a damaged packed row");
+    }
+    Ok(())
+}
+
+/// The records of `rows` (a [`record_select!`] ordered by `s.unix_ns`)
+/// that `keep` accepts, in [`RecordKey`] order, handed to `each` until it
+/// returns false.
+fn in_order(
+    mut rows: rusqlite::Rows<'_>,
+    keep: impl Fn(&StoredRecord) -> bool,
+    mut each: impl FnMut(StoredRecord) -> bool,
+) -> rusqlite::Result<()> {
+    let mut held = Ordered::default();
+    let mut emit = |k: Keyed| each(k.0);
+    while let Some(r) = rows.next()? {
+        if !held.release_before(r.get::<_, i64>(6)? as u64, &mut emit) {
+            return Ok(());
+        }
+        expand(r, |rec| {
+            if keep(&rec) {
+                held.push(Keyed(rec));
+            }
+        })?;
+    }
+    held.finish(&mut emit);
+    Ok(())
 }
 
 /// Every record of payload `kind` (of `node`, if given), oldest first; for
@@ -304,12 +360,9 @@ pub fn records_of_kind(
     node: Option<&str>,
     kind: &str,
 ) -> rusqlite::Result<Vec<StoredRecord>> {
-    let Some((sql, id)) = kind_scan(conn, kind)? else {
-        return Ok(Vec::new());
-    };
-    let mut stmt = conn.prepare_cached(sql)?;
-    let rows = stmt.query_map(params![node, id], stored_record)?;
-    rows.collect()
+    let mut out = Vec::new();
+    each_record_of_kind(conn, node, kind, |r| out.push(r))?;
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -87,9 +87,13 @@ pub(super) const MIGRATIONS: &[&str] = &[
 /// Migrations past the SQL-only ones: each brings `user_version` from
 /// `MIGRATIONS.len() + i` to one more, with Rust where SQL alone cannot
 /// (migration 5 strips each record's envelope against its boot's head;
-/// 6 adds the rollups of raw-record retention).
-const STEPS: &[fn(&rusqlite::Transaction<'_>) -> rusqlite::Result<()>] =
-    &[super::layout::migrate_v5, super::retention::migrate_v6];
+/// 6 adds the rollups of raw-record retention; 7 packs rows and moves
+/// the duplicate check to sequence runs).
+const STEPS: &[fn(&rusqlite::Transaction<'_>) -> rusqlite::Result<()>] = &[
+    super::layout::migrate_v5,
+    super::retention::migrate_v6,
+    super::layout::migrate_v7,
+];
 
 /// The schema version this build writes.
 pub const VERSION: i64 = (MIGRATIONS.len() + STEPS.len()) as i64;
@@ -193,7 +197,7 @@ mod tests {
             .unwrap();
         assert_eq!(v, VERSION);
         let n: i64 = c
-            .query_row("SELECT count(*) FROM records", [], |r| r.get(0))
+            .query_row("SELECT count(*) FROM stored", [], |r| r.get(0))
             .unwrap();
         assert_eq!(n, 0);
     }

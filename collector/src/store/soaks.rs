@@ -8,6 +8,9 @@ use std::path::Path;
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::layout;
+use super::ordered::{Ordered, Timed};
+use super::pack;
+use super::rollup::minute_of;
 use crate::soak::{Mark, Slo, Soak, SoakError};
 
 /// How long a soak write waits for the collector's writer.
@@ -148,8 +151,21 @@ pub fn marks(conn: &Connection, soak: &str) -> rusqlite::Result<Vec<Mark>> {
     rows.collect()
 }
 
-/// What [`scan_range`] calls per record.
-type Visit<'a> = dyn FnMut(&str, &str, u64, u64, &[u8]) + 'a;
+/// A record found by [`scan_range`], in its output order: time, then
+/// boot and seq (ties broken the same way on every run).
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Found {
+    unix_ns: u64,
+    boot: i64,
+    seq: u64,
+    raw: Vec<u8>,
+}
+
+impl Timed for Found {
+    fn unix_ns(&self) -> u64 {
+        self.unix_ns
+    }
+}
 
 /// Calls `f` with (node, boot_id, seq, unix_ns, encoded record) of every
 /// outage record before `from` (an outage that began before the range may
@@ -158,7 +174,8 @@ type Visit<'a> = dyn FnMut(&str, &str, u64, u64, &[u8]) + 'a;
 /// index of integers ((kind, time), then time), and resolve boot ids from
 /// a map read once instead of joining per row, so a soak costs its own
 /// records, not the whole store's. Streams: a 72-hour soak never sits in
-/// memory.
+/// memory (packed rows are held back about a minute to keep time order:
+/// [`super::ordered`]).
 pub fn scan_range(
     conn: &Connection,
     from_ns: u64,
@@ -166,22 +183,50 @@ pub fn scan_range(
     mut f: impl FnMut(&str, &str, u64, u64, &[u8]),
 ) -> rusqlite::Result<()> {
     let boots = layout::boot_names(conn)?;
-    let mut raw = Vec::new();
-    let mut each =
-        |stmt: &mut rusqlite::Statement<'_>, args: &[&dyn rusqlite::ToSql], f: &mut Visit<'_>| {
-            let mut rows = stmt.query(args)?;
-            while let Some(r) = rows.next()? {
-                let boot: i64 = r.get(0)?;
-                let Some((node, boot_id, head)) = boots.get(&boot) else {
-                    continue; // Written after the map was read.
-                };
-                let seq = r.get::<_, i64>(1)? as u64;
-                let t = r.get::<_, i64>(2)? as u64;
-                layout::join(r.get(3)?, head, r.get_ref(4)?.as_blob()?, &mut raw);
-                f(node, boot_id, seq, t, &raw);
-            }
-            rusqlite::Result::Ok(())
+    // Every record of the rows of `stmt` (selecting `boot` then the packed
+    // columns, by time) that `keep` accepts, in order, to `visit`.
+    let scan = |stmt: &mut rusqlite::Statement<'_>,
+                args: &[&dyn rusqlite::ToSql],
+                keep: &dyn Fn(u64) -> bool,
+                visit: &mut dyn FnMut(Found)|
+     -> rusqlite::Result<()> {
+        let mut held = Ordered::default();
+        let mut emit = |x: Found| {
+            visit(x);
+            true
         };
+        let mut rows = stmt.query(args)?;
+        while let Some(r) = rows.next()? {
+            let boot: i64 = r.get(0)?;
+            let Some((_, _, head)) = boots.get(&boot) else {
+                continue; // Written after the map was read.
+            };
+            let row = layout::packed_row(r, 1)?;
+            held.release_before(row.unix_ns, &mut emit);
+            let done = pack::each(&row, |i| {
+                if keep(i.unix_ns) {
+                    let mut raw = Vec::new();
+                    layout::join(i.whole, head, i.body, &mut raw);
+                    held.push(Found {
+                        unix_ns: i.unix_ns,
+                        boot,
+                        seq: i.seq,
+                        raw,
+                    });
+                }
+            });
+            if let Err(e) = done {
+                tracing::warn!(error = %e, "skipped the rest of a damaged packed row");
+            }
+        }
+        held.finish(&mut emit);
+        Ok(())
+    };
+    let mut call = |x: Found| {
+        if let Some((node, boot_id, _)) = boots.get(&x.boot) {
+            f(node, boot_id, x.seq, x.unix_ns, &x.raw);
+        }
+    };
     let outage: Option<i64> = conn
         .query_row("SELECT id FROM kinds WHERE name = 'outage'", [], |r| {
             r.get(0)
@@ -190,26 +235,33 @@ pub fn scan_range(
     if let Some(kind) = outage {
         let mut earlier = conn.prepare(
             // `kind >= 3` as in the partial index (outage is a sparse kind).
-            "SELECT boot, seq, unix_ns, whole, body FROM stored
+            "SELECT boot, pos, seq, unix_ns, whole, n, body FROM stored
              WHERE kind = ?1 AND kind >= 3 AND unix_ns < ?2 ORDER BY unix_ns",
         )?;
         // Few rows; grouped by node (in name order) as the report expects.
-        let mut found: Vec<(String, String, u64, u64, Vec<u8>)> = Vec::new();
-        each(
+        let mut found: Vec<Found> = Vec::new();
+        scan(
             &mut earlier,
             &[&kind, &(from_ns as i64)],
-            &mut |n, b, seq, t, raw| found.push((n.into(), b.into(), seq, t, raw.to_vec())),
+            &|t| t < from_ns,
+            &mut |x| found.push(x),
         )?;
-        found.sort_by(|a, b| a.0.cmp(&b.0));
-        for (n, b, seq, t, raw) in &found {
-            f(n, b, *seq, *t, raw);
-        }
+        let node = |x: &Found| boots.get(&x.boot).map(|b| b.0.as_str());
+        found.sort_by(|a, b| node(a).cmp(&node(b)));
+        found.into_iter().for_each(&mut call);
     }
+    // A packed row starts at its earliest record and ends within that
+    // minute: rows from the first minute of the range hold every record.
     let mut range = conn.prepare(
-        "SELECT boot, seq, unix_ns, whole, body FROM stored
+        "SELECT boot, pos, seq, unix_ns, whole, n, body FROM stored
          WHERE unix_ns >= ?1 AND unix_ns < ?2 ORDER BY unix_ns",
     )?;
-    each(&mut range, &[&(from_ns as i64), &(to_ns as i64)], &mut f)
+    scan(
+        &mut range,
+        &[&(minute_of(from_ns) as i64), &(to_ns as i64)],
+        &|t| from_ns <= t && t < to_ns,
+        &mut call,
+    )
 }
 
 #[cfg(test)]

@@ -157,10 +157,15 @@ async fn unknown_payload_kinds_are_stored_verbatim() {
 
     // The stored bytes are exactly what was sent.
     let db = rusqlite::Connection::open(dir.path().join("boltwatch.db")).unwrap();
-    let stored: Vec<u8> = db
-        .query_row("SELECT record FROM records WHERE node = 'a'", [], |r| {
-            r.get(0)
-        })
-        .unwrap();
-    assert_eq!(stored, raw);
+    let stored = boltwatch_collector::store::queries::list_records(
+        &db,
+        &boltwatch_collector::store::RecordFilter {
+            node: Some("a".into()),
+            limit: 10,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(stored.len(), 1);
+    assert_eq!(stored[0].raw, raw);
 }

@@ -15,9 +15,9 @@
 //! [`task`] holds the edges that drive it: the collector's minutely task,
 //! the `prune` command, the replay of rollups at startup.
 //!
-//! A record replayed after its minute was pruned is recognised through
-//! the rollup's sequence runs and counted as a duplicate, as it would
-//! have been against the raw row.
+//! A record replayed after its minute was pruned is still in its boot's
+//! sequence runs ([`super::seqs`]) and counted as a duplicate, as it
+//! would have been against the raw row.
 
 use std::collections::BTreeMap;
 
@@ -26,13 +26,15 @@ use prost::Message;
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 
 use super::layout::{self, SPARSE_KINDS_FROM};
+use super::pack;
 use super::rollup::{minute_of, Raw, Rollup, MINUTE_NS};
 
 mod task;
 pub use task::{delivered_below, prune_before, replay, run};
 
 /// Schema version 6: the rollups, the pruning mark, and per boot the
-/// highest sequence number pruned (the duplicate check's fast path).
+/// highest sequence number pruned (the duplicate check's fast path until
+/// version 7 moved the check to sequence runs; no longer written).
 pub(super) fn migrate_v6(tx: &Transaction<'_>) -> rusqlite::Result<()> {
     tx.execute_batch(
         "CREATE TABLE rollups (
@@ -85,9 +87,27 @@ impl Pruned {
     }
 }
 
-/// A raw row being pruned: (pos, seq, unix_ns, the whole record), grouped
-/// by (boot, kind, minute).
-type RawRow = (i64, u64, u64, Vec<u8>);
+/// A raw row being pruned: its position and records (seq, unix_ns, the
+/// whole encoded record, decoded), grouped by (boot, kind, minute).
+type RawRow = (i64, Vec<(u64, u64, Vec<u8>, Record)>);
+
+/// Every record of `row`, reassembled and decoded; `None` when one does
+/// not decode (stored by an older build's rules) or the row is damaged:
+/// the row then stays raw rather than be lost.
+fn decoded(row: &pack::Row<'_>, head: &[u8]) -> Option<Vec<(u64, u64, Vec<u8>, Record)>> {
+    let mut out = Vec::with_capacity(row.n as usize);
+    let mut ok = true;
+    pack::each(row, |i| {
+        let mut whole = Vec::new();
+        layout::join(i.whole, head, i.body, &mut whole);
+        match Record::decode(whole.as_slice()) {
+            Ok(rec) => out.push((i.seq, i.unix_ns, whole, rec)),
+            Err(_) => ok = false,
+        }
+    })
+    .ok()?;
+    ok.then_some(out)
+}
 
 /// The pruning mark (0: nothing pruned yet).
 pub fn pruned_until(conn: &Connection) -> rusqlite::Result<u64> {
@@ -123,7 +143,7 @@ pub fn prune_step(
     }
     let mut until = cutoff.min(from + STEP_NS);
     let mut stmt = tx.prepare_cached(
-        "SELECT pos, boot, seq, unix_ns, kind, whole, body FROM stored
+        "SELECT boot, kind, pos, seq, unix_ns, whole, n, body FROM stored
          WHERE unix_ns >= ?1 AND unix_ns < ?2 AND kind < ?3 ORDER BY unix_ns, pos",
     )?;
     let mut rows = stmt.query(params![from as i64, until as i64, SPARSE_KINDS_FROM])?;
@@ -133,16 +153,16 @@ pub fn prune_step(
     let mut leave_from = until;
     let (mut blocked, mut limited, mut n) = (false, false, 0usize);
     while let Some(r) = rows.next()? {
-        let pos: i64 = r.get(0)?;
-        let t = r.get::<_, i64>(3)? as u64;
-        if pos >= below_pos {
+        let row = layout::packed_row(r, 2)?;
+        let t = row.unix_ns;
+        if row.pos >= below_pos {
             // Not delivered everywhere yet: stop before its minute.
             until = minute_of(t);
             leave_from = until;
             blocked = true;
             break;
         }
-        n += 1;
+        n += row.n as usize;
         if n > STEP_ROWS {
             limited = true;
             if minute_of(t) > from {
@@ -158,14 +178,14 @@ pub fn prune_step(
             }
             break;
         }
-        let boot: i64 = r.get(1)?;
+        let boot: i64 = r.get(0)?;
         let head = heads.get(&boot).map(|b| b.2.as_slice()).unwrap_or_default();
-        let mut whole = Vec::new();
-        layout::join(r.get(5)?, head, r.get_ref(6)?.as_blob()?, &mut whole);
-        groups
-            .entry((boot, r.get(4)?, minute_of(t)))
-            .or_default()
-            .push((pos, r.get::<_, i64>(2)? as u64, t, whole));
+        if let Some(records) = decoded(&row, head) {
+            groups
+                .entry((boot, r.get(1)?, minute_of(t)))
+                .or_default()
+                .push((row.pos, records));
+        }
     }
     drop(rows);
     let mut done = Pruned {
@@ -178,35 +198,22 @@ pub fn prune_step(
         if minute >= leave_from {
             continue;
         }
-        let decoded: Vec<Option<Record>> = rows
-            .iter()
-            .map(|(_, _, _, b)| Record::decode(b.as_slice()).ok())
-            .collect();
-        // A row that does not decode (stored by an older build's rules)
-        // stays raw rather than be lost.
         let raws: Vec<Raw<'_>> = rows
             .iter()
-            .zip(&decoded)
-            .filter_map(|((_, seq, t, b), rec)| {
-                Some(Raw {
-                    seq: *seq,
-                    unix_ns: *t,
-                    bytes: b,
-                    record: rec.as_ref()?,
-                })
+            .flat_map(|(_, records)| records)
+            .map(|(seq, t, bytes, record)| Raw {
+                seq: *seq,
+                unix_ns: *t,
+                bytes,
+                record,
             })
             .collect();
-        if raws.is_empty() {
-            continue;
-        }
         let mut rollup = existing(tx, boot, kind, minute)?.unwrap_or_default();
         rollup.add(minute, &raws);
         put(tx, boot, kind, minute, &rollup)?;
-        for ((pos, ..), rec) in rows.iter().zip(&decoded) {
-            if rec.is_some() {
-                delete.execute([pos])?;
-                done.records += 1;
-            }
+        for (pos, records) in &rows {
+            delete.execute([pos])?;
+            done.records += records.len() as u64;
         }
         done.rollups += 1;
     }
@@ -266,48 +273,7 @@ fn put(tx: &Connection, boot: i64, kind: i64, minute: u64, r: &Rollup) -> rusqli
         max_seq as i64,
         r.encode_to_vec()
     ])?;
-    tx.prepare_cached("UPDATE boot_keys SET pruned_seq = max(pruned_seq, ?2) WHERE id = ?1")?
-        .execute(params![boot, max_seq as i64])?;
     Ok(())
-}
-
-/// The highest sequence number of boot key `boot` a rollup replaced (0:
-/// none); the insert path checks records at or below it with
-/// [`replaced`].
-pub fn pruned_seq(conn: &Connection, boot: i64) -> rusqlite::Result<u64> {
-    let v: i64 = conn
-        .prepare_cached("SELECT pruned_seq FROM boot_keys WHERE id = ?1")?
-        .query_row([boot], |row| row.get(0))?;
-    Ok(v as u64)
-}
-
-/// Rollups [`replaced`] looks at, at most, for one record.
-const SEQ_CANDIDATES: i64 = 16;
-
-/// Whether a rollup of boot `boot` replaced its record `seq`. Sequence
-/// numbers follow record time, so the rollup holding `seq` is among the
-/// first whose highest sequence number is at or above it (one per dense
-/// kind per minute overlap there). Looking at a bounded few keeps an
-/// agent replaying very old records from costing a scan of every later
-/// rollup per record; an agent whose clock jumped back far enough to
-/// spread one minute's sequence numbers past them could have a replayed
-/// record stored again.
-pub fn replaced(tx: &Connection, boot: i64, seq: u64) -> rusqlite::Result<bool> {
-    let mut stmt = tx.prepare_cached(
-        "SELECT min_seq, body FROM rollups WHERE boot = ?1 AND max_seq >= ?2
-         ORDER BY max_seq LIMIT ?3",
-    )?;
-    let mut rows = stmt.query(params![boot, seq as i64, SEQ_CANDIDATES])?;
-    while let Some(r) = rows.next()? {
-        if r.get::<_, i64>(0)? as u64 > seq {
-            continue;
-        }
-        let body = r.get_ref(1)?.as_blob()?;
-        if Rollup::decode(body).is_ok_and(|r| r.replaced(seq)) {
-            return Ok(true);
-        }
-    }
-    Ok(false)
 }
 
 /// One stored rollup as [`scan`] hands it over.
