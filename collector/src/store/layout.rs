@@ -1,5 +1,5 @@
 //! The record layout of schema version 5 (a store sized for a 72-hour
-//! soak) and the migration from version 4.
+//! soak), the migration from version 4, and version 7's packed rows.
 //!
 //! Version 4 kept each record as one row keyed by (node, boot_id, seq) with
 //! both strings repeated in every row, in its two secondary indexes and in
@@ -22,9 +22,10 @@
 //!   kinds only (outages, link events, thermals...: a few percent of the
 //!   rows; RTT summaries and counters, the bulk, are found by time). All
 //!   integers: a few bytes per entry.
-//! - `records` and `record_log` stay as views with the old columns (and an
-//!   INSTEAD OF INSERT trigger on `records`), so SQL written against
-//!   version 4 (remote_write's log reader, ad-hoc inspection) still works.
+//! - `records` and `record_log` stayed as views with the old columns until
+//!   version 7, whose packed rows (several records a row, see
+//!   [`super::pack`]) SQL cannot see into: it drops them, and the store's
+//!   readers expand rows in Rust.
 //!
 //! Positions are rowids that only grow (records are never deleted), so a
 //! remote_write position stays valid across the migration, which copies

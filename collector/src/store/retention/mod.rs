@@ -87,14 +87,18 @@ impl Pruned {
     }
 }
 
-/// A raw row being pruned: its position and records (seq, unix_ns, the
-/// whole encoded record, decoded), grouped by (boot, kind, minute).
-type RawRow = (i64, Vec<(u64, u64, Vec<u8>, Record)>);
+/// A raw record being pruned: seq, unix_ns, the whole encoded record, and
+/// it decoded.
+type RawRecord = (u64, u64, Vec<u8>, Record);
+
+/// A raw row being pruned: its position and records, grouped by (boot,
+/// kind, minute).
+type RawRow = (i64, Vec<RawRecord>);
 
 /// Every record of `row`, reassembled and decoded; `None` when one does
 /// not decode (stored by an older build's rules) or the row is damaged:
 /// the row then stays raw rather than be lost.
-fn decoded(row: &pack::Row<'_>, head: &[u8]) -> Option<Vec<(u64, u64, Vec<u8>, Record)>> {
+fn decoded(row: &pack::Row<'_>, head: &[u8]) -> Option<Vec<RawRecord>> {
     let mut out = Vec::with_capacity(row.n as usize);
     let mut ok = true;
     pack::each(row, |i| {
