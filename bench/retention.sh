@@ -32,7 +32,7 @@ import sqlite3, sys
 c = sqlite3.connect(sys.argv[1])
 q = lambda s: c.execute(s).fetchone()[0]
 print((q("PRAGMA page_count") - q("PRAGMA freelist_count")) * q("PRAGMA page_size"),
-      q("SELECT count(*) FROM stored"))
+      q("SELECT coalesce(sum(n), 0) FROM stored"))
 PY
 }
 from=1795996800
@@ -61,7 +61,7 @@ cmp -s "$scratch/raw.json" "$scratch/rollups.json" && same=yes
 
 cat "$scratch/store.md"
 echo
-echo "| store | rows | bytes in use | file bytes after VACUUM | report table s (wall / CPU) | json s | html s |"
+echo "| store | records | bytes in use | file bytes after VACUUM | report table s (wall / CPU) | json s | html s |"
 echo "|---|---|---|---|---|---|---|"
 s() { cat "$scratch/secs.$1.$2"; }
 echo "| raw | $before_rows | $before_bytes | | $(s raw table) | $(s raw json) | $(s raw html) |"

@@ -228,8 +228,9 @@ impl Keys {
     }
 }
 
-/// One record for [`insert`]: its key, time, kind id and encoded bytes.
-pub struct Row<'a> {
+/// One record for [`insert_into`] (migration 5's copy): its key, time,
+/// kind id and encoded bytes.
+struct Row<'a> {
     /// `stored.pos`, or `None` for the next one.
     pub pos: Option<i64>,
     /// The boot.
@@ -244,13 +245,14 @@ pub struct Row<'a> {
     pub raw: &'a [u8],
 }
 
-/// The statement of [`insert_into`].
-pub const INSERT: &str = "INSERT OR IGNORE INTO stored (pos, boot, seq, unix_ns, kind, whole, body)
+/// The statement of [`insert_into`], for version 5's layout (before
+/// packed rows).
+const INSERT: &str = "INSERT OR IGNORE INTO stored (pos, boot, seq, unix_ns, kind, whole, body)
      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
 
 /// Stores a record through `stmt` (a prepared [`INSERT`]) unless (boot,
 /// seq) is already stored; whether it was new.
-pub fn insert_into(stmt: &mut rusqlite::Statement<'_>, r: &Row<'_>) -> rusqlite::Result<bool> {
+fn insert_into(stmt: &mut rusqlite::Statement<'_>, r: &Row<'_>) -> rusqlite::Result<bool> {
     let (whole, body) = split(r.raw, &r.boot.head);
     let n = stmt.execute(params![
         r.pos,
@@ -262,50 +264,6 @@ pub fn insert_into(stmt: &mut rusqlite::Statement<'_>, r: &Row<'_>) -> rusqlite:
         body
     ])?;
     Ok(n == 1)
-}
-
-/// [`INSERT`] for `n` rows at once, for records known to be new: no `pos`
-/// (the next rowids, in order). OR IGNORE only spares SQLite a statement
-/// journal (a plain multi-row INSERT could abort half-way, so SQLite
-/// journals each page it touches to undo that): [`insert_rows_into`]
-/// fails when a row was not stored.
-pub fn insert_rows(n: usize) -> String {
-    let mut sql = String::from(
-        "INSERT OR IGNORE INTO stored (boot, seq, unix_ns, kind, whole, body) VALUES ",
-    );
-    for i in 0..n {
-        sql.push_str(if i == 0 {
-            "(?,?,?,?,?,?)"
-        } else {
-            ",(?,?,?,?,?,?)"
-        });
-    }
-    sql
-}
-
-/// Stores `rows` (each new, `pos` ignored) through `stmt`, a prepared
-/// [`insert_rows`] of `rows.len()`.
-pub fn insert_rows_into(
-    stmt: &mut rusqlite::Statement<'_>,
-    rows: &[Row<'_>],
-) -> rusqlite::Result<()> {
-    for (i, r) in rows.iter().enumerate() {
-        let (whole, body) = split(r.raw, &r.boot.head);
-        let at = i * 6;
-        stmt.raw_bind_parameter(at + 1, r.boot.id)?;
-        stmt.raw_bind_parameter(at + 2, r.seq as i64)?;
-        stmt.raw_bind_parameter(at + 3, r.unix_ns as i64)?;
-        stmt.raw_bind_parameter(at + 4, r.kind)?;
-        stmt.raw_bind_parameter(at + 5, whole)?;
-        stmt.raw_bind_parameter(at + 6, body)?;
-    }
-    let n = stmt.raw_execute()?;
-    if n != rows.len() {
-        // The caller's proof that each row is new did not hold: fail the
-        // transaction rather than miscount.
-        return Err(rusqlite::Error::StatementChangedRows(n));
-    }
-    Ok(())
 }
 
 /// A `stored` row's columns `pos, seq, unix_ns, whole, n, body`, read
