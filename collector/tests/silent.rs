@@ -124,7 +124,9 @@ async fn a_store_damaged_mid_file_stops_the_start_naming_it() {
     let dir = tempfile::tempdir().unwrap();
     let c = Collector::start(dir.path()).await;
     let (mut a, _) = c.agent("a", "b1").await;
-    for k in 0..4u64 {
+    // Enough records for a file of hundreds of pages (rows are packed
+    // and compressed: about 50 bytes a record).
+    for k in 0..16u64 {
         let batch = (1..=1000)
             .map(|s| record("a", "b1", k * 1000 + s, agent_stats(s, 0)))
             .collect();
