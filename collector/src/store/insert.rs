@@ -268,6 +268,15 @@ mod tests {
 
     use crate::store::types::sample_record as rec;
 
+    /// Every stored record (of the few hundred a test writes), by time.
+    fn everything(c: &Connection) -> Vec<crate::store::StoredRecord> {
+        let all = RecordFilter {
+            limit: 1_000,
+            ..Default::default()
+        };
+        queries::list_records(c, &all).unwrap()
+    }
+
     fn insert(
         c: &Connection,
         keys: &mut Keys,
@@ -320,14 +329,7 @@ mod tests {
                 BootAdded::default()
             ]
         );
-        let all = queries::list_records(
-            &c,
-            &RecordFilter {
-                limit: 1_000,
-                ..Default::default()
-            },
-        )
-        .unwrap();
+        let all = everything(&c);
         assert_eq!(all.len(), 704);
         for r in &all {
             assert_eq!(r.raw, r.seq.to_le_bytes(), "{r:?}");
@@ -394,14 +396,7 @@ mod tests {
         );
         // Every record reads back whole, in time order, and from the log
         // at its own position.
-        let all = queries::list_records(
-            &c,
-            &RecordFilter {
-                limit: 1_000,
-                ..Default::default()
-            },
-        )
-        .unwrap();
+        let all = everything(&c);
         let got: Vec<(u64, Vec<u8>)> = all.iter().map(|r| (r.seq, r.raw.clone())).collect();
         let want: Vec<(u64, Vec<u8>)> = sent.iter().map(|r| (r.seq, r.raw.clone())).collect();
         assert_eq!(got, want);
