@@ -78,11 +78,7 @@ pub const KEYS: &[K] = &[
         "peers",
         "peer reflector to probe, `NAME=ADDR` (a list, or a `[peers]` table)",
         |c, v| {
-            c.peers = v
-                .entries()?
-                .iter()
-                .map(|e| parse::peer(e))
-                .collect::<Result<_, _>>()?;
+            c.peers = v.entries_of(parse::peer)?;
             let mut names = BTreeSet::new();
             match c.peers.iter().find(|p| !names.insert(&p.name)) {
                 Some(p) => Err(format!("peer `{}` listed twice", p.name)),
@@ -191,11 +187,7 @@ pub const KEYS: &[K] = &[
         "services.tcp",
         "TCP service `NAME=PORT` checked on every peer",
         |c, v| {
-            c.services = v
-                .list()?
-                .iter()
-                .map(|e| parse::service(e))
-                .collect::<Result<_, _>>()?;
+            c.services = v.list_of(parse::service)?;
             Ok(())
         },
     )
@@ -303,14 +295,7 @@ pub const KEYS: &[K] = &[
         "bandwidth.allow",
         "CIDR whose hosts may test against our server besides the peers",
         |c, v| {
-            c.bandwidth_allow = v
-                .list()?
-                .iter()
-                .map(|e| {
-                    e.parse::<ipnet::IpNet>()
-                        .map_err(|err| format!("`{e}`: {err} (expected a CIDR, e.g. 10.0.0.0/24)"))
-                })
-                .collect::<Result<_, _>>()?;
+            c.bandwidth_allow = v.list_of(parse::cidr)?;
             Ok(())
         },
     )
@@ -333,14 +318,10 @@ pub const KEYS: &[K] = &[
             };
             c.bandwidth_expected = match v.float(range.clone()) {
                 Ok(g) => BTreeMap::from([("*".to_string(), g)]),
-                Err(_) => v
-                    .entries()?
-                    .iter()
-                    .map(|e| {
-                        let (name, g) = e.split_once('=').unwrap_or(("*", e));
-                        parse(name, g)
-                    })
-                    .collect::<Result<_, _>>()?,
+                Err(_) => v.entries_of(|e| {
+                    let (name, g) = e.split_once('=').unwrap_or(("*", e));
+                    parse(name, g)
+                })?,
             };
             Ok(())
         },

@@ -202,3 +202,23 @@ fn an_earlier_name_still_works_and_is_noted() {
     let e = parse("port = 0\n", &[]).unwrap_err().to_string();
     assert_eq!(e, "f.toml:1: key `part.port`: 0 is outside 1..65535");
 }
+
+#[test]
+fn list_of_and_entries_of_read_each_item_and_stop_at_the_first_error() {
+    let port = |s: &str| s.parse::<u16>().map_err(|e| format!("`{s}`: {e}"));
+    let list = Value::List(vec!["1".into(), "2".into()]);
+    assert_eq!(list.list_of::<_, Vec<_>>(port), Ok(vec![1, 2]));
+    assert_eq!(
+        Value::Str("1, x, y".into()).list_of::<_, Vec<_>>(port),
+        Err("`x`: invalid digit found in string".to_string())
+    );
+    let table = Value::Table(vec![("a".into(), "1".into()), ("b".into(), "2".into())]);
+    let pairs: Vec<(String, String)> = table
+        .entries_of(|e| {
+            let (k, v) = e.split_once('=').ok_or("no =")?;
+            Ok((k.to_string(), v.to_string()))
+        })
+        .unwrap();
+    assert_eq!(pairs, [("a".into(), "1".into()), ("b".into(), "2".into())]);
+    assert!(Value::Int(3).list_of::<u16, Vec<_>>(port).is_err());
+}
