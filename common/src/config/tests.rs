@@ -222,3 +222,17 @@ fn list_of_and_entries_of_read_each_item_and_stop_at_the_first_error() {
     assert_eq!(pairs, [("a".into(), "1".into()), ("b".into(), "2".into())]);
     assert!(Value::Int(3).list_of::<u16, Vec<_>>(port).is_err());
 }
+
+/// An input proptest found (in the agent's and the collector's config
+/// files alike): the TOML parser places the error of an unterminated
+/// multi-line string at the end of the text, after its only newline; the
+/// error must still name line 1.
+#[test]
+fn an_unterminated_multiline_string_at_the_end_names_line_1() {
+    for t in ["_=\"\"\"\n", "\"\"\"\n"] {
+        let e = Document::parse::<Demo>("f.toml", t)
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("f.toml:1: "), "{e}");
+    }
+}
