@@ -14,27 +14,22 @@ type K = Key<Demo>;
 
 const KEYS: &[K] = &[
     K::new("interval", "time between things", |c, v| {
-        c.interval = v.duration(Duration::from_millis(1)..=Duration::from_secs(60))?;
-        Ok(())
+        set(
+            &mut c.interval,
+            v.duration(Duration::from_millis(1)..=Duration::from_secs(60)),
+        )
     })
     .flag("interval", "D")
     .default("1s"),
-    K::new("part.names", "names", |c, v| {
-        c.names = v.list()?;
-        Ok(())
-    })
-    .repeated("name", "NAME")
-    .off("no-names", "[]", "no names")
-    .default("a,b"),
-    K::new("part.on", "on or off", |c, v| {
-        c.on = v.bool()?;
-        Ok(())
-    })
-    .off("off", "false", "turn it off")
-    .default("true"),
+    K::new("part.names", "names", |c, v| set(&mut c.names, v.list()))
+        .repeated("name", "NAME")
+        .off("no-names", "[]", "no names")
+        .default("a,b"),
+    K::new("part.on", "on or off", |c, v| set(&mut c.on, v.bool()))
+        .off("off", "false", "turn it off")
+        .default("true"),
     K::new("part.port", "a port", |c, v| {
-        c.port = v.int(1..=65535)?;
-        Ok(())
+        set(&mut c.port, v.int(1..=65535))
     })
     .was("port")
     .default("80"),
