@@ -107,14 +107,3 @@ proptest! {
         }
     }
 }
-
-/// An input proptest found: the parser places the error at the
-/// end of the text, after its only newline; the error must still name
-/// line 1.
-#[test]
-fn unterminated_multiline_string_at_the_end_names_line_1() {
-    for t in ["_=\"\"\"\n", "\"\"\"\n"] {
-        let e = Config::parse("collector.toml", t).unwrap_err().to_string();
-        assert_eq!(error_line(&e, "collector.toml"), 1, "{e}");
-    }
-}

@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use boltwatch_agent::config::{Config as AgentConfig, PeerConfig};
 use boltwatch_agent::run::Listeners as AgentListeners;
+use boltwatch_common::duration::parse as parse_duration;
 use boltwatch_proto::v1::record::Payload;
 use prost::Message;
 use tokio::sync::watch;
@@ -27,23 +28,29 @@ use boltwatch_collector::store::StoreReader;
 
 use crate::progress::{self, Tally};
 
-/// Lab settings.
-#[derive(Debug, Clone)]
+/// Lab settings: the command line (the doc comments are its `--help`).
+#[derive(Debug, Clone, clap::Args)]
 pub struct LabOptions {
-    /// How long the agents probe.
+    /// How long to probe.
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
     pub duration: Duration,
-    /// Number of agents (full mesh).
+    /// Agents in the mesh (2..16).
+    #[arg(long, default_value_t = 2)]
     pub nodes: usize,
     /// Probe interval of every agent.
+    #[arg(long, default_value = "100ms", value_parser = parse_duration)]
     pub probe_interval: Duration,
-    /// Where `/metrics` is served.
+    /// Where /metrics is served while the lab runs (127.0.0.1:0 picks a
+    /// free port).
+    #[arg(long, default_value = "127.0.0.1:9471")]
     pub http_listen: SocketAddr,
-    /// Store directory; a temporary one (removed at the end) when `None`.
+    /// Keep the store here instead of a temporary directory.
+    #[arg(long)]
     pub data_dir: Option<PathBuf>,
-    /// Bandwidth tests between the agents this often; none when `None`.
+    /// Run bandwidth tests between the agents this often (each agent has a
+    /// bandwidth server either way).
+    #[arg(long, value_parser = parse_duration)]
     pub bandwidth_interval: Option<Duration>,
-    /// How the status line is shown while the lab runs.
-    pub progress: progress::Style,
 }
 
 /// The lab's test length for `interval`: a quarter of it, whole seconds in
@@ -87,8 +94,13 @@ pub fn new_token() -> String {
     format!("{:032x}", rand::random::<u128>())
 }
 
-/// Runs the lab, printing progress and the final table to `out`.
-pub async fn run(opts: LabOptions, out: &mut (impl Write + Send)) -> Result<(), LabError> {
+/// Runs the lab, printing progress (as `style` says) and the final table
+/// to `out`.
+pub async fn run(
+    opts: LabOptions,
+    style: progress::Style,
+    out: &mut (impl Write + Send),
+) -> Result<(), LabError> {
     if !(2..=16).contains(&opts.nodes) {
         return Err(LabError::Options(format!(
             "--nodes {} is outside 2..16",
@@ -212,7 +224,7 @@ pub async fn run(opts: LabOptions, out: &mut (impl Write + Send)) -> Result<(), 
     let started = tokio::time::Instant::now();
     let reader = StoreReader::new(&data_dir);
     let mut tally = Tally::default();
-    let mut ticks = tokio::time::interval(opts.progress.period());
+    let mut ticks = tokio::time::interval(style.period());
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let end = tokio::time::sleep(opts.duration);
     tokio::pin!(end);
@@ -223,11 +235,11 @@ pub async fn run(opts: LabOptions, out: &mut (impl Write + Send)) -> Result<(), 
             _ = ticks.tick() => {
                 tally.refresh(&reader).await;
                 let line = tally.line(started.elapsed(), opts.duration);
-                progress::show(out, opts.progress, &line);
+                progress::show(out, style, &line);
             }
         }
     };
-    if opts.progress == progress::Style::Terminal {
+    if style == progress::Style::Terminal {
         let _ = writeln!(out);
     }
     if interrupted {

@@ -180,76 +180,72 @@ pub const IE_PARAMS: i32 = 104;
 /// The parameter document the client sends after `PARAM_EXCHANGE`.
 ///
 /// Only the keys boltwatch uses are typed; a server ignores the rest, as
-/// iperf3 does.
+/// iperf3 does. A key that is missing takes its value from `Default`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Params {
     /// Present (true) for TCP tests.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub tcp: Option<bool>,
     /// Present (true) for UDP tests.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub udp: Option<bool>,
     /// Seconds omitted at the start.
-    #[serde(default, deserialize_with = "lenient_u64")]
+    #[serde(deserialize_with = "lenient_u64")]
     pub omit: u64,
     /// Test length in seconds.
-    #[serde(default, deserialize_with = "lenient_u64")]
+    #[serde(deserialize_with = "lenient_u64")]
     pub time: u64,
     /// Byte budget (0 = time-based).
-    #[serde(default, deserialize_with = "lenient_u64")]
+    #[serde(deserialize_with = "lenient_u64")]
     pub num: u64,
     /// Block budget (0 = time-based).
-    #[serde(default, deserialize_with = "lenient_u64")]
+    #[serde(deserialize_with = "lenient_u64")]
     pub blockcount: u64,
     /// Parallel streams per direction.
-    #[serde(default, deserialize_with = "lenient_u64")]
+    #[serde(deserialize_with = "lenient_u64")]
     pub parallel: u64,
     /// Server sends (iperf3 -R).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub reverse: Option<bool>,
     /// Both directions at once (iperf3 --bidir).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub bidirectional: Option<bool>,
     /// Socket buffer size requested (-w).
     #[serde(
-        default,
         skip_serializing_if = "Option::is_none",
         deserialize_with = "lenient_opt_u64"
     )]
     pub window: Option<u64>,
     /// Block (write) size; for UDP the datagram size.
-    #[serde(default, deserialize_with = "lenient_u64")]
+    #[serde(deserialize_with = "lenient_u64")]
     pub len: u64,
     /// Target rate per stream in bits/s (UDP, or paced TCP).
     #[serde(
-        default,
         skip_serializing_if = "Option::is_none",
         deserialize_with = "lenient_opt_u64"
     )]
     pub bandwidth: Option<u64>,
     /// Pacing timer in microseconds.
     #[serde(
-        default,
         skip_serializing_if = "Option::is_none",
         deserialize_with = "lenient_opt_u64"
     )]
     pub pacing_timer: Option<u64>,
     /// Ask the server to embed its output in its results.
     #[serde(
-        default,
         skip_serializing_if = "Option::is_none",
         deserialize_with = "lenient_opt_u64"
     )]
     pub get_server_output: Option<u64>,
     /// UDP sequence numbers are 64-bit.
     #[serde(
-        default,
         skip_serializing_if = "Option::is_none",
         deserialize_with = "lenient_opt_u64"
     )]
     pub udp_counters_64bit: Option<u64>,
     /// Free-form client version.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub client_version: Option<String>,
 }
 
@@ -323,31 +319,28 @@ pub struct StreamResult {
 
 /// The results document each side sends during `EXCHANGE_RESULTS`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Results {
     /// Process CPU, percent of one core.
-    #[serde(default)]
     pub cpu_util_total: f64,
     /// User part.
-    #[serde(default)]
     pub cpu_util_user: f64,
     /// System part.
-    #[serde(default)]
     pub cpu_util_system: f64,
     /// 1 when the sender reports retransmits, 0 when not, -1 when not a
     /// sender.
-    #[serde(default, deserialize_with = "lenient_i64")]
+    #[serde(deserialize_with = "lenient_i64")]
     pub sender_has_retransmits: i64,
     /// TCP congestion control in use.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub congestion_used: Option<String>,
     /// Per-stream figures.
-    #[serde(default)]
     pub streams: Vec<StreamResult>,
     /// The server's JSON output, when asked for with `get_server_output`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub server_output_json: Option<serde_json::Value>,
     /// The server's text output, when asked for with `get_server_output`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub server_output_text: Option<String>,
 }
 

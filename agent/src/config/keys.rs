@@ -13,8 +13,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use boltwatch_common::config::{
-    check_tls_pair, log_format_key, tls_cert_key, tls_key_key, HasTlsPair, Key, Origin, TlsPair,
-    Where,
+    check_tls_pair, log_format_key, set, tls_cert_key, tls_key_key, HasTlsPair, Key, Origin,
+    TlsPair, Where,
 };
 
 use super::{parse, Config, ConfigError, LogFormat, DEFAULT_SPOOL_DIR};
@@ -53,14 +53,12 @@ pub const KEYS: &[K] = &[
     .flag("node", "NAME")
     .default_doc("host name"),
     K::new("collector", "collector gRPC endpoint", |c, v| {
-        c.collector = parse::url(v.str()?)?;
-        Ok(())
+        set(&mut c.collector, parse::url(v.str()?))
     })
     .flag("collector", "URL")
     .default("http://127.0.0.1:50071"),
     K::new("listen", "STAMP reflector (UDP)", |c, v| {
-        c.listen = v.addr()?;
-        Ok(())
+        set(&mut c.listen, v.addr())
     })
     .flag("listen", "ADDR")
     .default("0.0.0.0:862"),
@@ -78,11 +76,7 @@ pub const KEYS: &[K] = &[
         "peers",
         "peer reflector to probe, `NAME=ADDR` (a list, or a `[peers]` table)",
         |c, v| {
-            c.peers = v
-                .entries()?
-                .iter()
-                .map(|e| parse::peer(e))
-                .collect::<Result<_, _>>()?;
+            c.peers = v.entries_of(parse::peer)?;
             let mut names = BTreeSet::new();
             match c.peers.iter().find(|p| !names.insert(&p.name)) {
                 Some(p) => Err(format!("peer `{}` listed twice", p.name)),
@@ -92,18 +86,14 @@ pub const KEYS: &[K] = &[
     )
     .repeated("peer", "NAME=ADDR"),
     K::new("probe_interval", "time between probes per peer", |c, v| {
-        c.probe_interval = v.duration(ms(1)..=secs(60))?;
-        Ok(())
+        set(&mut c.probe_interval, v.duration(ms(1)..=secs(60)))
     })
     .flag("probe-interval", "D")
     .default("100ms"),
     K::new(
         "probe_timeout",
         "a probe unanswered this long is lost",
-        |c, v| {
-            c.probe_timeout = v.duration(Duration::from_nanos(1)..=secs(60))?;
-            Ok(())
-        },
+        |c, v| set(&mut c.probe_timeout, v.duration(Duration::from_nanos(1)..=secs(60))),
     )
     .flag("probe-timeout", "D")
     .default("1s"),
@@ -142,21 +132,16 @@ pub const KEYS: &[K] = &[
     K::new(
         "sysfs_root",
         "Linux sysfs root (fixtures in tests)",
-        |c, v| {
-            c.sysfs_root = v.path()?;
-            Ok(())
-        },
+        |c, v| set(&mut c.sysfs_root, v.path()),
     )
     .flag("sysfs-root", "DIR")
     .default("/sys"),
     K::new("counters_interval", "interface counter reads", |c, v| {
-        c.counters_interval = v.duration(ms(10)..=DAY)?;
-        Ok(())
+        set(&mut c.counters_interval, v.duration(ms(10)..=DAY))
     })
     .default("1s"),
     K::new("thermal_interval", "thermal reads", |c, v| {
-        c.thermal_interval = v.duration(ms(10)..=DAY)?;
-        Ok(())
+        set(&mut c.thermal_interval, v.duration(ms(10)..=DAY))
     })
     .default("5s"),
     K::new(
@@ -169,8 +154,7 @@ pub const KEYS: &[K] = &[
     )
     .default("3"),
     K::new("spool.dir", "durable spool (one agent per dir)", |c, v| {
-        c.spool_dir = v.path()?;
-        Ok(())
+        set(&mut c.spool_dir, v.path())
     })
     .flag("spool-dir", "DIR")
     .default(DEFAULT_SPOOL_DIR)
@@ -190,14 +174,7 @@ pub const KEYS: &[K] = &[
     K::new(
         "services.tcp",
         "TCP service `NAME=PORT` checked on every peer",
-        |c, v| {
-            c.services = v
-                .list()?
-                .iter()
-                .map(|e| parse::service(e))
-                .collect::<Result<_, _>>()?;
-            Ok(())
-        },
+        |c, v| set(&mut c.services, v.list_of(parse::service)),
     )
     .repeated("service", "NAME=PORT")
     .off("no-services", "[]", "check no services")
@@ -206,20 +183,14 @@ pub const KEYS: &[K] = &[
     K::new(
         "services.interval",
         "time between service checks",
-        |c, v| {
-            c.service_interval = v.duration(ms(10)..=DAY)?;
-            Ok(())
-        },
+        |c, v| set(&mut c.service_interval, v.duration(ms(10)..=DAY)),
     )
     .default("5s")
     .was("service_interval"),
     K::new(
         "bandwidth.enabled",
         "run the bandwidth server and scheduled tests",
-        |c, v| {
-            c.bandwidth_enabled = v.bool()?;
-            Ok(())
-        },
+        |c, v| set(&mut c.bandwidth_enabled, v.bool()),
     )
     .off("no-bandwidth", "false", "no server, no scheduled tests")
     .default("true")
@@ -227,10 +198,7 @@ pub const KEYS: &[K] = &[
     K::new(
         "bandwidth.listen",
         "iperf3-compatible bandwidth server",
-        |c, v| {
-            c.bandwidth_listen = v.addr()?;
-            Ok(())
-        },
+        |c, v| set(&mut c.bandwidth_listen, v.addr()),
     )
     .flag("bandwidth-listen", "ADDR")
     .default("0.0.0.0:5202")
@@ -238,10 +206,7 @@ pub const KEYS: &[K] = &[
     K::new(
         "bandwidth.interval",
         "time between tests of each peer (jittered)",
-        |c, v| {
-            c.bandwidth_interval = v.duration(secs(1)..=DAY)?;
-            Ok(())
-        },
+        |c, v| set(&mut c.bandwidth_interval, v.duration(secs(1)..=DAY)),
     )
     .flag("bandwidth-interval", "D")
     .default("5m")
@@ -272,10 +237,7 @@ pub const KEYS: &[K] = &[
     K::new(
         "bandwidth.duty_cycle",
         "at most this share of wall time in tests",
-        |c, v| {
-            c.bandwidth_duty_cycle = v.float(0.001..=1.0)?;
-            Ok(())
-        },
+        |c, v| set(&mut c.bandwidth_duty_cycle, v.float(0.001..=1.0)),
     )
     .default("0.05")
     .was("bandwidth_duty_cycle"),
@@ -302,17 +264,7 @@ pub const KEYS: &[K] = &[
     K::new(
         "bandwidth.allow",
         "CIDR whose hosts may test against our server besides the peers",
-        |c, v| {
-            c.bandwidth_allow = v
-                .list()?
-                .iter()
-                .map(|e| {
-                    e.parse::<ipnet::IpNet>()
-                        .map_err(|err| format!("`{e}`: {err} (expected a CIDR, e.g. 10.0.0.0/24)"))
-                })
-                .collect::<Result<_, _>>()?;
-            Ok(())
-        },
+        |c, v| set(&mut c.bandwidth_allow, v.list_of(parse::cidr)),
     )
     .repeated("bandwidth-allow", "CIDR")
     .default_doc("peers and loopback only"),
@@ -333,14 +285,10 @@ pub const KEYS: &[K] = &[
             };
             c.bandwidth_expected = match v.float(range.clone()) {
                 Ok(g) => BTreeMap::from([("*".to_string(), g)]),
-                Err(_) => v
-                    .entries()?
-                    .iter()
-                    .map(|e| {
-                        let (name, g) = e.split_once('=').unwrap_or(("*", e));
-                        parse(name, g)
-                    })
-                    .collect::<Result<_, _>>()?,
+                Err(_) => v.entries_of(|e| {
+                    let (name, g) = e.split_once('=').unwrap_or(("*", e));
+                    parse(name, g)
+                })?,
             };
             Ok(())
         },

@@ -74,6 +74,12 @@ pub(super) fn peer(s: &str) -> Result<PeerConfig, String> {
     })
 }
 
+/// A CIDR, e.g. `10.0.0.0/24`.
+pub(super) fn cidr(s: &str) -> Result<ipnet::IpNet, String> {
+    s.parse()
+        .map_err(|e| format!("`{s}`: {e} (expected a CIDR, e.g. 10.0.0.0/24)"))
+}
+
 /// A collector URL.
 pub(super) fn url(s: &str) -> Result<String, String> {
     if s.starts_with("http://") || s.starts_with("https://") {

@@ -117,17 +117,13 @@ fn zone_critical(zone: &Path) -> f64 {
     0.0
 }
 
-fn read_zones(
-    root: &Path,
-    set: &mut SensorSet,
-    stats: &mut FilterStats,
-) -> Result<(), ThermalError> {
+fn read_zones(root: &Path, set: &mut SensorSet<'_>) -> Result<(), ThermalError> {
     for (index, zone) in indexed_entries(&root.join("class/thermal"), "thermal_zone")? {
         let kind = read_trimmed(&zone.join("type")).unwrap_or_else(|| format!("zone{index}"));
         let name = format!("thermal/{kind}");
         match read_millidegrees(&zone.join("temp")) {
-            Some(c) => set.add(&kind, &name, c, "thermal", zone_critical(&zone), stats),
-            None => set.unreadable(&name, stats),
+            Some(c) => set.add(&kind, &name, c, "thermal", zone_critical(&zone)),
+            None => set.unreadable(&name),
         }
     }
     Ok(())
@@ -150,11 +146,7 @@ fn hwmon_inputs(dir: &Path) -> Vec<u32> {
     out
 }
 
-fn read_hwmon(
-    root: &Path,
-    set: &mut SensorSet,
-    stats: &mut FilterStats,
-) -> Result<(), ThermalError> {
+fn read_hwmon(root: &Path, set: &mut SensorSet<'_>) -> Result<(), ThermalError> {
     for (index, hwmon) in indexed_entries(&root.join("class/hwmon"), "hwmon")? {
         // Drivers older than the hwmon ABI cleanup keep their attributes
         // under `device/`.
@@ -171,8 +163,8 @@ fn read_hwmon(
             let name = format!("hwmon/{chip}/{label}");
             let critical = read_millidegrees(&dir.join(format!("temp{n}_crit"))).unwrap_or(0.0);
             match read_millidegrees(&dir.join(format!("temp{n}_input"))) {
-                Some(c) => set.add(&label, &name, c, "hwmon", critical, stats),
-                None => set.unreadable(&name, stats),
+                Some(c) => set.add(&label, &name, c, "hwmon", critical),
+                None => set.unreadable(&name),
             }
         }
     }
@@ -237,12 +229,13 @@ fn frequency_ratio(root: &Path) -> Result<Option<f64>, ThermalError> {
 
 impl ThermalSource for SysfsThermal {
     fn read(&mut self) -> Result<ThermalReading, ThermalError> {
-        let mut set = SensorSet::new();
-        read_zones(&self.root, &mut set, &mut self.stats)?;
-        read_hwmon(&self.root, &mut set, &mut self.stats)?;
+        let mut set = SensorSet::new(&mut self.stats);
+        read_zones(&self.root, &mut set)?;
+        read_hwmon(&self.root, &mut set)?;
         if set.is_empty() && self.live {
-            self.sysinfo.add_to(&mut set, "sysinfo", &mut self.stats);
+            self.sysinfo.add_to(&mut set, "sysinfo");
         }
+        let sensors = set.into_sensors();
         let events = throttle_events(&self.root)?;
         let ratio = frequency_ratio(&self.root)?;
         let now = std::time::Instant::now();
@@ -283,10 +276,7 @@ impl ThermalSource for SysfsThermal {
             };
             self.level.stamp(t, now, throttled);
         }
-        Ok(ThermalReading {
-            sensors: set.into_sensors(),
-            throttle,
-        })
+        Ok(ThermalReading { sensors, throttle })
     }
 
     fn filtered(&self) -> FilterStats {

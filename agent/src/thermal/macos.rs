@@ -94,10 +94,11 @@ impl MacThermal {
 
 impl ThermalSource for MacThermal {
     fn read(&mut self) -> Result<ThermalReading, ThermalError> {
-        let mut set = SensorSet::new();
-        if !self.smc.add_to(&mut set, &mut self.stats) {
-            self.sysinfo.add_to(&mut set, "iohid", &mut self.stats);
+        let mut set = SensorSet::new(&mut self.stats);
+        if !self.smc.add_to(&mut set) {
+            self.sysinfo.add_to(&mut set, "iohid");
         }
+        let sensors = set.into_sensors();
         let now = std::time::Instant::now();
         let throttle = self.pressure_level().map(|level| {
             let mut t = Throttle {
@@ -113,10 +114,7 @@ impl ThermalSource for MacThermal {
             self.level.stamp(&mut t, now, throttled);
             t
         });
-        Ok(ThermalReading {
-            sensors: set.into_sensors(),
-            throttle,
-        })
+        Ok(ThermalReading { sensors, throttle })
     }
 
     fn filtered(&self) -> FilterStats {
@@ -141,14 +139,14 @@ impl SmcState {
     /// Adds the SMC temperatures to `set`; false when the SMC is
     /// unavailable, or gave no value this time, and the caller should
     /// fall back to IOHID.
-    fn add_to(&mut self, set: &mut SensorSet, stats: &mut FilterStats) -> bool {
+    fn add_to(&mut self, set: &mut SensorSet<'_>) -> bool {
         if matches!(self, SmcState::Unopened) {
             *self = SmcState::open();
         }
         let SmcState::Open { smc, keys } = self else {
             return false;
         };
-        keys::add_readings(keys, set, stats, |k| smc.read(k.key, k.info)) > 0
+        keys::add_readings(keys, set, |k| smc.read(k.key, k.info)) > 0
     }
 
     fn open() -> SmcState {

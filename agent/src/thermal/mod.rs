@@ -125,16 +125,24 @@ pub fn plausible(celsius: f64) -> bool {
 /// so a sensor keeps its name (`PMU tdie1 #3`) even when a sibling with the
 /// same base name is dropped in one reading but not the next. Readers add
 /// sensors in a stable order (sorted directory indices).
-#[derive(Debug, Default)]
-pub struct SensorSet {
+///
+/// What the filter drops is counted in the source's cumulative
+/// [`FilterStats`], which the set borrows for the reading.
+#[derive(Debug)]
+pub struct SensorSet<'s> {
     seen: HashMap<String, u32>,
     sensors: Vec<TemperatureSensor>,
+    dropped: &'s mut FilterStats,
 }
 
-impl SensorSet {
-    /// An empty set.
-    pub fn new() -> Self {
-        SensorSet::default()
+impl<'s> SensorSet<'s> {
+    /// An empty set counting its drops in `dropped`.
+    pub fn new(dropped: &'s mut FilterStats) -> Self {
+        SensorSet {
+            seen: HashMap::new(),
+            sensors: Vec::new(),
+            dropped,
+        }
     }
 
     /// Reserves `base` and returns the unique name: `base` the first time,
@@ -152,22 +160,14 @@ impl SensorSet {
     /// Adds a sensor. `label` is the raw sensor label (checked against
     /// [`PLACEHOLDER_SENSORS`]), `name` the full base name (e.g.
     /// `hwmon/coretemp/Core 0`). `critical` is 0 when unknown.
-    pub fn add(
-        &mut self,
-        label: &str,
-        name: &str,
-        celsius: f64,
-        source: &str,
-        critical: f64,
-        stats: &mut FilterStats,
-    ) {
+    pub fn add(&mut self, label: &str, name: &str, celsius: f64, source: &str, critical: f64) {
         let name = self.unique_name(name);
         if PLACEHOLDER_SENSORS.contains(&label.trim()) {
-            stats.placeholder += 1;
+            self.dropped.placeholder += 1;
             return;
         }
         if !plausible(celsius) {
-            stats.out_of_range += 1;
+            self.dropped.out_of_range += 1;
             return;
         }
         self.sensors.push(TemperatureSensor {
@@ -180,9 +180,9 @@ impl SensorSet {
 
     /// Reserves the name of a sensor that could not be read, so later
     /// sensors keep their names, and counts it.
-    pub fn unreadable(&mut self, name: &str, stats: &mut FilterStats) {
+    pub fn unreadable(&mut self, name: &str) {
         self.unique_name(name);
-        stats.unreadable += 1;
+        self.dropped.unreadable += 1;
     }
 
     /// Whether any sensor was accepted.
@@ -220,8 +220,8 @@ impl SysinfoSensors {
     }
 
     /// Refreshes the components and adds each to `set`, labelled
-    /// `source`; unreadable ones are counted in `stats`.
-    pub fn add_to(&mut self, set: &mut SensorSet, source: &str, stats: &mut FilterStats) {
+    /// `source`.
+    pub fn add_to(&mut self, set: &mut SensorSet<'_>, source: &str) {
         match &mut self.components {
             Some(c) => c.refresh(true),
             None => match sysinfo::Components::new_with_refreshed_list() {
@@ -244,9 +244,8 @@ impl SysinfoSensors {
                     f64::from(t),
                     source,
                     c.critical().map(f64::from).unwrap_or(0.0),
-                    stats,
                 ),
-                None => set.unreadable(label, stats),
+                None => set.unreadable(label),
             }
         }
     }
@@ -325,10 +324,10 @@ mod tests {
     #[test]
     fn names_are_unique_and_stable() {
         let mut stats = FilterStats::default();
-        let mut set = SensorSet::new();
-        set.add("tdie1", "PMU tdie1", 40.0, "sysinfo", 0.0, &mut stats);
-        set.add("tdie1", "PMU tdie1", 2.0, "sysinfo", 0.0, &mut stats);
-        set.add("tdie1", "PMU tdie1", 42.0, "sysinfo", 0.0, &mut stats);
+        let mut set = SensorSet::new(&mut stats);
+        set.add("tdie1", "PMU tdie1", 40.0, "sysinfo", 0.0);
+        set.add("tdie1", "PMU tdie1", 2.0, "sysinfo", 0.0);
+        set.add("tdie1", "PMU tdie1", 42.0, "sysinfo", 0.0);
         let names: Vec<_> = set.into_sensors().into_iter().map(|s| s.name).collect();
         // The second one was filtered but kept its slot: the third is #3.
         assert_eq!(names, vec!["PMU tdie1", "PMU tdie1 #3"]);
@@ -338,15 +337,16 @@ mod tests {
     #[test]
     fn filter_drops_out_of_range_and_placeholders() {
         let mut stats = FilterStats::default();
-        let mut set = SensorSet::new();
+        let mut set = SensorSet::new(&mut stats);
         for c in [0.0, 14.9, 125.1, 127.0, f64::NAN, -40.0] {
-            set.add("x", "x", c, "t", 0.0, &mut stats);
+            set.add("x", "x", c, "t", 0.0);
         }
-        set.add("PMU tcal", "PMU tcal", 51.9, "sysinfo", 0.0, &mut stats);
-        set.add("noname", "noname", 30.0, "sysinfo", 0.0, &mut stats);
-        set.add("ok", "ok", 15.0, "t", 1000.0, &mut stats);
-        set.add("ok2", "ok2", 125.0, "t", 100.0, &mut stats);
-        set.unreadable("gone", &mut stats);
+        set.add("PMU tcal", "PMU tcal", 51.9, "sysinfo", 0.0);
+        set.add("noname", "noname", 30.0, "sysinfo", 0.0);
+        set.add("ok", "ok", 15.0, "t", 1000.0);
+        set.add("ok2", "ok2", 125.0, "t", 100.0);
+        set.unreadable("gone");
+        let s = set.into_sensors();
         assert_eq!(
             stats,
             FilterStats {
@@ -356,7 +356,6 @@ mod tests {
             }
         );
         assert_eq!(stats.total(), 9);
-        let s = set.into_sensors();
         assert_eq!(s.len(), 2);
         assert_eq!(
             s[0].critical_celsius, 0.0,

@@ -18,7 +18,7 @@
 
 use std::fmt;
 
-use super::{FilterStats, SensorSet};
+use super::SensorSet;
 
 /// `IOConnectCallStructMethod` selector of the AppleSMC user client
 /// (`kSMCHandleYPCEvent`); the command goes in [`KeyDataLayout::DATA8`].
@@ -330,8 +330,7 @@ pub fn select(keys: impl IntoIterator<Item = (FourCc, KeyInfo)>) -> Vec<TempKey>
 /// nothing this time.
 pub fn add_readings<B: AsRef<[u8]>, E: fmt::Display>(
     keys: &[TempKey],
-    set: &mut SensorSet,
-    stats: &mut FilterStats,
+    set: &mut SensorSet<'_>,
     mut read: impl FnMut(TempKey) -> Result<B, E>,
 ) -> usize {
     let mut decoded = 0;
@@ -345,11 +344,11 @@ pub fn add_readings<B: AsRef<[u8]>, E: fmt::Display>(
             Ok(celsius) => {
                 decoded += 1;
                 let label = k.key.as_str().unwrap_or_default();
-                set.add(label, &name, celsius, "smc", 0.0, stats);
+                set.add(label, &name, celsius, "smc", 0.0);
             }
             Err(error) => {
                 tracing::debug!(key = %k.key, %error, "SMC temperature unreadable");
-                set.unreadable(&name, stats);
+                set.unreadable(&name);
             }
         }
     }

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use boltwatch_common::config::{
-    log_format_key, tls_cert_key, tls_key_key, HasTlsPair, Key, TlsPair,
+    log_format_key, set, tls_cert_key, tls_key_key, HasTlsPair, Key, TlsPair,
 };
 
 use super::Config;
@@ -21,24 +21,19 @@ type K = Key<Config>;
 /// Every collector key, in the order the README lists them.
 pub const KEYS: &[K] = &[
     K::new("grpc_listen", "agent ingest (gRPC)", |c, v| {
-        c.grpc_listen = v.addr()?;
-        Ok(())
+        set(&mut c.grpc_listen, v.addr())
     })
     .flag("grpc-listen", "ADDR")
     .default("127.0.0.1:50071"),
     K::new(
         "http_listen",
         "`/metrics`, `/healthz`, `/api/v1/*`",
-        |c, v| {
-            c.http_listen = v.addr()?;
-            Ok(())
-        },
+        |c, v| set(&mut c.http_listen, v.addr()),
     )
     .flag("http-listen", "ADDR")
     .default("127.0.0.1:9471"),
     K::new("data_dir", "SQLite store", |c, v| {
-        c.data_dir = v.path()?;
-        Ok(())
+        set(&mut c.data_dir, v.path())
     })
     .flag("data-dir", "DIR")
     .default("./boltwatch-data"),
@@ -81,10 +76,7 @@ pub const KEYS: &[K] = &[
     K::new(
         "shutdown_grace",
         "how long shutdown waits for open streams and requests",
-        |c, v| {
-            c.shutdown_grace = v.duration(Duration::ZERO..=Duration::from_secs(300))?;
-            Ok(())
-        },
+        |c, v| set(&mut c.shutdown_grace, v.duration(Duration::ZERO..=Duration::from_secs(300))),
     )
     .default("5s"),
     K::new(
@@ -245,10 +237,7 @@ pub const KEYS: &[K] = &[
     K::new(
         "remote_write.headers",
         "`NAME=VALUE` HTTP headers on every remote write request (tenant headers)",
-        |c, v| {
-            c.remote_write.headers = crate::remote_write::pairs(v.entries()?)?;
-            Ok(())
-        },
+        |c, v| set(&mut c.remote_write.headers, crate::remote_write::pairs(v.entries()?)),
     )
     .default("")
     .default_doc("none"),

@@ -38,6 +38,13 @@ use toml::de::{DeTable, DeValue};
 /// Sets one key of `C` from a value, or says what is wrong with it.
 pub type Setter<C> = fn(&mut C, &Value) -> Result<(), String>;
 
+/// The body of a setter that only stores what a [`Value`] reading gives:
+/// `|c, v| set(&mut c.listen, v.addr())`.
+pub fn set<T>(field: &mut T, value: Result<T, String>) -> Result<(), String> {
+    *field = value?;
+    Ok(())
+}
+
 /// A flag that turns a key off (`--no-services`, `--no-bandwidth`).
 #[derive(Debug, Clone, Copy)]
 pub struct Off {

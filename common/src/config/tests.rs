@@ -14,27 +14,22 @@ type K = Key<Demo>;
 
 const KEYS: &[K] = &[
     K::new("interval", "time between things", |c, v| {
-        c.interval = v.duration(Duration::from_millis(1)..=Duration::from_secs(60))?;
-        Ok(())
+        set(
+            &mut c.interval,
+            v.duration(Duration::from_millis(1)..=Duration::from_secs(60)),
+        )
     })
     .flag("interval", "D")
     .default("1s"),
-    K::new("part.names", "names", |c, v| {
-        c.names = v.list()?;
-        Ok(())
-    })
-    .repeated("name", "NAME")
-    .off("no-names", "[]", "no names")
-    .default("a,b"),
-    K::new("part.on", "on or off", |c, v| {
-        c.on = v.bool()?;
-        Ok(())
-    })
-    .off("off", "false", "turn it off")
-    .default("true"),
+    K::new("part.names", "names", |c, v| set(&mut c.names, v.list()))
+        .repeated("name", "NAME")
+        .off("no-names", "[]", "no names")
+        .default("a,b"),
+    K::new("part.on", "on or off", |c, v| set(&mut c.on, v.bool()))
+        .off("off", "false", "turn it off")
+        .default("true"),
     K::new("part.port", "a port", |c, v| {
-        c.port = v.int(1..=65535)?;
-        Ok(())
+        set(&mut c.port, v.int(1..=65535))
     })
     .was("port")
     .default("80"),
@@ -201,4 +196,38 @@ fn an_earlier_name_still_works_and_is_noted() {
     );
     let e = parse("port = 0\n", &[]).unwrap_err().to_string();
     assert_eq!(e, "f.toml:1: key `part.port`: 0 is outside 1..65535");
+}
+
+#[test]
+fn list_of_and_entries_of_read_each_item_and_stop_at_the_first_error() {
+    let port = |s: &str| s.parse::<u16>().map_err(|e| format!("`{s}`: {e}"));
+    let list = Value::List(vec!["1".into(), "2".into()]);
+    assert_eq!(list.list_of::<_, Vec<_>>(port), Ok(vec![1, 2]));
+    assert_eq!(
+        Value::Str("1, x, y".into()).list_of::<_, Vec<_>>(port),
+        Err("`x`: invalid digit found in string".to_string())
+    );
+    let table = Value::Table(vec![("a".into(), "1".into()), ("b".into(), "2".into())]);
+    let pairs: Vec<(String, String)> = table
+        .entries_of(|e| {
+            let (k, v) = e.split_once('=').ok_or("no =")?;
+            Ok((k.to_string(), v.to_string()))
+        })
+        .unwrap();
+    assert_eq!(pairs, [("a".into(), "1".into()), ("b".into(), "2".into())]);
+    assert!(Value::Int(3).list_of::<u16, Vec<_>>(port).is_err());
+}
+
+/// An input proptest found (in the agent's and the collector's config
+/// files alike): the TOML parser places the error of an unterminated
+/// multi-line string at the end of the text, after its only newline; the
+/// error must still name line 1.
+#[test]
+fn an_unterminated_multiline_string_at_the_end_names_line_1() {
+    for t in ["_=\"\"\"\n", "\"\"\"\n"] {
+        let e = Document::parse::<Demo>("f.toml", t)
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("f.toml:1: "), "{e}");
+    }
 }

@@ -166,6 +166,27 @@ impl Value {
             _ => self.list(),
         }
     }
+
+    /// [`Value::list`] with each item read by `item`; the first error is
+    /// the key's.
+    pub fn list_of<T, C: FromIterator<T>>(
+        &self,
+        item: impl FnMut(&str) -> Result<T, String>,
+    ) -> Result<C, String> {
+        self.list()?.iter().map(String::as_str).map(item).collect()
+    }
+
+    /// [`Value::entries`] with each `NAME=VALUE` read by `entry`.
+    pub fn entries_of<T, C: FromIterator<T>>(
+        &self,
+        entry: impl FnMut(&str) -> Result<T, String>,
+    ) -> Result<C, String> {
+        self.entries()?
+            .iter()
+            .map(String::as_str)
+            .map(entry)
+            .collect()
+    }
 }
 
 /// A number given as text (flags, defaults), trimmed; the error names the

@@ -90,9 +90,9 @@ fn m2_max_capture_selects_tp_keys_and_the_filter_drops_the_sentinels() {
     assert_eq!(keys.len(), 24);
     assert!(keys.iter().all(|k| k.group == Group::Cpu));
     assert!(keys.windows(2).all(|w| w[0].key < w[1].key), "sorted");
-    let mut set = SensorSet::new();
     let mut stats = FilterStats::default();
-    let decoded = add_readings(&keys, &mut set, &mut stats, |k| {
+    let mut set = SensorSet::new(&mut stats);
+    let decoded = add_readings(&keys, &mut set, |k| {
         let l = lines.iter().find(|l| l.key == k.key).unwrap();
         Ok::<_, String>(l.bytes.clone())
     });
@@ -112,16 +112,17 @@ fn a_reading_names_keys_and_counts_failures_without_shifting_names() {
         (four("Tp09"), flt),
         (four("Tg0f"), flt),
     ]);
-    let mut set = SensorSet::new();
     let mut stats = FilterStats::default();
+    let mut set = SensorSet::new(&mut stats);
     // The ftp0 bytes of the M2 Max capture (30.76 °C) stand in for a live
     // core; Tp05 fails to read; Tp09 is the capture's 6.7 °C sentinel.
-    let decoded = add_readings(&keys, &mut set, &mut stats, |k| match k.key.as_str() {
+    let decoded = add_readings(&keys, &mut set, |k| match k.key.as_str() {
         Some("Tp01") | Some("Tg0f") => Ok(vec![0xB0, 0x12, 0xF6, 0x41]),
         Some("Tp09") => Ok(vec![0x66, 0x66, 0xD6, 0x40]),
         _ => Err("SMC key Tp05: result 0x84"),
     });
     assert_eq!(decoded, 3);
+    let sensors = set.into_sensors();
     assert_eq!(
         stats,
         FilterStats {
@@ -130,15 +131,14 @@ fn a_reading_names_keys_and_counts_failures_without_shifting_names() {
             unreadable: 1
         }
     );
-    let sensors = set.into_sensors();
     let names: Vec<_> = sensors.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, ["smc_Tg0f", "smc_Tp01"]);
     assert!(sensors.iter().all(|s| s.source == "smc"));
     assert!((sensors[1].celsius - 30.759).abs() < 1e-3);
 
     // Nothing readable: 0, so the macOS reader falls back to IOHID.
-    let mut set = SensorSet::new();
-    let none = add_readings(&keys, &mut set, &mut stats, |_| Err::<[u8; 4], _>("gone"));
+    let mut set = SensorSet::new(&mut stats);
+    let none = add_readings(&keys, &mut set, |_| Err::<[u8; 4], _>("gone"));
     assert_eq!(none, 0);
     assert!(set.is_empty());
 }
