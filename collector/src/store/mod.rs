@@ -119,8 +119,8 @@ pub fn writer_settings(conn: &Connection) -> rusqlite::Result<()> {
     // settled on 256 KiB; 2 MiB costs those 1.75 MiB once, for less CPU
     // per record).
     conn.pragma_update(None, "cache_size", WRITER_CACHE_KIB)?;
-    // Room for every statement the writer repeats (the multi-row inserts
-    // among them), so none is compiled again per batch.
+    // Room for every statement the writer repeats (inserts, sequence
+    // runs, boot counters, retention), so none is compiled again per batch.
     conn.set_prepared_statement_cache_capacity(WRITER_STATEMENTS);
     Ok(())
 }
