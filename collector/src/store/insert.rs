@@ -2,8 +2,6 @@
 //! rows (see [`super::pack`]), with as few statements as the dedupe
 //! guarantee allows.
 
-use std::collections::HashMap;
-
 use rusqlite::{params, Connection};
 
 use super::layout::{self, BootKey, Keys};
@@ -103,17 +101,22 @@ struct Packer<'a> {
     /// The newest position taken.
     pos: i64,
     boots: &'a [BootKey],
-    /// Open packs in order of their first record; `index` finds one by
-    /// (boot, kind, minute).
+    /// Open packs in order of their first record, at most [`MAX_OPEN`].
     open: Vec<Open<'a>>,
-    index: HashMap<(usize, i64, u64), usize>,
     seqs: Vec<seqs::Pending>,
 }
+
+/// Packs open at once at most: a record finds its pack by a scan from
+/// the newest (records come in time order, so it is among the last few),
+/// and a batch spread over many minutes cannot make that scan long or
+/// hold many packs.
+const MAX_OPEN: usize = 64;
 
 /// A pack being gathered.
 struct Open<'a> {
     boot: usize,
     kind: i64,
+    minute: u64,
     entries: Vec<pack::Entry<'a>>,
     bytes: usize,
 }
@@ -124,7 +127,6 @@ impl<'a> Packer<'a> {
             pos,
             boots,
             open: Vec::new(),
-            index: HashMap::new(),
             seqs: vec![seqs::Pending::default(); boots.len()],
         }
     }
@@ -138,16 +140,27 @@ impl<'a> Packer<'a> {
             // Another encoder's field order: kept verbatim, on its own.
             return self.single(conn, r, kind);
         }
-        let key = (r.boot, kind, minute_of(r.unix_ns));
-        let at = *self.index.entry(key).or_insert_with(|| {
-            self.open.push(Open {
-                boot: r.boot,
-                kind,
-                entries: Vec::new(),
-                bytes: 0,
-            });
-            self.open.len() - 1
-        });
+        let minute = minute_of(r.unix_ns);
+        let found = self
+            .open
+            .iter()
+            .rposition(|o| o.minute == minute && o.kind == kind && o.boot == r.boot);
+        let at = match found {
+            Some(at) => at,
+            None => {
+                if self.open.len() == MAX_OPEN {
+                    self.write_open(conn)?;
+                }
+                self.open.push(Open {
+                    boot: r.boot,
+                    kind,
+                    minute,
+                    entries: Vec::new(),
+                    bytes: 0,
+                });
+                self.open.len() - 1
+            }
+        };
         let open = &mut self.open[at];
         open.entries.push(pack::Entry {
             seq: r.seq,
@@ -156,12 +169,10 @@ impl<'a> Packer<'a> {
         });
         open.bytes += body.len();
         if open.entries.len() >= pack::MAX_RECORDS || open.bytes >= pack::MAX_BYTES {
-            // Full: written now; the key's next record opens another.
+            // Full: written now; the pack starts again empty.
             let full = std::mem::take(&mut open.entries);
             open.bytes = 0;
-            let (boot, kind) = (open.boot, open.kind);
-            self.index.remove(&key);
-            self.write(conn, boot, kind, &full)?;
+            self.write(conn, r.boot, kind, &full)?;
         }
         Ok(())
     }
@@ -215,13 +226,18 @@ impl<'a> Packer<'a> {
         .insert(conn)
     }
 
-    /// Writes every open pack, in order of first record, and every boot's
-    /// pending run of sequence numbers.
-    fn flush(&mut self, conn: &Connection) -> rusqlite::Result<()> {
+    /// Writes every open pack, in order of first record, and closes them.
+    fn write_open(&mut self, conn: &Connection) -> rusqlite::Result<()> {
         for open in std::mem::take(&mut self.open) {
             self.write(conn, open.boot, open.kind, &open.entries)?;
         }
-        self.index.clear();
+        Ok(())
+    }
+
+    /// Writes every open pack and every boot's pending run of sequence
+    /// numbers.
+    fn flush(&mut self, conn: &Connection) -> rusqlite::Result<()> {
+        self.write_open(conn)?;
         for (p, b) in self.seqs.iter_mut().zip(self.boots) {
             p.flush(conn, b.id)?;
         }
@@ -414,5 +430,28 @@ mod tests {
         let (inserted, _) = insert(&c, &mut keys, again);
         assert_eq!(inserted, [false, false, true, true, false]);
         assert_eq!(crate::store::seqs::highest(&c, 1).unwrap(), 200);
+    }
+
+    #[test]
+    fn a_batch_over_many_minutes_keeps_few_packs_open_and_loses_nothing() {
+        use crate::store::rollup::MINUTE_NS;
+        let c = db();
+        // Two records a minute over 3 * MAX_OPEN minutes, each minute's
+        // pair split by every other minute's.
+        let minutes = 3 * MAX_OPEN as u64;
+        let sent: Vec<NewRecord> = (0..2 * minutes)
+            .map(|i| headed("b1", i + 1, (i % minutes) * MINUTE_NS, "rtt"))
+            .collect();
+        let (inserted, _) = insert(&c, &mut Keys::default(), sent.clone());
+        assert!(inserted.iter().all(|n| *n));
+        let rows: i64 = c
+            .query_row("SELECT count(*) FROM stored", [], |r| r.get(0))
+            .unwrap();
+        // The pairs are further apart than the open packs reach: each
+        // record is a row of its own, none lost.
+        assert_eq!(rows as u64, 2 * minutes);
+        let mut got: Vec<u64> = everything(&c).iter().map(|r| r.seq).collect();
+        got.sort_unstable();
+        assert_eq!(got, (1..=2 * minutes).collect::<Vec<_>>());
     }
 }
