@@ -26,7 +26,7 @@ const KINDS: [&str; 3] = ["rtt", "counters", "thermal"];
 /// eleventh is encoded without the boot's head first (kept whole, never
 /// packed).
 fn record(boot: usize, seq: u64, kind: usize) -> NewRecord {
-    let mut raw = if seq % 11 == 0 {
+    let mut raw = if seq.is_multiple_of(11) {
         Vec::new()
     } else {
         layout::head("n", BOOTS[boot])
