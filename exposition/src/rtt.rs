@@ -15,6 +15,7 @@ use boltwatch_proto::v1::{Record, RttSummary};
 
 use super::family::{families, labels::NODE_PEER, pair, Exposition, Family, Newest};
 use super::histogram::RttHistogram;
+use super::key;
 use super::{Domain, NodePeer, Subjects};
 
 families! {
@@ -50,12 +51,9 @@ pub struct RttMetrics {
     links: BTreeMap<NodePeer, LinkRtt>,
 }
 
-impl RttMetrics {
-    fn add(&mut self, node: &str, s: &RttSummary) {
-        let l = self
-            .links
-            .entry((node.to_string(), s.peer.clone()))
-            .or_default();
+impl LinkRtt {
+    fn add(&mut self, s: &RttSummary) {
+        let l = self;
         l.all.add(&s.buckets, s.sum_ns, s.received);
         if s.under_load {
             let n = s.buckets.iter().map(|b| b.count).sum();
@@ -81,8 +79,13 @@ impl Domain for RttMetrics {
         let Some(Payload::Rtt(s)) = &r.payload else {
             return;
         };
-        self.add(&r.node, s);
+        if let Some(l) = self.links.get_mut(key::pair(&(&r.node, &s.peer))) {
+            // A known link is a subject already (subjects are never removed).
+            l.add(s);
+            return;
+        }
         let link = (r.node.clone(), s.peer.clone());
+        self.links.entry(link.clone()).or_default().add(s);
         subjects.peers.insert(link.clone());
         subjects.probed.insert(link);
     }
