@@ -86,6 +86,20 @@ fn kinds_source(kinds: &[(String, i32)]) -> String {
     let _ = writeln!(s, "        }}\n    }}\n");
     let _ = writeln!(
         s,
+        "    /// The position of the payload's kind in [`KINDS`]."
+    );
+    let _ = writeln!(s, "    pub fn kind_index(&self) -> usize {{");
+    let _ = writeln!(s, "        match self {{");
+    for (i, (k, _)) in kinds.iter().enumerate() {
+        let _ = writeln!(
+            s,
+            "            crate::v1::record::Payload::{}(_) => {i},",
+            variant(k)
+        );
+    }
+    let _ = writeln!(s, "        }}\n    }}\n");
+    let _ = writeln!(
+        s,
         "    /// Clears the payload's message to its default, keeping the kind and\n    \
          /// the capacity of its strings and lists, so a decoder can reuse it."
     );

@@ -62,6 +62,7 @@ mod tests {
             carrier: true,
             ..Default::default()
         });
+        assert_eq!(KINDS[p.kind_index()], "link_event");
         p.clear_message();
         assert_eq!(p, Payload::LinkEvent(LinkEvent::default()));
     }
