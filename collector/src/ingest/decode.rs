@@ -16,6 +16,10 @@
 //! the record belongs to: they are decoded into a record of the
 //! no-payload pool and move over when the payload starts.
 //!
+//! Records of the common shapes (RTT summaries, interface counters) are
+//! read by [`super::fast`] instead when it takes them; it declines
+//! anything prost might decide differently.
+//!
 //! Memory: the pools keep at most the records of the last batch (a batch
 //! is bounded by the ingest policy's `max_batch_records`).
 
@@ -24,6 +28,8 @@ use boltwatch_proto::PAYLOAD_TAGS;
 use prost::bytes::Buf;
 use prost::encoding::{decode_key, DecodeContext};
 use prost::{DecodeError, Message};
+
+use super::fast;
 
 /// Payload kinds this build knows.
 const KINDS: usize = PAYLOAD_TAGS.len();
@@ -56,7 +62,20 @@ impl Decoded {
 
     /// Decodes `raw` as the batch's next record. On an error the batch
     /// holds the records before it.
-    pub fn push(&mut self, mut raw: &[u8]) -> Result<&Record, DecodeError> {
+    pub fn push(&mut self, raw: &[u8]) -> Result<&Record, DecodeError> {
+        if let Some(e) = fast::envelope(raw) {
+            let tag = e.payload.0;
+            if let Some(pool) = PAYLOAD_TAGS.iter().position(|t| u64::from(*t) == tag) {
+                if fast::fill(self.slot(pool), &e).is_some() {
+                    return Ok(self.keep(pool));
+                }
+            }
+        }
+        self.push_with_prost(raw)
+    }
+
+    /// [`Decoded::push`] by prost's generated decoder.
+    fn push_with_prost(&mut self, mut raw: &[u8]) -> Result<&Record, DecodeError> {
         let mut pool = NO_PAYLOAD;
         let r = self.slot(pool);
         r.node.clear();
@@ -78,10 +97,15 @@ impl Decoded {
             self.slot(pool)
                 .merge_field(tag, wire_type, &mut raw, ctx.clone())?;
         }
+        Ok(self.keep(pool))
+    }
+
+    /// Adds the record decoded into `pool`'s next free one to the batch.
+    fn keep(&mut self, pool: usize) -> &Record {
         let index = self.used[pool];
         self.used[pool] += 1;
         self.order.push((pool, index));
-        Ok(&self.pools[pool][index])
+        &self.pools[pool][index]
     }
 
     /// The next free record of `pool`, made if the pool has none.
@@ -138,7 +162,7 @@ mod tests {
     fn rec(seq: u64, payload: Option<Payload>) -> Record {
         Record {
             node: format!("node-{seq}"),
-            boot_id: if seq % 2 == 0 {
+            boot_id: if seq.is_multiple_of(2) {
                 "b".into()
             } else {
                 String::new()

@@ -4,7 +4,8 @@
 //!
 //! - [`raw`]: the hand-wired tonic service (records kept as raw bytes).
 //! - [`validate`]: pure checks of the `Hello` and of batches.
-//! - [`decode`]: a batch's records decoded into storage kept per stream.
+//! - [`decode`]: a batch's records decoded into storage kept per stream;
+//!   [`fast`] reads the common record shapes.
 //! - [`preface`]: the accept loop that turns away non-HTTP/2 connections.
 //! - [`auth`]: bearer tokens and the nodes they may speak for.
 //! - [`limit`]: per-node token buckets of records, bytes and Hellos.
@@ -21,6 +22,7 @@
 pub mod auth;
 pub mod conn;
 pub mod decode;
+pub mod fast;
 pub mod limit;
 pub mod preface;
 pub mod raw;
