@@ -197,7 +197,9 @@ pub fn hello(h: &Hello) -> Result<HelloRow, Invalid> {
 }
 
 /// A batch that passed the checks: each record decoded (for metrics) and
-/// the batch ready to store (with each record's bytes as received).
+/// the batch ready to store (with each record's bytes as received). A
+/// stream uses [`batch_into`] instead, which keeps the decoded records in
+/// storage reused from batch to batch.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Checked {
     /// The decoded records, in order; a payload is `None` for kinds unknown
