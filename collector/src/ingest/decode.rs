@@ -21,7 +21,10 @@
 //! anything prost might decide differently.
 //!
 //! Memory: the pools keep at most the records of the last batch (a batch
-//! is bounded by the ingest policy's `max_batch_records`).
+//! is bounded by the ingest policy's `max_batch_records`). A record over
+//! [`ALONE_BYTES`] encoded is decoded on its own and dropped with its
+//! batch, so the capacity a kept record holds stays small whatever an
+//! agent sends.
 
 use boltwatch_proto::v1::Record;
 use boltwatch_proto::PAYLOAD_TAGS;
@@ -35,6 +38,12 @@ use super::fast;
 const KINDS: usize = PAYLOAD_TAGS.len();
 /// The pool of records without a payload this build knows.
 const NO_PAYLOAD: usize = KINDS;
+/// Where [`Decoded::order`] points for records decoded on their own.
+const ALONE: usize = KINDS + 1;
+
+/// Encoded records larger than this (several times a typical record) are
+/// decoded into a record of their own, not kept after their batch.
+pub const ALONE_BYTES: usize = 1024;
 
 /// One batch's decoded records, in order; the storage stays for the next
 /// batch.
@@ -45,7 +54,10 @@ pub struct Decoded {
     pools: [Vec<Record>; KINDS + 1],
     /// Per pool, how many of its records this batch holds.
     used: [usize; KINDS + 1],
-    /// The batch's records in arrival order: (pool, index in the pool).
+    /// The batch's large records ([`ALONE_BYTES`]).
+    alone: Vec<Record>,
+    /// The batch's records in arrival order: (pool, index in the pool), or
+    /// ([`ALONE`], index in `alone`).
     order: Vec<(usize, usize)>,
 }
 
@@ -57,12 +69,18 @@ impl Decoded {
             pool.truncate(*used);
             *used = 0;
         }
+        self.alone = Vec::new();
         self.order.clear();
     }
 
     /// Decodes `raw` as the batch's next record. On an error the batch
     /// holds the records before it.
     pub fn push(&mut self, raw: &[u8]) -> Result<&Record, DecodeError> {
+        if raw.len() > ALONE_BYTES {
+            self.alone.push(Record::decode(raw)?);
+            self.order.push((ALONE, self.alone.len() - 1));
+            return Ok(self.alone.last().expect("pushed above"));
+        }
         if let Some(e) = fast::envelope(raw) {
             let tag = e.payload.0;
             if let Some(pool) = PAYLOAD_TAGS.iter().position(|t| u64::from(*t) == tag) {
@@ -137,7 +155,10 @@ impl Decoded {
 
     /// The batch's records, in order.
     pub fn records(&self) -> impl ExactSizeIterator<Item = &Record> + '_ {
-        self.order.iter().map(|&(pool, i)| &self.pools[pool][i])
+        self.order.iter().map(|&(pool, i)| match pool {
+            ALONE => &self.alone[i],
+            _ => &self.pools[pool][i],
+        })
     }
 
     /// Number of records in the batch.
@@ -308,6 +329,27 @@ mod tests {
         assert_eq!(d.len(), 1);
         assert_eq!(d.push(&good).unwrap(), &Record::decode(&good[..]).unwrap());
         assert_eq!(d.len(), 2);
+    }
+
+    #[test]
+    fn large_records_are_not_kept_after_their_batch() {
+        let mut d = Decoded::default();
+        let big = rec(2, Some(rtt(&"p".repeat(ALONE_BYTES), 3)));
+        let small = rec(4, Some(rtt("p", 1)));
+        for r in [&small, &big, &small] {
+            let raw = r.encode_to_vec();
+            assert_eq!(d.push(&raw).unwrap(), &Record::decode(&raw[..]).unwrap());
+        }
+        assert_eq!(d.records().collect::<Vec<_>>(), [&small, &big, &small]);
+        d.clear();
+        let held = |d: &Decoded| -> usize {
+            let peers = d.pools.iter().flatten().filter_map(|r| match &r.payload {
+                Some(Payload::Rtt(s)) => Some(s.peer.capacity()),
+                _ => None,
+            });
+            peers.sum::<usize>() + d.alone.len()
+        };
+        assert!(held(&d) < ALONE_BYTES, "{}", held(&d));
     }
 
     #[test]
