@@ -26,7 +26,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .filter(|f| f.oneof_index == Some(oneof as i32))
         .collect();
     fields.sort_by_key(|f| f.number());
-    let kinds: Vec<String> = fields.iter().map(|f| f.name().to_string()).collect();
+    let kinds: Vec<(String, i32)> = fields
+        .iter()
+        .map(|f| (f.name().to_string(), f.number()))
+        .collect();
     tonic_prost_build::configure().compile_fds(fds)?;
     let out = std::path::PathBuf::from(std::env::var("OUT_DIR")?).join("payload_kinds.rs");
     std::fs::write(out, kinds_source(&kinds))?;
@@ -46,15 +49,24 @@ fn variant(field: &str) -> String {
         .collect()
 }
 
-fn kinds_source(kinds: &[String]) -> String {
+fn kinds_source(kinds: &[(String, i32)]) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
         "/// Every payload kind name, in schema field-number order."
     );
     let _ = writeln!(s, "pub const KINDS: [&str; {}] = [", kinds.len());
-    for k in kinds {
+    for (k, _) in kinds {
         let _ = writeln!(s, "    {k:?},");
+    }
+    let _ = writeln!(s, "];\n");
+    let _ = writeln!(
+        s,
+        "/// The field number of each payload kind in `Record`, in [`KINDS`] order."
+    );
+    let _ = writeln!(s, "pub const PAYLOAD_TAGS: [u32; {}] = [", kinds.len());
+    for (_, n) in kinds {
+        let _ = writeln!(s, "    {n},");
     }
     let _ = writeln!(s, "];\n");
     let _ = writeln!(s, "impl crate::v1::record::Payload {{");
@@ -64,10 +76,39 @@ fn kinds_source(kinds: &[String]) -> String {
     );
     let _ = writeln!(s, "    pub fn kind(&self) -> &'static str {{");
     let _ = writeln!(s, "        match self {{");
-    for k in kinds {
+    for (k, _) in kinds {
         let _ = writeln!(
             s,
             "            crate::v1::record::Payload::{}(_) => {k:?},",
+            variant(k)
+        );
+    }
+    let _ = writeln!(s, "        }}\n    }}\n");
+    let _ = writeln!(
+        s,
+        "    /// The position of the payload's kind in [`KINDS`]."
+    );
+    let _ = writeln!(s, "    pub fn kind_index(&self) -> usize {{");
+    let _ = writeln!(s, "        match self {{");
+    for (i, (k, _)) in kinds.iter().enumerate() {
+        let _ = writeln!(
+            s,
+            "            crate::v1::record::Payload::{}(_) => {i},",
+            variant(k)
+        );
+    }
+    let _ = writeln!(s, "        }}\n    }}\n");
+    let _ = writeln!(
+        s,
+        "    /// Clears the payload's message to its default, keeping the kind and\n    \
+         /// the capacity of its strings and lists, so a decoder can reuse it."
+    );
+    let _ = writeln!(s, "    pub fn clear_message(&mut self) {{");
+    let _ = writeln!(s, "        match self {{");
+    for (k, _) in kinds {
+        let _ = writeln!(
+            s,
+            "            crate::v1::record::Payload::{}(m) => ::prost::Message::clear(m),",
             variant(k)
         );
     }

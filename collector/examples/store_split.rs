@@ -2,8 +2,9 @@
 //! mesh of `bench/store.sh`, in one thread (so each figure is per core):
 //!
 //! 1. decode: the gRPC message into raw records (`RawAgentMessage` from a
-//!    `Bytes`, as the service does), then `validate::batch` (each record
-//!    decoded, checked, its kind named);
+//!    `Bytes`, as the service does), then `validate::batch_into` (each
+//!    record decoded into the storage of the batch before, as a stream
+//!    does, checked, its kind named);
 //! 2. metrics: `apply_record` of every record into the `/metrics` state;
 //! 3. insert: the store writer's statements for a batch (the same
 //!    `store::insert` and `queries` calls as `Store`'s writer, ids cached),
@@ -30,6 +31,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use boltwatch_collector::export::SharedMetrics;
+use boltwatch_collector::ingest::decode::Decoded;
 use boltwatch_collector::ingest::raw::{RawAgentMessage, RawMsg};
 use boltwatch_collector::ingest::validate::{self, Rules};
 use boltwatch_collector::store::{self, layout::Keys, queries, schema};
@@ -95,6 +97,10 @@ fn main() -> anyhow::Result<()> {
     let mut keys = Keys::default();
     let (mut decode, mut apply, mut insert, mut commit) = <(Spent, Spent, Spent, Spent)>::default();
     let mut records = 0u64;
+    // One per stream, as each stream task keeps its own.
+    let mut decoders: Vec<Decoded> = (0..nodes).map(|_| Decoded::default()).collect();
+    // Made once per stream, after its Hello, as the service does.
+    let rules: Vec<Rules> = boots.iter().map(|b| Rules::any_size(&[b])).collect();
     for (i, bytes) in &messages {
         let t0 = Stamp::now();
         // From a `Bytes`, as tonic hands the frame over: the records are
@@ -102,15 +108,12 @@ fn main() -> anyhow::Result<()> {
         let Some(RawMsg::Batch(b)) = RawAgentMessage::decode(bytes.clone())?.msg else {
             bail!("not a batch");
         };
-        let rules = Rules::any_size(&[boots[*i].as_str()]);
-        let validate::Checked {
-            records: decoded,
-            batch: news,
-        } = validate::batch(&names[*i], b.records, &rules)?;
+        let decoded = &mut decoders[*i];
+        let news = validate::batch_into(&names[*i], b.records, &rules[*i], decoded)?;
         let t1 = Stamp::now();
         {
             let mut m = metrics.lock();
-            for r in &decoded {
+            for r in decoded.records() {
                 m.apply_record(r);
             }
         }
@@ -125,9 +128,9 @@ fn main() -> anyhow::Result<()> {
         let n = news.len() as u64;
         let t3 = Stamp::now();
         tx.commit()?;
-        // The batch's records are dropped where the collector drops them:
-        // after the commit.
-        drop((decoded, news, inserted));
+        // The batch is dropped where the collector drops it: after the
+        // commit (its decoded records stay for the stream's next batch).
+        drop((news, inserted));
         let t4 = Stamp::now();
         decode.add(t0, t1);
         apply.add(t1, t2);

@@ -37,6 +37,7 @@ use boltwatch_proto::v1::record::Payload;
 use boltwatch_proto::v1::{BandwidthResult, Direction, Protocol, Record};
 
 use super::family::{families, labels::NODE_PEER, pair, Exposition, Family, Newest};
+use super::key;
 use super::{Domain, NodePeer, Subjects};
 
 /// Test start times remembered per link to count a test once although it
@@ -285,10 +286,10 @@ impl Domain for BandwidthMetrics {
             Some(Payload::Bandwidth(b)) => self.add(&r.node, b),
             Some(Payload::Thermal(t)) => {
                 if let Some(th) = &t.throttle {
-                    self.throttle
-                        .entry(r.node.clone())
-                        .or_default()
-                        .add(r.unix_ns, reading_throttled(th));
+                    let make = || r.node.clone();
+                    key::with(&mut self.throttle, r.node.as_str(), make, |t| {
+                        t.add(r.unix_ns, reading_throttled(th))
+                    });
                 }
             }
             _ => {}

@@ -23,7 +23,12 @@ pub const COMMIT_BOUNDS_SECONDS: [f64; 13] = [
 ];
 
 fn rtt_indexes() -> std::ops::RangeInclusive<i32> {
-    indexes_spanning(RTT_RANGE_SECONDS.0, RTT_RANGE_SECONDS.1)
+    // Computed once: it takes two logarithms, and every bucket of every
+    // RTT window asks for it.
+    static INDEXES: OnceLock<std::ops::RangeInclusive<i32>> = OnceLock::new();
+    INDEXES
+        .get_or_init(|| indexes_spanning(RTT_RANGE_SECONDS.0, RTT_RANGE_SECONDS.1))
+        .clone()
 }
 
 /// The classic `le` bounds of the RTT histograms: the schema-3 bucket

@@ -16,7 +16,8 @@
 //! | [`process`] | none (procfs at scrape time) | `process_*` of the serving process |
 //!
 //! and the parts they share: [`family`] (declarations and the one text
-//! writer), [`histogram`], [`rate`], [`gzip`]. [`RecordMetrics`] holds the
+//! writer), [`histogram`], [`rate`], [`gzip`], [`key`] (series looked up
+//! by the record's borrowed label values). [`RecordMetrics`] holds the
 //! record domains in exposition order; the collector wraps it with its own
 //! domains (stream state, ingest and store health, soaks, remote write,
 //! build info), the agent with its build info.
@@ -52,6 +53,7 @@ pub mod bandwidth;
 pub mod family;
 pub mod gzip;
 pub mod histogram;
+pub mod key;
 pub mod link;
 pub mod outage;
 pub mod process;

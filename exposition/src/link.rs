@@ -24,6 +24,7 @@ use boltwatch_proto::v1::record::Payload;
 use boltwatch_proto::v1::{Interface, InterfaceCounters, LinkEventSource, Record};
 
 use super::family::{families, labels, pair, Exposition, Family, Newest};
+use super::key;
 use super::rate::CounterRate;
 use super::{Domain, NodePeer, Subjects};
 
@@ -111,30 +112,35 @@ pub struct LinkMetrics {
 }
 
 impl LinkMetrics {
-    fn iface(&mut self, node: &str, name: &str) -> &mut Iface {
-        self.interfaces
-            .entry((node.to_owned(), name.to_owned()))
-            .or_default()
+    /// Runs `f` on the interface's state, made if new.
+    fn iface<R>(&mut self, node: &str, name: &str, f: impl FnOnce(&mut Iface) -> R) -> R {
+        let make = || (node.to_owned(), name.to_owned());
+        key::with(&mut self.interfaces, key::pair(&(node, name)), make, f)
     }
 
     /// The interfaces of a node's `Hello`: their series exist from now on,
     /// with the speed and kind the agent discovered.
     pub fn on_hello_interfaces(&mut self, node: &str, interfaces: &[Interface]) {
         for i in interfaces {
-            let s = self.iface(node, &i.name);
-            s.info = Some(Discovered {
-                kind: i.kind.clone(),
-                generation: i.generation.clone(),
+            self.iface(node, &i.name, |s| {
+                s.info = Some(Discovered {
+                    kind: i.kind.clone(),
+                    generation: i.generation.clone(),
+                });
+                if i.speed_bits_per_second > 0 {
+                    // The Hello has no time of its own; any counter reading
+                    // wins.
+                    s.speed.seed(i.speed_bits_per_second);
+                }
             });
-            if i.speed_bits_per_second > 0 {
-                // The Hello has no time of its own; any counter reading wins.
-                s.speed.seed(i.speed_bits_per_second);
-            }
         }
     }
 
     fn counters(&mut self, r: &Record, c: &InterfaceCounters) {
-        let s = self.iface(&r.node, &c.interface);
+        self.iface(&r.node, &c.interface, |s| Self::count(s, r, c));
+    }
+
+    fn count(s: &mut Iface, r: &Record, c: &InterfaceCounters) {
         let values = [
             c.receive_bytes,
             c.transmit_bytes,
@@ -154,8 +160,10 @@ impl LinkMetrics {
         if c.speed_bits_per_second > 0 {
             s.speed.update(r.unix_ns, c.speed_bits_per_second);
         }
-        let d = s.downs.entry(r.boot_id.clone()).or_default();
-        d.widen(c.carrier_down_count);
+        let boot = || r.boot_id.clone();
+        key::with(&mut s.downs, r.boot_id.as_str(), boot, |d| {
+            d.widen(c.carrier_down_count)
+        });
     }
 }
 
@@ -163,14 +171,15 @@ impl Domain for LinkMetrics {
     fn apply(&mut self, r: &Record, subjects: &mut Subjects) {
         match &r.payload {
             Some(Payload::LinkEvent(e)) => {
-                let s = self.iface(&r.node, &e.interface);
-                s.up.update(r.unix_ns, e.carrier);
-                let d = s.downs.entry(r.boot_id.clone()).or_default();
-                d.widen(e.carrier_down_count);
-                let startup = e.source == LinkEventSource::Startup as i32;
-                if !e.carrier && !startup {
-                    d.events += 1;
-                }
+                self.iface(&r.node, &e.interface, |s| {
+                    s.up.update(r.unix_ns, e.carrier);
+                    let d = s.downs.entry(r.boot_id.clone()).or_default();
+                    d.widen(e.carrier_down_count);
+                    let startup = e.source == LinkEventSource::Startup as i32;
+                    if !e.carrier && !startup {
+                        d.events += 1;
+                    }
+                });
             }
             Some(Payload::Counters(c)) => self.counters(r, c),
             Some(Payload::Path(p)) => {

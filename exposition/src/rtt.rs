@@ -13,9 +13,9 @@ use std::collections::BTreeMap;
 use boltwatch_proto::v1::record::Payload;
 use boltwatch_proto::v1::{Record, RttSummary};
 
-use super::family::{families, labels::NODE_PEER, pair, Exposition, Family, Newest};
+use super::family::{families, labels::NODE_PEER, Exposition, Family, Newest};
 use super::histogram::RttHistogram;
-use super::{Domain, NodePeer, Subjects};
+use super::{Domain, Subjects};
 
 families! {
     RTT_SECONDS = Histogram("boltwatch_rtt_seconds", "seconds", NODE_PEER, "STAMP round-trip time to the peer, reflector turnaround subtracted.");
@@ -47,15 +47,26 @@ struct LinkRtt {
 /// State behind the RTT families.
 #[derive(Debug, Default, Clone)]
 pub struct RttMetrics {
-    links: BTreeMap<NodePeer, LinkRtt>,
+    /// node -> peer -> link: two levels, so a window finds its link by
+    /// the record's strings in a few comparisons (in (node, peer) order,
+    /// as one map of pairs would iterate).
+    links: BTreeMap<String, BTreeMap<String, LinkRtt>>,
 }
 
 impl RttMetrics {
-    fn add(&mut self, node: &str, s: &RttSummary) {
-        let l = self
-            .links
-            .entry((node.to_string(), s.peer.clone()))
-            .or_default();
+    /// Every link, in (node, peer) order.
+    fn links(&self) -> impl Iterator<Item = ([&str; 2], &LinkRtt)> + '_ {
+        self.links.iter().flat_map(|(node, peers)| {
+            peers
+                .iter()
+                .map(move |(peer, l)| ([node.as_str(), peer.as_str()], l))
+        })
+    }
+}
+
+impl LinkRtt {
+    fn add(&mut self, s: &RttSummary) {
+        let l = self;
         l.all.add(&s.buckets, s.sum_ns, s.received);
         if s.under_load {
             let n = s.buckets.iter().map(|b| b.count).sum();
@@ -81,41 +92,54 @@ impl Domain for RttMetrics {
         let Some(Payload::Rtt(s)) = &r.payload else {
             return;
         };
-        self.add(&r.node, s);
+        let known = self.links.get_mut(r.node.as_str());
+        if let Some(l) = known.and_then(|peers| peers.get_mut(s.peer.as_str())) {
+            // A known link is a subject already (subjects are never
+            // removed).
+            l.add(s);
+            return;
+        }
         let link = (r.node.clone(), s.peer.clone());
+        self.links
+            .entry(link.0.clone())
+            .or_default()
+            .entry(link.1.clone())
+            .or_default()
+            .add(s);
         subjects.peers.insert(link.clone());
         subjects.probed.insert(link);
     }
 
     fn render(&self, e: &mut Exposition, _: &Subjects) {
-        let links = &self.links;
         e.histograms(
             &RTT_SECONDS,
-            links.iter().map(|(k, l)| (pair(k), l.all.buckets())),
+            self.links().map(|(k, l)| (k, l.all.buckets())),
         );
         for (i, f) in WINDOW_GAUGES.iter().enumerate() {
             e.family(
                 f,
-                links
-                    .iter()
-                    .filter_map(|(k, l)| Some((pair(k), l.newest.get()?[i]))),
+                self.links()
+                    .filter_map(|(k, l)| Some((k, l.newest.get()?[i]))),
             );
         }
         for (i, f) in PROBE_COUNTERS.iter().enumerate() {
-            e.family(f, links.iter().map(|(k, l)| (pair(k), l.probes[i])));
+            e.family(f, self.links().map(|(k, l)| (k, l.probes[i])));
         }
         e.histograms(
             &RTT_UNDER_LOAD_SECONDS,
-            links.iter().map(|(k, l)| (pair(k), l.under_load.buckets())),
+            self.links().map(|(k, l)| (k, l.under_load.buckets())),
         );
     }
 
     fn forget(&mut self, node: &str) {
         // The histograms and probe counters stay; the newest window goes.
-        for ((n, _), l) in self.links.iter_mut() {
-            if n == node {
-                l.newest = Newest::default();
-            }
+        for l in self
+            .links
+            .get_mut(node)
+            .into_iter()
+            .flat_map(|p| p.values_mut())
+        {
+            l.newest = Newest::default();
         }
     }
 }

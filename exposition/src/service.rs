@@ -9,6 +9,7 @@ use boltwatch_proto::v1::record::Payload;
 use boltwatch_proto::v1::Record;
 
 use super::family::{families, labels::NODE_PEER_SERVICE, triple, Exposition, Newest};
+use super::key;
 use super::{Domain, NodePeerService, Subjects};
 
 families! {
@@ -36,14 +37,16 @@ impl Domain for ServiceMetrics {
         let Some(Payload::Service(c)) = &r.payload else {
             return;
         };
-        let key = (r.node.clone(), c.peer.clone(), c.service.clone());
-        let s = self.services.entry(key.clone()).or_default();
-        s.up.update(r.unix_ns, c.up);
-        if c.up {
-            s.connect_seconds
-                .update(r.unix_ns, c.connect_ns as f64 / 1e9);
-        }
-        subjects.services.insert(key);
+        let k = (r.node.as_str(), c.peer.as_str(), c.service.as_str());
+        let owned = || (r.node.clone(), c.peer.clone(), c.service.clone());
+        key::with(&mut self.services, key::triple(&k), owned, |s| {
+            s.up.update(r.unix_ns, c.up);
+            if c.up {
+                s.connect_seconds
+                    .update(r.unix_ns, c.connect_ns as f64 / 1e9);
+            }
+        });
+        key::insert(&mut subjects.services, key::triple(&k), owned);
     }
 
     fn render(&self, e: &mut Exposition, _: &Subjects) {

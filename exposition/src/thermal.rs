@@ -17,6 +17,7 @@ use boltwatch_proto::v1::record::Payload;
 use boltwatch_proto::v1::{Record, Throttle};
 
 use super::family::{families, labels::NODE, Exposition, Newest};
+use super::key;
 use super::{Domain, Subjects};
 
 families! {
@@ -50,10 +51,16 @@ impl ThrottleState {
         };
         self.throttled.update(unix_ns, throttled);
         if t.level_known {
-            let slot = self.seconds.entry(boot.to_string()).or_insert((0, 0.0));
-            if seq >= slot.0 {
-                *slot = (seq, t.throttled_seconds);
-            }
+            key::with(
+                &mut self.seconds,
+                boot,
+                || boot.to_string(),
+                |slot| {
+                    if seq >= slot.0 {
+                        *slot = (seq, t.throttled_seconds);
+                    }
+                },
+            );
         }
         self.pressure.update(unix_ns, t.pressure_level);
         if let Some(ratio) = t.cpu_frequency_ratio {
@@ -76,14 +83,17 @@ impl Domain for ThermalMetrics {
             return;
         };
         for s in &t.sensors {
-            self.temperatures
-                .entry((r.node.clone(), s.name.clone()))
-                .or_default()
-                .update(r.unix_ns, s.celsius);
+            let k = (r.node.as_str(), s.name.as_str());
+            let make = || (r.node.clone(), s.name.clone());
+            key::with(&mut self.temperatures, key::pair(&k), make, |v| {
+                v.update(r.unix_ns, s.celsius)
+            });
         }
         if let Some(th) = &t.throttle {
-            let s = self.throttle.entry(r.node.clone()).or_default();
-            s.update(&r.boot_id, r.seq, r.unix_ns, th);
+            let make = || r.node.clone();
+            key::with(&mut self.throttle, r.node.as_str(), make, |s| {
+                s.update(&r.boot_id, r.seq, r.unix_ns, th)
+            });
         }
     }
 

@@ -53,4 +53,17 @@ mod tests {
         r.payload = None;
         assert_eq!(record_kind(&r), UNKNOWN_KIND);
     }
+
+    #[test]
+    fn tags_are_the_schema_field_numbers_and_clearing_keeps_the_kind() {
+        assert_eq!(PAYLOAD_TAGS, [10, 11, 12, 13, 14, 15, 16, 17, 18]);
+        let mut p = Payload::LinkEvent(LinkEvent {
+            interface: "en0".into(),
+            carrier: true,
+            ..Default::default()
+        });
+        assert_eq!(KINDS[p.kind_index()], "link_event");
+        p.clear_message();
+        assert_eq!(p, Payload::LinkEvent(LinkEvent::default()));
+    }
 }

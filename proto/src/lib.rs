@@ -17,7 +17,7 @@ pub mod histogram;
 pub mod kind;
 pub mod throttle;
 
-pub use kind::{record_kind, KINDS, UNKNOWN_KIND};
+pub use kind::{record_kind, KINDS, PAYLOAD_TAGS, UNKNOWN_KIND};
 
 /// Generated code for package `boltwatch.v1`.
 #[allow(missing_docs, clippy::all, clippy::pedantic)]

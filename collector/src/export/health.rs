@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use boltwatch_proto::v1::Record;
+use boltwatch_proto::{KINDS, UNKNOWN_KIND};
 
 use super::family::{families, labels, Exposition};
 use super::histogram::CommitHistogram;
@@ -41,9 +42,9 @@ pub const SERIES_LABELS: [&str; 4] = ["peer", "interface", "sensor", "service"];
 /// State behind the collector's own families.
 #[derive(Debug, Clone)]
 pub struct HealthMetrics {
-    /// node -> kind -> records (by node first, so a known node's count
+    /// node -> records per kind (by node first, so a known node's count
     /// is found without allocating its name for every record).
-    records_received: BTreeMap<String, BTreeMap<&'static str, u64>>,
+    records_received: BTreeMap<String, Received>,
     malformed_connections: u64,
     ingest_errors: BTreeMap<&'static str, u64>,
     series_refused: BTreeMap<&'static str, u64>,
@@ -103,6 +104,29 @@ impl HealthMetrics {
     }
 }
 
+/// One node's records per payload kind, indexed by `Payload::kind_index`
+/// (then one slot for kinds this build cannot name): a kind's series
+/// exists once it was counted, even by 0.
+#[derive(Debug, Clone, Default)]
+struct Received([Option<u64>; KINDS.len() + 1]);
+
+impl Received {
+    /// The slot of `r`'s kind.
+    fn slot(r: &Record) -> usize {
+        r.payload.as_ref().map_or(KINDS.len(), |p| p.kind_index())
+    }
+
+    /// (kind, records) of the kinds counted, ordered by kind name.
+    fn by_name(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
+        let mut names: Vec<(&'static str, usize)> = KINDS.iter().copied().zip(0..).collect();
+        names.push((UNKNOWN_KIND, KINDS.len()));
+        names.sort_unstable();
+        names
+            .into_iter()
+            .filter_map(|(kind, i)| Some((kind, self.0[i]?)))
+    }
+}
+
 impl HealthMetrics {
     /// A newly stored record, counted by node and kind.
     pub fn on_record(&mut self, r: &Record) {
@@ -111,12 +135,11 @@ impl HealthMetrics {
 
     /// Counts `n` records of `r`'s node and kind as received.
     pub fn count_received(&mut self, r: &Record, n: u64) {
-        let kind = boltwatch_proto::record_kind(r);
         let kinds = match self.records_received.get_mut(r.node.as_str()) {
             Some(k) => k,
             None => self.records_received.entry(r.node.clone()).or_default(),
         };
-        *kinds.entry(kind).or_default() += n;
+        *kinds.0[Received::slot(r)].get_or_insert(0) += n;
     }
 }
 
@@ -125,7 +148,7 @@ impl Domain for HealthMetrics {
         e.family(
             &RECORDS_RECEIVED,
             self.records_received.iter().flat_map(|(node, kinds)| {
-                kinds.iter().map(|(kind, n)| ([node.as_str(), kind], *n))
+                kinds.by_name().map(|(kind, n)| ([node.as_str(), kind], n))
             }),
         );
         e.family(

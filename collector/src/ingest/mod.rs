@@ -4,6 +4,8 @@
 //!
 //! - [`raw`]: the hand-wired tonic service (records kept as raw bytes).
 //! - [`validate`]: pure checks of the `Hello` and of batches.
+//! - [`decode`]: a batch's records decoded into storage kept per stream;
+//!   [`fast`] reads the common record shapes.
 //! - [`preface`]: the accept loop that turns away non-HTTP/2 connections.
 //! - [`auth`]: bearer tokens and the nodes they may speak for.
 //! - [`limit`]: per-node token buckets of records, bytes and Hellos.
@@ -19,6 +21,8 @@
 
 pub mod auth;
 pub mod conn;
+pub mod decode;
+pub mod fast;
 pub mod limit;
 pub mod preface;
 pub mod raw;
@@ -172,24 +176,19 @@ impl Ingest {
     /// Hands a committed batch's new records to the metrics, except those
     /// naming more distinct peers, interfaces, sensors or services than the
     /// node's budget (they stay stored, and are counted).
-    fn apply(
-        &self,
-        node: &str,
-        records: &[boltwatch_proto::v1::Record],
-        o: &crate::store::BatchOutcome,
-    ) {
+    fn apply(&self, node: &str, records: &decode::Decoded, o: &crate::store::BatchOutcome) {
         let mut budget = self.series();
         let mut budget = budget.node(node);
         let mut m = self.metrics.lock();
         m.on_commit(node, o.duplicates, o.total_records, o.commit_seconds);
-        for (r, new) in records.iter().zip(&o.inserted) {
+        for (r, new) in records.records().zip(&o.inserted) {
             if !*new {
                 continue;
             }
             let names = series::subjects(r);
             let admitted = match &mut budget {
                 Some(b) => b.admit(names),
-                None => Err(names.first().map_or(series::Dim::Peer, |(d, _)| *d)),
+                None => Err(names.clone().next().map_or(series::Dim::Peer, |(d, _)| d)),
             };
             match admitted {
                 Ok(()) => m.apply_record(r),
@@ -381,6 +380,9 @@ impl Ingest {
         tx: mpsc::Sender<Result<CollectorMessage, Status>>,
     ) {
         let mut shutdown = self.shutdown.clone();
+        // The stream's decoded records, kept from batch to batch so their
+        // storage is reused.
+        let mut decoded = decode::Decoded::default();
         loop {
             let msg = tokio::select! {
                 _ = stopped(&mut shutdown) => {
@@ -425,7 +427,7 @@ impl Ingest {
                 return;
             }
             let bytes: usize = batch.records.iter().map(|r| r.len()).sum();
-            let checked = match validate::batch(node, batch.records, rules) {
+            let checked = match validate::batch_into(node, batch.records, rules, &mut decoded) {
                 Ok(c) => c,
                 Err(e @ validate::Invalid::NodeMismatch { .. }) if self.policy.auth.is_some() => {
                     // With authentication, speaking for another node is a
@@ -457,8 +459,7 @@ impl Ingest {
                 let _ = tx.send(Err(self.fail(kind, s))).await;
                 return;
             }
-            let validate::Checked { records, batch } = checked;
-            let outcome = match self.store.write_batch(batch).await {
+            let outcome = match self.store.write_batch(checked).await {
                 Ok(o) => o,
                 Err(e) => {
                     // Full disk, read-only file: nothing of the batch is
@@ -469,7 +470,7 @@ impl Ingest {
                     return;
                 }
             };
-            self.apply(node, &records, &outcome);
+            self.apply(node, &decoded, &outcome);
             let ack = CollectorMessage {
                 msg: Some(collector_message::Msg::Ack(Ack {
                     boots: to_proto(outcome.watermarks),

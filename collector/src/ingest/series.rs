@@ -12,7 +12,7 @@
 use std::collections::{BTreeSet, HashMap};
 
 use boltwatch_proto::v1::record::Payload;
-use boltwatch_proto::v1::{Interface, Record};
+use boltwatch_proto::v1::{Interface, Record, TemperatureSensor};
 
 /// Most distinct nodes with series. With tokens the table bounds the nodes
 /// already; without, this keeps a stream of invented node names from
@@ -44,40 +44,49 @@ impl Dim {
     }
 }
 
-/// The budgeted names a record carries (empty names are not series).
-pub fn subjects(r: &Record) -> Vec<(Dim, &str)> {
-    let mut out = Vec::new();
-    let Some(p) = &r.payload else { return out };
-    match p {
-        Payload::Rtt(s) => {
-            out.push((Dim::Peer, s.peer.as_str()));
-            out.push((Dim::Interface, s.interface.as_str()));
-        }
-        Payload::LinkEvent(e) => out.push((Dim::Interface, e.interface.as_str())),
-        Payload::Counters(c) => out.push((Dim::Interface, c.interface.as_str())),
-        Payload::Thermal(t) => out.extend(t.sensors.iter().map(|s| (Dim::Sensor, s.name.as_str()))),
-        Payload::Bandwidth(b) => {
-            out.push((Dim::Peer, b.peer.as_str()));
-            out.push((Dim::Interface, b.interface.as_str()));
-        }
-        Payload::Service(s) => {
-            out.push((Dim::Peer, s.peer.as_str()));
-            out.push((Dim::Service, s.service.as_str()));
-        }
-        Payload::Outage(o) => {
-            out.push((Dim::Peer, o.peer.as_str()));
-            out.push((Dim::Interface, o.interface.as_str()));
-            out.push((Dim::Service, o.service.as_str()));
-        }
-        Payload::Path(p) => {
-            out.push((Dim::Peer, p.peer.as_str()));
-            out.push((Dim::Interface, p.expected_interface.as_str()));
-            out.push((Dim::Interface, p.route_interface.as_str()));
-        }
-        _ => {}
-    }
-    out.retain(|(_, s)| !s.is_empty());
-    out
+/// The budgeted names a record carries (empty names are not series), in
+/// field order. An iterator, not a list: it runs for every record, twice.
+pub fn subjects(r: &Record) -> impl Iterator<Item = (Dim, &str)> + Clone + '_ {
+    // Up to three fixed names, then a thermal reading's sensors.
+    let none = (Dim::Peer, "");
+    let (fixed, sensors): ([(Dim, &str); 3], &[TemperatureSensor]) = match &r.payload {
+        Some(Payload::Rtt(s)) => (
+            [(Dim::Peer, &s.peer), (Dim::Interface, &s.interface), none],
+            &[],
+        ),
+        Some(Payload::LinkEvent(e)) => ([(Dim::Interface, &e.interface), none, none], &[]),
+        Some(Payload::Counters(c)) => ([(Dim::Interface, &c.interface), none, none], &[]),
+        Some(Payload::Thermal(t)) => ([none; 3], &t.sensors),
+        Some(Payload::Bandwidth(b)) => (
+            [(Dim::Peer, &b.peer), (Dim::Interface, &b.interface), none],
+            &[],
+        ),
+        Some(Payload::Service(s)) => (
+            [(Dim::Peer, &s.peer), (Dim::Service, &s.service), none],
+            &[],
+        ),
+        Some(Payload::Outage(o)) => (
+            [
+                (Dim::Peer, &o.peer),
+                (Dim::Interface, &o.interface),
+                (Dim::Service, &o.service),
+            ],
+            &[],
+        ),
+        Some(Payload::Path(p)) => (
+            [
+                (Dim::Peer, &p.peer),
+                (Dim::Interface, &p.expected_interface),
+                (Dim::Interface, &p.route_interface),
+            ],
+            &[],
+        ),
+        _ => ([none; 3], &[]),
+    };
+    fixed
+        .into_iter()
+        .chain(sensors.iter().map(|s| (Dim::Sensor, s.name.as_str())))
+        .filter(|(_, s)| !s.is_empty())
 }
 
 /// Distinct names seen per node and label.
@@ -208,6 +217,49 @@ mod tests {
             })),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn subjects_are_the_non_empty_names_in_field_order() {
+        use boltwatch_proto::v1::{Outage, PathCheck, TemperatureSensor, ThermalReading};
+        let of = |payload| {
+            let r = Record {
+                payload: Some(payload),
+                ..Default::default()
+            };
+            let names: Vec<(Dim, String)> = subjects(&r).map(|(d, s)| (d, s.into())).collect();
+            names
+        };
+        let path = of(Payload::Path(PathCheck {
+            peer: "p".into(),
+            expected_interface: "en1".into(),
+            route_interface: "en2".into(),
+            ..Default::default()
+        }));
+        use Dim::*;
+        let owned = |v: &[(Dim, &str)]| -> Vec<(Dim, String)> {
+            v.iter().map(|(d, s)| (*d, s.to_string())).collect()
+        };
+        assert_eq!(
+            path,
+            owned(&[(Peer, "p"), (Interface, "en1"), (Interface, "en2")])
+        );
+        let outage = of(Payload::Outage(Outage {
+            peer: "p".into(),
+            service: "ssh".into(),
+            ..Default::default()
+        }));
+        assert_eq!(outage, owned(&[(Peer, "p"), (Service, "ssh")]));
+        let sensor = |name: &str| TemperatureSensor {
+            name: name.into(),
+            ..Default::default()
+        };
+        let thermal = of(Payload::Thermal(ThermalReading {
+            sensors: vec![sensor("case"), sensor(""), sensor("ssd")],
+            throttle: None,
+        }));
+        assert_eq!(thermal, owned(&[(Sensor, "case"), (Sensor, "ssd")]));
+        assert_eq!(subjects(&Record::default()).count(), 0);
     }
 
     #[test]

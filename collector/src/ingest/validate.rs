@@ -15,6 +15,7 @@ use std::collections::{BTreeSet, HashMap};
 use boltwatch_proto::v1::{Hello, Record};
 use prost::Message;
 
+use super::decode::Decoded;
 use super::series;
 
 use crate::store::{BatchRecord, HelloRow, NewBatch};
@@ -137,7 +138,10 @@ pub fn label_problem(v: &str, max: usize) -> Option<String> {
     if v.len() > max {
         return Some(format!("is {} bytes; the limit is {max}", v.len()));
     }
-    if v.chars().any(char::is_control) {
+    // Printable ASCII, nearly every label, holds no control character;
+    // only other text needs the per-character check.
+    let printable = |b: &u8| (0x20..0x7f).contains(b);
+    if !v.as_bytes().iter().all(printable) && v.chars().any(char::is_control) {
         return Some("holds a control character".into());
     }
     None
@@ -193,7 +197,9 @@ pub fn hello(h: &Hello) -> Result<HelloRow, Invalid> {
 }
 
 /// A batch that passed the checks: each record decoded (for metrics) and
-/// the batch ready to store (with each record's bytes as received).
+/// the batch ready to store (with each record's bytes as received). A
+/// stream uses [`batch_into`] instead, which keeps the decoded records in
+/// storage reused from batch to batch.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Checked {
     /// The decoded records, in order; a payload is `None` for kinds unknown
@@ -238,13 +244,28 @@ impl Rules {
 /// Checks every record of a batch, given as the encoded `Record`s, against
 /// the stream's node and `rules`.
 pub fn batch<R: Into<Bytes>>(node: &str, raws: Vec<R>, rules: &Rules) -> Result<Checked, Invalid> {
+    let mut decoded = Decoded::default();
+    let batch = batch_into(node, raws, rules, &mut decoded)?;
+    Ok(Checked {
+        records: decoded.records().cloned().collect(),
+        batch,
+    })
+}
+
+/// [`batch`] for a stream: the records are decoded into `decoded` (cleared
+/// first, its storage reused) and stay there, in order, for the metrics
+/// once the batch is stored.
+pub fn batch_into<R: Into<Bytes>>(
+    node: &str,
+    raws: Vec<R>,
+    rules: &Rules,
+    decoded: &mut Decoded,
+) -> Result<NewBatch, Invalid> {
     let max = i64::MAX as u64;
-    let mut out = Checked {
+    decoded.clear();
+    let mut out = NewBatch {
+        boots: Vec::new(),
         records: Vec::with_capacity(raws.len()),
-        batch: NewBatch {
-            boots: Vec::new(),
-            records: Vec::with_capacity(raws.len()),
-        },
     };
     let mut seen: HashMap<String, usize> = HashMap::new();
     for (index, raw) in raws.into_iter().enumerate() {
@@ -256,15 +277,17 @@ pub fn batch<R: Into<Bytes>>(node: &str, raws: Vec<R>, rules: &Rules) -> Result<
                 max: rules.max_record_bytes,
             });
         }
-        let record = Record::decode(raw.as_ref()).map_err(|e| Invalid::Undecodable {
-            index,
-            message: e.to_string(),
-        })?;
+        let record = decoded
+            .push(raw.as_ref())
+            .map_err(|e| Invalid::Undecodable {
+                index,
+                message: e.to_string(),
+            })?;
         if record.node != node {
             return Err(Invalid::NodeMismatch {
                 index,
                 expected: node.to_string(),
-                found: record.node,
+                found: record.node.clone(),
             });
         }
         if record.boot_id.is_empty() {
@@ -272,8 +295,8 @@ pub fn batch<R: Into<Bytes>>(node: &str, raws: Vec<R>, rules: &Rules) -> Result<
         }
         // The boot of the record before is nearly always this one's; else
         // `seen` finds it in one lookup, however many boots a batch mixes.
-        let boot = match out.batch.boots.last() {
-            Some((_, b)) if *b == record.boot_id => out.batch.boots.len() - 1,
+        let boot = match out.boots.last() {
+            Some((_, b)) if *b == record.boot_id => out.boots.len() - 1,
             _ => match seen.get(&record.boot_id) {
                 Some(i) => *i,
                 None => {
@@ -285,16 +308,14 @@ pub fn batch<R: Into<Bytes>>(node: &str, raws: Vec<R>, rules: &Rules) -> Result<
                         };
                         return Err(Invalid::UnknownBoot { index, boot_id });
                     }
-                    let i = out.batch.boots.len();
-                    out.batch
-                        .boots
-                        .push((node.to_string(), record.boot_id.clone()));
+                    let i = out.boots.len();
+                    out.boots.push((node.to_string(), record.boot_id.clone()));
                     seen.insert(record.boot_id.clone(), i);
                     i
                 }
             },
         };
-        for (dim, v) in series::subjects(&record) {
+        for (dim, v) in series::subjects(record) {
             if let Some(reason) = label_problem(v, MAX_NAME_BYTES) {
                 let field = dim.label();
                 return Err(Invalid::BadLabel {
@@ -316,14 +337,13 @@ pub fn batch<R: Into<Bytes>>(node: &str, raws: Vec<R>, rules: &Rules) -> Result<
                 unix_ns: record.unix_ns,
             });
         }
-        out.batch.records.push(BatchRecord {
+        out.records.push(BatchRecord {
             boot,
             seq: record.seq,
             unix_ns: record.unix_ns,
-            kind: boltwatch_proto::record_kind(&record),
+            kind: boltwatch_proto::record_kind(record),
             raw,
         });
-        out.records.push(record);
     }
     Ok(out)
 }
