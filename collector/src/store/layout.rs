@@ -36,6 +36,8 @@ use std::sync::Arc;
 
 use rusqlite::{params, Connection, Transaction};
 
+use super::ordered::{Ordered, Timed};
+
 /// Tables of version 5 (indexes come after the bulk copy of a migration).
 const TABLES: &str = "
     CREATE TABLE boot_keys (
@@ -281,6 +283,44 @@ pub fn packed_row<'r>(
         n: r.get::<_, i64>(at + 4)? as u64,
         body: r.get_ref(at + 5)?.as_blob()?,
     })
+}
+
+/// The records of a stored row whose boot's head is `head`, each with its
+/// whole encoded bytes. A damaged pack gives the records before the
+/// damage and a warning.
+pub fn each_whole(
+    row: &super::pack::Row<'_>,
+    head: &[u8],
+    mut f: impl FnMut(super::pack::Item<'_>, Vec<u8>),
+) {
+    let done = super::pack::each(row, |i| {
+        let mut raw = Vec::new();
+        join(i.whole, head, i.body, &mut raw);
+        f(i, raw)
+    });
+    if let Err(e) = done {
+        tracing::warn!(error = %e, "skipped the rest of a damaged packed row");
+    }
+}
+
+/// The records of `rows` (ordered by the time in column `time_at`, each
+/// row's earliest), which `expand` holds in an [`Ordered`], handed to
+/// `each` in order until it returns false.
+pub fn in_time_order<T: Timed>(
+    mut rows: rusqlite::Rows<'_>,
+    time_at: usize,
+    mut expand: impl FnMut(&rusqlite::Row<'_>, &mut Ordered<T>) -> rusqlite::Result<()>,
+    mut each: impl FnMut(T) -> bool,
+) -> rusqlite::Result<()> {
+    let mut held = Ordered::default();
+    while let Some(r) = rows.next()? {
+        if !held.release_before(r.get::<_, i64>(time_at)? as u64, &mut each) {
+            return Ok(());
+        }
+        expand(r, &mut held)?;
+    }
+    held.finish(&mut each);
+    Ok(())
 }
 
 /// A boot's (node, boot_id, head).

@@ -14,7 +14,7 @@ use super::layout::{self, Keys};
 use super::ordered::{Ordered, Timed};
 use super::rollup::minute_of;
 use super::{
-    insert, pack, BootRow, HelloRow, NewBatch, NewRecord, RecordFilter, StoredRecord, Watermark,
+    insert, BootRow, HelloRow, NewBatch, NewRecord, RecordFilter, StoredRecord, Watermark,
 };
 
 /// The columns [`expand`] reads, from `stored s` joined with its boot `b`
@@ -302,54 +302,35 @@ pub(super) fn kind_scan(
     Ok(Some((sql, id)))
 }
 
-/// The records of one row of [`record_select!`], their bytes reassembled.
-/// A damaged pack gives the records before the damage and a warning.
-fn expand(r: &rusqlite::Row<'_>, mut f: impl FnMut(StoredRecord)) -> rusqlite::Result<()> {
-    let node: String = r.get(0)?;
-    let boot_id: String = r.get(1)?;
-    let kind: String = r.get(2)?;
-    let head = r.get_ref(3)?.as_blob()?;
-    let row = layout::packed_row(r, 4)?;
-    let done = pack::each(&row, |i| {
-        let mut raw = Vec::new();
-        layout::join(i.whole, head, i.body, &mut raw);
-        f(StoredRecord {
-            node: node.clone(),
-            boot_id: boot_id.clone(),
-            seq: i.seq,
-            unix_ns: i.unix_ns,
-            kind: kind.clone(),
-            raw,
-        })
-    });
-    if let Err(e) = done {
-        tracing::warn!(error = %e, "skipped the rest of a damaged packed row");
-    }
-    Ok(())
-}
-
 /// The records of `rows` (a [`record_select!`] ordered by `s.unix_ns`)
 /// that `keep` accepts, in [`RecordKey`] order, handed to `each` until it
 /// returns false.
 fn in_order(
-    mut rows: rusqlite::Rows<'_>,
+    rows: rusqlite::Rows<'_>,
     keep: impl Fn(&StoredRecord) -> bool,
     mut each: impl FnMut(StoredRecord) -> bool,
 ) -> rusqlite::Result<()> {
-    let mut held = Ordered::default();
-    let mut emit = |k: Keyed| each(k.0);
-    while let Some(r) = rows.next()? {
-        if !held.release_before(r.get::<_, i64>(6)? as u64, &mut emit) {
-            return Ok(());
-        }
-        expand(r, |rec| {
+    let expand = |r: &rusqlite::Row<'_>, held: &mut Ordered<Keyed>| {
+        let node: String = r.get(0)?;
+        let boot_id: String = r.get(1)?;
+        let kind: String = r.get(2)?;
+        let head = r.get_ref(3)?.as_blob()?;
+        layout::each_whole(&layout::packed_row(r, 4)?, head, |i, raw| {
+            let rec = StoredRecord {
+                node: node.clone(),
+                boot_id: boot_id.clone(),
+                seq: i.seq,
+                unix_ns: i.unix_ns,
+                kind: kind.clone(),
+                raw,
+            };
             if keep(&rec) {
                 held.push(Keyed(rec));
             }
-        })?;
-    }
-    held.finish(&mut emit);
-    Ok(())
+        });
+        Ok(())
+    };
+    layout::in_time_order(rows, 6, expand, |k| each(k.0))
 }
 
 /// Every record of payload `kind` (of `node`, if given), oldest first; for

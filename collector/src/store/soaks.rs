@@ -9,7 +9,6 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use super::layout;
 use super::ordered::{Ordered, Timed};
-use super::pack;
 use super::rollup::minute_of;
 use crate::soak::{Mark, Slo, Soak, SoakError};
 
@@ -190,23 +189,13 @@ pub fn scan_range(
                 keep: &dyn Fn(u64) -> bool,
                 visit: &mut dyn FnMut(Found)|
      -> rusqlite::Result<()> {
-        let mut held = Ordered::default();
-        let mut emit = |x: Found| {
-            visit(x);
-            true
-        };
-        let mut rows = stmt.query(args)?;
-        while let Some(r) = rows.next()? {
+        let expand = |r: &rusqlite::Row<'_>, held: &mut Ordered<Found>| {
             let boot: i64 = r.get(0)?;
             let Some((_, _, head)) = boots.get(&boot) else {
-                continue; // Written after the map was read.
+                return Ok(()); // Written after the map was read.
             };
-            let row = layout::packed_row(r, 1)?;
-            held.release_before(row.unix_ns, &mut emit);
-            let done = pack::each(&row, |i| {
+            layout::each_whole(&layout::packed_row(r, 1)?, head, |i, raw| {
                 if keep(i.unix_ns) {
-                    let mut raw = Vec::new();
-                    layout::join(i.whole, head, i.body, &mut raw);
                     held.push(Found {
                         unix_ns: i.unix_ns,
                         boot,
@@ -215,12 +204,12 @@ pub fn scan_range(
                     });
                 }
             });
-            if let Err(e) = done {
-                tracing::warn!(error = %e, "skipped the rest of a damaged packed row");
-            }
-        }
-        held.finish(&mut emit);
-        Ok(())
+            Ok(())
+        };
+        layout::in_time_order(stmt.query(args)?, 3, expand, |x| {
+            visit(x);
+            true
+        })
     };
     let mut call = |x: Found| {
         if let Some((node, boot_id, _)) = boots.get(&x.boot) {
