@@ -307,7 +307,8 @@ mod tests {
     fn runs_and_replays_are_stored_once_in_arrival_order() {
         let c = db();
         let mut keys = Keys::default();
-        // 700 records: runs of every statement size, two boots interleaved.
+        // 700 records of two boots interleaved, each kept whole (no head):
+        // single rows in arrival order.
         let first: Vec<NewRecord> = (1..=350)
             .flat_map(|s| [rec("b1", s), rec("b2", s)])
             .collect();
@@ -394,8 +395,8 @@ mod tests {
         let (inserted, added) = insert(&c, &mut keys, sent.clone());
         assert!(inserted.iter().all(|n| *n));
         assert_eq!(added[0].added, 121);
-        // Rows: (kind, minute) packs of 60 + 60 + one lone record in
-        // minute 2 (seq 120, time 2:00) + the thermal one.
+        // Rows: counters and RTT packs of minutes 0 and 1 (seq 1-59 and
+        // 60-119), seq 120 alone in minute 2, and the thermal record.
         let rows: Vec<(i64, i64, i64)> = c
             .prepare("SELECT pos, seq, n FROM stored ORDER BY pos")
             .unwrap()
