@@ -49,26 +49,35 @@ fn variant(field: &str) -> String {
         .collect()
 }
 
+/// Appends `pub const {decl}; N] = [items];` with its doc line.
+fn const_array(
+    s: &mut String,
+    doc: &str,
+    decl: &str,
+    items: impl ExactSizeIterator<Item = String>,
+) {
+    let _ = writeln!(s, "/// {doc}");
+    let _ = writeln!(s, "pub const {decl}; {}] = [", items.len());
+    for item in items {
+        let _ = writeln!(s, "    {item},");
+    }
+    let _ = writeln!(s, "];\n");
+}
+
 fn kinds_source(kinds: &[(String, i32)]) -> String {
     let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "/// Every payload kind name, in schema field-number order."
+    const_array(
+        &mut s,
+        "Every payload kind name, in schema field-number order.",
+        "KINDS: [&str",
+        kinds.iter().map(|(k, _)| format!("{k:?}")),
     );
-    let _ = writeln!(s, "pub const KINDS: [&str; {}] = [", kinds.len());
-    for (k, _) in kinds {
-        let _ = writeln!(s, "    {k:?},");
-    }
-    let _ = writeln!(s, "];\n");
-    let _ = writeln!(
-        s,
-        "/// The field number of each payload kind in `Record`, in [`KINDS`] order."
+    const_array(
+        &mut s,
+        "The field number of each payload kind in `Record`, in [`KINDS`] order.",
+        "PAYLOAD_TAGS: [u32",
+        kinds.iter().map(|(_, n)| n.to_string()),
     );
-    let _ = writeln!(s, "pub const PAYLOAD_TAGS: [u32; {}] = [", kinds.len());
-    for (_, n) in kinds {
-        let _ = writeln!(s, "    {n},");
-    }
-    let _ = writeln!(s, "];\n");
     let _ = writeln!(s, "impl crate::v1::record::Payload {{");
     let _ = writeln!(
         s,
