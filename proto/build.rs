@@ -64,6 +64,29 @@ fn const_array(
     let _ = writeln!(s, "];\n");
 }
 
+/// Appends a method of `Payload` that matches every kind: `arm(i, kind)`
+/// is what follows the variant's name in its arm.
+fn match_method(
+    s: &mut String,
+    doc: &str,
+    sig: &str,
+    kinds: &[(String, i32)],
+    arm: impl Fn(usize, &str) -> String,
+) {
+    let _ = writeln!(s, "    /// {doc}");
+    let _ = writeln!(s, "    pub fn {sig} {{");
+    let _ = writeln!(s, "        match self {{");
+    for (i, (k, _)) in kinds.iter().enumerate() {
+        let _ = writeln!(
+            s,
+            "            crate::v1::record::Payload::{}{},",
+            variant(k),
+            arm(i, k)
+        );
+    }
+    let _ = writeln!(s, "        }}\n    }}");
+}
+
 fn kinds_source(kinds: &[(String, i32)]) -> String {
     let mut s = String::new();
     const_array(
@@ -79,48 +102,30 @@ fn kinds_source(kinds: &[(String, i32)]) -> String {
         kinds.iter().map(|(_, n)| n.to_string()),
     );
     let _ = writeln!(s, "impl crate::v1::record::Payload {{");
-    let _ = writeln!(
-        s,
-        "    /// The payload kind's name: its field name in `Record.payload`."
+    match_method(
+        &mut s,
+        "The payload kind's name: its field name in `Record.payload`.",
+        "kind(&self) -> &'static str",
+        kinds,
+        |_, k| format!("(_) => {k:?}"),
     );
-    let _ = writeln!(s, "    pub fn kind(&self) -> &'static str {{");
-    let _ = writeln!(s, "        match self {{");
-    for (k, _) in kinds {
-        let _ = writeln!(
-            s,
-            "            crate::v1::record::Payload::{}(_) => {k:?},",
-            variant(k)
-        );
-    }
-    let _ = writeln!(s, "        }}\n    }}\n");
-    let _ = writeln!(
-        s,
-        "    /// The position of the payload's kind in [`KINDS`]."
+    let _ = writeln!(s);
+    match_method(
+        &mut s,
+        "The position of the payload's kind in [`KINDS`].",
+        "kind_index(&self) -> usize",
+        kinds,
+        |i, _| format!("(_) => {i}"),
     );
-    let _ = writeln!(s, "    pub fn kind_index(&self) -> usize {{");
-    let _ = writeln!(s, "        match self {{");
-    for (i, (k, _)) in kinds.iter().enumerate() {
-        let _ = writeln!(
-            s,
-            "            crate::v1::record::Payload::{}(_) => {i},",
-            variant(k)
-        );
-    }
-    let _ = writeln!(s, "        }}\n    }}\n");
-    let _ = writeln!(
-        s,
-        "    /// Clears the payload's message to its default, keeping the kind and\n    \
-         /// the capacity of its strings and lists, so a decoder can reuse it."
+    let _ = writeln!(s);
+    match_method(
+        &mut s,
+        "Clears the payload's message to its default, keeping the kind and\n    \
+         /// the capacity of its strings and lists, so a decoder can reuse it.",
+        "clear_message(&mut self)",
+        kinds,
+        |_, _| "(m) => ::prost::Message::clear(m)".to_string(),
     );
-    let _ = writeln!(s, "    pub fn clear_message(&mut self) {{");
-    let _ = writeln!(s, "        match self {{");
-    for (k, _) in kinds {
-        let _ = writeln!(
-            s,
-            "            crate::v1::record::Payload::{}(m) => ::prost::Message::clear(m),",
-            variant(k)
-        );
-    }
-    let _ = writeln!(s, "        }}\n    }}\n}}");
+    let _ = writeln!(s, "}}");
     s
 }
