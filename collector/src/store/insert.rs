@@ -22,11 +22,17 @@ pub struct BootAdded {
 const INSERT_ROW: &str = "INSERT INTO stored (pos, boot, seq, unix_ns, kind, whole, n, body)
      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
 
-/// The position of the newest stored record (0 when none): the next row
-/// takes positions after it.
+/// The position of the newest record ever stored (0 when none): the next
+/// row takes positions after it. Raw retention may have deleted the
+/// newest rows (a store idle for longer than the retention window), so
+/// this is the larger of the stored maximum and the highest position
+/// pruned: a position remote write was given never names another record.
 pub fn newest_pos(conn: &Connection) -> rusqlite::Result<i64> {
-    conn.prepare_cached("SELECT coalesce(max(pos), 0) FROM stored")?
-        .query_row([], |r| r.get(0))
+    conn.prepare_cached(
+        "SELECT max(coalesce((SELECT max(pos) FROM stored), 0),
+                    coalesce((SELECT pruned_pos FROM retention WHERE id = 1), 0))",
+    )?
+    .query_row([], |r| r.get(0))
 }
 
 /// Inserts a batch with ids cached in `keys`, pushing onto `inserted`

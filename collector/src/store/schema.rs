@@ -88,11 +88,13 @@ pub(super) const MIGRATIONS: &[&str] = &[
 /// `MIGRATIONS.len() + i` to one more, with Rust where SQL alone cannot
 /// (migration 5 strips each record's envelope against its boot's head;
 /// 6 adds the rollups of raw-record retention; 7 packs rows and moves
-/// the duplicate check to sequence runs).
+/// the duplicate check to sequence runs; 8 keeps the highest pruned
+/// position).
 const STEPS: &[fn(&rusqlite::Transaction<'_>) -> rusqlite::Result<()>] = &[
     super::layout::migrate_v5,
     super::retention::migrate_v6,
     super::layout::migrate_v7,
+    super::retention::migrate_v8,
 ];
 
 /// The schema version this build writes.

@@ -58,6 +58,13 @@ pub(super) fn migrate_v6(tx: &Transaction<'_>) -> rusqlite::Result<()> {
     )
 }
 
+/// Schema version 8: the highest position pruning has deleted, so that
+/// new rows never take the positions of pruned ones (see
+/// [`crate::store::insert::newest_pos`]).
+pub(super) fn migrate_v8(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute_batch("ALTER TABLE retention ADD COLUMN pruned_pos INTEGER NOT NULL DEFAULT 0;")
+}
+
 /// Time one step covers at most, and rows it takes at most (bounds on one
 /// transaction and on the memory it holds: about 200 bytes a row).
 const STEP_NS: u64 = 10 * MINUTE_NS;
@@ -138,7 +145,7 @@ pub fn prune_step(
     if from >= cutoff {
         // Nothing between the mark and the cutoff: the mark moves up.
         let until_ns = cutoff.max(mark);
-        set_mark(tx, until_ns, 0)?;
+        set_mark(tx, until_ns, 0, 0)?;
         return Ok(Pruned {
             until_ns,
             done: true,
@@ -198,6 +205,7 @@ pub fn prune_step(
         ..Pruned::default()
     };
     let mut delete = tx.prepare_cached("DELETE FROM stored WHERE pos = ?1")?;
+    let mut highest_deleted = 0;
     for ((boot, kind, minute), rows) in groups {
         if minute >= leave_from {
             continue;
@@ -217,21 +225,24 @@ pub fn prune_step(
         put(tx, boot, kind, minute, &rollup)?;
         for (pos, records) in &rows {
             delete.execute([pos])?;
+            highest_deleted = highest_deleted.max(*pos);
             done.records += records.len() as u64;
         }
         done.rollups += 1;
     }
-    set_mark(tx, done.until_ns, done.records)?;
+    set_mark(tx, done.until_ns, done.records, highest_deleted)?;
     Ok(done)
 }
 
-/// Moves the mark and counts `records` more as held in rollups.
-fn set_mark(tx: &Connection, until_ns: u64, records: u64) -> rusqlite::Result<()> {
+/// Moves the mark, counts `records` more as held in rollups and raises
+/// the highest pruned position to `pos`.
+fn set_mark(tx: &Connection, until_ns: u64, records: u64, pos: i64) -> rusqlite::Result<()> {
     tx.execute(
-        "INSERT INTO retention (id, pruned_until, rollup_records) VALUES (1, ?1, ?2)
+        "INSERT INTO retention (id, pruned_until, rollup_records, pruned_pos) VALUES (1, ?1, ?2, ?3)
          ON CONFLICT (id) DO UPDATE SET pruned_until = excluded.pruned_until,
-             rollup_records = rollup_records + excluded.rollup_records",
-        params![until_ns as i64, records as i64],
+             rollup_records = rollup_records + excluded.rollup_records,
+             pruned_pos = max(pruned_pos, excluded.pruned_pos)",
+        params![until_ns as i64, records as i64, pos],
     )?;
     Ok(())
 }

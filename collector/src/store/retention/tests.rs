@@ -231,3 +231,27 @@ fn a_store_before_version_6_scans_no_rollups() {
     scan(&c, 0, u64::MAX, |_| n += 1).unwrap();
     assert_eq!(n, 0);
 }
+
+/// Positions are what remote write resumes from: one an endpoint was given
+/// must never name another record. Pruning the newest rows (a store idle
+/// for longer than raw retention) must not let new rows take their
+/// positions, or an endpoint at the old newest would skip the new records.
+#[test]
+fn pruning_the_newest_rows_does_not_hand_their_positions_out_again() {
+    let mut c = store();
+    for seq in 1..=29 {
+        put(&c, seq);
+    }
+    let newest = crate::store::insert::newest_pos(&c).unwrap();
+    assert_eq!(newest, 29);
+    // Everything delivered and older than the cutoff: every row goes.
+    let p = step(&mut c, M + 10 * MINUTE_NS, i64::MAX);
+    assert_eq!(p.records, 29);
+    assert!(left(&c).is_empty());
+    assert_eq!(crate::store::insert::newest_pos(&c).unwrap(), newest);
+    // The agent comes back: its records follow the pruned ones.
+    put_at(&c, 30, M + 20 * MINUTE_NS, false);
+    let after = crate::remote_write::log::read_after(&c, newest, 10).unwrap();
+    assert_eq!(after.len(), 1);
+    assert_eq!(after[0].pos, newest + 1);
+}
