@@ -264,6 +264,12 @@ where
             stop_rx.clone(),
         ))
     });
+    // Compaction steps are writer commands too.
+    let compaction = tokio::spawn(store::compact::run(
+        handle.clone(),
+        config.remote_write.urls.clone(),
+        stop_rx.clone(),
+    ));
     let live = handle.clone();
     let state = api::AppState {
         store: handle,
@@ -314,6 +320,8 @@ where
         r.abort();
         let _ = r.await;
     }
+    compaction.abort();
+    let _ = compaction.await;
     // A batch in flight is abandoned (its position was not saved, so it is
     // sent again after a restart).
     for s in senders {

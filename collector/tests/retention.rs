@@ -1,9 +1,10 @@
-//! Raw-record retention end to end: a simulated soak goes through the
-//! real gRPC ingest; a collector restarted with `retention.raw` replaces
-//! the raw RTT summaries and counters by per-minute rollups; then the
+//! The store's upkeep end to end: a simulated soak goes through the real
+//! gRPC ingest; a collector restarted with `retention.raw` replaces the
+//! raw RTT summaries and counters by per-minute rollups, and any collector
+//! compacts the single rows a live soak leaves into packs. Either way the
 //! report (by the real binary) and `/metrics` after a restart must be
-//! what they were over the raw records, and a pruned record sent again is
-//! still a duplicate.
+//! what they were before, and a pruned record sent again is still a
+//! duplicate.
 
 mod cli;
 mod common;
@@ -262,4 +263,76 @@ async fn prune_command_leaves_a_mixed_range_reporting_as_before() {
         "{out}"
     );
     assert_eq!(range("json"), before);
+}
+
+/// (rows, records, distinct (boot, kind, minute)): what compaction
+/// brings rows down to when no group is over a pack's bounds.
+fn rows_and_groups(dir: &Path) -> (i64, i64, i64) {
+    let c = db(dir);
+    let one = |sql: &str| c.query_row(sql, [], |r| r.get::<_, i64>(0)).unwrap();
+    (
+        one("SELECT count(*) FROM stored"),
+        one("SELECT coalesce(sum(n), 0) FROM stored"),
+        one("SELECT count(*) FROM (SELECT DISTINCT boot, kind, unix_ns / 60000000000 FROM stored)"),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_live_soak_compacts_into_packs_and_reports_and_rebuilds_as_before() {
+    let dir = tempfile::tempdir().unwrap();
+    let sc = Scenario::standard(3, T0, 10 * 60 * S);
+    let c = Collector::start_with(dir.path(), |cfg| {
+        cfg.max_records_per_second = 10_000_000;
+    })
+    .await;
+    // A record a batch, as agents stream live.
+    let truth = sim::run(&sc, c.grpc, 1).await;
+    assert_eq!(c.stored().await, truth.records);
+    c.stop().await;
+    collector_cli_ok(
+        &[
+            "soak",
+            "start",
+            "sim",
+            "--from",
+            &(T0 / S).to_string(),
+            "--to",
+            &((T0 + sc.duration) / S).to_string(),
+            "--nodes",
+            &sc.nodes.join(","),
+        ],
+        dir.path(),
+    );
+    let before = report(dir.path());
+
+    // A restart rebuilds /metrics (before compaction starts), then
+    // compacts the soak's minutes, all long closed, at once.
+    let c = Collector::start(dir.path()).await;
+    let raw_metrics = rebuilt(&c.metrics().await);
+    let deadline = Instant::now() + WAIT * 6;
+    loop {
+        let (rows, records, groups) = rows_and_groups(dir.path());
+        assert_eq!(records, truth.records as i64);
+        if rows == groups {
+            // A live soak's rows were mostly single records.
+            assert!(rows * 10 < records, "{rows} rows for {records} records");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "still {rows} rows for {groups} (boot, kind, minute) groups"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // Records sent again are still duplicates.
+    let stored = c.stored().await;
+    sim::run(&sc, c.grpc, 500).await;
+    assert_eq!(c.stored().await, stored);
+    c.stop().await;
+
+    assert_eq!(report(dir.path()), before);
+    let c = Collector::start(dir.path()).await;
+    let packed_metrics = rebuilt(&c.metrics().await);
+    c.stop().await;
+    assert_eq!(packed_metrics, raw_metrics);
 }

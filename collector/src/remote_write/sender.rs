@@ -44,6 +44,8 @@ pub struct Sender {
     db: PathBuf,
     metrics: SharedMetrics,
     deriver: Deriver,
+    /// What each fresh deriver is built with.
+    external_labels: Vec<(String, String)>,
     batch_records: u32,
     max_backlog: i64,
 }
@@ -117,6 +119,7 @@ impl Sender {
             store,
             metrics,
             deriver: Deriver::new(s.external_labels.clone()),
+            external_labels: s.external_labels.clone(),
             batch_records: s.batch_records.clamp(1, log::CHUNK as usize) as u32,
             max_backlog: s.max_backlog_records.min(i64::MAX as u64) as i64,
         })
@@ -155,26 +158,43 @@ impl Sender {
         }
     }
 
-    /// Loads the saved position and applies the records up to it.
+    /// Loads the saved position and applies the records up to it, to a
+    /// fresh deriver (a failed attempt leaves nothing half applied).
+    ///
+    /// Everything is read in one read transaction: retention and
+    /// compaction rewrite exactly the rows up to the position every
+    /// endpoint saved, and either, between two reads, would move records
+    /// this had not read yet to where it had already read (into a rollup,
+    /// or to a lower position), so they would be missed or applied twice.
     async fn restore(&mut self) -> Result<i64, StoreError> {
         let url = self.url.clone();
-        let saved = self.store.read(move |c| log::position(c, &url)).await?;
-        // Pruned records were delivered everywhere before they went.
-        let deriver = &mut self.deriver;
-        crate::store::retention::replay(&self.store, |records, _| {
-            records.iter().for_each(|r| deriver.skip(r))
-        })
-        .await?;
-        let mut pos = 0;
-        while pos < saved {
-            let Some((next, chunk)) = self.chunk_until(pos, saved).await? else {
-                break;
-            };
-            pos = next;
-            for r in chunk.iter().filter_map(|l| l.record.as_ref()) {
-                self.deriver.skip(r);
-            }
-        }
+        let mut deriver = Deriver::new(self.external_labels.clone());
+        let (saved, deriver) = self
+            .store
+            .read(move |c| {
+                let snapshot = c.unchecked_transaction()?;
+                let saved = log::position(&snapshot, &url)?;
+                // Pruned records were delivered everywhere before they went.
+                crate::store::retention::replay_on(&snapshot, |records, _| {
+                    records.iter().for_each(|r| deriver.skip(r))
+                })?;
+                let mut pos = 0;
+                while pos < saved {
+                    let chunk = log::read_after(&snapshot, pos, log::CHUNK)?;
+                    let Some(last) = chunk.last() else { break };
+                    pos = last.pos;
+                    for r in chunk
+                        .iter()
+                        .filter(|l| l.pos <= saved)
+                        .filter_map(|l| l.record.as_ref())
+                    {
+                        deriver.skip(r);
+                    }
+                }
+                Ok((saved, deriver))
+            })
+            .await?;
+        self.deriver = deriver;
         Ok(saved)
     }
 

@@ -209,27 +209,11 @@ impl<'a> Packer<'a> {
         kind: i64,
         entries: &[pack::Entry<'_>],
     ) -> rusqlite::Result<()> {
-        let packed;
-        let (seq, unix_ns, body) = match entries {
-            [] => return Ok(()),
-            [e] => (e.seq, e.unix_ns, e.body),
-            _ => {
-                packed = pack::encode(entries);
-                (packed.0, packed.1, packed.2.as_slice())
-            }
-        };
-        self.pos += entries.len() as i64;
-        NewRow {
-            pos: self.pos,
-            boot: self.boots[boot].id,
-            seq,
-            unix_ns,
-            kind,
-            whole: false,
-            n: entries.len() as u64,
-            body,
+        if entries.is_empty() {
+            return Ok(());
         }
-        .insert(conn)
+        self.pos += entries.len() as i64;
+        write_entries(conn, self.pos, self.boots[boot].id, kind, entries)
     }
 
     /// Writes every open pack, in order of first record, and closes them.
@@ -251,22 +235,53 @@ impl<'a> Packer<'a> {
     }
 }
 
-/// One row of `stored`.
-struct NewRow<'b> {
+/// Writes `entries` (at least one, seqs strictly increasing, all after
+/// their boot's head) as one row at `pos`: a pack, or a plain row for a
+/// single entry. The row's records hold `pos - entries.len() + 1 ..= pos`.
+pub(super) fn write_entries(
+    conn: &Connection,
     pos: i64,
     boot: i64,
-    /// The first (or only) record's seq.
-    seq: u64,
-    /// The earliest (or only) record's time.
-    unix_ns: u64,
     kind: i64,
-    whole: bool,
-    n: u64,
-    body: &'b [u8],
+    entries: &[pack::Entry<'_>],
+) -> rusqlite::Result<()> {
+    let packed;
+    let (seq, unix_ns, body) = match entries {
+        [e] => (e.seq, e.unix_ns, e.body),
+        _ => {
+            packed = pack::encode(entries);
+            (packed.0, packed.1, packed.2.as_slice())
+        }
+    };
+    NewRow {
+        pos,
+        boot,
+        seq,
+        unix_ns,
+        kind,
+        whole: false,
+        n: entries.len() as u64,
+        body,
+    }
+    .insert(conn)
+}
+
+/// One row of `stored`.
+pub(super) struct NewRow<'b> {
+    pub(super) pos: i64,
+    pub(super) boot: i64,
+    /// The first (or only) record's seq.
+    pub(super) seq: u64,
+    /// The earliest (or only) record's time.
+    pub(super) unix_ns: u64,
+    pub(super) kind: i64,
+    pub(super) whole: bool,
+    pub(super) n: u64,
+    pub(super) body: &'b [u8],
 }
 
 impl NewRow<'_> {
-    fn insert(&self, conn: &Connection) -> rusqlite::Result<()> {
+    pub(super) fn insert(&self, conn: &Connection) -> rusqlite::Result<()> {
         conn.prepare_cached(INSERT_ROW)?.execute(params![
             self.pos,
             self.boot,

@@ -8,6 +8,7 @@
 //! schema in [`schema`], the health checks (free space, `quick_check` at
 //! start, damage found while running) in `health`.
 
+pub mod compact;
 mod error;
 mod health;
 pub mod insert;
@@ -47,6 +48,9 @@ enum Command {
     /// One step of raw-record retention: (cutoff, first position not
     /// delivered to every remote_write endpoint).
     Prune(u64, i64, Reply<retention::Pruned>),
+    /// One step of compaction: (first minute not closed, first position
+    /// not delivered to every remote_write endpoint).
+    Compact(u64, i64, Reply<compact::Compacted>),
     Shutdown,
 }
 
@@ -220,6 +224,20 @@ impl StoreHandle {
     ) -> Result<retention::Pruned, StoreError> {
         self.damaged()?;
         let r = self.call(|r| Command::Prune(cutoff_ns, below_pos, r)).await;
+        self.damage.watch(r)
+    }
+
+    /// One step of compaction (see [`compact`]): rewrites delivered rows
+    /// of minutes before `before_ns` below position `below_pos` as packs.
+    pub async fn compact_step(
+        &self,
+        before_ns: u64,
+        below_pos: i64,
+    ) -> Result<compact::Compacted, StoreError> {
+        self.damaged()?;
+        let r = self
+            .call(|r| Command::Compact(before_ns, below_pos, r))
+            .await;
         self.damage.watch(r)
     }
 

@@ -89,12 +89,13 @@ pub(super) const MIGRATIONS: &[&str] = &[
 /// (migration 5 strips each record's envelope against its boot's head;
 /// 6 adds the rollups of raw-record retention; 7 packs rows and moves
 /// the duplicate check to sequence runs; 8 keeps the highest pruned
-/// position).
+/// position; 9 adds the compaction mark).
 const STEPS: &[fn(&rusqlite::Transaction<'_>) -> rusqlite::Result<()>] = &[
     super::layout::migrate_v5,
     super::retention::migrate_v6,
     super::layout::migrate_v7,
     super::retention::migrate_v8,
+    super::compact::migrate_v9,
 ];
 
 /// The schema version this build writes.

@@ -9,7 +9,8 @@ use rusqlite::Connection;
 use tokio::sync::mpsc;
 
 use super::{
-    insert, layout, now_ns, queries, retention, BatchOutcome, Command, HelloRow, NewBatch, Reply,
+    compact, insert, layout, now_ns, queries, retention, BatchOutcome, Command, HelloRow, NewBatch,
+    Reply,
 };
 use super::{StoreError, Watermark};
 
@@ -67,6 +68,9 @@ impl Writer {
                 Command::Prune(cutoff, below_pos, reply) => {
                     let _ = reply.send(self.prune(cutoff, below_pos));
                 }
+                Command::Compact(before, below_pos, reply) => {
+                    let _ = reply.send(self.compact(before, below_pos));
+                }
                 Command::Shutdown => break,
             }
         }
@@ -89,10 +93,22 @@ impl Writer {
     }
 
     fn prune(&mut self, cutoff: u64, below_pos: i64) -> Result<retention::Pruned, StoreError> {
+        self.step(|tx| retention::prune_step(tx, cutoff, below_pos))
+    }
+
+    fn compact(&mut self, before: u64, below_pos: i64) -> Result<compact::Compacted, StoreError> {
+        self.step(|tx| compact::compact_step(tx, before, below_pos))
+    }
+
+    /// One maintenance step in its own immediate transaction.
+    fn step<T>(
+        &mut self,
+        f: impl FnOnce(&rusqlite::Transaction<'_>) -> rusqlite::Result<T>,
+    ) -> Result<T, StoreError> {
         let tx = self
             .conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        let done = retention::prune_step(&tx, cutoff, below_pos)?;
+        let done = f(&tx)?;
         tx.commit()?;
         Ok(done)
     }

@@ -125,11 +125,36 @@ pub async fn run(
     }
 }
 
+/// A day of rollups: what a replay holds in memory at a time.
+const DAY_NS: u64 = 86_400_000_000_000;
+
+/// The first and last minute of the stored rollups, if any.
+fn rollup_span(c: &Connection) -> rusqlite::Result<Option<(u64, u64)>> {
+    c.query_row("SELECT min(minute), max(minute) FROM rollups", [], |r| {
+        Ok(r.get::<_, Option<i64>>(0)?
+            .zip(r.get::<_, Option<i64>>(1)?)
+            .map(|(a, b)| (a as u64, b as u64)))
+    })
+}
+
+/// The replay records of the rollups of minutes in `[from, to)`, each
+/// rollup's with the number of raw records it stands for.
+fn replay_range(c: &Connection, from: u64, to: u64) -> rusqlite::Result<Vec<(Vec<Record>, u64)>> {
+    let mut out = Vec::new();
+    scan(c, from, to, |s| {
+        out.push((
+            s.rollup.replay(s.node, s.boot_id, s.minute),
+            s.rollup.records,
+        ))
+    })?;
+    Ok(out)
+}
+
 /// Calls `f` with the records that stand for every stored rollup in a
 /// replay of the store (see [`Rollup::replay`]), oldest minute first, a
-/// day of rollups in memory at a time. What the `/metrics` rebuild and
-/// each remote_write endpoint's restore apply before the raw records, so
-/// cumulative series continue across a restart after pruning.
+/// day of rollups in memory at a time. What the `/metrics` rebuild
+/// applies before the raw records, so cumulative series continue across
+/// a restart after pruning.
 ///
 /// `f` gets one rollup's records at a time with the number of raw
 /// records they stand for (more than there are of them).
@@ -137,33 +162,33 @@ pub async fn replay(
     store: &crate::store::StoreHandle,
     mut f: impl FnMut(&[Record], u64),
 ) -> Result<u64, crate::store::StoreError> {
-    const DAY_NS: u64 = 86_400_000_000_000;
-    let span: Option<(i64, i64)> = store
-        .read(|c| {
-            c.query_row("SELECT min(minute), max(minute) FROM rollups", [], |r| {
-                Ok(r.get::<_, Option<i64>>(0)?.zip(r.get::<_, Option<i64>>(1)?))
-            })
-        })
-        .await?;
-    let Some((first, last)) = span else {
+    let Some((first, last)) = store.read(rollup_span).await? else {
         return Ok(0);
     };
-    let (mut from, mut n) = (first as u64, 0u64);
-    while from <= last as u64 {
+    let (mut from, mut n) = (first, 0u64);
+    while from <= last {
         let to = from.saturating_add(DAY_NS);
-        let records = store
-            .read(move |c| {
-                let mut out = Vec::new();
-                scan(c, from, to, |s| {
-                    out.push((
-                        s.rollup.replay(s.node, s.boot_id, s.minute),
-                        s.rollup.records,
-                    ))
-                })?;
-                Ok(out)
-            })
-            .await?;
-        for (r, replaced) in &records {
+        for (r, replaced) in &store.read(move |c| replay_range(c, from, to)).await? {
+            f(r, *replaced);
+            n += replaced;
+        }
+        from = to;
+    }
+    Ok(n)
+}
+
+/// [`replay`] on one connection, for a caller that reads the rollups and
+/// the raw records in one read transaction (a remote_write endpoint's
+/// restore: pruning between its reads would move records from the raw
+/// log into rollups it had already read).
+pub fn replay_on(c: &Connection, mut f: impl FnMut(&[Record], u64)) -> rusqlite::Result<u64> {
+    let Some((first, last)) = rollup_span(c)? else {
+        return Ok(0);
+    };
+    let (mut from, mut n) = (first, 0u64);
+    while from <= last {
+        let to = from.saturating_add(DAY_NS);
+        for (r, replaced) in &replay_range(c, from, to)? {
             f(r, *replaced);
             n += replaced;
         }

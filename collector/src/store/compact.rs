@@ -1,0 +1,329 @@
+//! Compaction of delivered minutes (schema version 9).
+//!
+//! A live agent sends each record as soon as it is spooled, so the ingest
+//! path, which packs only within a batch (see [`super::insert`]), stores
+//! most live records one a row: about three times the bytes of a pack's
+//! record, and a b-tree entry per record in each index. Compaction
+//! rewrites closed minutes as packs afterwards, one bounded transaction a
+//! step, following a mark over store positions.
+//!
+//! Positions are what remote write resumes from, so a step only touches a
+//! run of rows that is already delivered to every configured endpoint
+//! (below `below_pos`) and lies wholly in closed minutes (before
+//! `before_ns`). Inside that run `(mark, end]` the records are regrouped
+//! per (boot, kind, minute) and laid out again at the top of the run's
+//! positions, ending at `end`:
+//! - no endpoint has a position inside the run, so none skips or resends
+//!   a record; rows after `end` keep their positions;
+//! - the newest position never drops, so no position is handed out again
+//!   (see [`super::insert::newest_pos`]);
+//! - within one (boot, kind), records keep their sequence order, so every
+//!   series replays in the order it was recorded (`/metrics` rebuild,
+//!   remote write restore). Only records of different kinds within the
+//!   run change places with each other.
+//!
+//! Records that do not start with their boot's head (another encoder's
+//! field order) stay single rows. A damaged row ends the run before it and
+//! is then passed over as it is, never rewritten.
+
+use std::collections::HashMap;
+
+use rusqlite::{params, Connection, OptionalExtension, Transaction};
+
+use super::insert::{write_entries, NewRow};
+use super::layout;
+use super::pack::{self, Entry};
+use super::rollup::minute_of;
+
+/// Schema version 9: the compaction mark.
+pub(super) fn migrate_v9(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute_batch(
+        "CREATE TABLE compaction (
+            id  INTEGER PRIMARY KEY CHECK (id = 1),
+            pos INTEGER NOT NULL
+        );",
+    )
+}
+
+/// Records one step reads at most (a bound on its transaction and on the
+/// memory it holds: about 100 bytes a record).
+const STEP_RECORDS: u64 = 50_000;
+
+/// What one [`compact_step`] did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Compacted {
+    /// Rows read past the mark.
+    pub rows_read: u64,
+    /// Rows those became (equal to `rows_read` when nothing was rewritten).
+    pub rows_written: u64,
+    /// The mark after the step: positions up to it were looked at.
+    pub mark: i64,
+    /// Nothing more can be done now (the next row is not delivered, not in
+    /// a closed minute, or there is none).
+    pub done: bool,
+}
+
+impl Compacted {
+    /// Adds a later step's counts.
+    pub fn absorb(&mut self, other: Compacted) {
+        self.rows_read += other.rows_read;
+        self.rows_written += other.rows_written;
+        self.mark = other.mark;
+        self.done = other.done;
+    }
+}
+
+/// The mark: positions up to it were looked at (0 before the first step).
+pub fn mark(conn: &Connection) -> rusqlite::Result<i64> {
+    Ok(conn
+        .query_row("SELECT pos FROM compaction WHERE id = 1", [], |r| r.get(0))
+        .optional()?
+        .unwrap_or(0))
+}
+
+fn set_mark(tx: &Connection, pos: i64) -> rusqlite::Result<()> {
+    tx.execute(
+        "INSERT INTO compaction (id, pos) VALUES (1, ?1)
+         ON CONFLICT (id) DO UPDATE SET pos = excluded.pos",
+        [pos],
+    )?;
+    Ok(())
+}
+
+/// A record read out of the run, owned (the rows are deleted before the
+/// packs are written).
+struct Taken {
+    seq: u64,
+    unix_ns: u64,
+    whole: bool,
+    body: Vec<u8>,
+}
+
+/// Records of one (boot, kind, minute), or one whole record alone, in the
+/// order the run first reached them.
+struct Group {
+    boot: i64,
+    kind: i64,
+    records: Vec<Taken>,
+}
+
+/// One step: the rows after the mark that are delivered (`pos <
+/// below_pos`) and in minutes before `before_ns` (a minute boundary),
+/// at most [`STEP_RECORDS`] records, rewritten as packs when that at
+/// least halves their rows. Run inside an immediate transaction.
+pub fn compact_step(
+    tx: &Connection,
+    before_ns: u64,
+    below_pos: i64,
+) -> rusqlite::Result<Compacted> {
+    let from = mark(tx)?;
+    let plan = plan(tx, from, before_ns, below_pos)?;
+    if plan.rows == 0 || plan.rows_after * 2 > plan.rows {
+        // Nothing to do, or not worth a rewrite (catch-up traffic arrives
+        // packed): the mark moves on without a record decoded.
+        set_mark(tx, plan.end)?;
+        return Ok(Compacted {
+            rows_read: plan.rows,
+            rows_written: plan.rows,
+            mark: plan.end,
+            done: plan.done,
+        });
+    }
+    let mut stmt = tx.prepare_cached(
+        "SELECT boot, kind, pos, seq, unix_ns, whole, n, body FROM stored
+         WHERE pos > ?1 AND pos <= ?2 ORDER BY pos",
+    )?;
+    let mut rows = stmt.query([from, plan.end])?;
+    let mut groups: Vec<Group> = Vec::new();
+    let mut by_key: HashMap<(i64, i64, u64), usize> = HashMap::new();
+    let mut step = Compacted {
+        mark: from,
+        done: plan.done,
+        ..Compacted::default()
+    };
+    let mut records = 0u64;
+    let mut damaged_first = false;
+    while let Some(r) = rows.next()? {
+        let row = layout::packed_row(r, 2)?;
+        let mut items = Vec::new();
+        let read = pack::each(&row, |i| {
+            items.push(Taken {
+                seq: i.seq,
+                unix_ns: i.unix_ns,
+                whole: i.whole,
+                body: i.body.to_vec(),
+            })
+        });
+        if read.is_err() {
+            // Left as it is: the run ends before it, or (first) it is
+            // passed over.
+            damaged_first = step.rows_read == 0;
+            if damaged_first {
+                step.mark = row.pos;
+            }
+            step.done = false;
+            break;
+        }
+        let (boot, kind): (i64, i64) = (r.get(0)?, r.get(1)?);
+        for t in items {
+            let at = if t.whole {
+                None
+            } else {
+                by_key.get(&(boot, kind, minute_of(t.unix_ns))).copied()
+            };
+            let at = at.unwrap_or_else(|| {
+                groups.push(Group {
+                    boot,
+                    kind,
+                    records: Vec::new(),
+                });
+                if !t.whole {
+                    by_key.insert((boot, kind, minute_of(t.unix_ns)), groups.len() - 1);
+                }
+                groups.len() - 1
+            });
+            groups[at].records.push(t);
+        }
+        records += row.n;
+        step.rows_read += 1;
+        step.mark = row.pos;
+    }
+    drop(rows);
+    if damaged_first {
+        set_mark(tx, step.mark)?;
+        return Ok(step);
+    }
+    let end = step.mark;
+    for g in &mut groups {
+        g.records.sort_unstable_by_key(|t| t.seq);
+    }
+    let written: u64 = groups.iter().map(|g| rows_of(&g.records)).sum();
+    if written >= step.rows_read {
+        // No fewer rows after all (a damaged row cut the run short).
+        step.rows_written = step.rows_read;
+        set_mark(tx, end)?;
+        return Ok(step);
+    }
+    tx.prepare_cached("DELETE FROM stored WHERE pos > ?1 AND pos <= ?2")?
+        .execute(params![from, end])?;
+    let mut pos = end - records as i64;
+    for g in &groups {
+        for chunk in chunks(&g.records) {
+            pos += chunk.len() as i64;
+            match chunk {
+                [t] if t.whole => NewRow {
+                    pos,
+                    boot: g.boot,
+                    seq: t.seq,
+                    unix_ns: t.unix_ns,
+                    kind: g.kind,
+                    whole: true,
+                    n: 1,
+                    body: &t.body,
+                }
+                .insert(tx)?,
+                _ => {
+                    let entries: Vec<Entry<'_>> = chunk
+                        .iter()
+                        .map(|t| Entry {
+                            seq: t.seq,
+                            unix_ns: t.unix_ns,
+                            body: &t.body,
+                        })
+                        .collect();
+                    write_entries(tx, pos, g.boot, g.kind, &entries)?;
+                }
+            }
+        }
+    }
+    debug_assert_eq!(pos, end);
+    step.rows_written = written;
+    set_mark(tx, end)?;
+    Ok(step)
+}
+
+/// The run a step takes, from the rows' columns alone (no body read).
+struct Plan {
+    /// Its last position (the mark when the run is empty).
+    end: i64,
+    /// Rows in it.
+    rows: u64,
+    /// The fewest rows its records can become: a pack per (boot, kind,
+    /// minute) per [`pack::MAX_RECORDS`], a row per whole record. Every
+    /// record of a row lies in the minute of the row's time.
+    rows_after: u64,
+    /// The run ends because the next row is not delivered, not in a
+    /// closed minute, or missing (else: the step's bound).
+    done: bool,
+}
+
+fn plan(tx: &Connection, from: i64, before_ns: u64, below_pos: i64) -> rusqlite::Result<Plan> {
+    let mut stmt = tx.prepare_cached(
+        "SELECT boot, kind, pos, unix_ns, whole, n FROM stored WHERE pos > ?1 ORDER BY pos",
+    )?;
+    let mut rows = stmt.query([from])?;
+    let mut plan = Plan {
+        end: from,
+        rows: 0,
+        rows_after: 0,
+        done: true,
+    };
+    let mut groups: HashMap<(i64, i64, u64), u64> = HashMap::new();
+    let mut records = 0u64;
+    while let Some(r) = rows.next()? {
+        let (pos, unix_ns, n): (i64, i64, i64) = (r.get(2)?, r.get(3)?, r.get(5)?);
+        let (unix_ns, n) = (unix_ns as u64, n.max(1) as u64);
+        if pos >= below_pos || unix_ns >= before_ns {
+            break;
+        }
+        if records > 0 && records + n > STEP_RECORDS {
+            plan.done = false;
+            break;
+        }
+        if r.get::<_, bool>(4)? {
+            plan.rows_after += 1;
+        } else {
+            *groups
+                .entry((r.get(0)?, r.get(1)?, minute_of(unix_ns)))
+                .or_default() += n;
+        }
+        records += n;
+        plan.rows += 1;
+        plan.end = pos;
+    }
+    plan.rows_after += groups
+        .values()
+        .map(|n| n.div_ceil(pack::MAX_RECORDS as u64))
+        .sum::<u64>();
+    Ok(plan)
+}
+
+/// How a group's records split into rows: packs of at most
+/// [`pack::MAX_RECORDS`] records and about [`pack::MAX_BYTES`] bytes, as
+/// the ingest path cuts them.
+fn chunks(records: &[Taken]) -> Vec<&[Taken]> {
+    let mut out = Vec::new();
+    let (mut start, mut bytes) = (0, 0);
+    for (i, t) in records.iter().enumerate() {
+        bytes += t.body.len();
+        if i + 1 - start >= pack::MAX_RECORDS || bytes >= pack::MAX_BYTES {
+            out.push(&records[start..=i]);
+            start = i + 1;
+            bytes = 0;
+        }
+    }
+    if start < records.len() {
+        out.push(&records[start..]);
+    }
+    out
+}
+
+fn rows_of(records: &[Taken]) -> u64 {
+    chunks(records).len() as u64
+}
+
+mod task;
+pub use task::{closed_before, run};
+
+#[cfg(test)]
+mod tests;

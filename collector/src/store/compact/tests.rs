@@ -1,0 +1,200 @@
+use boltwatch_proto::v1::record::Payload;
+use boltwatch_proto::v1::{InterfaceCounters, Record, RttSummary};
+use prost::Message;
+
+use super::*;
+use crate::remote_write::log;
+use crate::store::rollup::MINUTE_NS;
+use crate::store::{insert, queries, schema, NewRecord, RecordFilter, StoredRecord};
+
+/// 2026-11-30T00:00:00Z, a minute boundary.
+const M: u64 = 1_795_996_800_000_000_000;
+const S: u64 = 1_000_000_000;
+const BOOTS: [&str; 2] = ["b1", "b2"];
+
+/// Record `seq` of `boot`, one a second from `M` (minute k holds seqs
+/// 60k+1 ..= 60k+60): RTT windows at odd seqs, counters at even ones.
+fn rec(boot: &str, seq: u64) -> NewRecord {
+    let (kind, payload) = if seq % 2 == 1 {
+        (
+            "rtt",
+            Payload::Rtt(RttSummary {
+                peer: "p".into(),
+                sent: seq,
+                ..RttSummary::default()
+            }),
+        )
+    } else {
+        (
+            "counters",
+            Payload::Counters(InterfaceCounters {
+                interface: "en1".into(),
+                receive_bytes: seq,
+                ..InterfaceCounters::default()
+            }),
+        )
+    };
+    let r = Record {
+        node: "n".into(),
+        boot_id: boot.into(),
+        seq,
+        unix_ns: M + (seq - 1) * S,
+        payload: Some(payload),
+    };
+    NewRecord {
+        node: r.node.clone(),
+        boot_id: r.boot_id.clone(),
+        seq,
+        unix_ns: r.unix_ns,
+        kind,
+        raw: r.encode_to_vec(),
+    }
+}
+
+/// What live agents leave: both boots interleaved, a record a batch.
+fn live(c: &Connection, seqs: std::ops::RangeInclusive<u64>) {
+    for seq in seqs {
+        for b in BOOTS {
+            assert!(queries::insert_record(c, &rec(b, seq)).unwrap());
+        }
+    }
+}
+
+fn rows(c: &Connection) -> i64 {
+    c.query_row("SELECT count(*) FROM stored", [], |r| r.get(0))
+        .unwrap()
+}
+
+fn by_time(c: &Connection) -> Vec<StoredRecord> {
+    let all = RecordFilter {
+        limit: 100_000,
+        ..Default::default()
+    };
+    queries::list_records(c, &all).unwrap()
+}
+
+/// Every record with its position, in store order.
+fn by_pos(c: &Connection) -> Vec<(i64, Record)> {
+    log::read_after(c, 0, 100_000)
+        .unwrap()
+        .into_iter()
+        .map(|l| (l.pos, l.record.expect("every record decodes")))
+        .collect()
+}
+
+fn step(c: &mut Connection, before: u64, below: i64) -> Compacted {
+    let tx = c.transaction().unwrap();
+    let s = compact_step(&tx, before, below).unwrap();
+    tx.commit().unwrap();
+    s
+}
+
+#[test]
+fn closed_minutes_become_a_pack_per_boot_kind_and_minute() {
+    let mut c = schema::memory();
+    live(&c, 1..=150);
+    assert_eq!(rows(&c), 300);
+    let (times, positions) = (by_time(&c), by_pos(&c));
+    // Minutes 0 and 1 are closed; minute 2 is not.
+    let s = step(&mut c, M + 2 * MINUTE_NS, i64::MAX);
+    // Two minutes of two boots' two kinds.
+    assert_eq!(
+        (s.rows_read, s.rows_written, s.mark, s.done),
+        (240, 8, 240, true)
+    );
+    assert_eq!(rows(&c), 8 + 60);
+    // The same records, read by time or by position; the newest position
+    // and every position after the run are as they were.
+    assert_eq!(by_time(&c), times);
+    let after = by_pos(&c);
+    assert_eq!(after.len(), positions.len());
+    assert_eq!(after[240..], positions[240..]);
+    assert_eq!(insert::newest_pos(&c).unwrap(), 300);
+    // Positions stay dense, and each (boot, kind) replays in seq order.
+    let dense: Vec<i64> = after.iter().map(|(p, _)| *p).collect();
+    assert_eq!(dense, (1..=300).collect::<Vec<_>>());
+    let mut last: HashMap<(String, bool), u64> = HashMap::new();
+    for (_, r) in &after {
+        let key = (r.boot_id.clone(), r.seq % 2 == 1);
+        let prev = last.insert(key, r.seq).unwrap_or(0);
+        assert!(r.seq > prev, "{} seq {} after {prev}", r.boot_id, r.seq);
+    }
+    // Nothing more until the minute closes.
+    let again = step(&mut c, M + 2 * MINUTE_NS, i64::MAX);
+    assert_eq!((again.rows_read, again.mark, again.done), (0, 240, true));
+    // New records keep coming after the newest position.
+    live(&c, 151..=151);
+    assert_eq!(by_pos(&c).last().unwrap().0, 302);
+}
+
+#[test]
+fn rows_not_delivered_everywhere_stay_where_they_are() {
+    let mut c = schema::memory();
+    live(&c, 1..=120);
+    let before = by_pos(&c);
+    // An endpoint has delivered up to position 100.
+    let s = step(&mut c, M + 10 * MINUTE_NS, 101);
+    assert_eq!((s.mark, s.done), (100, true));
+    let after = by_pos(&c);
+    assert_eq!(after[100..], before[100..]);
+    let fresh = schema::memory();
+    live(&fresh, 1..=120);
+    assert_eq!(by_time(&c), by_time(&fresh));
+    // Delivered further: the rest of those minutes follows.
+    let s = step(&mut c, M + 10 * MINUTE_NS, i64::MAX);
+    assert_eq!((s.rows_read, s.mark, s.done), (140, 240, true));
+    assert_eq!(by_pos(&c).len(), 240);
+}
+
+#[test]
+fn catch_up_packs_are_left_as_they_are() {
+    let mut c = schema::memory();
+    let batch: Vec<NewRecord> = (1..=120).map(|s| rec("b1", s)).collect();
+    let mut inserted = Vec::new();
+    let mut keys = layout::Keys::default();
+    insert::insert_batch(&c, &mut keys, &batch.into(), &mut inserted).unwrap();
+    let n = rows(&c);
+    let positions = by_pos(&c);
+    let s = step(&mut c, M + 10 * MINUTE_NS, i64::MAX);
+    assert_eq!((s.rows_read, s.rows_written), (n as u64, n as u64));
+    assert_eq!(by_pos(&c), positions);
+}
+
+#[test]
+fn a_damaged_row_ends_a_run_and_is_passed_over_untouched() {
+    let mut c = schema::memory();
+    live(&c, 1..=60);
+    c.execute("UPDATE stored SET n = 3, body = x'0102' WHERE pos = 50", [])
+        .unwrap();
+    let s = step(&mut c, M + 10 * MINUTE_NS, i64::MAX);
+    assert_eq!((s.rows_read, s.mark, s.done), (49, 49, false));
+    let s = step(&mut c, M + 10 * MINUTE_NS, i64::MAX);
+    assert_eq!((s.rows_read, s.mark, s.done), (0, 50, false));
+    let s = step(&mut c, M + 10 * MINUTE_NS, i64::MAX);
+    assert_eq!((s.rows_read, s.mark, s.done), (70, 120, true));
+    let damaged: (i64, Vec<u8>) = c
+        .query_row("SELECT n, body FROM stored WHERE pos = 50", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap();
+    assert_eq!(damaged, (3, vec![1, 2]));
+}
+
+#[test]
+fn a_step_reads_a_bounded_number_of_records() {
+    let mut c = schema::memory();
+    let per_boot = STEP_RECORDS / 2 + 30;
+    let tx = c.transaction().unwrap();
+    for seq in 1..=per_boot {
+        for b in BOOTS {
+            queries::insert_record(&tx, &rec(b, seq)).unwrap();
+        }
+    }
+    tx.commit().unwrap();
+    let cutoff = M + per_boot * S + 2 * MINUTE_NS;
+    let first = step(&mut c, cutoff, i64::MAX);
+    assert_eq!((first.rows_read, first.done), (STEP_RECORDS, false));
+    let second = step(&mut c, cutoff, i64::MAX);
+    assert_eq!((second.rows_read, second.done), (60, true));
+    assert_eq!(by_pos(&c).len() as u64, 2 * per_boot);
+}
