@@ -8,16 +8,9 @@
 # Usage: bench/retention.sh [--hours H] [--nodes N]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 hours=72 nodes=4
-while [ $# -gt 0 ]; do
-    case "$1" in
-        --hours) hours=$2; shift 2 ;;
-        --nodes) nodes=$2; shift 2 ;;
-        *) echo "usage: $0 [--hours H] [--nodes N]" >&2; exit 2 ;;
-    esac
-done
-command -v python3 >/dev/null || { echo "need python3 (sqlite3 module)" >&2; exit 1; }
-command -v taskset >/dev/null || { echo "need taskset (util-linux)" >&2; exit 1; }
+bench_store_args "$@"
 
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT

@@ -35,40 +35,18 @@ fi
 bin=$rel/boltwatch-collector
 load=$rel/examples/store_load
 
+. bench/lib.sh
 scratch=$(mktemp -d)
 [ -n "$dir" ] || dir=$scratch/data
 mkdir -p "$dir"
 [ -z "$(ls -A "$dir")" ] || { echo "$dir is not empty: the bench needs a fresh store" >&2; exit 1; }
 collector=""
-cleanup() {
-    [ -n "$collector" ] && kill "$collector" 2>/dev/null && wait "$collector" 2>/dev/null
-    rm -rf "$scratch"
-}
-trap cleanup EXIT
+trap bench_store_cleanup EXIT
 [ -n "${STORE_BENCH_KEEP:-}" ] && dir=$STORE_BENCH_KEEP && mkdir -p "$dir"
 
-port() { # a free loopback port
-    while :; do
-        p=$((20000 + RANDOM % 20000))
-        (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
-    done
-}
-grpc=127.0.0.1:$(port)
-http=127.0.0.1:$(port)
-cat >"$scratch/collector.toml" <<TOML
-data_dir = "$dir"
-grpc_listen = "$grpc"
-http_listen = "$http"
-max_records_per_second = 10000000
-max_bytes_per_second = 1099511627776
-TOML
-"$bin" serve --config "$scratch/collector.toml" >"$scratch/collector.log" 2>&1 &
-collector=$!
-for _ in $(seq 200); do
-    curl -fs "http://$http/healthz" >/dev/null 2>&1 && break
-    kill -0 "$collector" 2>/dev/null || { cat "$scratch/collector.log" >&2; exit 1; }
-    sleep 0.1
-done
+grpc=127.0.0.1:$(bench_port)
+http=127.0.0.1:$(bench_port)
+bench_serve "$dir"
 
 line=$("$load" --grpc "$grpc" --hours "$hours" --nodes "$nodes" --window "$window" --pid "$collector")
 echo "$line" >&2
@@ -78,10 +56,7 @@ rate=$(val records_per_second)
 per_cpu=$(val records_per_cpu_second)
 cpu=$(val collector_cpu_seconds)
 
-# A clean stop checkpoints the WAL into the database file.
-kill -TERM "$collector"
-wait "$collector" || { cat "$scratch/collector.log" >&2; exit 1; }
-collector=""
+bench_stop
 db=$(stat -c %s "$dir/boltwatch.db")
 wal=$(stat -c %s "$dir/boltwatch.db-wal" 2>/dev/null || echo 0)
 bytes=$((db + wal))

@@ -75,6 +75,8 @@ pub struct Config {
     /// Raw dense records older than this are replaced by per-minute
     /// rollups (`retention.raw`); `None` keeps every record raw.
     pub raw_retention: Option<Duration>,
+    /// Compact closed minutes into packs (`retention.compact`).
+    pub compact: bool,
     /// Prometheus remote write (`[remote_write]`); off without URLs.
     pub remote_write: crate::remote_write::Settings,
     /// TLS on the gRPC port (`[tls]`); plaintext without a certificate.
@@ -120,6 +122,7 @@ impl Schema for Config {
             api_token_file: None,
             stale_after: Duration::ZERO,
             raw_retention: None,
+            compact: false,
             remote_write: Default::default(),
             tls: Default::default(),
         }

@@ -265,11 +265,13 @@ where
         ))
     });
     // Compaction steps are writer commands too.
-    let compaction = tokio::spawn(store::compact::run(
-        handle.clone(),
-        config.remote_write.urls.clone(),
-        stop_rx.clone(),
-    ));
+    let compaction = config.compact.then(|| {
+        tokio::spawn(store::compact::run(
+            handle.clone(),
+            config.remote_write.urls.clone(),
+            stop_rx.clone(),
+        ))
+    });
     let live = handle.clone();
     let state = api::AppState {
         store: handle,
@@ -320,8 +322,10 @@ where
         r.abort();
         let _ = r.await;
     }
-    compaction.abort();
-    let _ = compaction.await;
+    if let Some(c) = compaction {
+        c.abort();
+        let _ = c.await;
+    }
     // A batch in flight is abandoned (its position was not saved, so it is
     // sent again after a restart).
     for s in senders {

@@ -60,6 +60,24 @@ fn rebuilt(metrics: &str) -> Vec<String> {
     v
 }
 
+/// Names the scenario's range and nodes soak `sim`, as an operator would.
+fn start_soak(dir: &Path, sc: &Scenario) {
+    collector_cli_ok(
+        &[
+            "soak",
+            "start",
+            "sim",
+            "--from",
+            &(T0 / S).to_string(),
+            "--to",
+            &((T0 + sc.duration) / S).to_string(),
+            "--nodes",
+            &sc.nodes.join(","),
+        ],
+        dir,
+    );
+}
+
 fn report(dir: &Path) -> Value {
     let out = collector_cli_ok(&["report", "--soak", "sim", "--format", "json"], dir);
     serde_json::from_str(&out).unwrap()
@@ -93,20 +111,7 @@ async fn pruned_minutes_report_and_rebuild_as_the_raw_records_did() {
     drop(agent);
     assert_eq!(c.stored().await, truth.records + 180);
     c.stop().await;
-    collector_cli_ok(
-        &[
-            "soak",
-            "start",
-            "sim",
-            "--from",
-            &(T0 / S).to_string(),
-            "--to",
-            &((T0 + sc.duration) / S).to_string(),
-            "--nodes",
-            &sc.nodes.join(","),
-        ],
-        dir.path(),
-    );
+    start_soak(dir.path(), &sc);
 
     // Over the raw records: the report, and /metrics rebuilt at a restart.
     let before = report(dir.path());
@@ -289,20 +294,7 @@ async fn a_live_soak_compacts_into_packs_and_reports_and_rebuilds_as_before() {
     let truth = sim::run(&sc, c.grpc, 1).await;
     assert_eq!(c.stored().await, truth.records);
     c.stop().await;
-    collector_cli_ok(
-        &[
-            "soak",
-            "start",
-            "sim",
-            "--from",
-            &(T0 / S).to_string(),
-            "--to",
-            &((T0 + sc.duration) / S).to_string(),
-            "--nodes",
-            &sc.nodes.join(","),
-        ],
-        dir.path(),
-    );
+    start_soak(dir.path(), &sc);
     let before = report(dir.path());
 
     // A restart rebuilds /metrics (before compaction starts), then

@@ -205,6 +205,13 @@ pub const KEYS: &[K] = &[
     .flag("raw-retention", "DURATION")
     .default_doc("none (all raw)"),
     K::new(
+        "retention.compact",
+        "rewrite the single-record rows live agents leave as packs (a third of the bytes) once their minute is closed and every remote_write endpoint has them",
+        |c, v| set(&mut c.compact, v.bool()),
+    )
+    .off("no-compact", "false", "rows stay as they arrived")
+    .default("true"),
+    K::new(
         "remote_write.urls",
         "Prometheus remote write 1.0 endpoints (`http[s]://HOST:PORT/api/v1/write`); every stored record's series at the record's time",
         |c, v| {

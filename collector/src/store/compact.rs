@@ -63,13 +63,16 @@ pub struct Compacted {
     pub done: bool,
 }
 
-impl Compacted {
-    /// Adds a later step's counts.
-    pub fn absorb(&mut self, other: Compacted) {
-        self.rows_read += other.rows_read;
-        self.rows_written += other.rows_written;
-        self.mark = other.mark;
-        self.done = other.done;
+impl super::upkeep::Step for Compacted {
+    fn absorb(&mut self, later: Compacted) {
+        self.rows_read += later.rows_read;
+        self.rows_written += later.rows_written;
+        self.mark = later.mark;
+        self.done = later.done;
+    }
+
+    fn done(&self) -> bool {
+        self.done
     }
 }
 

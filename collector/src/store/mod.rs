@@ -22,6 +22,7 @@ pub mod schema;
 pub mod seqs;
 pub mod soaks;
 mod types;
+pub mod upkeep;
 mod writer;
 
 pub use error::StoreError;

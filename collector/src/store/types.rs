@@ -196,6 +196,21 @@ pub struct BatchOutcome {
     pub total_records: u64,
 }
 
+/// `r` as the ingest path hands it to the store, for tests that store
+/// real records.
+#[cfg(test)]
+pub fn encoded(r: &boltwatch_proto::v1::Record, kind: &'static str) -> NewRecord {
+    use prost::Message;
+    NewRecord {
+        node: r.node.clone(),
+        boot_id: r.boot_id.clone(),
+        seq: r.seq,
+        unix_ns: r.unix_ns,
+        kind,
+        raw: r.encode_to_vec(),
+    }
+}
+
 /// A record of node `a` for the store's SQL tests: time `1000 + seq`, kind
 /// `outage` at every 7th seq (a sparse kind) and `rtt` otherwise, the seq's
 /// bytes as its body.

@@ -1,14 +1,10 @@
-//! The collector's minutely compaction task: steps of [`super::compact_step`]
-//! through the store's writer, up to what every configured remote_write
-//! endpoint has delivered and the last closed minute.
+//! The collector's minutely compaction task (see [`crate::store::upkeep`]):
+//! up to what every configured remote_write endpoint has delivered and the
+//! last closed minute.
 
 use super::Compacted;
-use crate::store::retention::delivered_below;
 use crate::store::rollup::{minute_of, MINUTE_NS};
-use crate::store::StoreHandle;
-
-/// How often compaction looks for closed minutes.
-const EVERY: std::time::Duration = std::time::Duration::from_secs(60);
+use crate::store::{upkeep, StoreHandle};
 
 /// The first minute not yet compacted at `now_ns`: a minute is left alone
 /// until a whole minute after it ended, so the records of agents whose
@@ -17,43 +13,19 @@ pub fn closed_before(now_ns: u64) -> u64 {
     minute_of(now_ns).saturating_sub(MINUTE_NS)
 }
 
-/// Compacts every minute until `stop` turns true. Each step is one writer
-/// command, so batches queued meanwhile go first and stopping between
-/// steps leaves no half-done step.
+/// Compacts every minute until `stop` turns true.
 pub async fn run(
     store: StoreHandle,
     endpoints: Vec<String>,
-    mut stop: tokio::sync::watch::Receiver<bool>,
+    stop: tokio::sync::watch::Receiver<bool>,
 ) {
-    loop {
-        let mut total = Compacted::default();
-        loop {
-            if *stop.borrow() {
-                return;
-            }
-            let before = closed_before(boltwatch_common::clock::now_unix_ns());
-            let urls = endpoints.clone();
-            let below = store
-                .read(move |c| delivered_below(c, Some(&urls)).map(|b| b.0))
-                .await;
-            let step = match below {
-                Ok(below) => store.compact_step(before, below).await,
-                Err(e) => Err(e),
-            };
-            match step {
-                Ok(s) => {
-                    total.absorb(s);
-                    if s.done {
-                        break;
-                    }
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "compaction failed; retrying in a minute");
-                    break;
-                }
-            }
-            tokio::task::yield_now().await;
-        }
+    let (store, endpoints) = (&store, &endpoints);
+    let step = || async move {
+        let before = closed_before(boltwatch_common::clock::now_unix_ns());
+        let below = upkeep::below(store, endpoints).await?;
+        store.compact_step(before, below).await
+    };
+    let round = |total: Compacted| async move {
         if total.rows_written < total.rows_read {
             tracing::debug!(
                 rows_read = total.rows_read,
@@ -62,11 +34,8 @@ pub async fn run(
                 "compacted closed minutes into packs"
             );
         }
-        tokio::select! {
-            _ = tokio::time::sleep(EVERY) => {}
-            _ = stop.changed() => {}
-        }
-    }
+    };
+    upkeep::every_minute("compaction", stop, step, round).await
 }
 
 #[cfg(test)]

@@ -1,10 +1,10 @@
 use boltwatch_proto::v1::record::Payload;
 use boltwatch_proto::v1::{InterfaceCounters, Record, RttSummary};
-use prost::Message;
 
 use super::*;
 use crate::remote_write::log;
 use crate::store::rollup::MINUTE_NS;
+use crate::store::types::encoded;
 use crate::store::{insert, queries, schema, NewRecord, RecordFilter, StoredRecord};
 
 /// 2026-11-30T00:00:00Z, a minute boundary.
@@ -41,14 +41,7 @@ fn rec(boot: &str, seq: u64) -> NewRecord {
         unix_ns: M + (seq - 1) * S,
         payload: Some(payload),
     };
-    NewRecord {
-        node: r.node.clone(),
-        boot_id: r.boot_id.clone(),
-        seq,
-        unix_ns: r.unix_ns,
-        kind,
-        raw: r.encode_to_vec(),
-    }
+    encoded(&r, kind)
 }
 
 /// What live agents leave: both boots interleaved, a record a batch.

@@ -84,13 +84,16 @@ pub struct Pruned {
     pub done: bool,
 }
 
-impl Pruned {
-    /// Adds a later step's counts; its mark and verdict replace these.
-    pub fn absorb(&mut self, later: Pruned) {
+impl crate::store::upkeep::Step for Pruned {
+    fn absorb(&mut self, later: Pruned) {
         self.records += later.records;
         self.rollups += later.rollups;
         self.until_ns = later.until_ns;
         self.done = later.done;
+    }
+
+    fn done(&self) -> bool {
+        self.done
     }
 }
 

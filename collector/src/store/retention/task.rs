@@ -9,6 +9,7 @@ use boltwatch_proto::v1::Record;
 use rusqlite::Connection;
 
 use super::{minute_of, prune_step, scan, Pruned};
+use crate::store::upkeep::{self, Step};
 
 /// The first position not yet delivered to every endpoint in `endpoints`
 /// (`None`: every endpoint the store has a position for, configured or
@@ -61,9 +62,6 @@ pub fn prune_before(
     }
 }
 
-/// How often pruning looks for raw records past the retention.
-const EVERY: std::time::Duration = std::time::Duration::from_secs(60);
-
 /// Prunes raw dense records older than `keep` every minute, in steps, until
 /// `stop` turns true. Records not yet delivered to every endpoint in
 /// `endpoints` (the configured remote_write URLs) are kept. After each
@@ -73,40 +71,16 @@ pub async fn run(
     keep: std::time::Duration,
     endpoints: Vec<String>,
     status: impl Fn(u64, u64) + Send + 'static,
-    mut stop: tokio::sync::watch::Receiver<bool>,
+    stop: tokio::sync::watch::Receiver<bool>,
 ) {
-    loop {
-        let mut total = Pruned::default();
-        loop {
-            if *stop.borrow() {
-                return;
-            }
-            let now = boltwatch_common::clock::now_unix_ns();
-            let cutoff = now.saturating_sub(keep.as_nanos().min(u128::from(u64::MAX)) as u64);
-            let urls = endpoints.clone();
-            let below = store
-                .read(move |c| delivered_below(c, Some(&urls)).map(|b| b.0))
-                .await;
-            let step = match below {
-                Ok(below) => store.prune_step(cutoff, below).await,
-                Err(e) => Err(e),
-            };
-            match step {
-                Ok(p) => {
-                    total.absorb(p);
-                    if p.done {
-                        break;
-                    }
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "retention: pruning raw records failed; retrying in a minute");
-                    break;
-                }
-            }
-            // Batches queued meanwhile go first: the writer takes commands
-            // in order.
-            tokio::task::yield_now().await;
-        }
+    let keep_ns = keep.as_nanos().min(u128::from(u64::MAX)) as u64;
+    let (store, endpoints, status) = (&store, &endpoints, &status);
+    let step = || async move {
+        let cutoff = boltwatch_common::clock::now_unix_ns().saturating_sub(keep_ns);
+        let below = upkeep::below(store, endpoints).await?;
+        store.prune_step(cutoff, below).await
+    };
+    let round = |total: Pruned| async move {
         if let Ok((mark, records)) = store.read(super::status).await {
             status(mark, records);
         }
@@ -118,11 +92,8 @@ pub async fn run(
                 "retention: raw records replaced by per-minute rollups"
             );
         }
-        tokio::select! {
-            _ = tokio::time::sleep(EVERY) => {}
-            _ = stop.changed() => {}
-        }
-    }
+    };
+    upkeep::every_minute("retention: pruning raw records", stop, step, round).await
 }
 
 /// A day of rollups: what a replay holds in memory at a time.

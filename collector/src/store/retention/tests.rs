@@ -3,6 +3,7 @@ use boltwatch_proto::v1::{RttSummary, ThermalReading};
 
 use super::*;
 use crate::store::layout::Keys;
+use crate::store::types::encoded;
 use crate::store::{queries, schema, NewBatch, NewRecord};
 
 /// 2026-11-30T00:00:00Z, a minute boundary.
@@ -40,15 +41,7 @@ fn put_at(c: &Connection, seq: u64, unix_ns: u64, thermal: bool) {
         unix_ns,
         payload: Some(payload),
     };
-    let new = NewRecord {
-        node: r.node.clone(),
-        boot_id: r.boot_id.clone(),
-        seq,
-        unix_ns: r.unix_ns,
-        kind,
-        raw: r.encode_to_vec(),
-    };
-    assert!(queries::insert_record(c, &new).unwrap());
+    assert!(queries::insert_record(c, &encoded(&r, kind)).unwrap());
 }
 
 fn step(c: &mut Connection, cutoff: u64, below: i64) -> Pruned {
