@@ -206,7 +206,7 @@ pub const KEYS: &[K] = &[
     .default_doc("none (all raw)"),
     K::new(
         "retention.compact",
-        "rewrite the single-record rows live agents leave as packs (a third of the bytes) once their minute is closed and every remote_write endpoint has them",
+        "rewrite the single-record rows live agents leave as packs (less than half the bytes) a minute after they arrive, once every remote_write endpoint has them",
         |c, v| set(&mut c.compact, v.bool()),
     )
     .off("no-compact", "false", "rows stay as they arrived")

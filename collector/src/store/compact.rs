@@ -1,18 +1,24 @@
-//! Compaction of delivered minutes (schema version 9).
+//! Compaction of live rows into packs (schema version 9).
 //!
 //! A live agent sends each record as soon as it is spooled, so the ingest
 //! path, which packs only within a batch (see [`super::insert`]), stores
-//! most live records one a row: about three times the bytes of a pack's
-//! record, and a b-tree entry per record in each index. Compaction
-//! rewrites closed minutes as packs afterwards, one bounded transaction a
-//! step, following a mark over store positions.
+//! most live records one a row: about two and a half times the bytes of a
+//! pack's record, and a b-tree entry per record in each index. Compaction
+//! rewrites them as packs afterwards, one bounded transaction a step,
+//! following a mark over store positions.
 //!
-//! Positions are what remote write resumes from, so a step only touches a
-//! run of rows that is already delivered to every configured endpoint
-//! (below `below_pos`) and lies wholly in closed minutes (before
-//! `before_ns`). Inside that run `(mark, end]` the records are regrouped
-//! per (boot, kind, minute) and laid out again at the top of the run's
-//! positions, ending at `end`:
+//! A step takes the rows after the mark and before `below_pos`: the caller
+//! passes the lower of the first position not yet delivered to every
+//! configured remote_write endpoint and the first that arrived since its
+//! previous round (a minute ago), so the current minute's live rows are
+//! not packed while their neighbours are still arriving. Arrival, not the
+//! records' own times, decides: an agent whose clock runs ahead cannot
+//! hold compaction back. A minute whose records arrive across two rounds
+//! becomes two packs, at about a byte a record more than one.
+//!
+//! Inside the run `(mark, end]` the records are regrouped per (boot, kind,
+//! minute) and laid out again at the top of the run's positions, ending
+//! at `end`:
 //! - no endpoint has a position inside the run, so none skips or resends
 //!   a record; rows after `end` keep their positions;
 //! - the newest position never drops, so no position is handed out again
@@ -58,8 +64,8 @@ pub struct Compacted {
     pub rows_written: u64,
     /// The mark after the step: positions up to it were looked at.
     pub mark: i64,
-    /// Nothing more can be done now (the next row is not delivered, not in
-    /// a closed minute, or there is none).
+    /// Nothing more can be done now: the run reached `below_pos` or the
+    /// last row.
     pub done: bool,
 }
 
@@ -110,17 +116,12 @@ struct Group {
     records: Vec<Taken>,
 }
 
-/// One step: the rows after the mark that are delivered (`pos <
-/// below_pos`) and in minutes before `before_ns` (a minute boundary),
-/// at most [`STEP_RECORDS`] records, rewritten as packs when that at
-/// least halves their rows. Run inside an immediate transaction.
-pub fn compact_step(
-    tx: &Connection,
-    before_ns: u64,
-    below_pos: i64,
-) -> rusqlite::Result<Compacted> {
+/// One step: the rows after the mark and before `below_pos`, at most
+/// [`STEP_RECORDS`] records, rewritten as packs when that at least halves
+/// their rows. Run inside an immediate transaction.
+pub fn compact_step(tx: &Connection, below_pos: i64) -> rusqlite::Result<Compacted> {
     let from = mark(tx)?;
-    let plan = plan(tx, from, before_ns, below_pos)?;
+    let plan = plan(tx, from, below_pos)?;
     if plan.rows == 0 || plan.rows_after * 2 > plan.rows {
         // Nothing to do, or not worth a rewrite (catch-up traffic arrives
         // packed): the mark moves on without a record decoded.
@@ -255,16 +256,17 @@ struct Plan {
     /// minute) per [`pack::MAX_RECORDS`], a row per whole record. Every
     /// record of a row lies in the minute of the row's time.
     rows_after: u64,
-    /// The run ends because the next row is not delivered, not in a
-    /// closed minute, or missing (else: the step's bound).
+    /// The run ends at `below_pos` or the last row (else: at the step's
+    /// bound).
     done: bool,
 }
 
-fn plan(tx: &Connection, from: i64, before_ns: u64, below_pos: i64) -> rusqlite::Result<Plan> {
+fn plan(tx: &Connection, from: i64, below_pos: i64) -> rusqlite::Result<Plan> {
     let mut stmt = tx.prepare_cached(
-        "SELECT boot, kind, pos, unix_ns, whole, n FROM stored WHERE pos > ?1 ORDER BY pos",
+        "SELECT boot, kind, pos, unix_ns, whole, n FROM stored
+         WHERE pos > ?1 AND pos < ?2 ORDER BY pos",
     )?;
-    let mut rows = stmt.query([from])?;
+    let mut rows = stmt.query([from, below_pos])?;
     let mut plan = Plan {
         end: from,
         rows: 0,
@@ -276,9 +278,6 @@ fn plan(tx: &Connection, from: i64, before_ns: u64, below_pos: i64) -> rusqlite:
     while let Some(r) = rows.next()? {
         let (pos, unix_ns, n): (i64, i64, i64) = (r.get(2)?, r.get(3)?, r.get(5)?);
         let (unix_ns, n) = (unix_ns as u64, n.max(1) as u64);
-        if pos >= below_pos || unix_ns >= before_ns {
-            break;
-        }
         if records > 0 && records + n > STEP_RECORDS {
             plan.done = false;
             break;
@@ -326,7 +325,7 @@ fn rows_of(records: &[Taken]) -> u64 {
 }
 
 mod task;
-pub use task::{closed_before, run};
+pub use task::run;
 
 #[cfg(test)]
 mod tests;

@@ -49,9 +49,8 @@ enum Command {
     /// One step of raw-record retention: (cutoff, first position not
     /// delivered to every remote_write endpoint).
     Prune(u64, i64, Reply<retention::Pruned>),
-    /// One step of compaction: (first minute not closed, first position
-    /// not delivered to every remote_write endpoint).
-    Compact(u64, i64, Reply<compact::Compacted>),
+    /// One step of compaction: the first position it leaves alone.
+    Compact(i64, Reply<compact::Compacted>),
     Shutdown,
 }
 
@@ -228,17 +227,11 @@ impl StoreHandle {
         self.damage.watch(r)
     }
 
-    /// One step of compaction (see [`compact`]): rewrites delivered rows
-    /// of minutes before `before_ns` below position `below_pos` as packs.
-    pub async fn compact_step(
-        &self,
-        before_ns: u64,
-        below_pos: i64,
-    ) -> Result<compact::Compacted, StoreError> {
+    /// One step of compaction (see [`compact`]): rewrites rows before
+    /// position `below_pos` as packs.
+    pub async fn compact_step(&self, below_pos: i64) -> Result<compact::Compacted, StoreError> {
         self.damaged()?;
-        let r = self
-            .call(|r| Command::Compact(before_ns, below_pos, r))
-            .await;
+        let r = self.call(|r| Command::Compact(below_pos, r)).await;
         self.damage.watch(r)
     }
 

@@ -68,8 +68,8 @@ impl Writer {
                 Command::Prune(cutoff, below_pos, reply) => {
                     let _ = reply.send(self.prune(cutoff, below_pos));
                 }
-                Command::Compact(before, below_pos, reply) => {
-                    let _ = reply.send(self.compact(before, below_pos));
+                Command::Compact(below_pos, reply) => {
+                    let _ = reply.send(self.step(|tx| compact::compact_step(tx, below_pos)));
                 }
                 Command::Shutdown => break,
             }
@@ -94,10 +94,6 @@ impl Writer {
 
     fn prune(&mut self, cutoff: u64, below_pos: i64) -> Result<retention::Pruned, StoreError> {
         self.step(|tx| retention::prune_step(tx, cutoff, below_pos))
-    }
-
-    fn compact(&mut self, before: u64, below_pos: i64) -> Result<compact::Compacted, StoreError> {
-        self.step(|tx| compact::compact_step(tx, before, below_pos))
     }
 
     /// One maintenance step in its own immediate transaction.

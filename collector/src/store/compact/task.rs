@@ -1,29 +1,35 @@
-//! The collector's minutely compaction task (see [`crate::store::upkeep`]):
-//! up to what every configured remote_write endpoint has delivered and the
-//! last closed minute.
+//! The collector's minutely compaction task (see [`crate::store::upkeep`]).
+
+use std::sync::atomic::{AtomicI64, Ordering};
 
 use super::Compacted;
-use crate::store::rollup::{minute_of, MINUTE_NS};
-use crate::store::{upkeep, StoreHandle};
+use crate::store::{insert, upkeep, StoreHandle};
 
-/// The first minute not yet compacted at `now_ns`: a minute is left alone
-/// until a whole minute after it ended, so the records of agents whose
-/// clocks or spools run a little behind land in it before it is packed.
-pub fn closed_before(now_ns: u64) -> u64 {
-    minute_of(now_ns).saturating_sub(MINUTE_NS)
-}
-
-/// Compacts every minute until `stop` turns true.
+/// Compacts, every minute until `stop` turns true, the rows that every
+/// endpoint in `endpoints` (the configured remote_write URLs) has and that
+/// arrived before the previous round: the newest position is noted at
+/// each round's end and bounds the next round. Rows already stored when
+/// the collector starts count as arrived.
 pub async fn run(
     store: StoreHandle,
     endpoints: Vec<String>,
     stop: tokio::sync::watch::Receiver<bool>,
 ) {
-    let (store, endpoints) = (&store, &endpoints);
+    // A step and the round's end take turns on one task; the atomic only
+    // lets both closures hold it.
+    let arrived = match store.read(insert::newest_pos).await {
+        Ok(p) => AtomicI64::new(p),
+        Err(e) => {
+            tracing::warn!(error = %e, "compaction: reading the store failed; not compacting");
+            return;
+        }
+    };
+    let (store, endpoints, arrived) = (&store, &endpoints, &arrived);
     let step = || async move {
-        let before = closed_before(boltwatch_common::clock::now_unix_ns());
         let below = upkeep::below(store, endpoints).await?;
-        store.compact_step(before, below).await
+        store
+            .compact_step(below.min(arrived.load(Ordering::Relaxed) + 1))
+            .await
     };
     let round = |total: Compacted| async move {
         if total.rows_written < total.rows_read {
@@ -31,22 +37,12 @@ pub async fn run(
                 rows_read = total.rows_read,
                 rows_written = total.rows_written,
                 mark = total.mark,
-                "compacted closed minutes into packs"
+                "compacted live rows into packs"
             );
+        }
+        if let Ok(p) = store.read(insert::newest_pos).await {
+            arrived.store(p, Ordering::Relaxed);
         }
     };
     upkeep::every_minute("compaction", stop, step, round).await
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_minute_before_the_current_one_is_still_open() {
-        let m = 1_795_996_800_000_000_000;
-        assert_eq!(closed_before(m + 5 * MINUTE_NS + 1), m + 4 * MINUTE_NS);
-        assert_eq!(closed_before(m + 5 * MINUTE_NS), m + 4 * MINUTE_NS);
-        assert_eq!(closed_before(0), 0);
-    }
 }

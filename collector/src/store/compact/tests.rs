@@ -3,7 +3,6 @@ use boltwatch_proto::v1::{InterfaceCounters, Record, RttSummary};
 
 use super::*;
 use crate::remote_write::log;
-use crate::store::rollup::MINUTE_NS;
 use crate::store::types::encoded;
 use crate::store::{insert, queries, schema, NewRecord, RecordFilter, StoredRecord};
 
@@ -75,21 +74,21 @@ fn by_pos(c: &Connection) -> Vec<(i64, Record)> {
         .collect()
 }
 
-fn step(c: &mut Connection, before: u64, below: i64) -> Compacted {
+fn step(c: &mut Connection, below: i64) -> Compacted {
     let tx = c.transaction().unwrap();
-    let s = compact_step(&tx, before, below).unwrap();
+    let s = compact_step(&tx, below).unwrap();
     tx.commit().unwrap();
     s
 }
 
 #[test]
-fn closed_minutes_become_a_pack_per_boot_kind_and_minute() {
+fn arrived_rows_become_a_pack_per_boot_kind_and_minute() {
     let mut c = schema::memory();
     live(&c, 1..=150);
     assert_eq!(rows(&c), 300);
     let (times, positions) = (by_time(&c), by_pos(&c));
-    // Minutes 0 and 1 are closed; minute 2 is not.
-    let s = step(&mut c, M + 2 * MINUTE_NS, i64::MAX);
+    // Minutes 0 and 1 arrived before the last round; minute 2 since.
+    let s = step(&mut c, 241);
     // Two minutes of two boots' two kinds.
     assert_eq!(
         (s.rows_read, s.rows_written, s.mark, s.done),
@@ -112,8 +111,8 @@ fn closed_minutes_become_a_pack_per_boot_kind_and_minute() {
         let prev = last.insert(key, r.seq).unwrap_or(0);
         assert!(r.seq > prev, "{} seq {} after {prev}", r.boot_id, r.seq);
     }
-    // Nothing more until the minute closes.
-    let again = step(&mut c, M + 2 * MINUTE_NS, i64::MAX);
+    // Nothing more until the next round.
+    let again = step(&mut c, 241);
     assert_eq!((again.rows_read, again.mark, again.done), (0, 240, true));
     // New records keep coming after the newest position.
     live(&c, 151..=151);
@@ -126,7 +125,7 @@ fn rows_not_delivered_everywhere_stay_where_they_are() {
     live(&c, 1..=120);
     let before = by_pos(&c);
     // An endpoint has delivered up to position 100.
-    let s = step(&mut c, M + 10 * MINUTE_NS, 101);
+    let s = step(&mut c, 101);
     assert_eq!((s.mark, s.done), (100, true));
     let after = by_pos(&c);
     assert_eq!(after[100..], before[100..]);
@@ -134,7 +133,7 @@ fn rows_not_delivered_everywhere_stay_where_they_are() {
     live(&fresh, 1..=120);
     assert_eq!(by_time(&c), by_time(&fresh));
     // Delivered further: the rest of those minutes follows.
-    let s = step(&mut c, M + 10 * MINUTE_NS, i64::MAX);
+    let s = step(&mut c, i64::MAX);
     assert_eq!((s.rows_read, s.mark, s.done), (140, 240, true));
     assert_eq!(by_pos(&c).len(), 240);
 }
@@ -148,7 +147,7 @@ fn catch_up_packs_are_left_as_they_are() {
     insert::insert_batch(&c, &mut keys, &batch.into(), &mut inserted).unwrap();
     let n = rows(&c);
     let positions = by_pos(&c);
-    let s = step(&mut c, M + 10 * MINUTE_NS, i64::MAX);
+    let s = step(&mut c, i64::MAX);
     assert_eq!((s.rows_read, s.rows_written), (n as u64, n as u64));
     assert_eq!(by_pos(&c), positions);
 }
@@ -159,11 +158,11 @@ fn a_damaged_row_ends_a_run_and_is_passed_over_untouched() {
     live(&c, 1..=60);
     c.execute("UPDATE stored SET n = 3, body = x'0102' WHERE pos = 50", [])
         .unwrap();
-    let s = step(&mut c, M + 10 * MINUTE_NS, i64::MAX);
+    let s = step(&mut c, i64::MAX);
     assert_eq!((s.rows_read, s.mark, s.done), (49, 49, false));
-    let s = step(&mut c, M + 10 * MINUTE_NS, i64::MAX);
+    let s = step(&mut c, i64::MAX);
     assert_eq!((s.rows_read, s.mark, s.done), (0, 50, false));
-    let s = step(&mut c, M + 10 * MINUTE_NS, i64::MAX);
+    let s = step(&mut c, i64::MAX);
     assert_eq!((s.rows_read, s.mark, s.done), (70, 120, true));
     let damaged: (i64, Vec<u8>) = c
         .query_row("SELECT n, body FROM stored WHERE pos = 50", [], |r| {
@@ -184,10 +183,9 @@ fn a_step_reads_a_bounded_number_of_records() {
         }
     }
     tx.commit().unwrap();
-    let cutoff = M + per_boot * S + 2 * MINUTE_NS;
-    let first = step(&mut c, cutoff, i64::MAX);
+    let first = step(&mut c, i64::MAX);
     assert_eq!((first.rows_read, first.done), (STEP_RECORDS, false));
-    let second = step(&mut c, cutoff, i64::MAX);
+    let second = step(&mut c, i64::MAX);
     assert_eq!((second.rows_read, second.done), (60, true));
     assert_eq!(by_pos(&c).len() as u64, 2 * per_boot);
 }
