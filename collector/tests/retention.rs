@@ -31,13 +31,21 @@ fn db(dir: &Path) -> Connection {
 /// (raw dense records, rollups, every stored record): a row holds `n`
 /// records (packed rows).
 fn counts(dir: &Path) -> (i64, i64, i64) {
-    let c = db(dir);
-    let one = |sql: &str| c.query_row(sql, [], |r| r.get::<_, i64>(0)).unwrap();
-    (
-        one("SELECT coalesce(sum(n), 0) FROM stored WHERE kind < 3"),
-        one("SELECT count(*) FROM rollups"),
-        one("SELECT coalesce(sum(n), 0) FROM stored"),
+    three(
+        dir,
+        [
+            "SELECT coalesce(sum(n), 0) FROM stored WHERE kind < 3",
+            "SELECT count(*) FROM rollups",
+            "SELECT coalesce(sum(n), 0) FROM stored",
+        ],
     )
+}
+
+/// The answers of three counting queries.
+fn three(dir: &Path, sql: [&str; 3]) -> (i64, i64, i64) {
+    let c = db(dir);
+    let [a, b, c] = sql.map(|q| c.query_row(q, [], |r| r.get::<_, i64>(0)).unwrap());
+    (a, b, c)
 }
 
 /// The series a restart rebuilds from the store: RTT histograms and
@@ -273,12 +281,13 @@ async fn prune_command_leaves_a_mixed_range_reporting_as_before() {
 /// (rows, records, distinct (boot, kind, minute)): what compaction
 /// brings rows down to when no group is over a pack's bounds.
 fn rows_and_groups(dir: &Path) -> (i64, i64, i64) {
-    let c = db(dir);
-    let one = |sql: &str| c.query_row(sql, [], |r| r.get::<_, i64>(0)).unwrap();
-    (
-        one("SELECT count(*) FROM stored"),
-        one("SELECT coalesce(sum(n), 0) FROM stored"),
-        one("SELECT count(*) FROM (SELECT DISTINCT boot, kind, unix_ns / 60000000000 FROM stored)"),
+    three(
+        dir,
+        [
+            "SELECT count(*) FROM stored",
+            "SELECT coalesce(sum(n), 0) FROM stored",
+            "SELECT count(*) FROM (SELECT DISTINCT boot, kind, unix_ns / 60000000000 FROM stored)",
+        ],
     )
 }
 

@@ -6,7 +6,10 @@
 //! (`/api/v1`) use a small pool of read-only connections on blocking threads,
 //! which WAL lets run beside the writer. SQL text lives in [`queries`], the
 //! schema in [`schema`], the health checks (free space, `quick_check` at
-//! start, damage found while running) in `health`.
+//! start, damage found while running) in `health`. Rows are packs of
+//! records ([`pack`], written by [`insert`]); the writer also runs the
+//! minutely upkeep ([`upkeep`]): raw retention ([`retention`]) and
+//! compaction of live rows into packs ([`compact`]).
 
 pub mod compact;
 mod error;
