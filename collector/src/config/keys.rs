@@ -123,7 +123,7 @@ pub const KEYS: &[K] = &[
         // The largest real record (a bandwidth result with its intervals)
         // is a few KiB.
         |c, v| {
-            c.max_record_bytes = v.int(1024..=16_777_216)? as usize;
+            c.max_record_bytes = v.int(1024..=crate::store::pack::MAX_RECORD_BYTES as i64)? as usize;
             Ok(())
         },
     )

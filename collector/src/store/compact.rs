@@ -52,8 +52,14 @@ pub(super) fn migrate_v9(tx: &Transaction<'_>) -> rusqlite::Result<()> {
 }
 
 /// Records one step reads at most (a bound on its transaction and on the
-/// memory it holds: about 100 bytes a record).
+/// memory it holds: about 100 bytes a live record).
 const STEP_RECORDS: u64 = 50_000;
+
+/// Record bytes one step holds at most, whatever the records' size (a
+/// node may send records up to the collector's `max_record_bytes`): a
+/// single row counts its body, a pack the most its body can unpack to
+/// (beyond the first row of a step).
+const STEP_BYTES: u64 = 16 << 20;
 
 /// What one [`compact_step`] did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -117,7 +123,7 @@ struct Group {
 }
 
 /// One step: the rows after the mark and before `below_pos`, at most
-/// [`STEP_RECORDS`] records, rewritten as packs when that at least halves
+/// [`STEP_RECORDS`] records and [`STEP_BYTES`] bytes, rewritten as packs when that at least halves
 /// their rows. Run inside an immediate transaction.
 pub fn compact_step(tx: &Connection, below_pos: i64) -> rusqlite::Result<Compacted> {
     let from = mark(tx)?;
@@ -263,7 +269,7 @@ struct Plan {
 
 fn plan(tx: &Connection, from: i64, below_pos: i64) -> rusqlite::Result<Plan> {
     let mut stmt = tx.prepare_cached(
-        "SELECT boot, kind, pos, unix_ns, whole, n FROM stored
+        "SELECT boot, kind, pos, unix_ns, whole, n, length(body) FROM stored
          WHERE pos > ?1 AND pos < ?2 ORDER BY pos",
     )?;
     let mut rows = stmt.query([from, below_pos])?;
@@ -274,11 +280,21 @@ fn plan(tx: &Connection, from: i64, below_pos: i64) -> rusqlite::Result<Plan> {
         done: true,
     };
     let mut groups: HashMap<(i64, i64, u64), u64> = HashMap::new();
-    let mut records = 0u64;
+    let (mut records, mut bytes) = (0u64, 0u64);
     while let Some(r) = rows.next()? {
         let (pos, unix_ns, n): (i64, i64, i64) = (r.get(2)?, r.get(3)?, r.get(5)?);
         let (unix_ns, n) = (unix_ns as u64, n.max(1) as u64);
-        if records > 0 && records + n > STEP_RECORDS {
+        // A pack unpacks to at most about 22 times its Snappy block (a
+        // copy of 64 bytes takes 3), and to no more than readers allow.
+        let len = r.get::<_, i64>(6)? as u64;
+        let held = if n > 1 {
+            (len * 22).min(
+                (pack::MAX_BYTES + pack::MAX_RECORD_BYTES) as u64 + n * pack::FRAME_OVERHEAD as u64,
+            )
+        } else {
+            len
+        };
+        if records > 0 && (records + n > STEP_RECORDS || bytes + held > STEP_BYTES) {
             plan.done = false;
             break;
         }
@@ -290,6 +306,7 @@ fn plan(tx: &Connection, from: i64, below_pos: i64) -> rusqlite::Result<Plan> {
                 .or_default() += n;
         }
         records += n;
+        bytes += held;
         plan.rows += 1;
         plan.end = pos;
     }
@@ -300,19 +317,18 @@ fn plan(tx: &Connection, from: i64, below_pos: i64) -> rusqlite::Result<Plan> {
     Ok(plan)
 }
 
-/// How a group's records split into rows: packs of at most
-/// [`pack::MAX_RECORDS`] records and about [`pack::MAX_BYTES`] bytes, as
-/// the ingest path cuts them.
+/// How a group's records split into rows: packs within [`pack::fits`],
+/// as the ingest path cuts them.
 fn chunks(records: &[Taken]) -> Vec<&[Taken]> {
     let mut out = Vec::new();
     let (mut start, mut bytes) = (0, 0);
     for (i, t) in records.iter().enumerate() {
-        bytes += t.body.len();
-        if i + 1 - start >= pack::MAX_RECORDS || bytes >= pack::MAX_BYTES {
-            out.push(&records[start..=i]);
-            start = i + 1;
+        if !pack::fits(i - start, bytes, t.body.len()) {
+            out.push(&records[start..i]);
+            start = i;
             bytes = 0;
         }
+        bytes += t.body.len();
     }
     if start < records.len() {
         out.push(&records[start..]);

@@ -168,18 +168,19 @@ impl<'a> Packer<'a> {
             }
         };
         let open = &mut self.open[at];
+        if !pack::fits(open.entries.len(), open.bytes, body.len()) {
+            // Full: written now; the pack starts again with this record.
+            let full = std::mem::take(&mut open.entries);
+            open.bytes = 0;
+            self.write(conn, r.boot, kind, &full)?;
+        }
+        let open = &mut self.open[at];
         open.entries.push(pack::Entry {
             seq: r.seq,
             unix_ns: r.unix_ns,
             body,
         });
         open.bytes += body.len();
-        if open.entries.len() >= pack::MAX_RECORDS || open.bytes >= pack::MAX_BYTES {
-            // Full: written now; the pack starts again empty.
-            let full = std::mem::take(&mut open.entries);
-            open.bytes = 0;
-            self.write(conn, r.boot, kind, &full)?;
-        }
         Ok(())
     }
 
@@ -475,5 +476,42 @@ mod tests {
         let mut got: Vec<u64> = everything(&c).iter().map(|r| r.seq).collect();
         got.sort_unstable();
         assert_eq!(got, (1..=2 * minutes).collect::<Vec<_>>());
+    }
+
+    /// Records near the pack's byte bound: no pack grows past it (a pack
+    /// over it would not read back), so each of these is a row or shares
+    /// one with a smaller neighbour.
+    #[test]
+    fn large_records_never_make_a_pack_over_its_byte_bound() {
+        let c = db();
+        let sizes = [200 << 10, 200 << 10, 10, 60 << 10, 250 << 10, 5, 5];
+        let sent: Vec<NewRecord> = sizes
+            .iter()
+            .enumerate()
+            .map(|(i, &len)| {
+                let mut r = headed("b1", i as u64 + 1, 1_000 + i as u64, "rtt");
+                r.raw.resize(r.raw.len() + len, 7);
+                r
+            })
+            .collect();
+        let (inserted, _) = insert(&c, &mut Keys::default(), sent.clone());
+        assert!(inserted.iter().all(|n| *n));
+        let got: Vec<Vec<u8>> = everything(&c).into_iter().map(|r| r.raw).collect();
+        let want: Vec<Vec<u8>> = sent.into_iter().map(|r| r.raw).collect();
+        assert!(
+            got == want,
+            "{} of {} records read back",
+            got.len(),
+            want.len()
+        );
+        let packs: Vec<(i64, i64)> = c
+            .prepare("SELECT n, length(body) FROM stored ORDER BY pos")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        // 200 | 200 + 10 | 60 | 250 + 5 + 5 (bodies after the head).
+        assert_eq!(packs.iter().map(|p| p.0).collect::<Vec<_>>(), [1, 2, 1, 3]);
     }
 }

@@ -39,8 +39,14 @@ use prost::encoding::{decode_varint, encode_varint};
 pub const MAX_RECORDS: usize = 1024;
 
 /// Bytes of record bodies in one pack at most (SQLite keeps a large blob
-/// in overflow pages, read whole).
+/// in overflow pages, read whole). A record that does not fit joins no
+/// pack: it is stored as a row of its own.
 pub const MAX_BYTES: usize = 256 * 1024;
+
+/// The largest record the collector accepts at all (the top of its
+/// `max_record_bytes`). Packs written before the byte bound was kept
+/// strictly could exceed [`MAX_BYTES`] by one record, so readers allow it.
+pub const MAX_RECORD_BYTES: usize = 16 << 20;
 
 /// One record of a row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,6 +92,13 @@ pub struct Damaged {
     pub read: u64,
     /// Records the row says it has.
     pub n: u64,
+}
+
+/// Whether a pack holding `records` records of `bytes` bytes of bodies
+/// takes one more of `len` bytes: at most [`MAX_RECORDS`] records, and
+/// [`MAX_BYTES`] bytes unless it is the pack's first record.
+pub fn fits(records: usize, bytes: usize, len: usize) -> bool {
+    records == 0 || (records < MAX_RECORDS && bytes + len <= MAX_BYTES)
 }
 
 /// The records of `row`, in order, handed to `each`. On a damaged pack the
@@ -152,7 +165,7 @@ fn unpack(row: &Row<'_>) -> Result<Vec<u8>, Damaged> {
         n: row.n,
     };
     let len = snap::raw::decompress_len(row.body).map_err(|_| damaged)?;
-    if len > MAX_BYTES + row.n as usize * FRAME_OVERHEAD {
+    if len > MAX_BYTES + MAX_RECORD_BYTES + row.n as usize * FRAME_OVERHEAD {
         return Err(damaged);
     }
     snap::raw::Decoder::new()
@@ -161,7 +174,7 @@ fn unpack(row: &Row<'_>) -> Result<Vec<u8>, Damaged> {
 }
 
 /// A frame's bytes besides its record: three varints of at most 10 bytes.
-const FRAME_OVERHEAD: usize = 30;
+pub const FRAME_OVERHEAD: usize = 30;
 
 /// One record going into a pack: its seq, time and bytes after the head.
 #[derive(Debug, Clone, Copy)]
@@ -322,5 +335,42 @@ mod tests {
         let mut huge = Vec::new();
         encode_varint(1 << 30, &mut huge);
         assert_eq!(read(2, huge).1.unwrap_err().read, 0);
+    }
+
+    #[test]
+    fn a_pack_takes_a_record_only_within_its_bounds() {
+        assert!(fits(0, 0, MAX_RECORD_BYTES));
+        assert!(fits(1, 100, MAX_BYTES - 100));
+        assert!(!fits(1, 100, MAX_BYTES - 99));
+        assert!(!fits(MAX_RECORDS, 0, 0));
+    }
+
+    /// Packs an earlier writer let grow past [`MAX_BYTES`] by their last
+    /// record still read back.
+    #[test]
+    fn an_oversize_pack_of_an_earlier_writer_reads_back() {
+        let bodies = [vec![1u8; 200 << 10], vec![2u8; 200 << 10]];
+        let entries: Vec<Entry<'_>> = bodies
+            .iter()
+            .enumerate()
+            .map(|(i, b)| Entry {
+                seq: i as u64 + 1,
+                unix_ns: 5,
+                body: b,
+            })
+            .collect();
+        let (seq, unix_ns, body) = encode(&entries);
+        let row = Row {
+            pos: 2,
+            seq,
+            unix_ns,
+            whole: false,
+            n: 2,
+            body: &body,
+        };
+        let (got, done) = items(&row);
+        assert_eq!(done, Ok(()));
+        assert_eq!(got.len(), 2);
+        assert!(got[1].3 == bodies[1]);
     }
 }

@@ -189,3 +189,41 @@ fn a_step_reads_a_bounded_number_of_records() {
     assert_eq!((second.rows_read, second.done), (60, true));
     assert_eq!(by_pos(&c).len() as u64, 2 * per_boot);
 }
+
+#[test]
+fn a_step_holds_a_bounded_number_of_bytes() {
+    let mut c = schema::memory();
+    // 200 records of 100 KiB each: 20 MiB, over one step's bound.
+    for seq in 1..=200u64 {
+        let r = Record {
+            node: "n".into(),
+            boot_id: "b1".into(),
+            seq,
+            unix_ns: M + seq * S,
+            payload: Some(Payload::Rtt(RttSummary {
+                peer: "p".repeat(100 << 10),
+                ..RttSummary::default()
+            })),
+        };
+        assert!(queries::insert_record(&c, &encoded(&r, "rtt")).unwrap());
+    }
+    let before = by_time(&c);
+    let first = step(&mut c, i64::MAX);
+    assert!(!first.done && first.rows_read * 100 * 1024 <= STEP_BYTES);
+    let mut total = first.rows_read;
+    loop {
+        let s = step(&mut c, i64::MAX);
+        total += s.rows_read;
+        if s.done {
+            break;
+        }
+    }
+    assert_eq!(total, 200);
+    // Packs of at most 256 KiB: two of these records each, and an odd one
+    // left at the end of each of the two steps.
+    assert!((100..=102).contains(&rows(&c)), "{} rows", rows(&c));
+    let after = by_time(&c);
+    let seqs = |v: &[StoredRecord]| v.iter().map(|r| r.seq).collect::<Vec<_>>();
+    assert_eq!(seqs(&after), seqs(&before));
+    assert!(after == before, "the records' bytes changed");
+}
