@@ -65,10 +65,14 @@ pub(super) fn migrate_v8(tx: &Transaction<'_>) -> rusqlite::Result<()> {
     tx.execute_batch("ALTER TABLE retention ADD COLUMN pruned_pos INTEGER NOT NULL DEFAULT 0;")
 }
 
-/// Time one step covers at most, and rows it takes at most (bounds on one
-/// transaction and on the memory it holds: about 200 bytes a row).
+/// Time one step covers at most, and records it takes at most (bounds on
+/// one transaction and on the memory it holds: about 200 bytes a record).
 const STEP_NS: u64 = 10 * MINUTE_NS;
 const STEP_ROWS: usize = 50_000;
+
+/// Bytes of records one step holds at most, however large a node made its
+/// records (each is held whole and decoded: about twice its size).
+const STEP_BYTES: usize = 16 << 20;
 
 /// What one [`prune_step`] did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -165,7 +169,7 @@ pub fn prune_step(
     let mut groups: BTreeMap<(i64, i64, u64), Vec<RawRow>> = BTreeMap::new();
     // Minutes from here on are left for a later step.
     let mut leave_from = until;
-    let (mut blocked, mut limited, mut n) = (false, false, 0usize);
+    let (mut blocked, mut limited, mut n, mut held) = (false, false, 0usize, 0usize);
     while let Some(r) = rows.next()? {
         let row = layout::packed_row(r, 2)?;
         let t = row.unix_ns;
@@ -177,14 +181,14 @@ pub fn prune_step(
             break;
         }
         n += row.n as usize;
-        if n > STEP_ROWS {
+        if n > STEP_ROWS || held > STEP_BYTES {
             limited = true;
             if minute_of(t) > from {
                 // Whole minutes only; this one starts the next step.
                 until = minute_of(t);
                 leave_from = until;
             } else {
-                // One minute holds more rows than a step takes: this part
+                // One minute holds more than a step takes: this part
                 // now, the mark stays, the next step takes the rest and
                 // merges it into the same rollup.
                 until = from;
@@ -195,6 +199,7 @@ pub fn prune_step(
         let boot: i64 = r.get(0)?;
         let head = heads.get(&boot).map(|b| b.2.as_slice()).unwrap_or_default();
         if let Some(records) = decoded(&row, head) {
+            held += records.iter().map(|r| r.2.len()).sum::<usize>();
             groups
                 .entry((boot, r.get(1)?, minute_of(t)))
                 .or_default()

@@ -162,6 +162,38 @@ fn a_minute_over_the_row_bound_is_pruned_over_two_steps() {
     assert!(left(&c).is_empty());
 }
 
+/// Records as large as a node may send: a step stops at its byte bound,
+/// in the middle of the minute, and the next merges the rest.
+#[test]
+fn a_minute_over_the_byte_bound_is_pruned_over_two_steps() {
+    let mut c = store();
+    for seq in 1..=200u64 {
+        let r = Record {
+            node: "a".into(),
+            boot_id: "b1".into(),
+            seq,
+            unix_ns: M + seq * 100_000_000,
+            payload: Some(Payload::Rtt(RttSummary {
+                peer: "p".repeat(100 << 10),
+                window_ns: S,
+                ..RttSummary::default()
+            })),
+        };
+        assert!(queries::insert_record(&c, &encoded(&r, "rtt")).unwrap());
+    }
+    let cutoff = M + 10 * MINUTE_NS;
+    let first = step(&mut c, cutoff, i64::MAX);
+    assert!(!first.done && first.records < 200, "{first:?}");
+    assert!(first.records as usize * (100 << 10) <= 2 * STEP_BYTES);
+    let second = step(&mut c, cutoff, i64::MAX);
+    assert_eq!((first.records + second.records, second.done), (200, true));
+    let records: i64 = c
+        .query_row("SELECT records FROM rollups", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(records, 200);
+    assert!(left(&c).is_empty());
+}
+
 #[test]
 fn a_step_over_the_row_bound_stops_at_a_whole_minute() {
     let mut c = store();
