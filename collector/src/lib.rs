@@ -269,6 +269,7 @@ where
         tokio::spawn(store::compact::run(
             handle.clone(),
             config.remote_write.urls.clone(),
+            store::upkeep::EVERY,
             stop_rx.clone(),
         ))
     });

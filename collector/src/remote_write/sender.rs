@@ -129,8 +129,9 @@ impl Sender {
     /// retried after a pause.
     pub async fn run(mut self, mut stop: watch::Receiver<bool>) {
         let mut pos = loop {
-            match self.restore().await {
-                Ok(p) => break p,
+            match self.restore(&stop).await {
+                Ok(Some(p)) => break p,
+                Ok(None) => return,
                 Err(e) => {
                     tracing::warn!(endpoint = %self.url, "remote_write: reading the store: {e}")
                 }
@@ -166,10 +167,14 @@ impl Sender {
     /// endpoint saved, and either, between two reads, would move records
     /// this had not read yet to where it had already read (into a rollup,
     /// or to a lower position), so they would be missed or applied twice.
-    async fn restore(&mut self) -> Result<i64, StoreError> {
+    ///
+    /// The read checks `stop` between chunks, so a shutdown does not wait
+    /// for a long restore (`None`: stopped).
+    async fn restore(&mut self, stop: &watch::Receiver<bool>) -> Result<Option<i64>, StoreError> {
         let url = self.url.clone();
         let mut deriver = Deriver::new(self.external_labels.clone());
-        let (saved, deriver) = self
+        let stop = stop.clone();
+        let restored = self
             .store
             .read(move |c| {
                 let snapshot = c.unchecked_transaction()?;
@@ -180,6 +185,9 @@ impl Sender {
                 })?;
                 let mut pos = 0;
                 while pos < saved {
+                    if *stop.borrow() {
+                        return Ok(None);
+                    }
                     let chunk = log::read_after(&snapshot, pos, log::CHUNK)?;
                     let Some(last) = chunk.last() else { break };
                     pos = last.pos;
@@ -191,11 +199,13 @@ impl Sender {
                         deriver.skip(r);
                     }
                 }
-                Ok((saved, deriver))
+                Ok(Some((saved, deriver)))
             })
             .await?;
-        self.deriver = deriver;
-        Ok(saved)
+        Ok(restored.map(|(saved, deriver)| {
+            self.deriver = deriver;
+            saved
+        }))
     }
 
     /// The next chunk of the log after `pos`, cut at `to`: the position it

@@ -23,10 +23,10 @@
 //!   a record; rows after `end` keep their positions;
 //! - the newest position never drops, so no position is handed out again
 //!   (see [`super::insert::newest_pos`]);
-//! - within one (boot, kind), records keep their sequence order, so every
-//!   series replays in the order it was recorded (`/metrics` rebuild,
-//!   remote write restore). Only records of different kinds within the
-//!   run change places with each other.
+//! - within one (boot, kind), records keep their store order (within a
+//!   pack, sequence order: the same for a live boot), so every series
+//!   replays in the order it was stored (`/metrics` rebuild, remote write
+//!   restore). Only records of different boots or kinds change places.
 //!
 //! Records that do not start with their boot's head (another encoder's
 //! field order) stay single rows. A damaged row ends the run before it and
@@ -114,11 +114,13 @@ struct Taken {
     body: Vec<u8>,
 }
 
-/// Records of one (boot, kind, minute), or one whole record alone, in the
-/// order the run first reached them.
+/// Consecutive records of one (boot, kind) in one minute, or one whole
+/// record alone.
 struct Group {
     boot: i64,
     kind: i64,
+    minute: u64,
+    whole: bool,
     records: Vec<Taken>,
 }
 
@@ -145,7 +147,7 @@ pub fn compact_step(tx: &Connection, below_pos: i64) -> rusqlite::Result<Compact
     )?;
     let mut rows = stmt.query([from, plan.end])?;
     let mut groups: Vec<Group> = Vec::new();
-    let mut by_key: HashMap<(i64, i64, u64), usize> = HashMap::new();
+    let mut latest: HashMap<(i64, i64), usize> = HashMap::new();
     let mut step = Compacted {
         mark: from,
         done: plan.done,
@@ -175,26 +177,34 @@ pub fn compact_step(tx: &Connection, below_pos: i64) -> rusqlite::Result<Compact
             break;
         }
         let (boot, kind): (i64, i64) = (r.get(0)?, r.get(1)?);
+        records += items.len() as u64;
         for t in items {
-            let at = if t.whole {
-                None
-            } else {
-                by_key.get(&(boot, kind, minute_of(t.unix_ns))).copied()
-            };
-            let at = at.unwrap_or_else(|| {
-                groups.push(Group {
-                    boot,
-                    kind,
-                    records: Vec::new(),
-                });
-                if !t.whole {
-                    by_key.insert((boot, kind, minute_of(t.unix_ns)), groups.len() - 1);
+            // A record joins its (boot, kind)'s newest group, if of its
+            // minute and packable; otherwise it starts the next one. So
+            // a (boot, kind)'s groups, laid out in the order they start,
+            // keep its records in store order (a whole record, or a clock
+            // stepping back over a minute, starts a group of its own).
+            let minute = minute_of(t.unix_ns);
+            let at = latest
+                .get(&(boot, kind))
+                .copied()
+                .filter(|&g| !t.whole && !groups[g].whole && groups[g].minute == minute);
+            let at = match at {
+                Some(g) => g,
+                None => {
+                    groups.push(Group {
+                        boot,
+                        kind,
+                        minute,
+                        whole: t.whole,
+                        records: Vec::new(),
+                    });
+                    latest.insert((boot, kind), groups.len() - 1);
+                    groups.len() - 1
                 }
-                groups.len() - 1
-            });
+            };
             groups[at].records.push(t);
         }
-        records += row.n;
         step.rows_read += 1;
         step.mark = row.pos;
     }
@@ -205,6 +215,8 @@ pub fn compact_step(tx: &Connection, below_pos: i64) -> rusqlite::Result<Compact
     }
     let end = step.mark;
     for g in &mut groups {
+        // Packs hold strictly increasing seqs; a live boot's records
+        // arrive in that order already (a replay may not).
         g.records.sort_unstable_by_key(|t| t.seq);
     }
     let written: u64 = groups.iter().map(|g| rows_of(&g.records)).sum();

@@ -12,7 +12,7 @@ use tokio::sync::watch;
 use super::retention::delivered_below;
 use super::{StoreError, StoreHandle};
 
-/// How often a task looks for work.
+/// How often the collector's upkeep tasks look for work.
 pub const EVERY: Duration = Duration::from_secs(60);
 
 /// What one step did, summed over a round.
@@ -32,11 +32,12 @@ pub async fn below(store: &StoreHandle, endpoints: &[String]) -> Result<i64, Sto
         .await
 }
 
-/// Runs rounds of `step` every [`EVERY`] until `stop` turns true, handing
+/// Runs rounds of `step` every `every` until `stop` turns true, handing
 /// each round's total to `round`. A failed step ends its round with a
 /// warning naming `what`; the next round tries again.
-pub async fn every_minute<S, F, Fut, R, RFut>(
+pub async fn rounds<S, F, Fut, R, RFut>(
     what: &'static str,
+    every: Duration,
     mut stop: watch::Receiver<bool>,
     mut step: F,
     mut round: R,
@@ -69,7 +70,7 @@ pub async fn every_minute<S, F, Fut, R, RFut>(
         }
         round(total).await;
         tokio::select! {
-            _ = tokio::time::sleep(EVERY) => {}
+            _ = tokio::time::sleep(every) => {}
             _ = stop.changed() => {}
         }
     }

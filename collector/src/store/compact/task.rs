@@ -5,7 +5,8 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use super::Compacted;
 use crate::store::{insert, upkeep, StoreHandle};
 
-/// Compacts, every minute until `stop` turns true, the rows that every
+/// Compacts, every `every` (a minute: [`upkeep::EVERY`]) until `stop`
+/// turns true, the rows that every
 /// endpoint in `endpoints` (the configured remote_write URLs) has and that
 /// arrived before the previous round: the newest position is noted at
 /// each round's end and bounds the next round. Rows already stored when
@@ -13,6 +14,7 @@ use crate::store::{insert, upkeep, StoreHandle};
 pub async fn run(
     store: StoreHandle,
     endpoints: Vec<String>,
+    every: std::time::Duration,
     stop: tokio::sync::watch::Receiver<bool>,
 ) {
     // A step and the round's end take turns on one task; the atomic only
@@ -44,5 +46,5 @@ pub async fn run(
             arrived.store(p, Ordering::Relaxed);
         }
     };
-    upkeep::every_minute("compaction", stop, step, round).await
+    upkeep::rounds("compaction", every, stop, step, round).await
 }

@@ -93,7 +93,14 @@ pub async fn run(
             );
         }
     };
-    upkeep::every_minute("retention: pruning raw records", stop, step, round).await
+    upkeep::rounds(
+        "retention: pruning raw records",
+        upkeep::EVERY,
+        stop,
+        step,
+        round,
+    )
+    .await
 }
 
 /// A day of rollups: what a replay holds in memory at a time.
