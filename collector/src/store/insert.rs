@@ -315,6 +315,16 @@ mod tests {
         queries::list_records(c, &all).unwrap()
     }
 
+    /// Every row of a two-column query.
+    fn two_columns(c: &Connection, sql: &str) -> Vec<(i64, i64)> {
+        c.prepare(sql)
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap()
+    }
+
     fn insert(
         c: &Connection,
         keys: &mut Keys,
@@ -375,13 +385,7 @@ mod tests {
             assert_eq!(r.kind, rec("x", r.seq).kind);
         }
         // Arrival order is the rowid order (remote_write's log).
-        let order: Vec<(i64, i64)> = c
-            .prepare("SELECT boot, seq FROM stored ORDER BY pos")
-            .unwrap()
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-            .unwrap()
-            .collect::<rusqlite::Result<_>>()
-            .unwrap();
+        let order = two_columns(&c, "SELECT boot, seq FROM stored ORDER BY pos");
         assert_eq!(order[..4], [(1, 1), (2, 1), (1, 2), (2, 2)]);
         assert_eq!(order[700..], [(1, 352), (1, 351), (1, 353), (1, 354)]);
     }
@@ -504,13 +508,7 @@ mod tests {
             got.len(),
             want.len()
         );
-        let packs: Vec<(i64, i64)> = c
-            .prepare("SELECT n, length(body) FROM stored ORDER BY pos")
-            .unwrap()
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-            .unwrap()
-            .collect::<rusqlite::Result<_>>()
-            .unwrap();
+        let packs = two_columns(&c, "SELECT n, length(body) FROM stored ORDER BY pos");
         // 200 | 200 + 10 | 60 | 250 + 5 + 5 (bodies after the head).
         assert_eq!(packs.iter().map(|p| p.0).collect::<Vec<_>>(), [1, 2, 1, 3]);
     }
