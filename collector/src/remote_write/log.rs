@@ -123,10 +123,14 @@ pub async fn rebuild(
 ) -> Result<(u64, f64), StoreError> {
     let started = Instant::now();
     let end = store.read(newest).await?;
-    let mut n = crate::store::retention::replay(store, |records, replaced| {
-        metrics.lock().apply_rollup(records, replaced)
-    })
-    .await?;
+    let m = metrics.clone();
+    let mut n = store
+        .read(move |c| {
+            crate::store::retention::replay(c, |records, replaced| {
+                m.lock().apply_rollup(records, replaced)
+            })
+        })
+        .await?;
     let mut pos = 0i64;
     while pos < end {
         let chunk = store.read(move |c| read_after(c, pos, CHUNK)).await?;

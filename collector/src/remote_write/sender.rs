@@ -180,7 +180,7 @@ impl Sender {
                 let snapshot = c.unchecked_transaction()?;
                 let saved = log::position(&snapshot, &url)?;
                 // Pruned records were delivered everywhere before they went.
-                crate::store::retention::replay_on(&snapshot, |records, _| {
+                crate::store::retention::replay(&snapshot, |records, _| {
                     records.iter().for_each(|r| deriver.skip(r))
                 })?;
                 let mut pos = 0;

@@ -30,7 +30,7 @@ use super::pack;
 use super::rollup::{minute_of, Raw, Rollup, MINUTE_NS};
 
 mod task;
-pub use task::{delivered_below, prune_before, replay, replay_on, run};
+pub use task::{delivered_below, prune_before, replay, run};
 
 /// Schema version 6: the rollups, the pruning mark, and per boot the
 /// highest sequence number pruned (the duplicate check's fast path until

@@ -130,36 +130,16 @@ fn replay_range(c: &Connection, from: u64, to: u64) -> rusqlite::Result<Vec<(Vec
 
 /// Calls `f` with the records that stand for every stored rollup in a
 /// replay of the store (see [`Rollup::replay`]), oldest minute first, a
-/// day of rollups in memory at a time. What the `/metrics` rebuild
-/// applies before the raw records, so cumulative series continue across
-/// a restart after pruning.
+/// day of rollups in memory at a time. What the `/metrics` rebuild and
+/// each remote_write endpoint's restore apply before the raw records, so
+/// cumulative series continue across a restart after pruning. On one
+/// connection, so a caller can read the raw records in the same read
+/// transaction (pruning between its reads would move records from the
+/// raw log into rollups it had already read).
 ///
 /// `f` gets one rollup's records at a time with the number of raw
 /// records they stand for (more than there are of them).
-pub async fn replay(
-    store: &crate::store::StoreHandle,
-    mut f: impl FnMut(&[Record], u64),
-) -> Result<u64, crate::store::StoreError> {
-    let Some((first, last)) = store.read(rollup_span).await? else {
-        return Ok(0);
-    };
-    let (mut from, mut n) = (first, 0u64);
-    while from <= last {
-        let to = from.saturating_add(DAY_NS);
-        for (r, replaced) in &store.read(move |c| replay_range(c, from, to)).await? {
-            f(r, *replaced);
-            n += replaced;
-        }
-        from = to;
-    }
-    Ok(n)
-}
-
-/// [`replay`] on one connection, for a caller that reads the rollups and
-/// the raw records in one read transaction (a remote_write endpoint's
-/// restore: pruning between its reads would move records from the raw
-/// log into rollups it had already read).
-pub fn replay_on(c: &Connection, mut f: impl FnMut(&[Record], u64)) -> rusqlite::Result<u64> {
+pub fn replay(c: &Connection, mut f: impl FnMut(&[Record], u64)) -> rusqlite::Result<u64> {
     let Some((first, last)) = rollup_span(c)? else {
         return Ok(0);
     };
