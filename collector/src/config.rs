@@ -75,7 +75,8 @@ pub struct Config {
     /// Raw dense records older than this are replaced by per-minute
     /// rollups (`retention.raw`); `None` keeps every record raw.
     pub raw_retention: Option<Duration>,
-    /// Compact closed minutes into packs (`retention.compact`).
+    /// Compact the single-record rows live agents leave into packs
+    /// (`retention.compact`).
     pub compact: bool,
     /// Prometheus remote write (`[remote_write]`); off without URLs.
     pub remote_write: crate::remote_write::Settings,

@@ -125,8 +125,9 @@ struct Group {
 }
 
 /// One step: the rows after the mark and before `below_pos`, at most
-/// [`STEP_RECORDS`] records and [`STEP_BYTES`] bytes, rewritten as packs when that at least halves
-/// their rows. Run inside an immediate transaction.
+/// [`STEP_RECORDS`] records and [`STEP_BYTES`] bytes, rewritten as packs
+/// when that at least halves their rows. Run inside an immediate
+/// transaction.
 pub fn compact_step(tx: &Connection, below_pos: i64) -> rusqlite::Result<Compacted> {
     let from = mark(tx)?;
     let plan = plan(tx, from, below_pos)?;
@@ -219,7 +220,9 @@ pub fn compact_step(tx: &Connection, below_pos: i64) -> rusqlite::Result<Compact
         // arrive in that order already (a replay may not).
         g.records.sort_unstable_by_key(|t| t.seq);
     }
-    let written: u64 = groups.iter().map(|g| rows_of(&g.records)).sum();
+    let laid_out: Vec<(&Group, Vec<&[Taken]>)> =
+        groups.iter().map(|g| (g, chunks(&g.records))).collect();
+    let written: u64 = laid_out.iter().map(|(_, rows)| rows.len() as u64).sum();
     if written >= step.rows_read {
         // No fewer rows after all (a damaged row cut the run short).
         step.rows_written = step.rows_read;
@@ -229,8 +232,8 @@ pub fn compact_step(tx: &Connection, below_pos: i64) -> rusqlite::Result<Compact
     tx.prepare_cached("DELETE FROM stored WHERE pos > ?1 AND pos <= ?2")?
         .execute(params![from, end])?;
     let mut pos = end - records as i64;
-    for g in &groups {
-        for chunk in chunks(&g.records) {
+    for (g, rows) in &laid_out {
+        for &chunk in rows {
             pos += chunk.len() as i64;
             match chunk {
                 [t] if t.whole => NewRow {
@@ -346,10 +349,6 @@ fn chunks(records: &[Taken]) -> Vec<&[Taken]> {
         out.push(&records[start..]);
     }
     out
-}
-
-fn rows_of(records: &[Taken]) -> u64 {
-    chunks(records).len() as u64
 }
 
 mod task;

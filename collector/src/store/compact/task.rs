@@ -6,11 +6,11 @@ use super::Compacted;
 use crate::store::{insert, upkeep, StoreHandle};
 
 /// Compacts, every `every` (a minute: [`upkeep::EVERY`]) until `stop`
-/// turns true, the rows that every
-/// endpoint in `endpoints` (the configured remote_write URLs) has and that
-/// arrived before the previous round: the newest position is noted at
-/// each round's end and bounds the next round. Rows already stored when
-/// the collector starts count as arrived.
+/// turns true, the rows that every endpoint in `endpoints` (the
+/// configured remote_write URLs) has and that arrived before the previous
+/// round: the newest position is noted at each round's end and bounds the
+/// next round. Rows already stored when the collector starts count as
+/// arrived.
 pub async fn run(
     store: StoreHandle,
     endpoints: Vec<String>,
