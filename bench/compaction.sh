@@ -43,10 +43,6 @@ print(eval(sys.argv[2]))
 PY
 }
 
-# Bytes of pages in use, rows, records.
-sizes() {
-    sql "$1/boltwatch.db" '"%d %d %d" % ((q("PRAGMA page_count") - q("PRAGMA freelist_count")) * q("PRAGMA page_size"), q("SELECT count(*) FROM stored"), q("SELECT coalesce(sum(n), 0) FROM stored"))'
-}
 
 from=1795996800
 to=$((from + hours * 3600))
@@ -70,7 +66,7 @@ live=$scratch/live
 bench_serve "$live" --no-compact
 "$load" --grpc "$grpc" --hours "$hours" --nodes "$nodes" --batch 1 --window 2 --pid "$collector" >&2
 bench_stop
-read -r live_bytes live_rows live_records < <(sizes "$live")
+read -r live_bytes live_rows live_records < <(bench_store_sizes "$live")
 live_file=$(vacuumed "$live")
 report "$live" live
 
@@ -86,7 +82,7 @@ done
 [ "$done_" = 1 ] || { echo "compaction did not finish" >&2; exit 1; }
 compact_cpu=$(echo "$(cpu) - $cpu0" | bc -l)
 bench_stop
-read -r packed_bytes packed_rows packed_records < <(sizes "$live")
+read -r packed_bytes packed_rows packed_records < <(bench_store_sizes "$live")
 packed_file=$(vacuumed "$live")
 report "$live" packed
 
@@ -95,7 +91,7 @@ anchor=$scratch/anchor
 bench_serve "$anchor" --no-compact
 "$load" --grpc "$grpc" --hours "$hours" --nodes "$nodes" --pid "$collector" >&2
 bench_stop
-read -r anchor_bytes anchor_rows anchor_records < <(sizes "$anchor")
+read -r anchor_bytes anchor_rows anchor_records < <(bench_store_sizes "$anchor")
 anchor_file=$(vacuumed "$anchor")
 report "$anchor" anchor
 

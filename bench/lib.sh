@@ -72,6 +72,18 @@ bench_stop() {
     collector=""
 }
 
+# Of the store in $1: bytes of pages in use (a pruned or compacted file
+# keeps its free pages for reuse), rows, records.
+bench_store_sizes() {
+    python3 - "$1/boltwatch.db" <<'PY'
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+q = lambda s: c.execute(s).fetchone()[0]
+print((q("PRAGMA page_count") - q("PRAGMA freelist_count")) * q("PRAGMA page_size"),
+      q("SELECT count(*) FROM stored"), q("SELECT coalesce(sum(n), 0) FROM stored"))
+PY
+}
+
 # Kills a collector still running and removes $scratch.
 bench_store_cleanup() {
     [ -n "$collector" ] && kill "$collector" 2>/dev/null && wait "$collector" 2>/dev/null

@@ -18,16 +18,6 @@ dir=$scratch/data
 STORE_BENCH_KEEP=$dir bash bench/store.sh --hours "$hours" --nodes "$nodes" >"$scratch/store.md"
 bin=${CARGO_TARGET_DIR:-target}/release/boltwatch-collector
 
-# Bytes of pages in use (a pruned file keeps its free pages for reuse).
-in_use() {
-    python3 - "$dir/boltwatch.db" <<'PY'
-import sqlite3, sys
-c = sqlite3.connect(sys.argv[1])
-q = lambda s: c.execute(s).fetchone()[0]
-print((q("PRAGMA page_count") - q("PRAGMA freelist_count")) * q("PRAGMA page_size"),
-      q("SELECT coalesce(sum(n), 0) FROM stored"))
-PY
-}
 from=1795996800
 to=$((from + hours * 3600))
 TIMEFORMAT='%R %U %S'
@@ -40,12 +30,12 @@ report() { # $1: label; times each format on core 0, keeps the JSON
     done
 }
 
-read -r before_bytes before_rows < <(in_use)
+read -r before_bytes _ before_rows < <(bench_store_sizes "$dir")
 report raw
 { time taskset -c 0 "$bin" prune --data-dir "$dir" --before "$to" >"$scratch/prune.out"; } 2>"$scratch/time.prune"
 cat "$scratch/prune.out" >&2
 read -r pwall puser psys <"$scratch/time.prune"
-read -r after_bytes after_rows < <(in_use)
+read -r after_bytes _ after_rows < <(bench_store_sizes "$dir")
 report rollups
 taskset -c 0 "$bin" prune --data-dir "$dir" --before "$to" --vacuum >/dev/null
 file_bytes=$(stat -c %s "$dir/boltwatch.db")
