@@ -126,6 +126,28 @@ fn kinds_source(kinds: &[(String, i32)]) -> String {
         kinds,
         |_, _| "(m) => ::prost::Message::clear(m)".to_string(),
     );
+    let _ = writeln!(s);
+    defaults_method(&mut s, kinds);
     let _ = writeln!(s, "}}");
     s
+}
+
+/// Appends `Payload::defaults()`: one payload of every kind, so a test can
+/// cover every kind without naming them (and so cover a new one unasked).
+fn defaults_method(s: &mut String, kinds: &[(String, i32)]) {
+    let _ = writeln!(
+        s,
+        "    /// One payload of every kind, its message at its defaults, in [`KINDS`]\n    \
+         /// order: for tests that must cover every kind, a new one included."
+    );
+    let _ = writeln!(s, "    pub fn defaults() -> [Self; {}] {{", kinds.len());
+    let _ = writeln!(s, "        [");
+    for (k, _) in kinds {
+        let _ = writeln!(
+            s,
+            "            crate::v1::record::Payload::{}(::core::default::Default::default()),",
+            variant(k)
+        );
+    }
+    let _ = writeln!(s, "        ]\n    }}");
 }

@@ -18,7 +18,7 @@ fi
 if wants collector; then
     # The commented example: every key with its default (loopback only).
     install_binary collector collector/collector.example.toml /etc/boltwatch/collector.toml 0644
-    # A tokens file handed to the unit as a credential (README, "Services
+    # A tokens file handed to the unit as a credential (docs/deployment.md, "Services
     # and deployment") is checked from its source.
     tokens=()
     [[ -e /etc/boltwatch/tokens ]] && tokens=(--auth-tokens /etc/boltwatch/tokens)

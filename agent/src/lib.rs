@@ -7,16 +7,18 @@
 //! - [`sink`]: the channel every measurement is emitted into, and the
 //!   observers through which producers report events to other parts.
 //! - [`health`]: the agent's own counters (malformed packets, drops).
-//! - [`stamp`]: STAMP (RFC 8762) packet codec, reflector, session-sender and
-//!   the one-shot `ping`.
-//! - [`stats`]: per-window RTT statistics; pure.
+//! - [`stamp`]: STAMP (RFC 8762) packet codec, reflector, session-sender,
+//!   the one-shot `ping` and the per-window RTT statistics.
 //! - [`counters`]: interface counters, one file per OS.
 //! - [`thermal`]: temperatures and throttling, one file per OS.
 //! - [`discovery`]: which interface reaches a peer, what kind of link it is.
 //! - [`doctor`]: `boltwatch-agent doctor`, each source against the OS's tool.
 //! - [`link`]: event-driven link up/down, one file per OS.
-//! - [`platform`]: how per-OS code is chosen, which sources this OS
-//!   supports, and the xnu struct layouts and ioctl numbers.
+//! - [`platform`]: the bottom layer: how per-OS code is chosen, the source
+//!   names and their `Unsupported` error, shared macOS calls, and the xnu
+//!   struct layouts and ioctl numbers; imports no concern.
+//! - [`support`]: which sources this OS supports, gathered from each
+//!   concern's OS file.
 //! - [`outage`]: the per-peer outage trackers (carrier, probe loss, service); pure.
 //! - [`service`]: TCP connect checks of peer services (SSH).
 //! - [`bandwidth`]: iperf3-compatible bandwidth tests.
@@ -49,6 +51,6 @@ pub mod service;
 pub mod sink;
 pub mod spool;
 pub mod stamp;
-pub mod stats;
+pub mod support;
 pub mod thermal;
 pub mod transport;

@@ -5,9 +5,10 @@
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 
+use boltwatch_common::clock::now_unix_ns;
 use boltwatch_proto::v1::{record::Payload, ServiceCheck};
 
-use crate::sink::{now_unix_ns, Observer, Sink};
+use crate::sink::{Observer, Sink};
 
 /// What to check.
 #[derive(Debug, Clone)]

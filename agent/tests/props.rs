@@ -5,8 +5,8 @@
 //! the file and a line.
 //!
 //! The cases come from a fixed seed and `props.proptest-regressions` is
-//! replayed first (see `boltwatch_common::testing`); README "Tests"
-//! says how to explore with random seeds.
+//! replayed first (see `boltwatch_common::testing`); docs/internals.md,
+//! "Tests", says how to explore with random seeds.
 
 use boltwatch_agent::config::{self, Config, Flags};
 use boltwatch_agent::spool::segment;

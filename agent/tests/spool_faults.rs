@@ -102,6 +102,49 @@ impl Drop for Tmpfs {
     }
 }
 
+/// Appends batches of 20 records, `offered` onwards, until the spool
+/// refuses three times; returns how many were offered before the first
+/// refusal (all of those reached the spool).
+fn append_until_refused(s: &mut Spool, offered: &mut u64) -> u64 {
+    let mut ok_before_failure = None;
+    let mut failures = 0;
+    for _ in 0..100_000 {
+        let batch: Vec<Emitted> = (*offered..*offered + 20).map(em).collect();
+        *offered += 20;
+        match s.append(batch) {
+            Ok(()) => {}
+            Err(e) => {
+                eprintln!("append failed: {e}");
+                ok_before_failure.get_or_insert(*offered - 20);
+                failures += 1;
+                if failures == 3 {
+                    break;
+                }
+            }
+        }
+    }
+    ok_before_failure.expect("the filesystem never filled up")
+}
+
+/// `got` (`what`, for the messages) has contiguous seqs from 1, in append
+/// order, nothing twice; every record appended before the first refusal;
+/// and the last record offered.
+fn assert_delivered(got: &[Record], what: &str, ok_before_failure: u64, offered: u64) {
+    for (i, r) in got.iter().enumerate() {
+        assert_eq!(r.seq, i as u64 + 1, "{what}: seqs contiguous");
+    }
+    let marks: Vec<u64> = got.iter().map(mark).collect();
+    assert!(marks.windows(2).all(|w| w[0] < w[1]), "{what}: in order");
+    for n in 0..ok_before_failure {
+        assert!(
+            marks.binary_search(&n).is_ok(),
+            "{what}: record {n}, spooled before the disk filled, not delivered"
+        );
+    }
+    // The last batch, after space came back, too.
+    assert_eq!(marks.last(), Some(&(offered - 1)), "{what}");
+}
+
 #[test]
 fn spool_full_then_freed_delivers_everything_written_and_counts_the_rest() {
     let base = tempfile::tempdir().unwrap();
@@ -117,24 +160,7 @@ fn spool_full_then_freed_delivers_everything_written_and_counts_the_rest() {
 
     // Append until the spool refuses three times. Record `n` carries `n`.
     let mut offered = 0u64;
-    let mut ok_before_failure = None;
-    let mut failures = 0;
-    for _ in 0..100_000 {
-        let batch: Vec<Emitted> = (offered..offered + 20).map(em).collect();
-        offered += 20;
-        match s.append(batch) {
-            Ok(()) => {}
-            Err(e) => {
-                eprintln!("append failed: {e}");
-                ok_before_failure.get_or_insert(offered - 20);
-                failures += 1;
-                if failures == 3 {
-                    break;
-                }
-            }
-        }
-    }
-    let ok_before_failure = ok_before_failure.expect("the filesystem never filled up");
+    let ok_before_failure = append_until_refused(&mut s, &mut offered);
     let dropped_while_full = s.dropped();
     assert!(dropped_while_full > 0, "refusals are counted");
 
@@ -146,25 +172,8 @@ fn spool_full_then_freed_delivers_everything_written_and_counts_the_rest() {
     s.append(after).unwrap();
     s.sync().unwrap();
 
-    let check = |got: &[Record], what: &str| {
-        // Contiguous seqs from 1, in append order, nothing twice.
-        for (i, r) in got.iter().enumerate() {
-            assert_eq!(r.seq, i as u64 + 1, "{what}: seqs contiguous");
-        }
-        let marks: Vec<u64> = got.iter().map(mark).collect();
-        assert!(marks.windows(2).all(|w| w[0] < w[1]), "{what}: in order");
-        // Everything appended before the first failure is there.
-        for n in 0..ok_before_failure {
-            assert!(
-                marks.binary_search(&n).is_ok(),
-                "{what}: record {n}, spooled before the disk filled, not delivered"
-            );
-        }
-        // The last batch, after space came back, too.
-        assert_eq!(marks.last(), Some(&(offered - 1)), "{what}");
-    };
     let live = drain(&mut s);
-    check(&live, "live");
+    assert_delivered(&live, "live", ok_before_failure, offered);
     assert_eq!(
         live.len() as u64 + s.dropped(),
         offered,
@@ -182,7 +191,12 @@ fn spool_full_then_freed_delivers_everything_written_and_counts_the_rest() {
     drop(s);
     let mut again = open(&dir, 1 << 20, "b2");
     let replayed = drain(&mut again);
-    check(&replayed, "replayed after restart");
+    assert_delivered(
+        &replayed,
+        "replayed after restart",
+        ok_before_failure,
+        offered,
+    );
     assert_eq!(replayed, live);
     assert_eq!(again.dropped(), 0, "nothing on disk was damaged");
 }

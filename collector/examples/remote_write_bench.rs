@@ -20,8 +20,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use boltwatch_collector::export::SharedMetrics;
-use boltwatch_collector::remote_write::log;
-use boltwatch_collector::store::Store;
+use boltwatch_collector::rebuild;
+use boltwatch_store::{Db, Store};
 use clap::Parser;
 use sim::S;
 
@@ -60,7 +60,7 @@ async fn main() -> anyhow::Result<()> {
 
     // 2. The startup rebuild, alone.
     let store = Store::open(&dir)?;
-    let (n, secs) = log::rebuild(&store.handle(), &SharedMetrics::new()).await?;
+    let (n, secs) = rebuild::rebuild(&store.handle(), &SharedMetrics::new()).await?;
     store.close().await;
     eprintln!(
         "rebuild: {n} records in {secs:.2} s ({:.0} records/s)",
@@ -79,14 +79,10 @@ async fn main() -> anyhow::Result<()> {
     })
     .await;
     let db = dir.join("boltwatch.db");
-    let end = {
-        let conn = rusqlite::Connection::open(&db)?;
-        log::newest(&conn)?
-    };
+    let end = { Db::open_reader(&db)?.log_newest()? };
     // Bounded: an hour of wall time at most.
     for _ in 0..36_000 {
-        let conn = rusqlite::Connection::open(&db)?;
-        if log::position(&conn, &url)? >= end {
+        if Db::open_reader(&db)?.log_position(&url)? >= end {
             break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;

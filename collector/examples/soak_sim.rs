@@ -16,6 +16,7 @@ mod sim;
 use std::path::PathBuf;
 use std::time::Instant;
 
+use boltwatch_collector::report::format::Format;
 use boltwatch_collector::report::render;
 use boltwatch_collector::soak::load;
 use clap::Parser;
@@ -50,6 +51,7 @@ async fn main() -> anyhow::Result<()> {
     let http = reqwest::Client::new();
     let r = http
         .post(c.url("/api/v1/soaks"))
+        .bearer_auth(common::WRITE_TOKEN)
         .json(&json!({"name": "sim", "start": start / S, "end": (start + sc.duration) / S, "nodes": sc.nodes,
                       "slo": {"bandwidth_mean_min_gbps": 60, "temperature_worst_max_celsius": 45},
                       "labels": {"cluster": "tb5-sim"}}))
@@ -58,6 +60,7 @@ async fn main() -> anyhow::Result<()> {
     anyhow::ensure!(r.status() == 201, "creating the soak: {}", r.text().await?);
     for (at, until, text) in &sc.marks {
         http.post(c.url("/api/v1/soaks/sim/marks"))
+            .bearer_auth(common::WRITE_TOKEN)
             .json(&json!({"text": text, "at": at / S, "until": until.map(|u| u / S)}))
             .send()
             .await?
@@ -75,7 +78,7 @@ async fn main() -> anyhow::Result<()> {
     );
     print!("{}", render::table(&report));
     if let Some(p) = flags.html {
-        std::fs::write(&p, render::Format::Html.render(&report))?;
+        std::fs::write(&p, Format::Html.render(&report))?;
         eprintln!("wrote {}", p.display());
     }
     Ok(())

@@ -7,13 +7,13 @@
 //!    does, checked, its kind named);
 //! 2. metrics: `apply_record` of every record into the `/metrics` state;
 //! 3. insert: the store writer's statements for a batch (the same
-//!    `store::insert` and `queries` calls as `Store`'s writer, ids cached),
+//!    insert calls (`boltwatch_store::testing`) as `Store`'s writer, ids cached),
 //!    before the commit;
 //! 4. commit: `COMMIT` with `synchronous = FULL` (the WAL write and fsync,
 //!    and SQLite's automatic checkpoint when due), then dropping the batch.
 //!
 //! The connection has the collector writer's settings
-//! (`store::writer_settings`); `--pragma NAME=VALUE` overrides one, to
+//! (the store's writer settings, `boltwatch_store::testing::writer`); `--pragma NAME=VALUE` overrides one, to
 //! measure an alternative.
 //!
 //! Each stage is timed in wall time and in the thread's CPU time: on a
@@ -34,39 +34,86 @@ use boltwatch_collector::export::SharedMetrics;
 use boltwatch_collector::ingest::decode::Decoded;
 use boltwatch_collector::ingest::raw::{RawAgentMessage, RawMsg};
 use boltwatch_collector::ingest::validate::{self, Rules};
-use boltwatch_collector::store::{self, layout::Keys, queries, schema};
+use boltwatch_store::testing::rusqlite::{Connection, TransactionBehavior};
+use boltwatch_store::testing::{self, Keys};
+use prost::bytes::Bytes;
 use prost::Message;
-use rusqlite::TransactionBehavior;
 
 #[path = "support/mesh.rs"]
 mod mesh;
 
 fn main() -> anyhow::Result<()> {
-    let (mut hours, mut nodes, mut batch) = (6u64, 4usize, 4096usize);
-    // Overrides of the writer's settings, to measure alternatives.
-    let mut pragmas: Vec<(String, String)> = Vec::new();
-    let mut args = std::env::args().skip(1);
-    while let Some(k) = args.next() {
-        let mut v = || args.next().with_context(|| format!("{k} needs a value"));
-        match k.as_str() {
-            "--hours" => hours = v()?.parse()?,
-            "--nodes" => nodes = v()?.parse()?,
-            "--batch" => batch = v()?.parse()?,
-            "--pragma" => {
-                let kv = v()?;
-                let (k, val) = kv.split_once('=').context("--pragma NAME=VALUE")?;
-                pragmas.push((k.into(), val.into()));
-            }
-            _ => bail!(
-                "usage: store_split [--hours H] [--nodes N] [--batch RECORDS] [--pragma NAME=VALUE]..."
-            ),
-        }
-    }
-    let names = mesh::node_names(nodes);
-    // Batches of every node, interleaved as concurrent streams would be.
-    let per_node: Vec<_> = (0..nodes)
-        .map(|i| mesh::encode_node(i, &names, hours, batch).0)
+    let opts = Opts::parse()?;
+    let names = mesh::node_names(opts.nodes);
+    let per_node: Vec<_> = (0..opts.nodes)
+        .map(|i| mesh::encode_node(i, &names, opts.hours, opts.batch).0)
         .collect();
+    let messages = interleaved(&per_node);
+    let boots = hello_boots(&per_node);
+    let dir = tempfile::tempdir()?;
+    let mut pipeline = Pipeline::new(
+        &dir.path().join("boltwatch.db"),
+        &opts.pragmas,
+        names,
+        &boots,
+    )?;
+    let mut stages = Stages::default();
+    for (i, bytes) in &messages {
+        pipeline.batch(*i, bytes, &mut stages)?;
+    }
+    println!(
+        "{} records in {} batches of up to {}, {} nodes, {} h",
+        stages.records,
+        messages.len(),
+        opts.batch,
+        opts.nodes,
+        opts.hours
+    );
+    stages.print();
+    Ok(())
+}
+
+/// The command line.
+struct Opts {
+    hours: u64,
+    nodes: usize,
+    batch: usize,
+    /// Overrides of the writer's settings, to measure alternatives.
+    pragmas: Vec<(String, String)>,
+}
+
+impl Opts {
+    fn parse() -> anyhow::Result<Opts> {
+        let mut o = Opts {
+            hours: 6,
+            nodes: 4,
+            batch: 4096,
+            pragmas: Vec::new(),
+        };
+        let mut args = std::env::args().skip(1);
+        while let Some(k) = args.next() {
+            let mut v = || args.next().with_context(|| format!("{k} needs a value"));
+            match k.as_str() {
+                "--hours" => o.hours = v()?.parse()?,
+                "--nodes" => o.nodes = v()?.parse()?,
+                "--batch" => o.batch = v()?.parse()?,
+                "--pragma" => {
+                    let kv = v()?;
+                    let (k, val) = kv.split_once('=').context("--pragma NAME=VALUE")?;
+                    o.pragmas.push((k.into(), val.into()));
+                }
+                _ => bail!(
+                    "usage: store_split [--hours H] [--nodes N] [--batch RECORDS] [--pragma NAME=VALUE]..."
+                ),
+            }
+        }
+        Ok(o)
+    }
+}
+
+/// Batches of every node (after their Hellos), interleaved as concurrent
+/// streams would be: (node, message).
+fn interleaved(per_node: &[Vec<Bytes>]) -> Vec<(usize, Bytes)> {
     let most = per_node.iter().map(Vec::len).max().unwrap_or(0);
     let mut messages = Vec::new();
     for k in 1..most {
@@ -76,7 +123,12 @@ fn main() -> anyhow::Result<()> {
             }
         }
     }
-    let boots: Vec<String> = per_node
+    messages
+}
+
+/// Each node's boot, from its first message, the Hello.
+fn hello_boots(per_node: &[Vec<Bytes>]) -> Vec<String> {
+    per_node
         .iter()
         .map(|m| match RawAgentMessage::decode(m[0].as_ref()) {
             Ok(RawAgentMessage {
@@ -84,46 +136,71 @@ fn main() -> anyhow::Result<()> {
             }) => h.boot_id,
             _ => panic!("first message is the Hello"),
         })
-        .collect();
+        .collect()
+}
 
-    let dir = tempfile::tempdir()?;
-    let mut conn = rusqlite::Connection::open(dir.path().join("boltwatch.db"))?;
-    store::writer_settings(&conn)?;
-    for (k, v) in &pragmas {
-        conn.pragma_update(None, k, v)?;
+/// The collector's stages, one thread: what each stream and the writer
+/// keep from batch to batch.
+struct Pipeline {
+    names: Vec<String>,
+    conn: Connection,
+    metrics: SharedMetrics,
+    keys: Keys,
+    /// One per stream, as each stream task keeps its own.
+    decoders: Vec<Decoded>,
+    /// Made once per stream, after its Hello, as the service does.
+    rules: Vec<Rules>,
+}
+
+impl Pipeline {
+    /// A store at `db` with the writer's settings and `pragmas` over them.
+    fn new(
+        db: &std::path::Path,
+        pragmas: &[(String, String)],
+        names: Vec<String>,
+        boots: &[String],
+    ) -> anyhow::Result<Pipeline> {
+        let conn = testing::writer(db)?;
+        for (k, v) in pragmas {
+            conn.pragma_update(None, k, v)?;
+        }
+        Ok(Pipeline {
+            decoders: names.iter().map(|_| Decoded::default()).collect(),
+            names,
+            conn,
+            metrics: SharedMetrics::new(),
+            keys: Keys::default(),
+            rules: boots.iter().map(|b| Rules::any_size(&[b])).collect(),
+        })
     }
-    schema::migrate(&mut conn)?;
-    let metrics = SharedMetrics::new();
-    let mut keys = Keys::default();
-    let (mut decode, mut apply, mut insert, mut commit) = <(Spent, Spent, Spent, Spent)>::default();
-    let mut records = 0u64;
-    // One per stream, as each stream task keeps its own.
-    let mut decoders: Vec<Decoded> = (0..nodes).map(|_| Decoded::default()).collect();
-    // Made once per stream, after its Hello, as the service does.
-    let rules: Vec<Rules> = boots.iter().map(|b| Rules::any_size(&[b])).collect();
-    for (i, bytes) in &messages {
+
+    /// Node `i`'s message `bytes` through every stage, each timed into
+    /// `stages`.
+    fn batch(&mut self, i: usize, bytes: &Bytes, stages: &mut Stages) -> anyhow::Result<()> {
         let t0 = Stamp::now();
         // From a `Bytes`, as tonic hands the frame over: the records are
         // slices of it.
         let Some(RawMsg::Batch(b)) = RawAgentMessage::decode(bytes.clone())?.msg else {
             bail!("not a batch");
         };
-        let decoded = &mut decoders[*i];
-        let news = validate::batch_into(&names[*i], b.records, &rules[*i], decoded)?;
+        let decoded = &mut self.decoders[i];
+        let news = validate::batch_into(&self.names[i], b.records, &self.rules[i], decoded)?;
         let t1 = Stamp::now();
         {
-            let mut m = metrics.lock();
+            let mut m = self.metrics.lock();
             for r in decoded.records() {
                 m.apply_record(r);
             }
         }
         let t2 = Stamp::now();
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
         let mut inserted = Vec::with_capacity(news.len());
-        let added = store::insert::insert_batch(&tx, &mut keys, &news, &mut inserted)?;
+        let added = testing::insert_batch(&tx, &mut self.keys, &news, &mut inserted)?;
         for ((node, boot), a) in news.boots.iter().zip(&added) {
-            queries::add_boot_records(&tx, node, boot, 1, a.added, a.max_seq)?;
-            queries::boot_highest_seq(&tx, node, boot)?;
+            testing::add_boot_records(&tx, node, boot, 1, a.added, a.max_seq)?;
+            testing::boot_highest_seq(&tx, node, boot)?;
         }
         let n = news.len() as u64;
         let t3 = Stamp::now();
@@ -132,32 +209,47 @@ fn main() -> anyhow::Result<()> {
         // commit (its decoded records stay for the stream's next batch).
         drop((news, inserted));
         let t4 = Stamp::now();
-        decode.add(t0, t1);
-        apply.add(t1, t2);
-        insert.add(t2, t3);
-        commit.add(t3, t4);
-        records += n;
+        stages.decode.add(t0, t1);
+        stages.apply.add(t1, t2);
+        stages.insert.add(t2, t3);
+        stages.commit.add(t3, t4);
+        stages.records += n;
+        Ok(())
     }
-    let line = |name: &str, d: Spent| {
-        let per = |d: Duration| d.as_secs_f64() * 1e6 / records as f64;
-        println!(
-            "{name:<8} {:>6.2} s  {:>5.2} us/record wall  {:>5.2} us/record CPU  {:>9.0} records/CPU-s",
-            d.wall.as_secs_f64(),
-            per(d.wall),
-            per(d.cpu),
-            1e6 / per(d.cpu)
+}
+
+/// Time spent in each stage, and the records that went through.
+#[derive(Default)]
+struct Stages {
+    decode: Spent,
+    apply: Spent,
+    insert: Spent,
+    commit: Spent,
+    records: u64,
+}
+
+impl Stages {
+    /// A line per stage and the total, per record and per CPU second.
+    fn print(&self) {
+        let line = |name: &str, d: Spent| {
+            let per = |d: Duration| d.as_secs_f64() * 1e6 / self.records as f64;
+            println!(
+                "{name:<8} {:>6.2} s  {:>5.2} us/record wall  {:>5.2} us/record CPU  {:>9.0} records/CPU-s",
+                d.wall.as_secs_f64(),
+                per(d.wall),
+                per(d.cpu),
+                1e6 / per(d.cpu)
+            );
+        };
+        line("decode", self.decode);
+        line("metrics", self.apply);
+        line("insert", self.insert);
+        line("commit", self.commit);
+        line(
+            "total",
+            self.decode + self.apply + self.insert + self.commit,
         );
-    };
-    println!(
-        "{records} records in {} batches of up to {batch}, {nodes} nodes, {hours} h",
-        messages.len()
-    );
-    line("decode", decode);
-    line("metrics", apply);
-    line("insert", insert);
-    line("commit", commit);
-    line("total", decode + apply + insert + commit);
-    Ok(())
+    }
 }
 
 /// A point in wall time and in this thread's CPU time.

@@ -3,7 +3,7 @@
 //! the client and counted, not turned into an [`Error`].
 
 use crate::config::ConfigError;
-use crate::store::StoreError;
+use boltwatch_store::StoreError;
 
 /// Why the collector could not start or had to stop.
 #[derive(Debug, thiserror::Error)]

@@ -14,7 +14,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use crate::api::AppState;
-use crate::export::CONTENT_TYPE;
+use boltwatch_exposition::CONTENT_TYPE;
 
 /// `/metrics` and `/healthz`.
 pub fn metrics_router(state: AppState) -> Router {
@@ -24,9 +24,10 @@ pub fn metrics_router(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// `/api/v1/*`, behind the read token when one is configured.
+/// `/api/v1/*`, behind the read token when one is configured (writes
+/// check the write token themselves).
 pub fn api_router(state: AppState) -> Router {
-    let token = state.api_token.clone();
+    let token = state.tokens.clone();
     crate::api::routes()
         .merge(crate::soak::api::routes())
         .route_layer(middleware::from_fn_with_state(
@@ -50,7 +51,7 @@ async fn metrics(State(st): State<AppState>, headers: HeaderMap) -> Response {
         m.sweep(std::time::Instant::now());
         m.clone()
     };
-    let gzip = crate::export::gzip::accepted(
+    let gzip = boltwatch_exposition::gzip::accepted(
         headers
             .get_all(header::ACCEPT_ENCODING)
             .iter()
@@ -58,9 +59,9 @@ async fn metrics(State(st): State<AppState>, headers: HeaderMap) -> Response {
     );
     let rendered = tokio::task::spawn_blocking(move || {
         let mut m = snapshot;
-        m.set_process(crate::export::process::read_self());
+        m.set_process(boltwatch_exposition::process::read_self());
         let body = m.render();
-        gzip.then(|| crate::export::gzip::compress(body.as_bytes()))
+        gzip.then(|| boltwatch_exposition::gzip::compress(body.as_bytes()))
             .ok_or(body)
     })
     .await;

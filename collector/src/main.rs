@@ -9,13 +9,12 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use boltwatch_collector::config;
-use boltwatch_collector::store::StoreHandle;
 use boltwatch_collector::{Config, Listeners};
 use boltwatch_common::{daemon, exit, notify};
+use boltwatch_store::StoreHandle;
 use clap::{Parser, Subcommand};
 
-mod cli_prune;
-mod cli_soak;
+mod cli;
 
 #[derive(Parser)]
 #[command(name = "boltwatch-collector", version, about = "boltwatch collector")]
@@ -31,24 +30,24 @@ enum Command {
     /// Soak runs: start, stop, list, show, mark (on the store `serve` uses).
     Soak {
         #[command(flatten)]
-        store: cli_soak::StoreArgs,
+        store: cli::StoreArgs,
         #[command(subcommand)]
-        op: cli_soak::SoakOp,
+        op: cli::soak::SoakOp,
     },
     /// The verdict of a soak or a time range: table, md, json or html.
     Report {
         #[command(flatten)]
-        store: cli_soak::StoreArgs,
+        store: cli::StoreArgs,
         #[command(flatten)]
-        args: cli_soak::ReportArgs,
+        args: cli::soak::ReportArgs,
     },
     /// Replace raw RTT summaries and counters before a time by per-minute
     /// rollups now (what `retention.raw` does as they age).
     Prune {
         #[command(flatten)]
-        store: cli_soak::StoreArgs,
+        store: cli::StoreArgs,
         #[command(flatten)]
-        args: cli_prune::PruneArgs,
+        args: cli::prune::PruneArgs,
     },
 }
 
@@ -101,14 +100,14 @@ fn failed(e: anyhow::Error) -> ExitCode {
 fn main() -> ExitCode {
     match Cli::parse().command {
         Command::Serve(args) => daemon::run("boltwatch-collector", &args, serve),
-        Command::Soak { store, op } => match cli_soak::soak(&store, op) {
+        Command::Soak { store, op } => match cli::soak::soak(&store, op) {
             Ok(out) => {
                 print!("{out}");
                 ExitCode::SUCCESS
             }
             Err(e) => failed(e),
         },
-        Command::Prune { store, args } => match cli_prune::prune(&store, args) {
+        Command::Prune { store, args } => match cli::prune::prune(&store, args) {
             Ok(out) => {
                 print!("{out}");
                 ExitCode::SUCCESS
@@ -117,8 +116,8 @@ fn main() -> ExitCode {
         },
         Command::Report { store, args } => {
             let check = args.check;
-            match cli_soak::report(&store, args) {
-                Ok(pass) if check && !pass => ExitCode::from(cli_soak::EXIT_FAIL),
+            match cli::soak::report(&store, args) {
+                Ok(pass) if check && !pass => ExitCode::from(cli::soak::EXIT_FAIL),
                 Ok(_) => ExitCode::SUCCESS,
                 Err(e) => failed(e),
             }

@@ -404,3 +404,75 @@ async fn large_api_answers_come_in_bounded_pages_behind_the_token() {
     assert_eq!(bad.status(), 400);
     c.stop().await;
 }
+
+/// A remote_write receiver that answers every request with a 503 and a
+/// body of `body` bytes, writing it as long as the sender reads; keeps
+/// the most bytes one answer got out, and how many answers ended.
+type Counter = std::sync::Arc<std::sync::atomic::AtomicU64>;
+fn hostile_receiver(body: u64) -> (String, Counter, Counter) {
+    use std::io::{Read, Write};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/api/v1/write", l.local_addr().unwrap());
+    let most = std::sync::Arc::new(AtomicU64::new(0));
+    let done = Counter::default();
+    let (seen, ended) = (most.clone(), done.clone());
+    std::thread::spawn(move || {
+        // Bounded: a sender retries a handful of times within a test.
+        for conn in l.incoming().take(16) {
+            let Ok(mut s) = conn else { return };
+            s.set_read_timeout(Some(WAIT)).unwrap();
+            s.set_write_timeout(Some(WAIT)).unwrap();
+            let mut req = [0u8; 64 * 1024];
+            let _ = s.read(&mut req);
+            let head =
+                format!("HTTP/1.1 503 Service Unavailable\r\nContent-Length: {body}\r\n\r\n");
+            let _ = s.write_all(head.as_bytes());
+            let chunk = [b'x'; 64 * 1024];
+            let mut sent = 0u64;
+            while sent < body && s.write_all(&chunk).is_ok() {
+                sent += chunk.len() as u64;
+                seen.fetch_max(sent, Ordering::Relaxed);
+            }
+            seen.fetch_max(sent, Ordering::Relaxed);
+            ended.fetch_add(1, Ordering::Relaxed);
+        }
+    });
+    (url, most, done)
+}
+
+#[tokio::test]
+async fn a_huge_error_body_from_a_receiver_is_not_read() {
+    // 256 MiB of error text: a sender that reads it all (as one did, to
+    // keep 300 characters) takes it into memory.
+    const BODY: u64 = 256 << 20;
+    let (url, most, done) = hostile_receiver(BODY);
+    let (_dir, c) = Collector::temp_with(move |cfg| {
+        cfg.remote_write.urls = vec![url];
+        cfg.remote_write.timeout = std::time::Duration::from_secs(10);
+    })
+    .await;
+    let (mut a, _) = c.agent("a", "b1").await;
+    a.send(vec![record("a", "b1", 1, thermal("cpu", 40.0))])
+        .await
+        .unwrap();
+    // The first answer ends when the sender stops reading (the write
+    // fails once the socket buffers are full), or when all was read.
+    let t = Instant::now();
+    while done.load(std::sync::atomic::Ordering::Relaxed) == 0 && t.elapsed() < WAIT {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let got = most.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(
+        done.load(std::sync::atomic::Ordering::Relaxed) > 0,
+        "no answer ended"
+    );
+    // Socket buffers on loopback hold a few MiB at most.
+    assert!(
+        got < 16 << 20,
+        "the sender read {got} bytes of an error body"
+    );
+    serves_a_fresh_node(&c, "b").await;
+    drop(a);
+    c.stop().await;
+}

@@ -4,8 +4,8 @@
 //! (whatever an operator typed). None may panic; errors name file and line.
 //!
 //! The cases come from a fixed seed and `props.proptest-regressions` is
-//! replayed first (see `boltwatch_common::testing`); README "Tests"
-//! says how to explore with random seeds.
+//! replayed first (see `boltwatch_common::testing`); docs/internals.md,
+//! "Tests", says how to explore with random seeds.
 
 use boltwatch_collector::config::{Config, Flags};
 use boltwatch_collector::ingest::auth::AuthTokens;

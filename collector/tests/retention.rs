@@ -13,9 +13,9 @@ mod sim;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use boltwatch_store::testing::rusqlite::{Connection, OpenFlags};
 use cli::collector_cli_ok;
 use common::{Collector, WAIT};
-use rusqlite::{Connection, OpenFlags};
 use serde_json::Value;
 use sim::{Scenario, S};
 

@@ -11,7 +11,7 @@ mod sim;
 
 use boltwatch_proto::histogram::upper_bound_seconds;
 use cli::{collector_cli, collector_cli_ok};
-use common::Collector;
+use common::{Collector, WRITE_TOKEN};
 use serde_json::{json, Value};
 use sim::{Scenario, Truth, S};
 
@@ -45,6 +45,7 @@ fn quantile(sorted: &[u64], q: f64) -> u64 {
 async fn post(c: &Collector, path: &str, body: Value) -> (u16, Value) {
     let r = reqwest::Client::new()
         .post(c.url(path))
+        .bearer_auth(WRITE_TOKEN)
         .json(&body)
         .send()
         .await

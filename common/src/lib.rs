@@ -4,7 +4,7 @@
 //!   `--check-config`, logging and supervision.
 //! - [`config`]: one definition per config key (TOML key, flag, default,
 //!   validation, help), the file/flag/default merge, errors naming file,
-//!   line and key, and the README flag tables generated from the keys.
+//!   line and key, and the flag tables of docs/deployment.md generated from the keys.
 //! - [`duration`]: `100ms`, `5s`, `5m` as the config and flags spell them.
 //! - [`log`]: [`log::LogFormat`] and the one log setup (`BOLTWATCH_LOG`).
 //! - [`signal`]: the SIGINT/SIGTERM shutdown future.

@@ -14,8 +14,11 @@ use std::collections::BTreeMap;
 use boltwatch_proto::v1::record::Payload;
 use boltwatch_proto::v1::Record;
 
-use super::family::{families, labels, Exposition};
-use super::{Domain, Subjects};
+use crate::domain::{Domain, Subjects};
+use crate::family::{families, labels, Exposition};
+
+/// The payload kinds [`AgentMetrics`]'s `apply` reads.
+pub const KINDS: &[&str] = &["agent_stats"];
 
 families! {
     INFO = Gauge("boltwatch_agent_info", "", &["node", "version", "os"], "Agent version and OS of the node's latest agent boot (no boot id: one series per node across restarts).");

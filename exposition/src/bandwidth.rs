@@ -36,9 +36,9 @@ use boltwatch_proto::throttle::reading_throttled;
 use boltwatch_proto::v1::record::Payload;
 use boltwatch_proto::v1::{BandwidthResult, Direction, Protocol, Record};
 
-use super::family::{families, labels::NODE_PEER, pair, Exposition, Family, Newest};
-use super::key;
-use super::{Domain, NodePeer, Subjects};
+use crate::domain::{Domain, NodePeer, Subjects};
+use crate::family::{families, labels::NODE_PEER, pair, Exposition, Family, Newest};
+use crate::key;
 
 /// Test start times remembered per link to count a test once although it
 /// yields a record per direction.
@@ -50,6 +50,10 @@ pub const THROTTLE_READINGS: usize = 4096;
 
 /// Label values of `end`: which end of the link was throttled.
 const ENDS: [&str; 2] = ["local", "peer"];
+
+/// The payload kinds [`BandwidthMetrics`]'s `apply` reads: its own, and
+/// `thermal`, read only to judge each test by its peer's throttling.
+pub const KINDS: &[&str] = &["bandwidth", "thermal"];
 
 families! {
     LAST_RESULT = Gauge("boltwatch_bandwidth_bytes_per_second", "bytes_per_second", &["node", "peer", "direction", "protocol"], "Throughput of the last successful bandwidth test, counted at the receiver.");

@@ -4,16 +4,21 @@
 //! path from a record to its series, so a family has the same name, type,
 //! unit, help and label names on both by construction.
 //!
-//! | module | payload kinds | families |
-//! |---|---|---|
-//! | [`agent`] | `agent_stats` (and each node's agent info) | agent info, its own drops and refusals |
-//! | [`rtt`] | `rtt` | RTT histograms (at rest and under load), newest-window gauges, probe counters |
-//! | [`link`] | `link_event`, `counters`, `path` | interface counters and throughput, link up, down events, speed, kind, path |
-//! | [`thermal`] | `thermal` | temperatures, throttling, CPU frequency |
-//! | [`outage`] | `outage` | link and service outage counts and seconds |
-//! | [`service`] | `service` | service checks |
-//! | [`bandwidth`] | `bandwidth` (and `thermal`, read only to judge each test by its peer's throttling) | bandwidth test results and counters, the thermal verdict of the last test per end |
-//! | [`process`] | none (procfs at scrape time) | `process_*` of the serving process |
+//! | module | families |
+//! |---|---|
+//! | [`agent`] | agent info, its own drops and refusals |
+//! | [`rtt`] | RTT histograms (at rest and under load), newest-window gauges, probe counters |
+//! | [`link`] | interface counters and throughput, link up, down events, speed, kind, path |
+//! | [`thermal`] | temperatures, throttling, CPU frequency |
+//! | [`outage`] | link and service outage counts and seconds |
+//! | [`service`] | service checks |
+//! | [`bandwidth`] | bandwidth test results and counters, the thermal verdict of the last test per end |
+//! | [`process`] | `process_*` of the serving process (procfs at scrape time, no records) |
+//!
+//! Each record domain names the payload kinds its `apply` reads in its
+//! module's `KINDS` ([`RecordMetrics::DOMAIN_KINDS`] collects them); a test
+//! refuses a schema kind that no domain reads, and a domain that reacts to
+//! a kind it does not name.
 //!
 //! and the parts they share: [`family`] (declarations and the one text
 //! writer), [`histogram`], [`rate`], [`gzip`], [`key`] (series looked up
@@ -23,8 +28,10 @@
 //! build info), the agent with its build info.
 //!
 //! Records reach the domains through the [`Domain`] trait: every domain
-//! sees every record and picks the kinds it owns, so adding a payload kind
-//! is one new (or extended) module here and one line in [`RecordMetrics`].
+//! sees every record and looks at its own kinds only (the `_ => {}` or
+//! `let ... else` in each `apply` is that, by design, not a forgotten
+//! kind), so adding a payload kind is one new (or extended) module here
+//! and, for a new module, one line in [`RecordMetrics`].
 //! Some series exist before their own records (a probed link has outage
 //! and bandwidth counters at 0): owners record such [`Subjects`]; the
 //! domains that render per-subject series read them.
@@ -50,6 +57,7 @@
 
 pub mod agent;
 pub mod bandwidth;
+mod domain;
 pub mod family;
 pub mod gzip;
 pub mod histogram;
@@ -63,61 +71,14 @@ pub mod service;
 pub mod testing;
 pub mod thermal;
 
-use std::collections::BTreeSet;
-
 use boltwatch_proto::v1::{Interface, Record};
 
 use family::{Exposition, Family};
 
+pub use domain::{Domain, NodePeer, NodePeerService, Snapshot, Subjects};
+
 /// The content type of the text exposition format.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
-
-/// One domain of metrics.
-pub trait Domain: std::fmt::Debug + Send {
-    /// A newly stored record; a domain ignores the kinds it does not own
-    /// (one fed from elsewhere, the soaks table, the senders or procfs,
-    /// takes none).
-    fn apply(&mut self, _r: &Record, _subjects: &mut Subjects) {}
-    /// Appends every family of the domain (its module's `FAMILIES`, in
-    /// order), also those with no series yet.
-    fn render(&self, e: &mut Exposition, subjects: &Subjects);
-    /// The node's agent is gone for good (the collector's staleness rule):
-    /// drop its gauges, keep its counters.
-    fn forget(&mut self, _node: &str) {}
-}
-
-/// (node, peer).
-pub type NodePeer = (String, String);
-/// (node, peer, service).
-pub type NodePeerService = (String, String, String);
-
-/// The state of a domain fed from outside the records (procfs, the soaks
-/// table): the latest value, replaced whole.
-#[derive(Debug, Default, Clone)]
-pub struct Snapshot<T>(T);
-
-impl<T> Snapshot<T> {
-    /// The value the next render shows.
-    pub fn set(&mut self, value: T) {
-        self.0 = value;
-    }
-
-    /// The value set last.
-    pub fn get(&self) -> &T {
-        &self.0
-    }
-}
-
-/// What records named, for series that exist before their own records.
-#[derive(Debug, Default, Clone)]
-pub struct Subjects {
-    /// Links probed by RTT windows.
-    pub probed: BTreeSet<NodePeer>,
-    /// Links probed or path-checked: their outage series exist.
-    pub peers: BTreeSet<NodePeer>,
-    /// Services checked on a peer: their outage series exist.
-    pub services: BTreeSet<NodePeerService>,
-}
 
 /// Declares [`RecordMetrics`] with one field per record domain, in
 /// exposition order, and the loops over them.
@@ -143,11 +104,17 @@ macro_rules! record_domains {
 
             /// Every family of the record domains, in exposition order.
             pub const FAMILIES: &'static [&'static [Family]] = &[$($module::FAMILIES),+];
+
+            /// Each record domain's module and the payload kinds its
+            /// `apply` reads (the module's `KINDS`), in exposition order.
+            pub const DOMAIN_KINDS: &'static [(&'static str, &'static [&'static str])] =
+                &[$((stringify!($module), $module::KINDS)),+];
         }
     };
 }
 
-// Register a new record domain here (and `pub mod` it above).
+// Register a new record domain here (and `pub mod` it above); its module
+// declares `FAMILIES` (with `families!`) and `KINDS`.
 record_domains! {
     agent: agent::AgentMetrics,
     rtt: rtt::RttMetrics,

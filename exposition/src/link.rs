@@ -23,10 +23,10 @@ use std::collections::BTreeMap;
 use boltwatch_proto::v1::record::Payload;
 use boltwatch_proto::v1::{Interface, InterfaceCounters, LinkEventSource, Record};
 
-use super::family::{families, labels, pair, Exposition, Family, Newest};
-use super::key;
-use super::rate::CounterRate;
-use super::{Domain, NodePeer, Subjects};
+use crate::domain::{Domain, NodePeer, Subjects};
+use crate::family::{families, labels, pair, Exposition, Family, Newest};
+use crate::key;
+use crate::rate::CounterRate;
 
 use labels::NODE_INTERFACE as NI;
 
@@ -39,6 +39,9 @@ macro_rules! kernel {
         concat!($what, ", the kernel's counter as read by the agent.")
     };
 }
+
+/// The payload kinds [`LinkMetrics`]'s `apply` reads.
+pub const KINDS: &[&str] = &["link_event", "counters", "path"];
 
 families! {
     RX_BYTES = Counter(kernel!("receive_bytes"), "bytes", NI, kernel!(help "Bytes received"));

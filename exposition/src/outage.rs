@@ -15,8 +15,11 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use boltwatch_proto::v1::record::Payload;
 use boltwatch_proto::v1::{Outage, OutageCause, Record};
 
-use super::family::{families, labels, pair, triple, Exposition};
-use super::{Domain, NodePeer, NodePeerService, Subjects};
+use crate::domain::{Domain, NodePeer, NodePeerService, Subjects};
+use crate::family::{families, labels, pair, triple, Exposition};
+
+/// The payload kinds [`OutageMetrics`]'s `apply` reads.
+pub const KINDS: &[&str] = &["outage"];
 
 families! {
     LINK_COUNT = Counter("boltwatch_outages_total", "", labels::NODE_PEER, "Link outages towards the peer (carrier loss or consecutive lost probes), counted when they start.");

@@ -11,8 +11,8 @@
 //! macOS (and any other OS) [`read_self`] returns `None`: the `process_*`
 //! families are declared with no samples.
 
-use super::family::{families, labels, Exposition};
-use super::{Domain, Snapshot, Subjects};
+use crate::domain::{Domain, Snapshot, Subjects};
+use crate::family::{families, labels, Exposition};
 
 families! {
     CPU_SECONDS = Counter("process_cpu_seconds_total", "seconds", labels::NONE, "Total user and system CPU time spent in seconds.");

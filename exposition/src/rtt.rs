@@ -13,9 +13,12 @@ use std::collections::BTreeMap;
 use boltwatch_proto::v1::record::Payload;
 use boltwatch_proto::v1::{Record, RttSummary};
 
-use super::family::{families, labels::NODE_PEER, Exposition, Family, Newest};
-use super::histogram::RttHistogram;
-use super::{Domain, Subjects};
+use crate::domain::{Domain, Subjects};
+use crate::family::{families, labels::NODE_PEER, Exposition, Family, Newest};
+use crate::histogram::RttHistogram;
+
+/// The payload kinds [`RttMetrics`]'s `apply` reads.
+pub const KINDS: &[&str] = &["rtt"];
 
 families! {
     RTT_SECONDS = Histogram("boltwatch_rtt_seconds", "seconds", NODE_PEER, "STAMP round-trip time to the peer, reflector turnaround subtracted.");

@@ -8,9 +8,12 @@ use std::collections::BTreeMap;
 use boltwatch_proto::v1::record::Payload;
 use boltwatch_proto::v1::Record;
 
-use super::family::{families, labels::NODE_PEER_SERVICE, triple, Exposition, Newest};
-use super::key;
-use super::{Domain, NodePeerService, Subjects};
+use crate::domain::{Domain, NodePeerService, Subjects};
+use crate::family::{families, labels::NODE_PEER_SERVICE, triple, Exposition, Newest};
+use crate::key;
+
+/// The payload kinds [`ServiceMetrics`]'s `apply` reads.
+pub const KINDS: &[&str] = &["service"];
 
 families! {
     UP = Gauge("boltwatch_service_up", "", NODE_PEER_SERVICE, "1 when the newest TCP connect check of the peer's service succeeded.");

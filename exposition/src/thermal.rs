@@ -16,9 +16,12 @@ use std::collections::BTreeMap;
 use boltwatch_proto::v1::record::Payload;
 use boltwatch_proto::v1::{Record, Throttle};
 
-use super::family::{families, labels::NODE, Exposition, Newest};
-use super::key;
-use super::{Domain, Subjects};
+use crate::domain::{Domain, Subjects};
+use crate::family::{families, labels::NODE, Exposition, Newest};
+use crate::key;
+
+/// The payload kinds [`ThermalMetrics`]'s `apply` reads.
+pub const KINDS: &[&str] = &["thermal"];
 
 families! {
     TEMPERATURE = Gauge("boltwatch_temperature_celsius", "celsius", &["node", "sensor"], "Temperature of a sensor, newest reading.");

@@ -10,23 +10,25 @@
 //! cap, and a bandwidth table follows. On loopback every peer has the same
 //! IP, so a test against an agent's server marks all of its links under
 //! load.
+//!
+//! [`run`] is the steps in order; [`results`] reads the store back and
+//! prints the tables.
 
 use std::io::Write;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use boltwatch_agent::config::{Config as AgentConfig, PeerConfig};
 use boltwatch_agent::run::Listeners as AgentListeners;
 use boltwatch_common::duration::parse as parse_duration;
-use boltwatch_proto::v1::record::Payload;
-use prost::Message;
 use tokio::sync::watch;
 
-use boltwatch_collector::report::summary;
-use boltwatch_collector::store::StoreReader;
+use boltwatch_store::StoreReader;
 
 use crate::progress::{self, Tally};
+
+mod results;
 
 /// Lab settings: the command line (the doc comments are its `--help`).
 #[derive(Debug, Clone, clap::Args)]
@@ -95,12 +97,44 @@ pub fn new_token() -> String {
 }
 
 /// Runs the lab, printing progress (as `style` says) and the final table
-/// to `out`.
+/// to `out`: start the collector, then the agents pointed at it and at each
+/// other, show the status until the duration is up (or Ctrl-C), stop
+/// everything, and read the store back into the tables.
 pub async fn run(
     opts: LabOptions,
     style: progress::Style,
     out: &mut (impl Write + Send),
 ) -> Result<(), LabError> {
+    check_options(&opts)?;
+    let data = DataDir::new(opts.data_dir.as_deref())?;
+    let nodes = Nodes::new(opts.nodes);
+    let collector = Collector::start(&opts, data.path(), &nodes).await?;
+    let agents = Agents::start(&opts, data.path(), &nodes, collector.grpc_addr)?;
+    write_banner(out, &opts, collector.http_addr, data.path());
+    let mut status = Status::new(data.path(), style, opts.duration);
+    if status.until_done(out).await == Ended::Interrupted {
+        let _ = writeln!(out, "interrupted; stopping early");
+    }
+    // Agents first, so their last records are flushed and acknowledged.
+    let undelivered = agents.stop().await?;
+    collector.stop().await?;
+    // The last status line: every record is stored now, so its totals are
+    // the table's.
+    status.last_line(out).await;
+    let records = results::stored_records(data.path()).await?;
+    results::write_tables(out, &records, opts.bandwidth_interval.is_some());
+    if undelivered > 0 {
+        let _ = writeln!(
+            out,
+            "warning: {undelivered} records were not delivered before shutdown"
+        );
+    }
+    Ok(())
+}
+
+/// Refuses node counts outside 2..=16 and bandwidth intervals too short
+/// for a test.
+fn check_options(opts: &LabOptions) -> Result<(), LabError> {
     if !(2..=16).contains(&opts.nodes) {
         return Err(LabError::Options(format!(
             "--nodes {} is outside 2..16",
@@ -114,205 +148,305 @@ pub async fn run(
             )));
         }
     }
-    let temp;
-    let data_dir = match &opts.data_dir {
-        Some(d) => d.clone(),
-        None => {
-            temp = tempfile::Builder::new()
-                .prefix("boltwatch-lab-")
-                .tempdir()
-                .map_err(io("creating a temporary data dir"))?;
-            temp.path().to_path_buf()
+    Ok(())
+}
+
+/// Where the collector stores: `--data-dir`, or a temporary directory
+/// removed when this is dropped.
+struct DataDir {
+    path: PathBuf,
+    _temp: Option<tempfile::TempDir>,
+}
+
+impl DataDir {
+    fn new(given: Option<&Path>) -> Result<DataDir, LabError> {
+        if let Some(d) = given {
+            return Ok(DataDir {
+                path: d.to_path_buf(),
+                _temp: None,
+            });
         }
-    };
+        let temp = tempfile::Builder::new()
+            .prefix("boltwatch-lab-")
+            .tempdir()
+            .map_err(io("creating a temporary data dir"))?;
+        Ok(DataDir {
+            path: temp.path().to_path_buf(),
+            _temp: Some(temp),
+        })
+    }
 
-    let grpc = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .map_err(io("binding the gRPC listener"))?;
-    let http = tokio::net::TcpListener::bind(opts.http_listen)
-        .await
-        .map_err(io(format!(
-            "binding {} for /metrics (pass --http-listen 127.0.0.1:0 for any free port)",
-            opts.http_listen
-        )))?;
-    let grpc_addr = grpc.local_addr().map_err(io("gRPC address"))?;
-    let http_addr = http.local_addr().map_err(io("HTTP address"))?;
+    fn path(&self) -> &Path {
+        &self.path
+    }
+}
 
-    // Every lab agent authenticates with a fresh token of its own.
-    let names: Vec<String> = (1..=opts.nodes).map(|i| format!("lab-{i}")).collect();
-    let tokens: Vec<String> = names.iter().map(|_| new_token()).collect();
-    let auth = boltwatch_collector::ingest::auth::AuthTokens::from_pairs(
-        names.iter().cloned().zip(tokens.iter().cloned()),
-    );
-    let config = boltwatch_collector::Config {
-        auth: Some(auth),
-        data_dir: data_dir.clone(),
-        grpc_listen: grpc_addr,
-        http_listen: http_addr,
-        ..boltwatch_collector::Config::default()
-    };
-    let (collector_stop, collector_rx) = watch::channel(false);
-    let collector = tokio::spawn(boltwatch_collector::run(
-        config,
-        boltwatch_collector::Listeners {
+/// The lab's nodes, `lab-1`..`lab-N`, each with a fresh token of its own.
+struct Nodes {
+    names: Vec<String>,
+    tokens: Vec<String>,
+}
+
+impl Nodes {
+    fn new(n: usize) -> Nodes {
+        let names: Vec<String> = (1..=n).map(|i| format!("lab-{i}")).collect();
+        let tokens = names.iter().map(|_| new_token()).collect();
+        Nodes { names, tokens }
+    }
+
+    fn len(&self) -> usize {
+        self.names.len()
+    }
+}
+
+/// The collector task, on a free gRPC port and the `/metrics` address of
+/// the options.
+struct Collector {
+    grpc_addr: SocketAddr,
+    http_addr: SocketAddr,
+    stop: watch::Sender<bool>,
+    task: tokio::task::JoinHandle<Result<(), boltwatch_collector::Error>>,
+}
+
+impl Collector {
+    /// Binds its ports and spawns it, accepting exactly the lab's nodes.
+    async fn start(opts: &LabOptions, data_dir: &Path, nodes: &Nodes) -> Result<Self, LabError> {
+        let grpc = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .map_err(io("binding the gRPC listener"))?;
+        let http = tokio::net::TcpListener::bind(opts.http_listen)
+            .await
+            .map_err(io(format!(
+                "binding {} for /metrics (pass --http-listen 127.0.0.1:0 for any free port)",
+                opts.http_listen
+            )))?;
+        let grpc_addr = grpc.local_addr().map_err(io("gRPC address"))?;
+        let http_addr = http.local_addr().map_err(io("HTTP address"))?;
+        let auth = boltwatch_collector::ingest::auth::AuthTokens::from_pairs(
+            nodes
+                .names
+                .iter()
+                .cloned()
+                .zip(nodes.tokens.iter().cloned()),
+        );
+        let config = boltwatch_collector::Config {
+            auth: Some(auth),
+            data_dir: data_dir.to_path_buf(),
+            grpc_listen: grpc_addr,
+            http_listen: http_addr,
+            ..boltwatch_collector::Config::default()
+        };
+        let (stop, stopped) = watch::channel(false);
+        let listeners = boltwatch_collector::Listeners {
             grpc,
             http,
             api: None,
-        },
-        wait_true(collector_rx),
-    ));
+        };
+        let task = tokio::spawn(boltwatch_collector::run(
+            config,
+            listeners,
+            wait_true(stopped),
+        ));
+        Ok(Collector {
+            grpc_addr,
+            http_addr,
+            stop,
+            task,
+        })
+    }
 
-    // Bind every reflector first so each agent knows its peers' addresses.
-    let mut listeners = Vec::new();
-    for _ in 0..opts.nodes {
+    /// Stops it and waits for its run to end.
+    async fn stop(self) -> Result<(), LabError> {
+        let _ = self.stop.send(true);
+        match self.task.await {
+            Ok(r) => Ok(r?),
+            Err(e) => Err(LabError::Results(format!("collector task: {e}"))),
+        }
+    }
+}
+
+/// One agent's sockets, bound by the lab before any agent starts.
+struct Bound {
+    listeners: AgentListeners,
+    stamp: SocketAddr,
+    bandwidth: SocketAddr,
+}
+
+impl Bound {
+    fn new() -> Result<Bound, LabError> {
         let sock =
             std::net::UdpSocket::bind("127.0.0.1:0").map_err(io("binding a STAMP reflector"))?;
-        let addr = sock.local_addr().map_err(io("reflector address"))?;
+        let stamp = sock.local_addr().map_err(io("reflector address"))?;
         let bw =
             std::net::TcpListener::bind("127.0.0.1:0").map_err(io("binding a bandwidth server"))?;
-        let bw_addr = bw.local_addr().map_err(io("bandwidth server address"))?;
-        listeners.push((
-            AgentListeners {
+        let bandwidth = bw.local_addr().map_err(io("bandwidth server address"))?;
+        Ok(Bound {
+            listeners: AgentListeners {
                 stamp: sock,
                 bandwidth: Some(bw),
                 metrics: None,
             },
-            addr,
-            bw_addr,
-        ));
+            stamp,
+            bandwidth,
+        })
     }
-    let addrs: Vec<SocketAddr> = listeners.iter().map(|(_, a, _)| *a).collect();
-    let bw_addrs: Vec<SocketAddr> = listeners.iter().map(|(_, _, b)| *b).collect();
-    let (agents_stop, agents_rx) = watch::channel(false);
-    let mut agents = Vec::new();
-    for (i, (l, _, _)) in listeners.into_iter().enumerate() {
-        let config = AgentConfig {
-            node: names[i].clone(),
-            collector: format!("http://{grpc_addr}"),
-            listen: addrs[i],
-            peers: (0..opts.nodes)
-                .filter(|&j| j != i)
-                .map(|j| PeerConfig {
-                    name: names[j].clone(),
-                    addr: addrs[j],
-                })
-                .collect(),
-            probe_interval: opts.probe_interval,
-            // Nothing listens for SSH on loopback peers here.
-            services: Vec::new(),
-            spool_dir: data_dir.join("spool").join(&names[i]),
-            token: Some(tokens[i].clone()),
-            ..AgentConfig::default()
-        };
-        let config = lab_bandwidth(config, opts.bandwidth_interval, &names, &bw_addrs, i);
-        agents.push(tokio::spawn(boltwatch_agent::run::run(
-            config,
-            l,
-            wait_true(agents_rx.clone()),
-        )));
+}
+
+/// The agent tasks, a full mesh.
+struct Agents {
+    stop: watch::Sender<bool>,
+    tasks: Vec<AgentTask>,
+}
+
+type AgentTask =
+    tokio::task::JoinHandle<Result<boltwatch_agent::run::Stopped, boltwatch_agent::error::Error>>;
+
+impl Agents {
+    /// Binds every agent's reflector and bandwidth server first, so each
+    /// agent knows its peers' addresses, then spawns them all.
+    fn start(
+        opts: &LabOptions,
+        data_dir: &Path,
+        nodes: &Nodes,
+        collector: SocketAddr,
+    ) -> Result<Self, LabError> {
+        let bound = (0..nodes.len())
+            .map(|_| Bound::new())
+            .collect::<Result<Vec<_>, _>>()?;
+        let addrs: Vec<SocketAddr> = bound.iter().map(|b| b.stamp).collect();
+        let bw_addrs: Vec<SocketAddr> = bound.iter().map(|b| b.bandwidth).collect();
+        let (stop, stopped) = watch::channel(false);
+        let mut tasks = Vec::new();
+        for (i, b) in bound.into_iter().enumerate() {
+            let config = agent_config(opts, data_dir, nodes, collector, &addrs, i);
+            let config = lab_bandwidth(config, opts.bandwidth_interval, &nodes.names, &bw_addrs, i);
+            tasks.push(tokio::spawn(boltwatch_agent::run::run(
+                config,
+                b.listeners,
+                wait_true(stopped.clone()),
+            )));
+        }
+        Ok(Agents { stop, tasks })
     }
 
+    /// Stops them all and waits for each; the records they could not
+    /// deliver before shutdown.
+    async fn stop(self) -> Result<usize, LabError> {
+        let _ = self.stop.send(true);
+        let mut undelivered = 0;
+        for a in self.tasks {
+            match a.await {
+                Ok(Ok(stopped)) => undelivered += stopped.undelivered,
+                Ok(Err(e)) => return Err(e.into()),
+                Err(e) => return Err(LabError::Results(format!("agent task: {e}"))),
+            }
+        }
+        Ok(undelivered)
+    }
+}
+
+/// Agent `i`'s probing settings: its reflector at `addrs[i]`, every other
+/// node a peer, streaming to `collector` with its own token.
+fn agent_config(
+    opts: &LabOptions,
+    data_dir: &Path,
+    nodes: &Nodes,
+    collector: SocketAddr,
+    addrs: &[SocketAddr],
+    i: usize,
+) -> AgentConfig {
+    let names = &nodes.names;
+    AgentConfig {
+        node: names[i].clone(),
+        collector: format!("http://{collector}"),
+        listen: addrs[i],
+        peers: (0..names.len())
+            .filter(|&j| j != i)
+            .map(|j| PeerConfig {
+                name: names[j].clone(),
+                addr: addrs[j],
+            })
+            .collect(),
+        probe_interval: opts.probe_interval,
+        // Nothing listens for SSH on loopback peers here.
+        services: Vec::new(),
+        spool_dir: data_dir.join("spool").join(&names[i]),
+        token: Some(nodes.tokens[i].clone()),
+        ..AgentConfig::default()
+    }
+}
+
+/// What the lab runs and where to look while it does.
+fn write_banner(out: &mut impl Write, opts: &LabOptions, http: SocketAddr, data_dir: &Path) {
     let _ = writeln!(
         out,
-        "boltwatch lab: {} agents on loopback, full mesh, probing every {:?} for {:?}\n  metrics: http://{http_addr}/metrics\n  nodes:   http://{http_addr}/api/v1/nodes\n  store:   {}",
+        "boltwatch lab: {} agents on loopback, full mesh, probing every {:?} for {:?}\n  metrics: http://{http}/metrics\n  nodes:   http://{http}/api/v1/nodes\n  store:   {}",
         opts.nodes,
         opts.probe_interval,
         opts.duration,
         data_dir.display()
     );
     let _ = out.flush();
-    let started = tokio::time::Instant::now();
-    let reader = StoreReader::new(&data_dir);
-    let mut tally = Tally::default();
-    let mut ticks = tokio::time::interval(style.period());
-    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let end = tokio::time::sleep(opts.duration);
-    tokio::pin!(end);
-    let interrupted = loop {
-        tokio::select! {
-            _ = &mut end => break false,
-            _ = tokio::signal::ctrl_c() => break true,
-            _ = ticks.tick() => {
-                tally.refresh(&reader).await;
-                let line = tally.line(started.elapsed(), opts.duration);
-                progress::show(out, style, &line);
+}
+
+/// How the status loop ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ended {
+    /// The duration is up.
+    Done,
+    /// Ctrl-C.
+    Interrupted,
+}
+
+/// The status line while the lab runs, read from the store.
+struct Status {
+    reader: StoreReader,
+    tally: Tally,
+    style: progress::Style,
+    started: tokio::time::Instant,
+    duration: Duration,
+}
+
+impl Status {
+    fn new(data_dir: &Path, style: progress::Style, duration: Duration) -> Status {
+        Status {
+            reader: StoreReader::new(data_dir),
+            tally: Tally::default(),
+            style,
+            started: tokio::time::Instant::now(),
+            duration,
+        }
+    }
+
+    /// Shows the status every period until the duration is up or Ctrl-C.
+    async fn until_done(&mut self, out: &mut impl Write) -> Ended {
+        let mut ticks = tokio::time::interval(self.style.period());
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let end = tokio::time::sleep(self.duration);
+        tokio::pin!(end);
+        let ended = loop {
+            tokio::select! {
+                _ = &mut end => break Ended::Done,
+                _ = tokio::signal::ctrl_c() => break Ended::Interrupted,
+                _ = ticks.tick() => {
+                    self.tally.refresh(&self.reader).await;
+                    let line = self.tally.line(self.started.elapsed(), self.duration);
+                    progress::show(out, self.style, &line);
+                }
             }
+        };
+        if self.style == progress::Style::Terminal {
+            let _ = writeln!(out);
         }
-    };
-    if style == progress::Style::Terminal {
-        let _ = writeln!(out);
-    }
-    if interrupted {
-        let _ = writeln!(out, "interrupted; stopping early");
+        ended
     }
 
-    // Agents first, so their last records are flushed and acknowledged.
-    let _ = agents_stop.send(true);
-    let mut undelivered = 0;
-    for a in agents {
-        match a.await {
-            Ok(Ok(stopped)) => undelivered += stopped.undelivered,
-            Ok(Err(e)) => return Err(e.into()),
-            Err(e) => return Err(LabError::Results(format!("agent task: {e}"))),
-        }
+    /// One more status line, as a plain line.
+    async fn last_line(&mut self, out: &mut impl Write) {
+        self.tally.refresh(&self.reader).await;
+        let line = self.tally.line(self.started.elapsed(), self.duration);
+        let _ = writeln!(out, "{line}");
     }
-    let _ = collector_stop.send(true);
-    match collector.await {
-        Ok(r) => r?,
-        Err(e) => return Err(LabError::Results(format!("collector task: {e}"))),
-    }
-    // The last status line: every record is stored now, so its totals are
-    // the table's.
-    tally.refresh(&reader).await;
-    let _ = writeln!(out, "{}", tally.line(started.elapsed(), opts.duration));
-    // Read the results back from the store the collector wrote, the way a
-    // report would.
-    let store = boltwatch_collector::store::Store::open(&data_dir)
-        .map_err(|e| LabError::Results(e.to_string()))?;
-    let mut records = Vec::new();
-    for kind in ["rtt", "thermal", "bandwidth"] {
-        let rows = store
-            .handle()
-            .records(boltwatch_collector::store::RecordFilter {
-                kind: Some(kind.into()),
-                limit: u32::MAX,
-                ..Default::default()
-            })
-            .await
-            .map_err(|e| LabError::Results(e.to_string()))?;
-        for row in rows {
-            let r = boltwatch_proto::v1::Record::decode(row.raw.as_slice())
-                .map_err(|e| LabError::Results(format!("stored record: {e}")))?;
-            records.push(r);
-        }
-    }
-    store.close().await;
-
-    let rtt = by_node(&records, |p| match p {
-        Payload::Rtt(s) => Some(s),
-        _ => None,
-    });
-    let thermal = by_node(&records, |p| match p {
-        Payload::Thermal(t) => Some(t),
-        _ => None,
-    });
-    let links = summary::link_stats(rtt);
-    let sensors = summary::sensor_stats(thermal);
-    let _ = writeln!(out, "\n{}", summary::render_table(&links, &sensors));
-    if opts.bandwidth_interval.is_some() {
-        let results = records.iter().filter_map(|r| match &r.payload {
-            Some(Payload::Bandwidth(b)) => Some((r.node.as_str(), b)),
-            _ => None,
-        });
-        let _ = writeln!(out, "{}", bandwidth_table(results));
-    }
-    if undelivered > 0 {
-        let _ = writeln!(
-            out,
-            "warning: {undelivered} records were not delivered before shutdown"
-        );
-    }
-    Ok(())
 }
 
 /// Agent `i`'s bandwidth settings: its server is bound by the lab, its
@@ -342,80 +476,12 @@ fn lab_bandwidth(
     c
 }
 
-/// One row per node, peer and direction: tests, failures, mean and
-/// slowest Gbit/s of the successful ones.
-fn bandwidth_table<'a>(
-    results: impl Iterator<Item = (&'a str, &'a boltwatch_proto::v1::BandwidthResult)>,
-) -> String {
-    use std::collections::BTreeMap;
-    /// Tests, failures, Gbit/s of each success.
-    type Row = (u64, u64, Vec<f64>);
-    let mut rows: BTreeMap<(String, String, i32), Row> = BTreeMap::new();
-    for (node, b) in results {
-        let row = rows
-            .entry((node.to_string(), b.peer.clone(), b.direction))
-            .or_default();
-        row.0 += 1;
-        if b.error.is_empty() {
-            row.2.push(b.bits_per_second / 1e9);
-        } else {
-            row.1 += 1;
-        }
-    }
-    let mut t = format!(
-        "{:<24} {:<9} {:>6} {:>6} {:>10} {:>10}\n",
-        "bandwidth", "direction", "tests", "failed", "mean Gb/s", "min Gb/s"
-    );
-    if rows.is_empty() {
-        t.push_str("(no bandwidth tests ran; is the lab longer than the interval?)\n");
-    }
-    for ((node, peer, dir), (n, failed, gbps)) in rows {
-        let dir = boltwatch_proto::v1::Direction::try_from(dir)
-            .map(|d| {
-                d.as_str_name()
-                    .trim_start_matches("DIRECTION_")
-                    .to_lowercase()
-            })
-            .unwrap_or_else(|_| dir.to_string());
-        let mean = gbps.iter().sum::<f64>() / gbps.len().max(1) as f64;
-        let min = gbps.iter().copied().fold(f64::INFINITY, f64::min);
-        let fmt = |v: f64| {
-            if gbps.is_empty() {
-                "-".to_string()
-            } else {
-                format!("{v:.2}")
-            }
-        };
-        t.push_str(&format!(
-            "{:<24} {:<9} {:>6} {:>6} {:>10} {:>10}\n",
-            format!("{node} -> {peer}"),
-            dir,
-            n,
-            failed,
-            fmt(mean),
-            fmt(min)
-        ));
-    }
-    t
-}
-
 async fn wait_true(mut rx: watch::Receiver<bool>) {
     while !*rx.borrow() {
         if rx.changed().await.is_err() {
             return;
         }
     }
-}
-
-/// `(node, payload)` of every record whose payload `pick` selects.
-fn by_node<'r, T>(
-    records: &'r [boltwatch_proto::v1::Record],
-    pick: impl Fn(&'r Payload) -> Option<&'r T>,
-) -> Vec<(&'r str, &'r T)> {
-    records
-        .iter()
-        .filter_map(|r| Some((r.node.as_str(), pick(r.payload.as_ref()?)?)))
-        .collect()
 }
 
 #[cfg(test)]
@@ -456,24 +522,5 @@ mod tests {
             lab_test_duration(Duration::from_secs(600)),
             Duration::from_secs(10)
         );
-    }
-
-    #[test]
-    fn bandwidth_table_counts_failures_apart() {
-        use boltwatch_proto::v1::{BandwidthResult, Direction};
-        let ok = BandwidthResult {
-            peer: "lab-2".into(),
-            direction: Direction::Upload as i32,
-            bits_per_second: 20e9,
-            ..Default::default()
-        };
-        let bad = BandwidthResult {
-            error: "refused".into(),
-            ..ok.clone()
-        };
-        let t = bandwidth_table([("lab-1", &ok), ("lab-1", &bad)].into_iter());
-        let row = t.lines().find(|l| l.starts_with("lab-1 -> lab-2")).unwrap();
-        let cols: Vec<&str> = row.split_whitespace().collect();
-        assert_eq!(cols[3..], ["upload", "2", "1", "20.00", "20.00"], "{t}");
     }
 }

@@ -11,9 +11,9 @@ use std::io::Write;
 use std::time::Duration;
 
 use boltwatch_collector::report::summary::LinkStats;
-use boltwatch_collector::store::{queries, StoreReader};
 use boltwatch_proto::v1::record::Payload;
 use boltwatch_proto::v1::Record;
+use boltwatch_store::StoreReader;
 use prost::Message;
 
 /// How the status is shown.
@@ -89,7 +89,7 @@ impl Tally {
         let after = self.cursor.clone();
         let read = store
             .read(move |c| {
-                let filter = boltwatch_collector::store::RecordFilter {
+                let filter = boltwatch_store::RecordFilter {
                     kind: Some("rtt".into()),
                     limit: u32::MAX,
                     ..Default::default()
@@ -98,11 +98,11 @@ impl Tally {
                 let key = after
                     .as_ref()
                     .map(|(t, n, b, s)| (*t, n.as_str(), b.as_str(), *s));
-                queries::each_record(c, &filter, key, |r| {
+                c.each_record(&filter, key, |r| {
                     rows.push(r);
                     true
                 })?;
-                Ok((rows, queries::total_records(c)?))
+                Ok((rows, c.total_records()?))
             })
             .await;
         let Ok((rows, total)) = read else { return };

@@ -16,14 +16,9 @@
 pub mod histogram;
 pub mod kind;
 pub mod throttle;
+pub mod v1;
 
 pub use kind::{record_kind, KINDS, PAYLOAD_TAGS, UNKNOWN_KIND};
-
-/// Generated code for package `boltwatch.v1`.
-#[allow(missing_docs, clippy::all, clippy::pedantic)]
-pub mod v1 {
-    tonic::include_proto!("boltwatch.v1");
-}
 
 /// The schema revision this crate was built from (sent in `Hello`).
 pub const SCHEMA_REVISION: u32 = 1;

@@ -208,6 +208,9 @@ impl Drop for Proc {
     }
 }
 
+/// The API write token every test collector started here accepts.
+pub const WRITE_TOKEN: &str = "test-write-token";
+
 /// A running collector.
 pub struct Collector {
     /// The process.
@@ -261,6 +264,11 @@ impl Collector {
             grpc.to_string()
         };
         let mut cmd = collector_serve(listen, http, data_dir);
+        // HTTP writes (soaks, marks) are off without a write token; the
+        // tests' collectors take one, which they send as `WRITE_TOKEN`.
+        let token = dir.join(format!("write-token-{grpc_port}"));
+        std::fs::write(&token, WRITE_TOKEN).expect("writing the API write token");
+        cmd.arg("--api-write-token-file").arg(&token);
         cmd.args(&opts.flags);
         Self::spawn(dir, cmd, grpc, http)
     }

@@ -56,85 +56,117 @@ pub fn selectors(expr: &str) -> Result<Vec<Selector>, String> {
     let mut i = 0;
     while i < chars.len() {
         let c = chars[i];
-        match c {
-            '"' | '\'' | '`' => i = skip_string(&chars, i)?,
-            '{' => i = skip_group(&chars, i, '{', '}')?,
-            '[' => i = skip_group(&chars, i, '[', ']')?,
-            '#' => {
-                while i < chars.len() && chars[i] != '\n' {
-                    i += 1;
-                }
-            }
-            // Grafana variables: $node, ${node}, $__rate_interval.
-            '$' => {
-                i += 1;
-                if chars.get(i) == Some(&'{') {
-                    i = skip_group(&chars, i, '{', '}')?;
-                } else {
-                    while i < chars.len() && is_ident(chars[i]) {
-                        i += 1;
-                    }
-                }
-            }
+        i = match c {
+            '"' | '\'' | '`' => skip_string(&chars, i)?,
+            '{' => skip_group(&chars, i, '{', '}')?,
+            '[' => skip_group(&chars, i, '[', ']')?,
+            '#' => skip_comment(&chars, i),
+            '$' => skip_variable(&chars, i)?,
             _ if c.is_ascii_digit()
                 || (c == '.' && chars.get(i + 1).is_some_and(char::is_ascii_digit)) =>
             {
-                // Numbers and durations: 0.5, 50e9, 1e-9, 5m, 0x1F.
-                i += 1;
-                while i < chars.len() {
-                    let d = chars[i];
-                    let exponent_sign = (d == '+' || d == '-') && matches!(chars[i - 1], 'e' | 'E');
-                    if d.is_ascii_alphanumeric() || d == '.' || d == '_' || exponent_sign {
-                        i += 1;
-                    } else {
-                        break;
-                    }
-                }
+                skip_number(&chars, i)
             }
             _ if c.is_ascii_alphabetic() || c == '_' || c == ':' => {
-                let start = i;
-                while i < chars.len() && is_ident(chars[i]) {
-                    i += 1;
-                }
-                let ident: String = chars[start..i].iter().collect();
-                let lower = ident.to_ascii_lowercase();
-                let mut j = i;
-                while j < chars.len() && chars[j].is_whitespace() {
-                    j += 1;
-                }
-                let calls = chars.get(j) == Some(&'(');
-                if LABEL_LIST_KEYWORDS.contains(&lower.as_str()) {
-                    if calls {
-                        i = skip_group(&chars, j, '(', ')')?;
-                    }
-                } else if KEYWORDS.contains(&lower.as_str())
-                    || AGGREGATIONS.contains(&ident.as_str())
-                {
-                    // Nothing to record.
-                } else if calls {
-                    if !FUNCTIONS.contains(&ident.as_str()) {
-                        return Err(format!("unknown function {ident}() in {expr}"));
-                    }
-                } else {
-                    // `name{...}[range]`: the range belongs to this selector.
-                    let mut k = i;
-                    if chars.get(k) == Some(&'{') {
-                        k = skip_group(&chars, k, '{', '}')?;
-                    }
-                    let range = if chars.get(k) == Some(&'[') {
-                        let end = skip_group(&chars, k, '[', ']')?;
-                        i = end;
-                        Some(chars[k + 1..end - 1].iter().collect())
-                    } else {
-                        None
-                    };
-                    names.push(Selector { name: ident, range });
-                }
+                let (end, selector) = identifier(expr, &chars, i)?;
+                names.extend(selector);
+                end
             }
-            _ => i += 1,
-        }
+            _ => i + 1,
+        };
     }
     Ok(names)
+}
+
+/// Index of the newline that ends the comment opening at `start` (or the
+/// end).
+fn skip_comment(chars: &[char], start: usize) -> usize {
+    let mut i = start;
+    while i < chars.len() && chars[i] != '\n' {
+        i += 1;
+    }
+    i
+}
+
+/// Index just past the Grafana variable at `start`: `$node`, `${node}`,
+/// `$__rate_interval`.
+fn skip_variable(chars: &[char], start: usize) -> Result<usize, String> {
+    let mut i = start + 1;
+    if chars.get(i) == Some(&'{') {
+        return skip_group(chars, i, '{', '}');
+    }
+    while i < chars.len() && is_ident(chars[i]) {
+        i += 1;
+    }
+    Ok(i)
+}
+
+/// Index just past the number or duration at `start`: 0.5, 50e9, 1e-9,
+/// 5m, 0x1F.
+fn skip_number(chars: &[char], start: usize) -> usize {
+    let mut i = start + 1;
+    while i < chars.len() {
+        let d = chars[i];
+        let exponent_sign = (d == '+' || d == '-') && matches!(chars[i - 1], 'e' | 'E');
+        if d.is_ascii_alphanumeric() || d == '.' || d == '_' || exponent_sign {
+            i += 1;
+        } else {
+            break;
+        }
+    }
+    i
+}
+
+/// The identifier at `start`: a keyword, an aggregation, a function call
+/// (which must be a known function) or a selector. Returns where scanning
+/// goes on (past a label list, or past a selector's range) and the
+/// selector, if it is one.
+fn identifier(
+    expr: &str,
+    chars: &[char],
+    start: usize,
+) -> Result<(usize, Option<Selector>), String> {
+    let mut i = start;
+    while i < chars.len() && is_ident(chars[i]) {
+        i += 1;
+    }
+    let ident: String = chars[start..i].iter().collect();
+    let lower = ident.to_ascii_lowercase();
+    let mut j = i;
+    while j < chars.len() && chars[j].is_whitespace() {
+        j += 1;
+    }
+    let calls = chars.get(j) == Some(&'(');
+    if LABEL_LIST_KEYWORDS.contains(&lower.as_str()) {
+        let end = if calls {
+            skip_group(chars, j, '(', ')')?
+        } else {
+            i
+        };
+        return Ok((end, None));
+    }
+    if KEYWORDS.contains(&lower.as_str()) || AGGREGATIONS.contains(&ident.as_str()) {
+        return Ok((i, None));
+    }
+    if calls {
+        if !FUNCTIONS.contains(&ident.as_str()) {
+            return Err(format!("unknown function {ident}() in {expr}"));
+        }
+        return Ok((i, None));
+    }
+    // `name{...}[range]`: the range belongs to this selector.
+    let mut k = i;
+    if chars.get(k) == Some(&'{') {
+        k = skip_group(chars, k, '{', '}')?;
+    }
+    let range = if chars.get(k) == Some(&'[') {
+        let end = skip_group(chars, k, '[', ']')?;
+        i = end;
+        Some(chars[k + 1..end - 1].iter().collect())
+    } else {
+        None
+    };
+    Ok((i, Some(Selector { name: ident, range })))
 }
 
 /// A character of a metric name or keyword.

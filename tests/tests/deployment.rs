@@ -1,6 +1,6 @@
-//! The README's deployment walkthrough, checked by the tools that will read
-//! it: its collector and agent configs pass `--check-config` (with the
-//! token files it tells how to make), its Prometheus config passes
+//! The deployment walkthrough (docs/deployment.md), checked by the tools
+//! that will read it: its collector and agent configs pass `--check-config`
+//! (with the token files it tells how to make), its Prometheus config passes
 //! `promtool check config` with the shipped rule files, and its Alertmanager
 //! routing passes `amtool check-config` and routes as the text says.
 
@@ -16,13 +16,13 @@ fn workspace() -> PathBuf {
         .into()
 }
 
-/// The fenced blocks of `lang` in the README's walkthrough, in order.
+/// The fenced blocks of `lang` in docs/deployment.md's walkthrough, in order.
 fn walkthrough_blocks(lang: &str) -> Vec<String> {
-    let readme = std::fs::read_to_string(workspace().join("README.md")).unwrap();
-    let start = readme
+    let doc = std::fs::read_to_string(workspace().join("docs/deployment.md")).unwrap();
+    let start = doc
         .find("### Walkthrough: two Mac minis and one collector host")
         .expect("the walkthrough section");
-    let section = &readme[start..];
+    let section = &doc[start..];
     let end = section[4..].find("\n## ").map_or(section.len(), |i| i + 4);
     let mut blocks = Vec::new();
     let mut rest = &section[..end];

@@ -132,8 +132,9 @@ fn post(c: &Cluster, path: &str, body: &str) {
     write!(
         s,
         "POST {path} HTTP/1.0\r\nHost: {}\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\n\r\n{body}",
+         Authorization: Bearer {}\r\nContent-Length: {}\r\n\r\n{body}",
         c.collector.http,
+        boltwatch_tests::procs::WRITE_TOKEN,
         body.len()
     )
     .unwrap();

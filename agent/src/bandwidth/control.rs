@@ -2,8 +2,8 @@
 //! length-prefixed JSON frames over a `TcpStream`, with the caps from
 //! [`super::iperf3`] applied before any allocation.
 
+use super::error::BandwidthError;
 use super::iperf3::{self, CodecError, State};
-use super::BandwidthError;
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
 

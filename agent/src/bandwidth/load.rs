@@ -20,7 +20,7 @@ use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::sink::now_unix_ns;
+use boltwatch_common::clock::now_unix_ns;
 
 /// Finished spans kept per peer; windows are judged seconds after they
 /// end, so a few dozen is plenty.

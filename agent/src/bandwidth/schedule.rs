@@ -27,18 +27,21 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+use boltwatch_common::clock::now_unix_ns;
+use boltwatch_proto::v1::BandwidthResult;
 use rand::SeedableRng;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
 use super::client::{run_client, ClientObserver, ClientOptions};
+use super::error::BandwidthError;
 use super::expect::{Expected, LinkSpeed};
 use super::iperf3::Mode;
 use super::load::{LoadBoard, LoadSpan, LoadTag, TestGate};
 use super::plan::{Decision, Outcome, PlanConfig, PlanError, Planner};
 use super::thermals::{DuringTest, ThermalProbe};
-use super::{emit_results, failed_result, BandwidthError};
-use crate::sink::{now_unix_ns, Sink};
+use super::{emit_results, failed_result};
+use crate::sink::Sink;
 
 /// The shortest window the duty cycle is measured over.
 const MIN_DUTY_WINDOW: Duration = Duration::from_secs(600);
@@ -131,107 +134,190 @@ pub async fn run_schedule(
     sink: Sink,
     stop: CancellationToken,
 ) {
-    let rng = rand::rngs::StdRng::from_rng(&mut rand::rng());
-    let mut planner = match Planner::new(opts.plan.clone(), rng) {
-        Ok(p) => p,
-        Err(e) => {
-            warn!(error = %e, "bandwidth tests disabled");
-            return;
-        }
+    let Some(mut scheduler) = Scheduler::start(peers, opts, sink, stop) else {
+        return;
     };
-    let by_name: BTreeMap<String, PeerServer> =
-        peers.into_iter().map(|p| (p.peer.clone(), p)).collect();
-    planner.set_peers(by_name.keys().cloned(), Instant::now());
-    info!(peers = by_name.len(), interval = ?opts.plan.interval, duration = ?opts.plan.duration,
-        duty_cycle = opts.plan.duty_cycle, "bandwidth scheduler started");
-    let mut busy_in_a_row: BTreeMap<String, u32> = BTreeMap::new();
-    let mut speed_unknown: BTreeSet<String> = BTreeSet::new();
-    while !stop.is_cancelled() {
+    while !scheduler.stop.is_cancelled() {
+        let Some((peer, duration)) = scheduler.due().await else {
+            continue;
+        };
+        let Some(outcome) = scheduler.test(&peer, duration).await else {
+            // Stopped mid-test: no record, no outcome.
+            break;
+        };
+        scheduler.planner.finish(&peer, outcome, Instant::now());
+    }
+}
+
+/// The scheduler's state between tests.
+struct Scheduler {
+    planner: Planner<rand::rngs::StdRng>,
+    peers: BTreeMap<String, PeerServer>,
+    /// Busy answers in a row, per peer, since its last test that ran.
+    busy_in_a_row: BTreeMap<String, u32>,
+    /// Peers whose expectation needs a link speed their interface does not
+    /// report (warned about once).
+    speed_unknown: BTreeSet<String>,
+    opts: ScheduleOptions,
+    sink: Sink,
+    stop: CancellationToken,
+}
+
+impl Scheduler {
+    /// The planner for `peers`, or `None` (after a warning) when the plan
+    /// is unusable.
+    fn start(
+        peers: Vec<PeerServer>,
+        opts: ScheduleOptions,
+        sink: Sink,
+        stop: CancellationToken,
+    ) -> Option<Scheduler> {
+        let rng = rand::rngs::StdRng::from_rng(&mut rand::rng());
+        let mut planner = match Planner::new(opts.plan.clone(), rng) {
+            Ok(p) => p,
+            Err(e) => {
+                warn!(error = %e, "bandwidth tests disabled");
+                return None;
+            }
+        };
+        let by_name: BTreeMap<String, PeerServer> =
+            peers.into_iter().map(|p| (p.peer.clone(), p)).collect();
+        planner.set_peers(by_name.keys().cloned(), Instant::now());
+        info!(peers = by_name.len(), interval = ?opts.plan.interval, duration = ?opts.plan.duration,
+            duty_cycle = opts.plan.duty_cycle, "bandwidth scheduler started");
+        Some(Scheduler {
+            planner,
+            peers: by_name,
+            busy_in_a_row: BTreeMap::new(),
+            speed_unknown: BTreeSet::new(),
+            opts,
+            sink,
+            stop,
+        })
+    }
+
+    /// The test the planner wants now; `None` after waiting until its next
+    /// decision (or the stop).
+    async fn due(&mut self) -> Option<(String, Duration)> {
         let now = Instant::now();
-        let (peer, duration) = match planner.poll(now) {
+        match self.planner.poll(now) {
             Decision::Wait { until } => {
                 let nap = until.saturating_duration_since(now);
                 tokio::select! {
                     _ = tokio::time::sleep(nap.max(Duration::from_millis(10))) => {}
-                    _ = stop.cancelled() => {}
+                    _ = self.stop.cancelled() => {}
                 }
-                continue;
+                None
             }
-            Decision::Run { peer, duration } => (peer, duration),
-        };
-        let Some(target) = by_name.get(&peer) else {
-            planner.finish(&peer, Outcome::Failed, Instant::now());
-            continue;
+            Decision::Run { peer, duration } => Some((peer, duration)),
+        }
+    }
+
+    /// Tests `peer` for `duration` and records the results (or the
+    /// failure); the outcome for the planner, `None` when the stop ended
+    /// the test.
+    async fn test(&mut self, peer: &str, duration: Duration) -> Option<Outcome> {
+        let Some(target) = self.peers.get(peer) else {
+            return Some(Outcome::Failed);
         };
         let client = ClientOptions {
             server: target.addr.to_string(),
-            streams: opts.streams,
+            streams: self.opts.streams,
             duration,
             mode: Mode::Bidir,
             peer: target.peer.clone(),
             interface: target.interface.clone(),
             ..ClientOptions::default()
         };
-        let expected = expected_now(target, &opts.link_speed, &mut speed_unknown).await;
+        let server = target.addr;
+        let expected = expected_now(target, &self.opts.link_speed, &mut self.speed_unknown).await;
         let start_unix_ns = now_unix_ns();
         let mut during = DuringTest::default();
-        let result = match opts.gate.try_enter() {
-            // Our server is serving a test (likely this very peer's).
-            None => Err(BandwidthError::Busy),
-            Some(gate) => {
-                let mut obs = LoadMarker {
-                    tag: opts.load.tag(&peer),
-                    span: None,
-                    stop: stop.clone(),
-                };
-                let c = client.clone();
-                let mut test = tokio::task::spawn_blocking(move || {
-                    let r = run_client(c, &mut obs);
-                    drop(obs);
-                    drop(gate);
-                    r
-                });
-                let joined = sample_while(&mut test, &opts.thermals, &mut during).await;
-                match joined {
-                    Ok(r) => r,
-                    Err(e) => Err(BandwidthError::Protocol(format!("test task: {e}"))),
-                }
-            }
-        };
-        let outcome = match result {
-            Ok(mut results) => {
+        let result = self
+            .run_gated(peer, &client, &mut during)
+            .await
+            .map(|mut results| {
                 for r in &mut results {
                     r.expected_bits_per_second = expected;
                     during.stamp(r);
                 }
-                busy_in_a_row.remove(&peer);
+                results
+            });
+        self.record(peer, server, &client, start_unix_ns, result)
+    }
+
+    /// Runs the test on a blocking thread while the node-wide gate is ours
+    /// (busy if our server holds it), reading the thermals meanwhile.
+    async fn run_gated(
+        &self,
+        peer: &str,
+        client: &ClientOptions,
+        during: &mut DuringTest,
+    ) -> Result<Vec<BandwidthResult>, BandwidthError> {
+        let Some(gate) = self.opts.gate.try_enter() else {
+            // Our server is serving a test (likely this very peer's).
+            return Err(BandwidthError::Busy);
+        };
+        let mut obs = LoadMarker {
+            tag: self.opts.load.tag(peer),
+            span: None,
+            stop: self.stop.clone(),
+        };
+        let c = client.clone();
+        let mut test = tokio::task::spawn_blocking(move || {
+            let r = run_client(c, &mut obs);
+            drop(obs);
+            drop(gate);
+            r
+        });
+        let joined = sample_while(&mut test, &self.opts.thermals, during).await;
+        match joined {
+            Ok(r) => r,
+            Err(e) => Err(BandwidthError::Protocol(format!("test task: {e}"))),
+        }
+    }
+
+    /// Emits the results, or a failed result (for busy answers only once
+    /// the retries are spent); the outcome for the planner, `None` when the
+    /// test was stopped.
+    fn record(
+        &mut self,
+        peer: &str,
+        server: SocketAddr,
+        client: &ClientOptions,
+        start_unix_ns: u64,
+        result: Result<Vec<BandwidthResult>, BandwidthError>,
+    ) -> Option<Outcome> {
+        let outcome = match result {
+            Ok(results) => {
+                self.busy_in_a_row.remove(peer);
                 for r in &results {
                     info!(peer = %peer, direction = r.direction, bits_per_second = r.bits_per_second,
                         retransmits = r.retransmits, "bandwidth test done");
                 }
-                emit_results(&sink, results);
+                emit_results(&self.sink, results);
                 Outcome::Done
             }
-            Err(BandwidthError::Stopped) => break,
+            Err(BandwidthError::Stopped) => return None,
             Err(e) if e.is_busy() => {
-                let n = busy_in_a_row.entry(peer.clone()).or_default();
+                let n = self.busy_in_a_row.entry(peer.to_owned()).or_default();
                 *n += 1;
                 debug!(peer = %peer, busy = *n, "bandwidth test: busy, retrying later");
-                if *n > opts.plan.max_busy_retries {
+                if *n > self.opts.plan.max_busy_retries {
                     // The planner gives up until the next regular slot.
                     *n = 0;
-                    emit_results(&sink, vec![failed_result(&client, start_unix_ns, &e)]);
+                    emit_results(&self.sink, vec![failed_result(client, start_unix_ns, &e)]);
                 }
                 Outcome::Busy
             }
             Err(e) => {
-                busy_in_a_row.remove(&peer);
-                warn!(peer = %peer, server = %target.addr, error = %e, "bandwidth test failed");
-                emit_results(&sink, vec![failed_result(&client, start_unix_ns, &e)]);
+                self.busy_in_a_row.remove(peer);
+                warn!(peer = %peer, server = %server, error = %e, "bandwidth test failed");
+                emit_results(&self.sink, vec![failed_result(client, start_unix_ns, &e)]);
                 Outcome::Failed
             }
         };
-        planner.finish(&peer, outcome, Instant::now());
+        Some(outcome)
     }
 }
 

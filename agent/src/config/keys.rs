@@ -1,5 +1,5 @@
 //! Every agent config key, defined once: TOML path, flag, default, help and
-//! validation. The README's `run` table is generated from this table and a
+//! validation. The `run` table of docs/deployment.md is generated from this table and a
 //! test keeps the two equal.
 //!
 //! Sections group what belongs together: `[spool]`, `[services]`,
@@ -13,11 +13,16 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use boltwatch_common::config::{
-    check_tls_pair, log_format_key, set, tls_cert_key, tls_key_key, HasTlsPair, Key, Origin,
-    TlsPair, Where,
+    check_tls_pair, log_format_key, set, tls_cert_key, tls_key_key, ConfigError, HasTlsPair, Key,
+    Origin, TlsPair, Where,
 };
+use boltwatch_common::log::LogFormat;
 
-use super::{parse, Config, ConfigError, LogFormat, DEFAULT_SPOOL_DIR};
+use super::model::Config;
+use super::parse;
+
+/// Where the spool lives unless configured (one subdirectory per node).
+pub const DEFAULT_SPOOL_DIR: &str = "/var/lib/boltwatch/spool";
 
 impl boltwatch_common::config::HasLogFormat for Config {
     fn log_format_mut(&mut self) -> &mut LogFormat {
@@ -44,7 +49,7 @@ const fn secs(n: u64) -> Duration {
 /// The longest interval a periodic read accepts.
 const DAY: Duration = secs(86_400);
 
-/// The key table, in the order the README lists it.
+/// The key table, in the order docs/deployment.md lists it.
 pub const KEYS: &[K] = &[
     K::new("node", "node name in every record", |c, v| {
         c.node = v.nonempty()?.to_string();

@@ -3,7 +3,9 @@
 
 use std::path::Path;
 
-use super::{ConfigError, PeerConfig, ServiceConfig};
+use boltwatch_common::config::ConfigError;
+
+use super::model::{PeerConfig, ServiceConfig};
 
 /// Reads a bearer token file: the first non-empty line, trimmed. An empty
 /// file or a token with characters not allowed in a header is an error.

@@ -281,10 +281,10 @@ fn infeasible_bandwidth_schedules_name_the_key_that_was_set() {
 }
 
 #[test]
-fn readme_run_table_is_the_key_table() {
-    let readme = include_str!("../../../README.md");
-    if let Err(e) = check_table::<Config>(readme, "agent-run-flags") {
-        panic!("README.md, `boltwatch-agent run`: {e}\n(keys: agent/src/config/keys.rs)");
+fn docs_run_table_is_the_key_table() {
+    let doc = include_str!("../../../docs/deployment.md");
+    if let Err(e) = check_table::<Config>(doc, "agent-run-flags") {
+        panic!("docs/deployment.md, `boltwatch-agent run`: {e}\n(keys: agent/src/config/keys.rs)");
     }
 }
 

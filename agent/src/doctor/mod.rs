@@ -239,7 +239,7 @@ pub fn run(args: &Args, w: &mut dyn io::Write) -> io::Result<Report> {
     let out = args.out.clone().unwrap_or_else(|| {
         PathBuf::from(format!(
             "boltwatch-doctor-{}",
-            crate::sink::now_unix_ns() / 1_000_000_000
+            boltwatch_common::clock::now_unix_ns() / 1_000_000_000
         ))
     });
     if out.exists() && fs::read_dir(&out)?.next().is_some() {

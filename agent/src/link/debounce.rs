@@ -21,7 +21,7 @@ use std::collections::HashMap;
 
 use boltwatch_proto::v1::{LinkEvent, LinkEventSource};
 
-use super::{LinkChange, LinkState};
+use super::state::{LinkChange, LinkState};
 
 /// What an accepted observation means.
 #[derive(Debug, Clone, PartialEq)]

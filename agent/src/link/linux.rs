@@ -23,7 +23,7 @@ use nix::sys::time::TimeVal;
 use super::announce::{gratuitous_arp, ETH_P_ARP};
 use super::netlink::{self, RTM_DELLINK};
 use super::reconcile::{Inventory, LinkOs, OsEvent, RECV_TIMEOUT};
-use super::LinkState;
+use super::state::LinkState;
 use crate::platform::Support;
 
 /// Linux has a link watcher.

@@ -27,7 +27,7 @@ use nix::sys::time::TimeVal;
 
 use super::kev::{self, KevKind};
 use super::reconcile::{Inventory, LinkOs, OsEvent, RECV_TIMEOUT};
-use super::LinkState;
+use super::state::LinkState;
 use crate::platform::macos::{ioctl_socket, media_status, KevRequest, SIOCSKEVFILT};
 use crate::platform::{xnu, Support};
 

@@ -2,9 +2,11 @@
 //! the moment they arrive, and a 1 Hz reconciliation poll makes sure a
 //! missed event never hides a drop.
 //!
-//! This module owns the shared types and [`spawn_watcher`]; the
-//! reconciliation loop and bridge expansion are in `reconcile` and the
-//! dedupe rules in [`debounce`] (both pure of OS calls), the message
+//! This module is the door: it owns [`spawn_watcher`] and re-exports the
+//! shared types, which live in `state` ([`LinkState`], [`LinkChange`]) and
+//! `watch` (what the running loop holds). The reconciliation loop and
+//! bridge expansion are in `reconcile` and the dedupe rules in
+//! [`debounce`] (both pure of OS calls), the message
 //! parsers in [`netlink`] (Linux rtnetlink) and [`kev`] (macOS
 //! `kern_event_msg`), both pure and tested on fixture bytes on any OS. The
 //! per-OS files (chosen as [`crate::platform`] describes) only make OS
@@ -20,10 +22,6 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
-
-use boltwatch_proto::v1::record::Payload;
-use boltwatch_proto::v1::LinkEventSource;
 
 use crate::sink::{Observer, Sink};
 
@@ -34,6 +32,12 @@ pub mod debounce;
 pub mod kev;
 pub mod netlink;
 mod reconcile;
+mod state;
+mod watch;
+
+pub use reconcile::POLL_INTERVAL;
+pub use state::{LinkChange, LinkState};
+use watch::Watch;
 
 crate::platform::os_module!(mod imp);
 
@@ -61,55 +65,6 @@ pub(crate) mod fixtures {
 /// Whether this OS has a link watcher.
 pub const SUPPORT: Support = imp::SUPPORT;
 
-/// How often the watcher reconciles against a poll.
-pub const POLL_INTERVAL: Duration = Duration::from_secs(1);
-
-/// The state of one interface as one source saw it.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct LinkState {
-    /// Carrier (physical link) present; `Some(false)` while admin down,
-    /// `None` when the OS could not tell (macOS `SIOCGIFMEDIA` failed). An
-    /// unknown carrier is never taken as up: the [`debounce::Tracker`]
-    /// keeps the last known one.
-    pub carrier: Option<bool>,
-    /// Administratively up (`IFF_UP`).
-    pub admin_up: bool,
-    /// Operational state as the OS names it ("up", "down", ...).
-    pub oper_state: String,
-    /// Kernel carrier-up transitions since the interface appeared (Linux;
-    /// 0 where the OS has no such counter).
-    pub carrier_up_count: u64,
-    /// Kernel carrier-down transitions since the interface appeared.
-    pub carrier_down_count: u64,
-}
-
-impl LinkState {
-    /// Both counters together: monotonic, so it orders observations.
-    pub fn counter_sum(&self) -> u64 {
-        self.carrier_up_count + self.carrier_down_count
-    }
-}
-
-/// A reported link change, for the outage tracker
-/// ([`crate::outage::OutageTracker::on_carrier`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LinkChange {
-    /// Interface name.
-    pub interface: String,
-    /// When it was observed, unix nanoseconds.
-    pub at_unix_ns: u64,
-    /// Carrier now.
-    pub carrier: bool,
-    /// True when the carrier itself changed (false for a first sighting, an
-    /// admin-only change or a counters-only report).
-    pub carrier_changed: bool,
-    /// Down transitions the counters show but no event or poll saw: flaps
-    /// too short to time. The outage tracker cannot place them; they are counted.
-    pub missed_flaps: u64,
-    /// Where it was observed.
-    pub source: LinkEventSource,
-}
-
 /// A running watcher; stops (and joins its thread) on [`WatcherHandle::stop`]
 /// or drop.
 #[derive(Debug)]
@@ -136,43 +91,6 @@ impl WatcherHandle {
 impl Drop for WatcherHandle {
     fn drop(&mut self) {
         self.halt();
-    }
-}
-
-/// What a watcher needs; built by [`spawn_watcher`].
-#[derive(Debug)]
-struct Watch {
-    interfaces: Vec<String>,
-    sink: Sink,
-    observer: Option<Observer<LinkChange>>,
-    stop: Arc<AtomicBool>,
-}
-
-impl Watch {
-    /// True if `name` is watched (an empty list watches everything).
-    fn wants(&self, name: &str) -> bool {
-        self.interfaces.is_empty() || self.interfaces.iter().any(|i| i == name)
-    }
-
-    fn stopped(&self) -> bool {
-        self.stop.load(Ordering::Relaxed)
-    }
-
-    /// Emits what the tracker accepted and tells the observer.
-    fn report(&self, at_unix_ns: u64, accepted: debounce::Accepted) {
-        tracing::debug!(
-            interface = %accepted.event.interface,
-            carrier = accepted.event.carrier,
-            admin_up = accepted.event.admin_up,
-            down_count = accepted.event.carrier_down_count,
-            source = ?accepted.change.source,
-            "link event"
-        );
-        if let Some(obs) = &self.observer {
-            obs.observe(accepted.change);
-        }
-        self.sink
-            .emit_at(at_unix_ns, Payload::LinkEvent(accepted.event));
     }
 }
 

@@ -8,7 +8,7 @@
 //! `ifinfomsg { u8 family; u8 pad; u16 type; i32 index; u32 flags; u32 change }`,
 //! then 4-byte aligned `rtattr { u16 len; u16 type; payload }`.
 
-use super::LinkState;
+use super::state::LinkState;
 
 const NLMSG_HDR: usize = 16;
 const IFINFOMSG: usize = 16;

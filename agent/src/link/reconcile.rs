@@ -7,11 +7,15 @@ use std::collections::{BTreeSet, HashMap};
 use std::io;
 use std::time::{Duration, Instant};
 
+use boltwatch_common::clock::now_unix_ns;
 use boltwatch_proto::v1::LinkEventSource;
 
 use super::debounce::Tracker;
-use super::{LinkState, Watch, POLL_INTERVAL};
-use crate::sink::now_unix_ns;
+use super::state::LinkState;
+use super::watch::Watch;
+
+/// How often the watcher reconciles against a poll.
+pub const POLL_INTERVAL: Duration = Duration::from_secs(1);
 
 /// How long one blocking wait for kernel events lasts, so a stop request
 /// is seen promptly.

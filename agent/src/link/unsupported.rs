@@ -6,7 +6,7 @@ use std::io;
 use std::path::Path;
 
 use super::reconcile::{Inventory, LinkOs, OsEvent};
-use super::LinkState;
+use super::state::LinkState;
 use crate::platform::{Source, Support, Unsupported};
 
 /// No link watcher here.

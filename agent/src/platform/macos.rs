@@ -211,6 +211,11 @@ pub(crate) fn mach_anchor() -> &'static xnu::MachAnchor {
         // failure leaves 0/0, which `MachAnchor::new` reads as 1/1.
         unsafe { mach2::mach_time::mach_timebase_info(&mut tb) };
         let ticks = mach_ticks();
-        xnu::MachAnchor::new(ticks, crate::sink::now_unix_ns(), tb.numer, tb.denom)
+        xnu::MachAnchor::new(
+            ticks,
+            boltwatch_common::clock::now_unix_ns(),
+            tb.numer,
+            tb.denom,
+        )
     })
 }

@@ -1,5 +1,9 @@
-//! The platform seam: how per-OS code is chosen, which sources this OS
-//! supports, and the kernel ABI facts the macOS code relies on.
+//! The platform seam, the bottom layer: how per-OS code is chosen, the
+//! names of the sources that have per-OS code, the error an unsupported
+//! one returns, the macOS calls several concerns share, and the kernel ABI
+//! facts the macOS code relies on. It imports none of the concerns above
+//! it; which sources this OS supports is gathered from them by
+//! [`crate::support`].
 //!
 //! # One idiom
 //! Every concern with per-OS code (`link`, `thermal`, `counters`,
@@ -19,8 +23,8 @@
 //! the rules (link reconciliation, bridge expansion, sensor filtering,
 //! naming) live once, in the portable module. `unsupported.rs` answers
 //! every call with [`Unsupported`] rather than empty data, and
-//! [`unsupported_sources`] lists those sources so the agent logs them at
-//! start and reports them in `AgentStats.unsupported_sources`.
+//! [`crate::support::unsupported_sources`] lists those sources so the agent
+//! logs them at start and reports them in `AgentStats.unsupported_sources`.
 //!
 //! # Kernel ABI
 //! [`xnu`] holds the sizes, offsets and ioctl numbers of the xnu structs
@@ -60,8 +64,6 @@ pub(crate) use os_module;
 
 #[cfg(target_os = "macos")]
 pub(crate) mod macos;
-#[cfg(target_os = "macos")]
-pub(crate) mod smc;
 
 /// Whether a source works on the OS the agent was built for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -144,53 +146,11 @@ impl Source {
             Source::CpuFrequency => "cpu_frequency",
         }
     }
-
-    /// Whether this OS supports the source, as its OS file declares.
-    pub const fn support(self) -> Support {
-        match self {
-            Source::Link => crate::link::SUPPORT,
-            Source::Counters => crate::counters::SUPPORT,
-            Source::Thermal => crate::thermal::SUPPORT,
-            Source::Discovery => crate::discovery::SUPPORT,
-            Source::KernelTimestamps => crate::stamp::imp::SUPPORT,
-            Source::SocketStats => crate::bandwidth::sys::SUPPORT,
-            Source::CpuFrequency => crate::thermal::FREQUENCY_SUPPORT,
-        }
-    }
 }
 
 impl fmt::Display for Source {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
-    }
-}
-
-/// Names of the sources this OS does not support, for the start-up log
-/// line and `AgentStats.unsupported_sources`. Empty on Linux;
-/// `cpu_frequency` on macOS (IOReport residency is not read).
-pub fn unsupported_sources() -> Vec<String> {
-    Source::ALL
-        .iter()
-        .filter(|s| s.support() == Support::Unsupported)
-        .map(|s| s.name().to_owned())
-        .collect()
-}
-
-/// Logs, once at start, which sources this OS does not support (a
-/// warning naming them), or that all are supported (debug).
-pub fn log_unsupported() {
-    let unsupported = unsupported_sources();
-    if unsupported.is_empty() {
-        tracing::debug!(
-            os = std::env::consts::OS,
-            "every platform source is supported"
-        );
-    } else {
-        tracing::warn!(
-            os = std::env::consts::OS,
-            sources = ?unsupported,
-            "sources not supported on this OS: they report errors or absent fields, not data"
-        );
     }
 }
 
@@ -211,20 +171,5 @@ mod tests {
         );
         let io: std::io::Error = e.into();
         assert_eq!(io.kind(), std::io::ErrorKind::Unsupported);
-    }
-
-    #[cfg(target_os = "linux")]
-    #[test]
-    fn linux_supports_every_source() {
-        assert_eq!(unsupported_sources(), Vec::<String>::new());
-        for s in Source::ALL {
-            assert_eq!(s.support(), Support::Supported, "{s}");
-        }
-    }
-
-    #[cfg(target_os = "macos")]
-    #[test]
-    fn macos_supports_every_source_but_cpu_frequency() {
-        assert_eq!(unsupported_sources(), vec!["cpu_frequency".to_owned()]);
     }
 }

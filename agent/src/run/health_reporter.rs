@@ -47,7 +47,7 @@ fn emit(health: &Health, sink: &Sink, process: &mut ProcessProbe) {
         stamp_refused_reflected: Health::get(&health.stamp_refused_reflected),
         stamp_refused_own_address: Health::get(&health.stamp_refused_own_address),
         stamp_refused_rate_limited: Health::get(&health.stamp_refused_rate_limited),
-        unsupported_sources: crate::platform::unsupported_sources(),
+        unsupported_sources: crate::support::unsupported_sources(),
     }));
 }
 

@@ -6,6 +6,7 @@
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 
+use boltwatch_common::clock::now_unix_ns;
 use boltwatch_proto::v1::record::Payload;
 use tracing::warn;
 
@@ -16,7 +17,7 @@ use crate::error::Error;
 use crate::link::LinkChange;
 use crate::outage::{OutageIds, OutageInput, OutageTracker, OutageTrackers};
 use crate::service::ServiceChange;
-use crate::sink::{now_unix_ns, Observer};
+use crate::sink::Observer;
 use crate::stamp::ProbeEvent;
 
 /// The started tracker, while roles still take observers of it.

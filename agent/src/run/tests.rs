@@ -9,7 +9,7 @@ use std::time::Duration;
 use boltwatch_proto::v1::record::Payload;
 use boltwatch_proto::v1::{OutageCause, Record};
 
-use super::{run, Listeners};
+use super::{run, Listeners, Stopped};
 use crate::config::{Config, PeerConfig, ServiceConfig};
 use crate::spool::{Spool, SpoolOptions};
 
@@ -33,31 +33,27 @@ fn outages(records: &[Record]) -> Vec<boltwatch_proto::v1::Outage> {
         .collect()
 }
 
-/// Two peers: our own reflector, and a socket that never answers. One
-/// service on a port nobody listens on. The outage tracker hears from the
-/// senders and the service checks through its one channel, each input
-/// reaching the peer it names; after the stop the spool holds every record,
-/// numbered without gaps, ending with the final health record.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn roles_report_to_the_tracker_and_stop_in_order() {
-    let dir = tempfile::tempdir().unwrap();
-    let stamp = UdpSocket::bind("127.0.0.1:0").unwrap();
-    let hole = UdpSocket::bind("127.0.0.1:0").unwrap();
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let closed_port = closed.local_addr().unwrap().port();
-    drop(closed);
-    let config = Config {
+/// An agent at `spool_dir` probing two peers, `self` at `stamp` and
+/// `hole` at `hole`, and checking one service on `closed_port`, which is
+/// also where the collector would be: nothing listens there, so every
+/// record stays in the spool.
+fn two_peer_config(
+    spool_dir: &std::path::Path,
+    stamp: std::net::SocketAddr,
+    hole: std::net::SocketAddr,
+    closed_port: u16,
+) -> Config {
+    Config {
         node: "a".into(),
-        // Nothing listens there: every record stays in the spool.
         collector: format!("http://127.0.0.1:{closed_port}"),
         peers: vec![
             PeerConfig {
                 name: "self".into(),
-                addr: stamp.local_addr().unwrap(),
+                addr: stamp,
             },
             PeerConfig {
                 name: "hole".into(),
-                addr: hole.local_addr().unwrap(),
+                addr: hole,
             },
         ],
         probe_interval: Duration::from_millis(10),
@@ -68,24 +64,14 @@ async fn roles_report_to_the_tracker_and_stop_in_order() {
         }],
         service_interval: Duration::from_millis(200),
         bandwidth_enabled: false,
-        spool_dir: dir.path().to_path_buf(),
+        spool_dir: spool_dir.to_path_buf(),
         ..Config::default()
-    };
-    let listeners = Listeners {
-        stamp,
-        bandwidth: None,
-        metrics: None,
-    };
-    let stopped = run(
-        config,
-        listeners,
-        tokio::time::sleep(Duration::from_secs(3)),
-    )
-    .await
-    .expect("the agent starts");
-    drop(hole);
+    }
+}
 
-    let records = spooled(dir.path());
+/// Every record the run made is spooled, none acked, numbered from 1
+/// without gaps under its boot id, the final health record last.
+fn assert_spooled_in_order(records: &[Record], stopped: &Stopped) {
     assert_eq!(records.len() as u64, stopped.last_seq);
     assert_eq!(
         stopped.undelivered as u64, stopped.last_seq,
@@ -105,6 +91,43 @@ async fn roles_report_to_the_tracker_and_stop_in_order() {
         "the final health record comes last: {:?}",
         records.last()
     );
+}
+
+/// Two peers: our own reflector, and a socket that never answers. One
+/// service on a port nobody listens on. The outage tracker hears from the
+/// senders and the service checks through its one channel, each input
+/// reaching the peer it names; after the stop the spool holds every record,
+/// numbered without gaps, ending with the final health record.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn roles_report_to_the_tracker_and_stop_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let stamp = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let hole = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let closed_port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let config = two_peer_config(
+        dir.path(),
+        stamp.local_addr().unwrap(),
+        hole.local_addr().unwrap(),
+        closed_port,
+    );
+    let listeners = Listeners {
+        stamp,
+        bandwidth: None,
+        metrics: None,
+    };
+    let stopped = run(
+        config,
+        listeners,
+        tokio::time::sleep(Duration::from_secs(3)),
+    )
+    .await
+    .expect("the agent starts");
+    drop(hole);
+
+    let records = spooled(dir.path());
+    assert_spooled_in_order(&records, &stopped);
     let outages = outages(&records);
     let loss: Vec<_> = outages
         .iter()

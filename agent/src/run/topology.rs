@@ -2,12 +2,12 @@
 //! from discovery (unless the operator named one), and the `Hello` that
 //! introduces the agent on every stream.
 
+use boltwatch_common::clock::now_unix_ns;
 use boltwatch_proto::v1::{Hello, Interface, Peer};
 use tracing::warn;
 
 use crate::config::Config;
 use crate::discovery;
-use crate::sink::now_unix_ns;
 
 /// Interface name of a peer whose route is not known yet.
 const UNKNOWN: &str = "unknown";

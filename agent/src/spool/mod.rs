@@ -11,6 +11,8 @@
 //! - [`loss`]: how many records a damaged stretch cost (pure).
 //! - `tap`: what sees each record as it is numbered (the agent's
 //!   `/metrics`).
+//! - `error`: [`SpoolError`], shared by every part; `cursor`: where
+//!   sending has got to, moved by appending and by reading back.
 //! - `recover`: indexing earlier boots' files at startup; `reader`: sending
 //!   reads the files back; this module: appending. Segments are `<id>.seg`
 //!   (`<id>.damaged` once found damaged); a `lock` file held with `flock`
@@ -27,6 +29,8 @@
 //! like the current boot's; the collector acknowledges per boot.
 
 pub mod acks;
+mod cursor;
+mod error;
 pub mod held;
 pub mod loss;
 mod reader;
@@ -37,7 +41,7 @@ mod tap;
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use boltwatch_proto::v1::Record;
 use nix::fcntl::{Flock, FlockArg};
@@ -46,48 +50,13 @@ use tracing::{info, warn};
 
 use crate::sink::Emitted;
 use acks::AckBook;
+use cursor::Cursor;
+use error::io_err;
+pub use error::SpoolError;
 use held::Held;
 use loss::LossTally;
-use reader::Cursor;
 use recover::SegFile;
 pub use tap::Tap;
-
-/// Spool failures.
-#[derive(Debug, thiserror::Error)]
-pub enum SpoolError {
-    /// A file operation failed.
-    #[error("spool {path}: {source}")]
-    Io {
-        /// The file or directory.
-        path: PathBuf,
-        /// The cause.
-        #[source]
-        source: std::io::Error,
-    },
-    /// Another process holds the spool directory.
-    #[error("spool {0} is in use by another agent")]
-    Locked(PathBuf),
-    /// Records were refused (and counted as dropped): the spool cannot be
-    /// written and the records waiting for it fill their memory bound.
-    #[error("spool {path} cannot be written ({error}); {refused} records refused, {held} waiting in memory")]
-    Refused {
-        /// The segment that could not be written.
-        path: PathBuf,
-        /// The last write error.
-        error: String,
-        /// Records refused by this append.
-        refused: u64,
-        /// Records waiting in memory for the disk.
-        held: usize,
-    },
-}
-
-fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> SpoolError + '_ {
-    move |source| SpoolError::Io {
-        path: path.to_path_buf(),
-        source,
-    }
-}
 
 /// Spool settings.
 #[derive(Debug, Clone)]
@@ -474,6 +443,17 @@ impl Spool {
     pub fn has_unsent(&self) -> bool {
         let active_bytes = self.book.segments().last().map_or(0, |s| s.bytes);
         self.cursor.seg < self.active_id || self.cursor.offset < active_bytes
+    }
+
+    /// The file of segment `id`.
+    fn path_of(&self, id: u64) -> std::path::PathBuf {
+        recover::seg_path(
+            &self.opts.dir,
+            SegFile {
+                id,
+                damaged: self.damaged.contains_key(&id),
+            },
+        )
     }
 }
 

@@ -8,27 +8,9 @@ use std::io::{BufReader, Read, Seek, SeekFrom};
 use boltwatch_proto::v1::Record;
 use prost::Message;
 
-use super::recover::seg_path;
-use super::{io_err, segment, Spool, SpoolError};
-
-/// Where sending has got to: a segment and a byte offset in it.
-pub(super) struct Cursor {
-    pub seg: u64,
-    pub offset: u64,
-    /// Open at `offset`; readable up to `limit` (the end of an intact run
-    /// of a damaged file, else unbounded).
-    pub reader: Option<(BufReader<File>, u64)>,
-}
-
-impl Cursor {
-    pub fn at(seg: u64) -> Cursor {
-        Cursor {
-            seg,
-            offset: 0,
-            reader: None,
-        }
-    }
-}
+use super::cursor::Cursor;
+use super::error::{io_err, SpoolError};
+use super::{segment, Spool};
 
 /// Reads one frame from `r`. `Ok(None)` at a clean end; `Err` describes a
 /// torn or corrupt frame.
@@ -161,16 +143,5 @@ impl Spool {
             }
         }
         Ok(out)
-    }
-
-    /// The file of segment `id`.
-    pub(super) fn path_of(&self, id: u64) -> std::path::PathBuf {
-        seg_path(
-            &self.opts.dir,
-            super::recover::SegFile {
-                id,
-                damaged: self.damaged.contains_key(&id),
-            },
-        )
     }
 }

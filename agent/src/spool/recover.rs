@@ -26,9 +26,9 @@ use prost::Message;
 use tracing::warn;
 
 use super::acks::AckBook;
+use super::error::{io_err, SpoolError};
 use super::loss::LossTally;
 use super::segment::{Piece, Scanner, MIN_WINDOW};
-use super::{io_err, SpoolError};
 
 /// Read window: two of the largest frames, so a scan moves at least one
 /// whole window's worth minus one frame per read.

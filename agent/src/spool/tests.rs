@@ -2,6 +2,7 @@
 
 use super::*;
 use boltwatch_proto::v1::{record::Payload, AgentStats};
+use std::path::Path;
 
 fn em(n: u64) -> Emitted {
     Emitted {

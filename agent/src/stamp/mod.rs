@@ -7,9 +7,12 @@
 //! - [`probe`]: the in-flight probe table: matching replies, duplicates,
 //!   late and foreign answers, overdue and lost probes; pure.
 //! - [`window`]: per-second accounting of probes into `RttSummary`; pure.
+//! - [`stats`]: a window's RTT samples finished into exact min, mean, max,
+//!   percentiles and a histogram; pure (used by `window` and `ping`).
 //! - [`reflector`]: the reflector thread.
 //! - `session`: one session's socket, probe table and send loop, shared by
 //!   the session-sender and `ping`.
+//! - `target`: the peer a session probes ([`Target`]).
 //! - [`sender`]: the session-sender thread.
 //! - [`ping`]: one-shot probes printed like `ping`.
 //! - `timestamp_{linux,macos,unsupported}`: kernel RX timestamps, TTL and
@@ -35,6 +38,8 @@ mod recvmsg;
 pub mod reflector;
 pub mod sender;
 mod session;
+pub mod stats;
+mod target;
 pub mod window;
 
 crate::platform::os_module!(pub(crate) mod imp {
@@ -45,7 +50,8 @@ crate::platform::os_module!(pub(crate) mod imp {
 
 pub use packet::{DecodeError, DEFAULT_PORT, PACKET_LEN};
 pub use reflector::{spawn_reflector, ReflectorOptions};
-pub use sender::{spawn_sender, ProbeEvent, SenderOptions, Target};
+pub use sender::{spawn_sender, ProbeEvent, SenderOptions};
+pub use target::Target;
 
 /// One datagram as the OS delivered it.
 #[derive(Debug, Clone, Copy)]

@@ -14,10 +14,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::imp;
 use super::packet::DEFAULT_PORT;
-use super::sender::Target;
 use super::session::{Outcome, Session};
+use super::stats::{Accumulator, Summary};
+use super::target::Target;
 use crate::health::Health;
-use crate::stats::{Accumulator, Summary};
 
 /// What to ping and how.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -131,52 +131,7 @@ pub fn ping(
     let mut acc = Accumulator::new();
     let mut write_err = None;
     session.run(Instant::now(), Some(opts.count), stop, &mut |o| {
-        let line = match o {
-            Outcome::Sent { .. } => {
-                report.sent += 1;
-                None
-            }
-            Outcome::Reply {
-                seq,
-                rtt_ns,
-                kernel_rx,
-                kernel_tx,
-                ..
-            } => {
-                report.received += 1;
-                report.kernel_rx &= kernel_rx;
-                report.kernel_tx &= kernel_tx;
-                let how = match (kernel_tx, kernel_rx) {
-                    (true, true) => "kernel",
-                    (false, true) => "kernel RX, userspace TX",
-                    (true, false) => "kernel TX, userspace RX",
-                    (false, false) => "userspace",
-                };
-                Some(match rtt_ns {
-                    Some(r) => {
-                        acc.add(r);
-                        format!("seq={seq} rtt={} ms ({how} timestamps)", ms(r))
-                    }
-                    None => {
-                        report.discarded += 1;
-                        format!("seq={seq} reply discarded: negative RTT (clock step?)")
-                    }
-                })
-            }
-            Outcome::Duplicate { seq, .. } => {
-                report.duplicates += 1;
-                Some(format!("seq={seq} duplicate reply"))
-            }
-            Outcome::Lost { seq, .. } => {
-                report.lost += 1;
-                Some(format!(
-                    "seq={seq} lost (no reply within {:?})",
-                    opts.timeout
-                ))
-            }
-            Outcome::Overdue { .. } | Outcome::Tick => None,
-        };
-        if let Some(l) = line {
+        if let Some(l) = report.tally(o, &mut acc, opts.timeout) {
             if let Err(e) = writeln!(out, "{l}") {
                 write_err.get_or_insert(e);
             }
@@ -192,6 +147,53 @@ pub fn ping(
 }
 
 impl PingReport {
+    /// Counts one outcome of the session (a kept RTT also into `acc`) and
+    /// returns the line `ping` prints for it, if any.
+    fn tally(&mut self, o: Outcome, acc: &mut Accumulator, timeout: Duration) -> Option<String> {
+        match o {
+            Outcome::Sent { .. } => {
+                self.sent += 1;
+                None
+            }
+            Outcome::Reply {
+                seq,
+                rtt_ns,
+                kernel_rx,
+                kernel_tx,
+                ..
+            } => {
+                self.received += 1;
+                self.kernel_rx &= kernel_rx;
+                self.kernel_tx &= kernel_tx;
+                let how = match (kernel_tx, kernel_rx) {
+                    (true, true) => "kernel",
+                    (false, true) => "kernel RX, userspace TX",
+                    (true, false) => "kernel TX, userspace RX",
+                    (false, false) => "userspace",
+                };
+                Some(match rtt_ns {
+                    Some(r) => {
+                        acc.add(r);
+                        format!("seq={seq} rtt={} ms ({how} timestamps)", ms(r))
+                    }
+                    None => {
+                        self.discarded += 1;
+                        format!("seq={seq} reply discarded: negative RTT (clock step?)")
+                    }
+                })
+            }
+            Outcome::Duplicate { seq, .. } => {
+                self.duplicates += 1;
+                Some(format!("seq={seq} duplicate reply"))
+            }
+            Outcome::Lost { seq, .. } => {
+                self.lost += 1;
+                Some(format!("seq={seq} lost (no reply within {timeout:?})"))
+            }
+            Outcome::Overdue { .. } | Outcome::Tick => None,
+        }
+    }
+
     /// `N sent, M received, x% loss; rtt min/p50/avg/p99/max = ... ms`.
     pub fn summary_line(&self) -> String {
         let loss = if self.sent == 0 {

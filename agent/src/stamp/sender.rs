@@ -5,7 +5,6 @@
 //! that overlap a bandwidth test are tagged `under_load`.
 
 use std::io;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -18,6 +17,7 @@ use tracing::{debug, info};
 
 use super::imp;
 use super::session::{Outcome, Session};
+use super::target::Target;
 use super::window::RttWindows;
 use crate::bandwidth::load::LoadTag;
 use crate::health::Health;
@@ -25,22 +25,6 @@ use crate::sink::{Observer, Sink};
 
 /// Length of one `RttSummary` window.
 pub const WINDOW: Duration = Duration::from_secs(1);
-
-/// The peer one session-sender probes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Target {
-    /// The peer's node name (the `peer` label of its records).
-    pub peer: String,
-    /// The peer's reflector address.
-    pub addr: SocketAddr,
-    /// The local interface the probes are expected to leave through (the
-    /// `interface` label of its records).
-    pub interface: String,
-    /// If set, pin the socket to this device (`SO_BINDTODEVICE` on Linux,
-    /// `IP_BOUND_IF` on macOS). Best effort: a failure is logged and the
-    /// routing table decides.
-    pub bind_device: Option<String>,
-}
 
 /// How one session-sender probes, and who besides the sink hears of it.
 #[derive(Debug)]

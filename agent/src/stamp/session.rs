@@ -31,7 +31,7 @@ use tracing::{debug, info, trace, warn};
 use super::imp;
 use super::packet::{ErrorEstimate, NtpTimestamp, ReflectorPacket, SenderPacket, PACKET_LEN};
 use super::probe::{Expiry, ProbeTable, Verdict};
-use super::sender::Target;
+use super::target::Target;
 use super::MAX_DATAGRAM;
 use crate::health::Health;
 

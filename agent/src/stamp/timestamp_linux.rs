@@ -47,7 +47,7 @@ pub(crate) fn clock_resolution_ns() -> u64 {
 
 /// Now on the probe clock: CLOCK_REALTIME, unix ns.
 pub(crate) fn now_ns() -> u64 {
-    crate::sink::now_unix_ns()
+    boltwatch_common::clock::now_unix_ns()
 }
 
 /// Asks the kernel for RX timestamps and TTLs on `sock`. Timestamps are

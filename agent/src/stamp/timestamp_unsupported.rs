@@ -31,7 +31,7 @@ pub(crate) fn clock_resolution_ns() -> u64 {
 
 /// Now on the probe clock: the system's realtime clock, unix ns.
 pub(crate) fn now_ns() -> u64 {
-    crate::sink::now_unix_ns()
+    boltwatch_common::clock::now_unix_ns()
 }
 
 /// Nothing to enable.

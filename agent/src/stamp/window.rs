@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 
 use boltwatch_proto::v1::{RttSummary, TimestampClock, TimestampSource};
 
-use crate::stats::Accumulator;
+use super::stats::Accumulator;
 
 #[derive(Debug, Default)]
 struct Window {

@@ -18,12 +18,12 @@
 use std::ffi::CStr;
 use std::path::Path;
 
+use super::smc::iokit::Smc;
 use super::smc::{self as keys, TempKey};
 use super::{
     pressure_throttled, FilterStats, SensorSet, SysinfoSensors, ThermalError, ThermalReading,
     ThermalSource, Throttle, ThrottleLevel,
 };
-use crate::platform::smc::Smc;
 use crate::platform::Support;
 
 /// macOS reads SMC (or IOHID) temperatures and the pressure level.

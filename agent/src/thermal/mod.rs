@@ -11,7 +11,7 @@
 //! (fixture-tested) and falls back to `sysinfo` on the real `/sys` when
 //! sysfs yields no sensor; `macos.rs` reads the SMC temperature keys
 //! (pure decoding and key choice in [`smc`], the IOKit calls in
-//! `platform/smc.rs`), falls back to `sysinfo` components (IOHID), and
+//! `smc/iokit.rs`), falls back to `sysinfo` components (IOHID), and
 //! reads the notify(3) thermal pressure level; `unsupported.rs` fails every
 //! read with [`ThermalError::Unsupported`]. No sensors at all on a
 //! supported OS is a normal outcome (VMs): the reading is empty, not an

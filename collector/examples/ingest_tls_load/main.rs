@@ -36,7 +36,7 @@ mod procfs;
 mod records;
 
 use procfs::{clock_ticks_per_second, cpu_ticks, cpu_ticks_self, proc_memory};
-use records::second_of_records;
+use records::Seconds;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -146,6 +146,29 @@ impl Shared {
 }
 
 async fn run(load: Load) -> Result<(), BoxError> {
+    let endpoint = endpoint(&load)?;
+    let shared = Arc::new(Shared::default());
+    let load = Arc::new(load);
+    let started = Instant::now();
+    let tasks = spawn_agents(&endpoint, &load, &shared);
+    wait_connected(&load, &shared, started).await;
+    let ramp_secs = started.elapsed().as_secs_f64();
+    // The Hellos' own commits and the first batches are not the steady state.
+    tokio::time::sleep(Duration::from_secs(load.warmup)).await;
+    let window = measure(&load, &shared).await?;
+    shared.stop.store(true, Ordering::Relaxed);
+    let mut latencies = Vec::new();
+    for t in tasks {
+        if let Ok(Ok(Ok(l))) = tokio::time::timeout(WAIT * 2, t).await {
+            latencies.extend(l);
+        }
+    }
+    latencies.sort();
+    print_report(&load, &shared, ramp_secs, &window, &latencies)
+}
+
+/// The collector's TLS endpoint, loopback only, trusting `--ca`.
+fn endpoint(load: &Load) -> Result<Endpoint, BoxError> {
     let url = load.url.clone();
     let host = url.trim_start_matches("https://");
     if !(host.starts_with("127.") || host.starts_with("localhost:") || host.starts_with("[::1]")) {
@@ -153,26 +176,31 @@ async fn run(load: Load) -> Result<(), BoxError> {
     }
     let tls =
         ClientTlsConfig::new().ca_certificate(Certificate::from_pem(std::fs::read(&load.ca)?));
-    let endpoint = Endpoint::from_shared(url)?
+    Ok(Endpoint::from_shared(url)?
         .connect_timeout(WAIT)
         .tcp_nodelay(true)
         .http2_keep_alive_interval(Duration::from_secs(10))
         .keep_alive_timeout(Duration::from_secs(10))
-        .tls_config(tls)?;
-    let shared = Arc::new(Shared::default());
-    let load = Arc::new(load);
+        .tls_config(tls)?)
+}
 
-    // Ramp up: at most RAMP handshakes at once, each agent then keeps going.
+type AgentTask = tokio::task::JoinHandle<Result<Vec<Duration>, ()>>;
+
+/// Every agent's task. Ramp up: at most RAMP handshakes at once, each
+/// agent then keeps going.
+fn spawn_agents(endpoint: &Endpoint, load: &Arc<Load>, shared: &Arc<Shared>) -> Vec<AgentTask> {
     let ramp = Arc::new(tokio::sync::Semaphore::new(RAMP));
-    let started = Instant::now();
-    let mut tasks = Vec::new();
-    for i in 0..load.agents {
-        let (endpoint, shared, load, ramp) =
-            (endpoint.clone(), shared.clone(), load.clone(), ramp.clone());
-        tasks.push(tokio::spawn(async move {
-            agent(i, endpoint, &load, &shared, ramp).await
-        }));
-    }
+    (0..load.agents)
+        .map(|i| {
+            let (endpoint, shared, load, ramp) =
+                (endpoint.clone(), shared.clone(), load.clone(), ramp.clone());
+            tokio::spawn(async move { agent(i, endpoint, &load, &shared, ramp).await })
+        })
+        .collect()
+}
+
+/// Until every agent has connected or failed, or the ramp's deadline.
+async fn wait_connected(load: &Load, shared: &Shared, started: Instant) {
     let ramp_deadline = started + WAIT * (load.agents / RAMP as u32 + 2);
     while shared.connected.load(Ordering::Relaxed) + shared.failed.load(Ordering::Relaxed)
         < load.agents as usize
@@ -180,10 +208,25 @@ async fn run(load: Load) -> Result<(), BoxError> {
     {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let ramp_secs = started.elapsed().as_secs_f64();
-    // The Hellos' own commits and the first batches are not the steady state.
-    tokio::time::sleep(Duration::from_secs(load.warmup)).await;
+}
 
+/// What the measured window saw of the collector and this process.
+struct Window {
+    /// Its length.
+    secs: f64,
+    /// CPU ticks of the collector and of this process in it.
+    collector_ticks: u64,
+    self_ticks: u64,
+    /// The collector's (VmRSS, VmHWM) at its end, KiB.
+    memory: (u64, u64),
+    /// /metrics at its start and end.
+    before: Scrape,
+    after: Scrape,
+}
+
+/// Counts acks for `--seconds`, with the collector's CPU and /metrics
+/// read on either side.
+async fn measure(load: &Load, shared: &Shared) -> Result<Window, BoxError> {
     let before = scrape(&load.metrics).await?;
     let cpu0 = (
         cpu_ticks(load.collector_pid)?,
@@ -198,18 +241,28 @@ async fn run(load: Load) -> Result<(), BoxError> {
         cpu_ticks_self()?,
         Instant::now(),
     );
-    let window = at1.duration_since(cpu0.2).as_secs_f64();
+    let secs = at1.duration_since(cpu0.2).as_secs_f64();
     let memory = proc_memory(load.collector_pid)?;
     let after = scrape(&load.metrics).await?;
-    shared.stop.store(true, Ordering::Relaxed);
+    Ok(Window {
+        secs,
+        collector_ticks: ticks1 - cpu0.0,
+        self_ticks: self1 - cpu0.1,
+        memory,
+        before,
+        after,
+    })
+}
 
-    let mut latencies = Vec::new();
-    for t in tasks {
-        if let Ok(Ok(Ok(l))) = tokio::time::timeout(WAIT * 2, t).await {
-            latencies.extend(l);
-        }
-    }
-    latencies.sort();
+/// The figures: streams, records/s, CPU and RSS, ack latency, commits.
+fn print_report(
+    load: &Load,
+    shared: &Shared,
+    ramp_secs: f64,
+    w: &Window,
+    latencies: &[Duration],
+) -> Result<(), BoxError> {
+    let window = w.secs;
     let pct = |q: f64| {
         latencies
             .get(((latencies.len() as f64 * q) as usize).min(latencies.len().saturating_sub(1)))
@@ -228,7 +281,7 @@ async fn run(load: Load) -> Result<(), BoxError> {
         shared.connected.load(Ordering::Relaxed),
         load.agents,
         shared.failed.load(Ordering::Relaxed),
-        after.up,
+        w.after.up,
     );
     if let Some(e) = shared.first_error.lock().unwrap().as_ref() {
         println!("first stream error: {e}");
@@ -242,17 +295,17 @@ async fn run(load: Load) -> Result<(), BoxError> {
     );
     println!(
         "collector CPU {:.1} % of one core, RSS {} MiB (peak {} MiB); load generator CPU {:.1} %",
-        (ticks1 - cpu0.0) as f64 / hz / window * 100.0,
-        memory.0 / 1024,
-        memory.1 / 1024,
-        (self1 - cpu0.1) as f64 / hz / window * 100.0,
+        w.collector_ticks as f64 / hz / window * 100.0,
+        w.memory.0 / 1024,
+        w.memory.1 / 1024,
+        w.self_ticks as f64 / hz / window * 100.0,
     );
     println!("ack latency p50 {} p99 {}", pct(0.50), pct(0.99));
-    let commits = after.commits - before.commits;
+    let commits = w.after.commits - w.before.commits;
     println!(
         "store commits {:.0}/s, mean {:.2} ms each (boltwatch_store_commit_seconds)",
         commits / window,
-        (after.commit_seconds - before.commit_seconds) / commits.max(1.0) * 1e3
+        (w.after.commit_seconds - w.before.commit_seconds) / commits.max(1.0) * 1e3
     );
     Ok(())
 }
@@ -267,30 +320,9 @@ async fn agent(
     ramp: Arc<tokio::sync::Semaphore>,
 ) -> Result<Vec<Duration>, ()> {
     let node = format!("bench-{i:04}");
-    // Nodes come in clusters of peers+1; an agent probes the rest of its own.
-    let cluster = i / (load.peers + 1);
-    let peers: Vec<String> = (0..=load.peers)
-        .map(|k| cluster * (load.peers + 1) + k)
-        .filter(|&k| k != i)
-        .map(|k| format!("bench-{k:04}"))
-        .collect();
+    let peers = cluster_peers(i, load.peers);
     let permit = ramp.acquire_owned().await.map_err(|_| ())?;
-    let hello = Hello {
-        schema_revision: 1,
-        node: node.clone(),
-        boot_id: format!("boot-{i}"),
-        agent_version: "ingest-tls-bench".into(),
-        os: "linux".into(),
-        peers: peers
-            .iter()
-            .map(|p| Peer {
-                name: p.clone(),
-                ..Default::default()
-            })
-            .collect(),
-        ..Default::default()
-    };
-    let (tx, mut rx) = match open(endpoint, hello).await {
+    let (tx, mut rx) = match open(endpoint, hello(i, &node, &peers)).await {
         Ok(s) => s,
         Err(e) => {
             shared.fail(format!("{node}: {e}"));
@@ -304,9 +336,8 @@ async fn agent(
     let phase = Duration::from_micros(u64::from(i) * 1_000_000 / u64::from(load.agents));
     let mut tick =
         tokio::time::interval_at(tokio::time::Instant::now() + phase, Duration::from_secs(1));
-    let mut seq = 0u64;
+    let mut seconds = Seconds::new(&node, i, &peers, load.interfaces);
     let mut latencies = Vec::with_capacity(load.seconds as usize + 8);
-    let mut n = 0u64;
     loop {
         tick.tick().await;
         if shared.stop.load(Ordering::Relaxed) {
@@ -316,36 +347,13 @@ async fn agent(
         // batch waited for its Ack goes into the next batch (up to the
         // agent's 512 records), so a slow Ack makes batches larger, not
         // the backlog longer.
-        let mut records = second_of_records(&node, i, n, &peers, load.interfaces, &mut seq);
-        n += 1;
+        let mut records = seconds.next_second();
         while records.len() < BATCH_MAX && tick.tick().now_or_never().is_some() {
-            records.extend(second_of_records(
-                &node,
-                i,
-                n,
-                &peers,
-                load.interfaces,
-                &mut seq,
-            ));
-            n += 1;
+            records.extend(seconds.next_second());
         }
         let count = records.len() as u64;
         let sent = Instant::now();
-        let acked = async {
-            tx.send(AgentMessage {
-                msg: Some(agent_message::Msg::Batch(RecordBatch { records })),
-            })
-            .await
-            .map_err(|_| "stream closed".to_string())?;
-            match tokio::time::timeout(WAIT, rx.message()).await {
-                Ok(Ok(Some(m))) if matches!(m.msg, Some(collector_message::Msg::Ack(_))) => Ok(()),
-                Ok(Ok(m)) => Err(format!("no Ack but {m:?}")),
-                Ok(Err(status)) => Err(format!("{status}")),
-                Err(_) => Err(format!("no Ack within {WAIT:?}")),
-            }
-        }
-        .await;
-        if let Err(e) = acked {
+        if let Err(e) = send_acked(&tx, &mut rx, records).await {
             shared.connected.fetch_sub(1, Ordering::Relaxed);
             shared.fail(format!("{node}: {e}"));
             return Ok(latencies);
@@ -356,6 +364,55 @@ async fn agent(
         }
     }
     Ok(latencies)
+}
+
+/// The peers agent `i` probes: nodes come in clusters of peers+1, and an
+/// agent probes the rest of its own.
+fn cluster_peers(i: u32, peers: u32) -> Vec<String> {
+    let cluster = i / (peers + 1);
+    (0..=peers)
+        .map(|k| cluster * (peers + 1) + k)
+        .filter(|&k| k != i)
+        .map(|k| format!("bench-{k:04}"))
+        .collect()
+}
+
+/// Agent `i`'s Hello as `node`, with its peers.
+fn hello(i: u32, node: &str, peers: &[String]) -> Hello {
+    Hello {
+        schema_revision: 1,
+        node: node.to_string(),
+        boot_id: format!("boot-{i}"),
+        agent_version: "ingest-tls-bench".into(),
+        os: "linux".into(),
+        peers: peers
+            .iter()
+            .map(|p| Peer {
+                name: p.clone(),
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    }
+}
+
+/// Sends one batch and waits (at most WAIT) for its Ack.
+async fn send_acked(
+    tx: &mpsc::Sender<AgentMessage>,
+    rx: &mut tonic::Streaming<CollectorMessage>,
+    records: Vec<boltwatch_proto::v1::Record>,
+) -> Result<(), String> {
+    tx.send(AgentMessage {
+        msg: Some(agent_message::Msg::Batch(RecordBatch { records })),
+    })
+    .await
+    .map_err(|_| "stream closed".to_string())?;
+    match tokio::time::timeout(WAIT, rx.message()).await {
+        Ok(Ok(Some(m))) if matches!(m.msg, Some(collector_message::Msg::Ack(_))) => Ok(()),
+        Ok(Ok(m)) => Err(format!("no Ack but {m:?}")),
+        Ok(Err(status)) => Err(format!("{status}")),
+        Err(_) => Err(format!("no Ack within {WAIT:?}")),
+    }
 }
 
 type Stream = (

@@ -3,9 +3,9 @@
 
 use axum::extract::FromRef;
 
-use super::token::ApiToken;
+use super::token::Tokens;
 use crate::export::SharedMetrics;
-use crate::store::StoreHandle;
+use boltwatch_store::StoreHandle;
 
 /// What the handlers share.
 #[derive(Clone)]
@@ -14,13 +14,19 @@ pub struct AppState {
     pub store: StoreHandle,
     /// The metric state.
     pub metrics: SharedMetrics,
-    /// The API read token, if one is configured.
-    pub api_token: Option<ApiToken>,
+    /// The API's read and write tokens, as configured.
+    pub tokens: Tokens,
 }
 
 impl FromRef<AppState> for StoreHandle {
     fn from_ref(s: &AppState) -> StoreHandle {
         s.store.clone()
+    }
+}
+
+impl FromRef<AppState> for Tokens {
+    fn from_ref(s: &AppState) -> Tokens {
+        s.tokens.clone()
     }
 }
 

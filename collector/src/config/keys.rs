@@ -1,5 +1,5 @@
 //! Every collector config key, defined once: TOML path, flag, default,
-//! help and validation. The README's `serve` table is generated from this
+//! help and validation. The `serve` table of docs/deployment.md is generated from this
 //! table and a test keeps the two equal.
 
 use std::time::Duration;
@@ -18,7 +18,7 @@ impl HasTlsPair for Config {
 
 type K = Key<Config>;
 
-/// Every collector key, in the order the README lists them.
+/// Every collector key, in the order docs/deployment.md lists them.
 pub const KEYS: &[K] = &[
     K::new("grpc_listen", "agent ingest (gRPC)", |c, v| {
         set(&mut c.grpc_listen, v.addr())
@@ -123,7 +123,7 @@ pub const KEYS: &[K] = &[
         // The largest real record (a bandwidth result with its intervals)
         // is a few KiB.
         |c, v| {
-            c.max_record_bytes = v.int(1024..=crate::store::pack::MAX_RECORD_BYTES as i64)? as usize;
+            c.max_record_bytes = v.int(1024..=boltwatch_store::MAX_RECORD_BYTES as i64)? as usize;
             Ok(())
         },
     )
@@ -183,6 +183,16 @@ pub const KEYS: &[K] = &[
         },
     )
     .flag("api-token-file", "FILE")
+    .default_doc("none"),
+    K::new(
+        "api_write_token_file",
+        "file holding the write token; HTTP writes (soak create, stop, delete, marks) then require `authorization: Bearer TOKEN` with it, and answer 403 without this key",
+        |c, v| {
+            c.api_write_token_file = Some(v.path()?);
+            Ok(())
+        },
+    )
+    .flag("api-write-token-file", "FILE")
     .default_doc("none"),
     K::new(
         "stale_after",

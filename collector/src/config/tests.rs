@@ -151,10 +151,12 @@ fn flags_override_file_and_name_the_flag() {
 }
 
 #[test]
-fn readme_serve_table_is_the_key_table() {
-    let readme = include_str!("../../../README.md");
-    if let Err(e) = check_table::<Config>(readme, "collector-serve-flags") {
-        panic!("README.md, `boltwatch-collector serve`: {e}\n(keys: collector/src/config.rs)");
+fn docs_serve_table_is_the_key_table() {
+    let doc = include_str!("../../../docs/deployment.md");
+    if let Err(e) = check_table::<Config>(doc, "collector-serve-flags") {
+        panic!(
+            "docs/deployment.md, `boltwatch-collector serve`: {e}\n(keys: collector/src/config.rs)"
+        );
     }
 }
 

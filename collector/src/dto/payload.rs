@@ -1,6 +1,7 @@
 //! The decoded payload of a record, tagged by `kind` (the payload-kind
 //! name of [`boltwatch_proto::KINDS`]); one variant per payload kind, with
-//! the `.proto`'s field names.
+//! the `.proto`'s field names. `From<&Payload>` matches every kind, no
+//! `_`: a new kind does not compile until the API says how to show it.
 
 use boltwatch_proto::v1 as pb;
 use pb::record::Payload;
@@ -312,6 +313,16 @@ impl From<&Payload> for PayloadDto {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_kind_is_tagged_with_its_schema_name() {
+        // The API's `kind` is the name `?kind=` filters on and the store
+        // keeps: the variant's snake_case name must be the oneof field's.
+        for p in Payload::defaults() {
+            let v = serde_json::to_value(PayloadDto::from(&p)).unwrap();
+            assert_eq!(v["kind"], p.kind(), "{v}");
+        }
+    }
 
     #[test]
     fn payload_json_is_tagged_and_names_enums() {

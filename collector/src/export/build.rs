@@ -1,8 +1,8 @@
 //! `boltwatch_collector_build_info`, beside the shared `process_*`
 //! families (the agent declares its own build info).
 
-use super::family::{families, Exposition};
-use super::{Domain, Subjects};
+use boltwatch_exposition::family::{families, Exposition};
+use boltwatch_exposition::{Domain, Subjects};
 
 families! {
     BUILD_INFO = Gauge("boltwatch_collector_build_info", "", &["version"], "The collector's version; always 1.");

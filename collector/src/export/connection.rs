@@ -2,7 +2,7 @@
 //! node's agent has a stream open (`boltwatch_agent_up`), since when it has
 //! none (the staleness rule of [`super::Metrics::sweep`]), and the records
 //! it sent that were already stored. What the agent says about itself
-//! (info, its own counters) is the shared [`super::agent`] domain's.
+//! (info, its own counters) is the shared [`boltwatch_exposition::agent`] domain's.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use boltwatch_proto::v1::record::Payload;
 use boltwatch_proto::v1::Record;
 
-use super::family::{families, labels, Exposition};
-use super::{Domain, Subjects};
+use boltwatch_exposition::family::{families, labels, Exposition};
+use boltwatch_exposition::{Domain, Subjects};
 
 families! {
     UP = Gauge("boltwatch_agent_up", "", labels::NODE, "1 while the node's agent has a stream open to the collector.");

@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 use boltwatch_proto::v1::Record;
 use boltwatch_proto::{KINDS, UNKNOWN_KIND};
 
-use super::family::{families, labels, Exposition};
-use super::histogram::CommitHistogram;
-use super::{Domain, Subjects};
+use boltwatch_exposition::family::{families, labels, Exposition};
+use boltwatch_exposition::histogram::CommitHistogram;
+use boltwatch_exposition::{Domain, Subjects};
 
 /// Labels of `boltwatch_ingest_errors_total`, all exported from the start.
 pub const INGEST_ERROR_KINDS: [&str; 10] = [
@@ -35,6 +35,11 @@ families! {
     ROLLUP_RECORDS = Gauge("boltwatch_store_rollup_records", "", labels::NONE, "Raw RTT summaries and counters records the store holds as per-minute rollups (retention.raw).");
     PRUNED_UNTIL = Gauge("boltwatch_store_raw_pruned_until_timestamp_seconds", "seconds", labels::NONE, "Raw RTT summaries and counters recorded before this time are pruned into rollups; 0 before any pruning.");
 }
+
+/// The families of this domain whose series the records alone determine
+/// (remote write pushes them, see [`super::Metrics::record_families`]);
+/// the rest is the collector's own health, only scraped.
+pub const FROM_RECORDS: &[boltwatch_exposition::family::Family] = &[RECORDS_RECEIVED];
 
 /// Labels of `boltwatch_ingest_series_refused_total`.
 pub const SERIES_LABELS: [&str; 4] = ["peer", "interface", "sensor", "service"];

@@ -53,19 +53,13 @@ pub mod health;
 pub mod remote_write;
 pub mod soak;
 
-pub use boltwatch_exposition::{
-    agent, bandwidth, family, gzip, histogram, link, outage, process, rate, rtt, service, thermal,
-};
-pub use boltwatch_exposition::{
-    Domain, NodePeer, NodePeerService, RecordMetrics, Snapshot, Subjects, CONTENT_TYPE,
-};
-
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use boltwatch_proto::v1::{Interface, Record};
 
-use family::{Exposition, Family};
+use boltwatch_exposition::family::{Exposition, Family};
+use boltwatch_exposition::{agent, process, Domain, RecordMetrics};
 
 /// The default of the collector's `stale_after`.
 pub const DEFAULT_STALE_AFTER: Duration = Duration::from_secs(300);
@@ -110,6 +104,19 @@ impl Metrics {
             process::FAMILIES,
         ]
         .concat()
+    }
+
+    /// The families whose series the records alone determine, the same
+    /// after replaying the store as live: what remote write pushes. Every
+    /// record domain's (a new one included), but the agent info (from the
+    /// `Hello`), and the records received; not the collector's own (stream
+    /// state, ingest and store health, soaks, remote write, build info,
+    /// `process_*`), which are only scraped.
+    pub fn record_families() -> Vec<Family> {
+        let records = RecordMetrics::families().into_iter();
+        let mut out: Vec<Family> = records.filter(|f| *f != agent::INFO).collect();
+        out.extend_from_slice(health::FROM_RECORDS);
+        out
     }
 }
 

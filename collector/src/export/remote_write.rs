@@ -5,8 +5,8 @@
 
 use std::collections::BTreeMap;
 
-use super::family::{families, Exposition};
-use super::{Domain, Subjects};
+use boltwatch_exposition::family::{families, Exposition};
+use boltwatch_exposition::{Domain, Subjects};
 
 const ENDPOINT: &[&str] = &["endpoint"];
 

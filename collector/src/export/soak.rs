@@ -4,8 +4,8 @@
 //! dashboard and an alert can follow a 72-hour run live. Lines without a
 //! threshold (not judged) have no series.
 
-use super::family::{families, Exposition};
-use super::{Domain, Snapshot, Subjects};
+use boltwatch_exposition::family::{families, Exposition};
+use boltwatch_exposition::{Domain, Snapshot, Subjects};
 
 families! {
     INFO = Gauge("boltwatch_soak_info", "", &["soak", "nodes"], "A running soak; always 1.");

@@ -33,14 +33,16 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use boltwatch_proto::v1::{collector_message, Ack, BootWatermark, CollectorMessage, Welcome};
+use boltwatch_proto::v1::{
+    collector_message, Ack, BootWatermark, CollectorMessage, Hello, Welcome,
+};
 use tokio::sync::{mpsc, watch};
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Status, Streaming};
 
-use crate::export::agent::AgentInfo;
 use crate::export::SharedMetrics;
-use crate::store::{StoreHandle, Watermark};
+use boltwatch_exposition::agent::AgentInfo;
+use boltwatch_store::{StoreHandle, Watermark};
 use raw::{RawAgentMessage, RawMsg, Responses};
 
 /// How long a new stream may take to send its Hello.
@@ -176,7 +178,7 @@ impl Ingest {
     /// Hands a committed batch's new records to the metrics, except those
     /// naming more distinct peers, interfaces, sensors or services than the
     /// node's budget (they stay stored, and are counted).
-    fn apply(&self, node: &str, records: &decode::Decoded, o: &crate::store::BatchOutcome) {
+    fn apply(&self, node: &str, records: &decode::Decoded, o: &boltwatch_store::BatchOutcome) {
         let mut budget = self.series();
         let mut budget = budget.node(node);
         let mut m = self.metrics.lock();
@@ -255,87 +257,101 @@ impl Ingest {
         Ok(tonic::Response::new(ReceiverStream::new(rx)))
     }
 
+    /// Counts and logs a refusal and sends it as the stream's last message.
+    async fn refuse(&self, tx: &Responder, (kind, status): Refusal) {
+        let _ = tx.send(Err(self.fail(kind, status))).await;
+    }
+
     /// Reads and checks the Hello, records it and sends the Welcome. On
     /// failure the error status has been sent and `None` is returned.
     async fn open(
         &self,
         mut inbound: Streaming<RawAgentMessage>,
-        tx: &mpsc::Sender<Result<CollectorMessage, Status>>,
+        tx: &Responder,
         who: Identity<'_>,
     ) -> Option<Opened> {
-        let refuse = |kind, status| async move {
-            let _ = tx.send(Err(self.fail(kind, status))).await;
-            None
-        };
-        let first = match tokio::time::timeout(HELLO_TIMEOUT, inbound.message()).await {
-            Ok(Ok(Some(m))) => m,
-            Ok(Ok(None)) => {
-                return refuse(
-                    "no_hello",
-                    Status::invalid_argument("stream ended before a Hello"),
-                )
-                .await
-            }
-            Ok(Err(s)) => return refuse("transport", s).await,
-            Err(_) => {
-                let s = Status::deadline_exceeded(format!("no Hello within {HELLO_TIMEOUT:?}"));
-                return refuse("no_hello", s).await;
+        let (hello, watermarks) = match self.accept(&mut inbound, who).await {
+            Ok(a) => a,
+            Err(r) => {
+                self.refuse(tx, r).await;
+                return None;
             }
         };
-        let Some(RawMsg::Hello(hello)) = first.msg else {
-            let s = Status::invalid_argument("the first message of a stream must be a Hello");
-            return refuse("no_hello", s).await;
+        self.on_hello(&hello);
+        let rules = self.rules(&hello, &watermarks);
+        let guard = OpenStream {
+            node: hello.node.clone(),
+            metrics: self.metrics.clone(),
         };
-        let row = match validate::hello(&hello) {
-            Ok(r) => r,
-            Err(e) => return refuse(e.kind(), Status::invalid_argument(e.to_string())).await,
-        };
-        if who.token.is_some_and(|a| !a.permits(&hello.node)) {
-            let s = Status::permission_denied(format!(
-                "this token may not speak for node `{}`",
-                hello.node
-            ));
-            return refuse("permission_denied", s).await;
-        }
-        if who
-            .cert
-            .is_some_and(|c| !crate::tls::cert_names_node(c, &hello.node))
-        {
-            let s = Status::permission_denied(format!(
-                "the client certificate does not name node `{}`",
-                hello.node
-            ));
-            return refuse("permission_denied", s).await;
-        }
-        if !self.series().admit_node(&hello.node) {
+        tracing::info!(node = %hello.node, boot_id = %hello.boot_id, version = %hello.agent_version,
+            boots = watermarks.len(), "agent stream opened");
+        tx.send(Ok(welcome(watermarks))).await.ok()?;
+        Some(Opened {
+            node: hello.node,
+            guard,
+            inbound,
+            rules,
+        })
+    }
+
+    /// Reads the Hello and checks it and the stream's right to speak for
+    /// its node; then stores the node's boot and returns the Hello with
+    /// the node's watermarks.
+    async fn accept(
+        &self,
+        inbound: &mut Streaming<RawAgentMessage>,
+        who: Identity<'_>,
+    ) -> Result<(Hello, Vec<Watermark>), Refusal> {
+        let hello = read_hello(inbound).await?;
+        let row = validate::hello(&hello).map_err(invalid_argument)?;
+        who.permits(&hello.node)
+            .map_err(|m| ("permission_denied", Status::permission_denied(m)))?;
+        self.admit(&hello.node)?;
+        let watermarks = self
+            .store
+            .hello(row)
+            .await
+            .map_err(|e| ("store", Status::unavailable(format!("store: {e}"))))?;
+        Ok((hello, watermarks))
+    }
+
+    /// Whether `node` may open a stream now: within the collector's node
+    /// count, and not opening streams faster than its Hello bucket allows.
+    fn admit(&self, node: &str) -> Result<(), Refusal> {
+        if !self.series().admit_node(node) {
             let s = Status::resource_exhausted(format!(
                 "the collector already tracks {} nodes",
                 series::MAX_NODES
             ));
-            return refuse("too_many_nodes", s).await;
+            return Err(("too_many_nodes", s));
         }
-        if !self.limits(&hello.node, |l, now| l.hellos.take(1, now)) {
+        if !self.limits(node, |l, now| l.hellos.take(1, now)) {
             let s = Status::resource_exhausted(format!(
-                "node `{}` opens streams too often; retry later",
-                hello.node
+                "node `{node}` opens streams too often; retry later"
             ));
-            return refuse("hello_rate_limited", s).await;
+            return Err(("hello_rate_limited", s));
         }
-        let watermarks = match self.store.hello(row).await {
-            Ok(w) => w,
-            Err(e) => return refuse("store", Status::unavailable(format!("store: {e}"))).await,
-        };
+        Ok(())
+    }
+
+    /// Hands an accepted Hello to the metrics: the agent's info and the
+    /// interfaces within the node's series budget.
+    fn on_hello(&self, hello: &Hello) {
         let info = AgentInfo {
             version: hello.agent_version.clone(),
             os: hello.os.clone(),
             boot_id: hello.boot_id.clone(),
         };
         let (interfaces, refused) = self.series().interfaces(&hello.node, &hello.interfaces);
-        {
-            let mut m = self.metrics.lock();
-            m.on_hello(&hello.node, info, &interfaces);
-            m.on_series_refused(series::Dim::Interface, refused as u64);
-        }
+        let mut m = self.metrics.lock();
+        m.on_hello(&hello.node, info, &interfaces);
+        m.on_series_refused(series::Dim::Interface, refused as u64);
+    }
+
+    /// What the stream's records must satisfy: the size cap, and a boot
+    /// that is the Hello's, one the store knows or one the agent's spool
+    /// still holds.
+    fn rules(&self, hello: &Hello, watermarks: &[Watermark]) -> validate::Rules {
         let mut boots: std::collections::BTreeSet<String> =
             watermarks.iter().map(|w| w.boot_id.clone()).collect();
         boots.insert(hello.boot_id.clone());
@@ -347,37 +363,20 @@ impl Ingest {
                 .take(validate::MAX_SPOOLED_BOOTS)
                 .cloned(),
         );
-        let rules = validate::Rules {
+        validate::Rules {
             max_record_bytes: self.policy.max_record_bytes,
             boots,
-        };
-        let open = OpenStream {
-            node: hello.node.clone(),
-            metrics: self.metrics.clone(),
-        };
-        tracing::info!(node = %hello.node, boot_id = %hello.boot_id, version = %hello.agent_version,
-            boots = watermarks.len(), "agent stream opened");
-        let welcome = CollectorMessage {
-            msg: Some(collector_message::Msg::Welcome(Welcome {
-                boots: to_proto(watermarks),
-                collector_version: env!("CARGO_PKG_VERSION").into(),
-            })),
-        };
-        tx.send(Ok(welcome)).await.ok()?;
-        Some(Opened {
-            node: hello.node,
-            guard: open,
-            inbound,
-            rules,
-        })
+        }
     }
 
+    /// Serves the stream's batches, each acked after its commit, until the
+    /// agent ends the stream, a batch is refused or the collector stops.
     async fn serve_batches(
         &self,
         node: &str,
         rules: &validate::Rules,
         mut inbound: Streaming<RawAgentMessage>,
-        tx: mpsc::Sender<Result<CollectorMessage, Status>>,
+        tx: Responder,
     ) {
         let mut shutdown = self.shutdown.clone();
         // The stream's decoded records, kept from batch to batch so their
@@ -392,93 +391,174 @@ impl Ingest {
                 _ = tx.closed() => return,
                 m = inbound.message() => m,
             };
-            let batch = match msg {
-                Ok(Some(RawAgentMessage {
-                    msg: Some(RawMsg::Batch(b)),
-                })) => b,
-                Ok(Some(RawAgentMessage {
-                    msg: Some(RawMsg::Hello(_)),
-                })) => {
-                    let s = Status::invalid_argument("Hello sent twice on one stream");
-                    let _ = tx.send(Err(self.fail("bad_hello", s))).await;
-                    return;
-                }
-                Ok(Some(RawAgentMessage { msg: None })) => {
-                    let s = Status::invalid_argument("empty AgentMessage");
-                    let _ = tx.send(Err(self.fail("invalid_record", s))).await;
-                    return;
-                }
+            let batch = match batch_of(msg) {
+                Ok(Some(b)) => b,
                 Ok(None) => return,
-                Err(s) => {
-                    // An oversized or undecodable message, or the agent went
-                    // away. Send the status: ending the response stream
-                    // without one would tell the agent OK.
-                    let _ = tx.send(Err(self.fail("transport", s))).await;
-                    return;
-                }
+                Err(r) => return self.refuse(&tx, r).await,
             };
-            let n = batch.records.len();
-            if n > self.policy.max_batch_records {
-                let s = Status::resource_exhausted(format!(
-                    "batch of {n} records; the limit is {}",
-                    self.policy.max_batch_records
-                ));
-                let _ = tx.send(Err(self.fail("batch_too_large", s))).await;
-                return;
-            }
-            let bytes: usize = batch.records.iter().map(|r| r.len()).sum();
-            let checked = match validate::batch_into(node, batch.records, rules, &mut decoded) {
-                Ok(c) => c,
-                Err(e @ validate::Invalid::NodeMismatch { .. }) if self.policy.auth.is_some() => {
-                    // With authentication, speaking for another node is a
-                    // permission matter, not a malformed batch.
-                    let s = Status::permission_denied(e.to_string());
-                    let _ = tx.send(Err(self.fail("permission_denied", s))).await;
-                    return;
-                }
-                Err(e) => {
-                    let s = Status::invalid_argument(e.to_string());
-                    let _ = tx.send(Err(self.fail(e.kind(), s))).await;
-                    return;
-                }
-            };
-            if let Err(over) = self.limits(node, |l, now| l.take_batch(n, bytes, now)) {
-                let (kind, what) = match over {
-                    limit::Over::Records => (
-                        "rate_limited",
-                        format!("{} records/s", self.policy.records_per_second),
-                    ),
-                    limit::Over::Bytes => (
-                        "byte_rate_limited",
-                        format!("{} bytes/s", self.policy.bytes_per_second),
-                    ),
-                };
-                let s = Status::resource_exhausted(format!(
-                    "node `{node}` is over {what}; retry later"
-                ));
-                let _ = tx.send(Err(self.fail(kind, s))).await;
-                return;
-            }
-            let outcome = match self.store.write_batch(checked).await {
-                Ok(o) => o,
-                Err(e) => {
-                    // Full disk, read-only file: nothing of the batch is
-                    // stored and it is not acked; the agent retries later
-                    // from its spool.
-                    let s = Status::unavailable(format!("store cannot commit, retry later: {e}"));
-                    let _ = tx.send(Err(self.fail("store", s))).await;
-                    return;
-                }
-            };
-            self.apply(node, &decoded, &outcome);
-            let ack = CollectorMessage {
-                msg: Some(collector_message::Msg::Ack(Ack {
-                    boots: to_proto(outcome.watermarks),
-                })),
+            let ack = match self.store_batch(node, rules, batch, &mut decoded).await {
+                Ok(a) => a,
+                Err(r) => return self.refuse(&tx, r).await,
             };
             if tx.send(Ok(ack)).await.is_err() {
                 return;
             }
         }
+    }
+
+    /// Checks one batch, takes it from the node's rate budget, stores it
+    /// and hands its new records to the metrics; the Ack to send.
+    async fn store_batch(
+        &self,
+        node: &str,
+        rules: &validate::Rules,
+        batch: raw::RawRecordBatch,
+        decoded: &mut decode::Decoded,
+    ) -> Result<CollectorMessage, Refusal> {
+        let n = batch.records.len();
+        if n > self.policy.max_batch_records {
+            let s = Status::resource_exhausted(format!(
+                "batch of {n} records; the limit is {}",
+                self.policy.max_batch_records
+            ));
+            return Err(("batch_too_large", s));
+        }
+        let bytes: usize = batch.records.iter().map(|r| r.len()).sum();
+        let checked = validate::batch_into(node, batch.records, rules, decoded)
+            .map_err(|e| self.invalid_batch(e))?;
+        self.limits(node, |l, now| l.take_batch(n, bytes, now))
+            .map_err(|over| self.over_rate(node, over))?;
+        let outcome = self.store.write_batch(checked).await.map_err(|e| {
+            // Full disk, read-only file: nothing of the batch is stored and
+            // it is not acked; the agent retries later from its spool.
+            let s = Status::unavailable(format!("store cannot commit, retry later: {e}"));
+            ("store", s)
+        })?;
+        self.apply(node, decoded, &outcome);
+        Ok(CollectorMessage {
+            msg: Some(collector_message::Msg::Ack(Ack {
+                boots: to_proto(outcome.watermarks),
+            })),
+        })
+    }
+
+    /// The refusal of a batch that failed its checks.
+    fn invalid_batch(&self, e: validate::Invalid) -> Refusal {
+        match e {
+            // With authentication, speaking for another node is a
+            // permission matter, not a malformed batch.
+            validate::Invalid::NodeMismatch { .. } if self.policy.auth.is_some() => (
+                "permission_denied",
+                Status::permission_denied(e.to_string()),
+            ),
+            e => invalid_argument(e),
+        }
+    }
+
+    /// The refusal of a batch over the node's records or bytes per second.
+    fn over_rate(&self, node: &str, over: limit::Over) -> Refusal {
+        let (kind, what) = match over {
+            limit::Over::Records => (
+                "rate_limited",
+                format!("{} records/s", self.policy.records_per_second),
+            ),
+            limit::Over::Bytes => (
+                "byte_rate_limited",
+                format!("{} bytes/s", self.policy.bytes_per_second),
+            ),
+        };
+        let s = Status::resource_exhausted(format!("node `{node}` is over {what}; retry later"));
+        (kind, s)
+    }
+}
+
+/// What a stream answers on.
+type Responder = mpsc::Sender<Result<CollectorMessage, Status>>;
+
+/// A refused Hello or batch: the `boltwatch_ingest_errors_total` kind and
+/// the status that ends the stream.
+type Refusal = (&'static str, Status);
+
+/// An [`validate::Invalid`] as the refusal of a malformed Hello or batch.
+fn invalid_argument(e: validate::Invalid) -> Refusal {
+    (e.kind(), Status::invalid_argument(e.to_string()))
+}
+
+impl Identity<'_> {
+    /// Whether these credentials may speak for `node`; why not, if not.
+    fn permits(&self, node: &str) -> Result<(), String> {
+        if self.token.is_some_and(|a| !a.permits(node)) {
+            return Err(format!("this token may not speak for node `{node}`"));
+        }
+        if self
+            .cert
+            .is_some_and(|c| !crate::tls::cert_names_node(c, node))
+        {
+            return Err(format!(
+                "the client certificate does not name node `{node}`"
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The stream's first message, which must be a Hello, within
+/// [`HELLO_TIMEOUT`].
+async fn read_hello(inbound: &mut Streaming<RawAgentMessage>) -> Result<Hello, Refusal> {
+    let first = match tokio::time::timeout(HELLO_TIMEOUT, inbound.message()).await {
+        Ok(Ok(Some(m))) => m,
+        Ok(Ok(None)) => {
+            let s = Status::invalid_argument("stream ended before a Hello");
+            return Err(("no_hello", s));
+        }
+        Ok(Err(s)) => return Err(("transport", s)),
+        Err(_) => {
+            let s = Status::deadline_exceeded(format!("no Hello within {HELLO_TIMEOUT:?}"));
+            return Err(("no_hello", s));
+        }
+    };
+    match first.msg {
+        Some(RawMsg::Hello(hello)) => Ok(hello),
+        _ => {
+            let s = Status::invalid_argument("the first message of a stream must be a Hello");
+            Err(("no_hello", s))
+        }
+    }
+}
+
+/// The batch of a message after the Hello; `None` once the agent ended
+/// the stream.
+fn batch_of(
+    msg: Result<Option<RawAgentMessage>, Status>,
+) -> Result<Option<raw::RawRecordBatch>, Refusal> {
+    match msg {
+        Ok(Some(RawAgentMessage {
+            msg: Some(RawMsg::Batch(b)),
+        })) => Ok(Some(b)),
+        Ok(Some(RawAgentMessage {
+            msg: Some(RawMsg::Hello(_)),
+        })) => {
+            let s = Status::invalid_argument("Hello sent twice on one stream");
+            Err(("bad_hello", s))
+        }
+        Ok(Some(RawAgentMessage { msg: None })) => {
+            let s = Status::invalid_argument("empty AgentMessage");
+            Err(("invalid_record", s))
+        }
+        Ok(None) => Ok(None),
+        // An oversized or undecodable message, or the agent went away.
+        // Send the status: ending the response stream without one would
+        // tell the agent OK.
+        Err(s) => Err(("transport", s)),
+    }
+}
+
+/// The answer to an accepted Hello: the node's watermarks.
+fn welcome(watermarks: Vec<Watermark>) -> CollectorMessage {
+    CollectorMessage {
+        msg: Some(collector_message::Msg::Welcome(Welcome {
+            boots: to_proto(watermarks),
+            collector_version: env!("CARGO_PKG_VERSION").into(),
+        })),
     }
 }

@@ -45,7 +45,12 @@ impl Dim {
 }
 
 /// The budgeted names a record carries (empty names are not series), in
-/// field order. An iterator, not a list: it runs for every record, twice.
+/// field order. An iterator, not a list: it runs for every record, twice
+/// (label checks in `validate`, then the budget).
+///
+/// The match lists every payload kind, no `_`: a new kind does not compile
+/// until it says which of its fields are `peer`, `interface`, `sensor` or
+/// `service` labels, so none goes unchecked and unbudgeted.
 pub fn subjects(r: &Record) -> impl Iterator<Item = (Dim, &str)> + Clone + '_ {
     // Up to three fixed names, then a thermal reading's sensors.
     let none = (Dim::Peer, "");
@@ -81,7 +86,8 @@ pub fn subjects(r: &Record) -> impl Iterator<Item = (Dim, &str)> + Clone + '_ {
             ],
             &[],
         ),
-        _ => ([none; 3], &[]),
+        // No label but the node's; `None` is a kind this build cannot name.
+        Some(Payload::AgentStats(_)) | None => ([none; 3], &[]),
     };
     fixed
         .into_iter()

@@ -18,7 +18,7 @@ use prost::Message;
 use super::decode::Decoded;
 use super::series;
 
-use crate::store::{BatchRecord, HelloRow, NewBatch};
+use boltwatch_store::{BatchRecord, HelloRow, NewBatch};
 use prost::bytes::Bytes;
 
 /// Why a `Hello` or a batch was refused.
@@ -261,13 +261,9 @@ pub fn batch_into<R: Into<Bytes>>(
     rules: &Rules,
     decoded: &mut Decoded,
 ) -> Result<NewBatch, Invalid> {
-    let max = i64::MAX as u64;
     decoded.clear();
-    let mut out = NewBatch {
-        boots: Vec::new(),
-        records: Vec::with_capacity(raws.len()),
-    };
-    let mut seen: HashMap<String, usize> = HashMap::new();
+    let mut boots = BatchBoots::default();
+    let mut records = Vec::with_capacity(raws.len());
     for (index, raw) in raws.into_iter().enumerate() {
         let raw: Bytes = raw.into();
         if raw.len() > rules.max_record_bytes {
@@ -290,54 +286,9 @@ pub fn batch_into<R: Into<Bytes>>(
                 found: record.node.clone(),
             });
         }
-        if record.boot_id.is_empty() {
-            return Err(Invalid::NoBoot { index });
-        }
-        // The boot of the record before is nearly always this one's; else
-        // `seen` finds it in one lookup, however many boots a batch mixes.
-        let boot = match out.boots.last() {
-            Some((_, b)) if *b == record.boot_id => out.boots.len() - 1,
-            _ => match seen.get(&record.boot_id) {
-                Some(i) => *i,
-                None => {
-                    if !rules.boots.contains(&record.boot_id) {
-                        let boot_id = if record.boot_id.len() > MAX_NAME_BYTES {
-                            format!("{}...", record.boot_id.chars().take(32).collect::<String>())
-                        } else {
-                            record.boot_id.clone()
-                        };
-                        return Err(Invalid::UnknownBoot { index, boot_id });
-                    }
-                    let i = out.boots.len();
-                    out.boots.push((node.to_string(), record.boot_id.clone()));
-                    seen.insert(record.boot_id.clone(), i);
-                    i
-                }
-            },
-        };
-        for (dim, v) in series::subjects(record) {
-            if let Some(reason) = label_problem(v, MAX_NAME_BYTES) {
-                let field = dim.label();
-                return Err(Invalid::BadLabel {
-                    index,
-                    field,
-                    reason,
-                });
-            }
-        }
-        if record.seq == 0 || record.seq > max {
-            return Err(Invalid::BadSeq {
-                index,
-                seq: record.seq,
-            });
-        }
-        if record.unix_ns > max {
-            return Err(Invalid::BadTime {
-                index,
-                unix_ns: record.unix_ns,
-            });
-        }
-        out.records.push(BatchRecord {
+        let boot = boots.index_of(node, rules, index, &record.boot_id)?;
+        record_fields(index, record)?;
+        records.push(BatchRecord {
             boot,
             seq: record.seq,
             unix_ns: record.unix_ns,
@@ -345,7 +296,86 @@ pub fn batch_into<R: Into<Bytes>>(
             raw,
         });
     }
-    Ok(out)
+    Ok(NewBatch {
+        boots: boots.list,
+        records,
+    })
+}
+
+/// The boots of a batch, each listed once, in order of first use.
+#[derive(Default)]
+struct BatchBoots {
+    /// `(node, boot id)`, as the store's batch lists them.
+    list: Vec<(String, String)>,
+    /// Position of each boot id in `list`.
+    seen: HashMap<String, usize>,
+}
+
+impl BatchBoots {
+    /// Position in the list of record `index`'s boot, added on its first
+    /// use; refused when empty or not one of the stream's boots.
+    fn index_of(
+        &mut self,
+        node: &str,
+        rules: &Rules,
+        index: usize,
+        boot_id: &str,
+    ) -> Result<usize, Invalid> {
+        if boot_id.is_empty() {
+            return Err(Invalid::NoBoot { index });
+        }
+        // The boot of the record before is nearly always this one's; else
+        // `seen` finds it in one lookup, however many boots a batch mixes.
+        if let Some((_, b)) = self.list.last() {
+            if b == boot_id {
+                return Ok(self.list.len() - 1);
+            }
+        }
+        if let Some(i) = self.seen.get(boot_id) {
+            return Ok(*i);
+        }
+        if !rules.boots.contains(boot_id) {
+            let boot_id = if boot_id.len() > MAX_NAME_BYTES {
+                format!("{}...", boot_id.chars().take(32).collect::<String>())
+            } else {
+                boot_id.to_string()
+            };
+            return Err(Invalid::UnknownBoot { index, boot_id });
+        }
+        let i = self.list.len();
+        self.list.push((node.to_string(), boot_id.to_string()));
+        self.seen.insert(boot_id.to_string(), i);
+        Ok(i)
+    }
+}
+
+/// Checks of record `index`'s own fields: its label values, a sequence
+/// number in 1..=2^63-1 and a timestamp the store can hold.
+fn record_fields(index: usize, record: &Record) -> Result<(), Invalid> {
+    let max = i64::MAX as u64;
+    for (dim, v) in series::subjects(record) {
+        if let Some(reason) = label_problem(v, MAX_NAME_BYTES) {
+            let field = dim.label();
+            return Err(Invalid::BadLabel {
+                index,
+                field,
+                reason,
+            });
+        }
+    }
+    if record.seq == 0 || record.seq > max {
+        return Err(Invalid::BadSeq {
+            index,
+            seq: record.seq,
+        });
+    }
+    if record.unix_ns > max {
+        return Err(Invalid::BadTime {
+            index,
+            unix_ns: record.unix_ns,
+        });
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -5,9 +5,9 @@
 //! - [`wire`]: the `WriteRequest` messages and the snappy body (pure).
 //! - [`series`]: samples from records through a per-endpoint exporter state,
 //!   the same families and values `/metrics` shows (pure).
-//! - [`log`]: the store side: records in store order (`stored`'s
-//!   positions, arrival order), endpoint positions, the startup
-//!   rebuild of the shared `/metrics` state.
+//! - the store's arrival-order log (`boltwatch_store::Db::log_after`,
+//!   endpoint positions) is what it reads and where it saves how far
+//!   each endpoint got.
 //! - [`sender`]: one task per endpoint: batch, post, retry with backoff and
 //!   jitter on 5xx, 429 and transport errors, give up on other 4xx (counted
 //!   as failed), bound the backlog (counted as dropped), save the position
@@ -18,7 +18,6 @@
 //! `https://` endpoints trust only `tls_ca_file` (no bundled roots), with
 //! an optional client certificate.
 
-pub mod log;
 pub mod sender;
 pub mod series;
 pub mod wire;
@@ -29,7 +28,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use crate::export::SharedMetrics;
-use crate::store::StoreHandle;
+use boltwatch_store::StoreHandle;
 
 /// What `[remote_write]` configures.
 #[derive(Debug, Clone, PartialEq, Default)]

@@ -20,13 +20,12 @@ use rand::Rng;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use tokio::sync::watch;
 
-use super::log::{self, Logged};
 use super::series::{Deriver, LabelPairs, Point};
 use super::wire::{self, Label, Sample, TimeSeries, WriteRequest};
 use super::{Auth, Settings};
 use crate::export::remote_write::EndpointStats;
 use crate::export::SharedMetrics;
-use crate::store::{StoreError, StoreHandle};
+use boltwatch_store::{Db, Logged, StoreError, StoreHandle, LOG_CHUNK};
 
 /// First retry delay.
 const BACKOFF_MIN: Duration = Duration::from_millis(250);
@@ -120,7 +119,7 @@ impl Sender {
             metrics,
             deriver: Deriver::new(s.external_labels.clone()),
             external_labels: s.external_labels.clone(),
-            batch_records: s.batch_records.clamp(1, log::CHUNK as usize) as u32,
+            batch_records: s.batch_records.clamp(1, LOG_CHUNK as usize) as u32,
             max_backlog: s.max_backlog_records.min(i64::MAX as u64) as i64,
         })
     }
@@ -176,30 +175,31 @@ impl Sender {
         let stop = stop.clone();
         let restored = self
             .store
-            .read(move |c| {
-                let snapshot = c.unchecked_transaction()?;
-                let saved = log::position(&snapshot, &url)?;
-                // Pruned records were delivered everywhere before they went.
-                crate::store::retention::replay(&snapshot, |records, _| {
-                    records.iter().for_each(|r| deriver.skip(r))
-                })?;
-                let mut pos = 0;
-                while pos < saved {
-                    if *stop.borrow() {
-                        return Ok(None);
+            .read(move |db| {
+                db.in_one_read(|snapshot| {
+                    let saved = snapshot.log_position(&url)?;
+                    // Pruned records were delivered everywhere before they went.
+                    snapshot.replay_rollups(|records, _| {
+                        records.iter().for_each(|r| deriver.skip(r))
+                    })?;
+                    let mut pos = 0;
+                    while pos < saved {
+                        if *stop.borrow() {
+                            return Ok(None);
+                        }
+                        let chunk = snapshot.log_after(pos, LOG_CHUNK)?;
+                        let Some(last) = chunk.last() else { break };
+                        pos = last.pos;
+                        for r in chunk
+                            .iter()
+                            .filter(|l| l.pos <= saved)
+                            .filter_map(|l| l.record.as_ref())
+                        {
+                            deriver.skip(r);
+                        }
                     }
-                    let chunk = log::read_after(&snapshot, pos, log::CHUNK)?;
-                    let Some(last) = chunk.last() else { break };
-                    pos = last.pos;
-                    for r in chunk
-                        .iter()
-                        .filter(|l| l.pos <= saved)
-                        .filter_map(|l| l.record.as_ref())
-                    {
-                        deriver.skip(r);
-                    }
-                }
-                Ok(Some((saved, deriver)))
+                    Ok(Some((saved, deriver)))
+                })
             })
             .await?;
         Ok(restored.map(|(saved, deriver)| {
@@ -217,7 +217,7 @@ impl Sender {
     ) -> Result<Option<(i64, Vec<Logged>)>, StoreError> {
         let chunk = self
             .store
-            .read(move |c| log::read_after(c, pos, log::CHUNK))
+            .read(move |db| db.log_after(pos, LOG_CHUNK))
             .await?;
         let Some(last) = chunk.last().map(|l| l.pos) else {
             return Ok(None);
@@ -234,7 +234,7 @@ impl Sender {
         pos: i64,
         stop: &mut watch::Receiver<bool>,
     ) -> Result<Option<i64>, StoreError> {
-        let newest = self.store.read(log::newest).await?;
+        let newest = self.store.read(|db| db.log_newest()).await?;
         if newest - pos > self.max_backlog {
             let to = newest - self.max_backlog;
             let n = self.drop_until(pos, to).await?;
@@ -243,10 +243,7 @@ impl Sender {
             return Ok(Some(to));
         }
         let limit = self.batch_records;
-        let chunk = self
-            .store
-            .read(move |c| log::read_after(c, pos, limit))
-            .await?;
+        let chunk = self.store.read(move |db| db.log_after(pos, limit)).await?;
         let Some(end) = chunk.last().map(|l| l.pos) else {
             self.stats(|e| e.pending = 0);
             return Ok(None);
@@ -328,7 +325,7 @@ impl Sender {
                     return Ok(true);
                 }
                 Outcome::Retry(why) => {
-                    let newest = self.store.read(log::newest).await?;
+                    let newest = self.store.read(|db| db.log_newest()).await?;
                     if newest - end > self.max_backlog {
                         tracing::warn!(endpoint = %self.url, samples = n, "remote_write: dropping a batch for the backlog bound: {why}");
                         self.stats(|e| e.dropped += n);
@@ -359,13 +356,7 @@ impl Sender {
                 if status.is_success() {
                     return Outcome::Delivered;
                 }
-                let text: String = resp
-                    .text()
-                    .await
-                    .unwrap_or_default()
-                    .chars()
-                    .take(300)
-                    .collect();
+                let text = head_of(resp).await;
                 let why = format!("{status}: {}", text.trim());
                 if status.is_server_error() || status.as_u16() == 429 {
                     Outcome::Retry(why)
@@ -380,8 +371,7 @@ impl Sender {
         let (db, url) = (self.db.clone(), self.url.clone());
         let now = boltwatch_common::clock::now_unix_ns();
         let r = tokio::task::spawn_blocking(move || {
-            let c = log::open_writer(&db)?;
-            log::save_position(&c, &url, pos, now)
+            Db::open_writer(&db)?.save_position(&url, pos, now)
         })
         .await;
         match r {
@@ -394,6 +384,23 @@ impl Sender {
             }
         }
     }
+}
+
+/// Bytes of a refusal's body read at most: a receiver's error text is a
+/// line or two, and a hostile or broken one may send gigabytes.
+const ERROR_BODY_BYTES: usize = 4096;
+
+/// The first 300 characters of a refusal's body, reading at most
+/// [`ERROR_BODY_BYTES`] of it (the connection is dropped with the rest).
+async fn head_of(mut resp: reqwest::Response) -> String {
+    let mut buf = Vec::new();
+    while buf.len() < ERROR_BODY_BYTES {
+        match resp.chunk().await {
+            Ok(Some(c)) => buf.extend_from_slice(&c[..c.len().min(ERROR_BODY_BYTES - buf.len())]),
+            _ => break,
+        }
+    }
+    String::from_utf8_lossy(&buf).chars().take(300).collect()
 }
 
 /// Groups points by series (points of one series share their labels'

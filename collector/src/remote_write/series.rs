@@ -17,10 +17,14 @@
 //! sample (a spool replayed while the node's live records already arrived)
 //! leaves that series for a later record to carry.
 //!
-//! Families that do not come from records (stream state, the collector's
-//! own ingest and store health, soaks, remote write itself) are not pushed.
+//! Only the families records alone determine are pushed
+//! ([`Metrics::record_families`], derived from the declarations): not
+//! stream state, the collector's own ingest and store health, soaks,
+//! remote write itself or build info. Each sample belongs to the family of
+//! the `# TYPE` line before it, so a histogram's `_bucket`, `_sum` and
+//! `_count` go with their family.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use boltwatch_proto::v1::Record;
@@ -29,17 +33,6 @@ use crate::export::Metrics;
 
 /// Re-send an unchanged series this often (record time, milliseconds).
 pub const HEARTBEAT_MS: i64 = 60_000;
-
-/// Family name prefixes not derived from records alone.
-const NOT_FROM_RECORDS: &[&str] = &[
-    "boltwatch_agent_up",
-    "boltwatch_agent_info",
-    "boltwatch_records_duplicate_total",
-    "boltwatch_ingest_",
-    "boltwatch_store_",
-    "boltwatch_soak_",
-    "boltwatch_remote_write_",
-];
 
 /// A series' labels, `__name__` first then sorted by name (the order remote
 /// write wants), external labels included.
@@ -73,6 +66,8 @@ struct Last {
 #[derive(Debug)]
 pub struct Deriver {
     metrics: Metrics,
+    /// The names of the families pushed.
+    pushed: HashSet<&'static str>,
     external: Vec<(String, String)>,
     last: HashMap<String, Last>,
     /// Newest time of records skipped since the last settle, per node.
@@ -87,6 +82,7 @@ impl Deriver {
     pub fn new(external: Vec<(String, String)>) -> Deriver {
         Deriver {
             metrics: Metrics::new(),
+            pushed: Metrics::record_families().iter().map(|f| f.name).collect(),
             external,
             last: HashMap::new(),
             skipped: HashMap::new(),
@@ -112,8 +108,8 @@ impl Deriver {
         }
         let newest = self.skipped.values().copied().max().unwrap_or(0);
         let text = self.metrics.render();
-        for (id, name, value) in parse(&text) {
-            if NOT_FROM_RECORDS.iter().any(|p| name.starts_with(p)) {
+        for (id, family, value) in parse(&text) {
+            if !self.pushed.contains(family) {
                 continue;
             }
             if !self.last.contains_key(id) {
@@ -164,8 +160,8 @@ impl Deriver {
         let ts = ms(first);
         let epoch = self.epoch;
         let text = self.metrics.render();
-        for (id, name, value) in parse(&text) {
-            if NOT_FROM_RECORDS.iter().any(|p| name.starts_with(p)) {
+        for (id, family, value) in parse(&text) {
+            if !self.pushed.contains(family) {
                 continue;
             }
             match self.last.get_mut(id) {
@@ -230,21 +226,26 @@ fn ms(r: &Record) -> i64 {
     (r.unix_ns / 1_000_000) as i64
 }
 
-/// Sample lines of an exposition: (series id, family name, value).
+/// Sample lines of an exposition: (series id, family name, value), the
+/// family being the one the last `# TYPE` line named.
 fn parse(text: &str) -> impl Iterator<Item = (&str, &str, f64)> {
-    text.lines()
-        .filter(|l| !l.starts_with('#'))
-        .filter_map(|l| {
-            let (id, v) = l.rsplit_once(' ')?;
-            let name = id.split('{').next()?;
-            let value = match v {
-                "NaN" => f64::NAN,
-                "+Inf" => f64::INFINITY,
-                "-Inf" => f64::NEG_INFINITY,
-                v => v.parse().ok()?,
-            };
-            Some((id, name, value))
-        })
+    let mut family = "";
+    text.lines().filter_map(move |l| {
+        if let Some(rest) = l.strip_prefix("# TYPE ") {
+            family = rest.split(' ').next().unwrap_or_default();
+        }
+        if l.starts_with('#') {
+            return None;
+        }
+        let (id, v) = l.rsplit_once(' ')?;
+        let value = match v {
+            "NaN" => f64::NAN,
+            "+Inf" => f64::INFINITY,
+            "-Inf" => f64::NEG_INFINITY,
+            v => v.parse().ok()?,
+        };
+        Some((id, family, value))
+    })
 }
 
 /// Parses `name{k="v",...}` into sorted labels with `__name__`, plus the
@@ -318,6 +319,52 @@ mod tests {
 
     fn find<'a>(out: &'a [Point], name: &str) -> Vec<&'a Point> {
         out.iter().filter(|p| p.labels[0].1 == name).collect()
+    }
+
+    #[test]
+    fn only_the_families_records_determine_are_pushed() {
+        use crate::export::{build, connection, health, remote_write, soak};
+        use boltwatch_exposition::{agent, process};
+        let mut d = Deriver::new(Vec::new());
+        let mut out = Vec::new();
+        for (p, seq) in Payload::defaults().into_iter().zip(1..) {
+            let r = Record {
+                node: "a".into(),
+                boot_id: "b".into(),
+                seq,
+                unix_ns: seq * 1_000_000_000,
+                payload: Some(p),
+            };
+            d.apply(&r, &mut out);
+        }
+        let declared = Metrics::new().families();
+        let declared: HashSet<&str> = declared.iter().map(|f| f.name).collect();
+        let family = |p: &Point| {
+            let name = p.labels[0].1.as_str();
+            let base = ["_bucket", "_sum", "_count"]
+                .iter()
+                .find_map(|s| name.strip_suffix(s))
+                .filter(|base| declared.contains(base));
+            base.unwrap_or(name).to_string()
+        };
+        let pushed: HashSet<String> = out.iter().map(family).collect();
+        // A histogram's series go with their family.
+        assert!(pushed.contains("boltwatch_rtt_seconds"), "{pushed:?}");
+        assert!(pushed.contains("boltwatch_records_received_total"));
+        let own = [
+            connection::FAMILIES,
+            soak::FAMILIES,
+            remote_write::FAMILIES,
+            build::FAMILIES,
+            process::FAMILIES,
+            &[agent::INFO],
+        ];
+        let health = health::FAMILIES
+            .iter()
+            .filter(|f| !health::FROM_RECORDS.contains(f));
+        for f in own.concat().iter().chain(health) {
+            assert!(!pushed.contains(f.name), "{} is pushed", f.name);
+        }
     }
 
     #[test]

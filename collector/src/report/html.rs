@@ -3,7 +3,7 @@
 //! (p50 and p99 over time, outages as red bands, workload marks as dashed
 //! lines) and a bandwidth chart (tests over time, the sending node's
 //! temperature on a second axis, throttling shaded). Series arrive
-//! downsampled with min and max kept ([`super::soak::events`]), so a page
+//! downsampled with min and max kept ([`super::soak`]'s `chart` module), so a page
 //! of a 72-hour soak stays small and a single spike stays visible.
 //!
 //! Every chart's `<svg>` carries `data-points` (the points it drew), which

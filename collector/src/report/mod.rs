@@ -1,8 +1,10 @@
 //! Reports over stored records, pure: [`summary`] holds the per-link RTT,
 //! loss and thermal math the lab's closing table prints; [`soak`] builds a
 //! soak's report and verdict; [`render`] writes it as a table, Markdown or
-//! JSON, [`html`] as one self-contained page with SVG charts.
+//! JSON, [`html`] as one self-contained page with SVG charts; [`format`]
+//! names the formats and picks the renderer.
 
+pub mod format;
 pub mod html;
 pub mod render;
 pub mod soak;

@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use super::soak::{Interruptions, Report, Rtt};
+use super::soak::{Interruptions, Link, Report, Rtt};
 use crate::soak::time;
 
 /// One titled table.
@@ -39,7 +39,8 @@ fn rtt_row(label: String, r: &Rtt) -> Vec<String> {
     ]
 }
 
-fn outages(title: String, i: &Interruptions, rows: &mut Vec<Vec<String>>) {
+/// One row per outage of `i`, of kind `title`.
+fn outage_rows(title: String, i: &Interruptions, rows: &mut Vec<Vec<String>>) {
     for o in &i.outages {
         rows.push(vec![
             title.clone(),
@@ -59,8 +60,36 @@ fn outages(title: String, i: &Interruptions, rows: &mut Vec<Vec<String>>) {
 /// The sections of the text renderings, in order; those without rows are
 /// left out.
 fn sections(r: &Report) -> Vec<Section> {
+    let mut s = vec![
+        headline(r),
+        verdict(r),
+        rtt(r),
+        bandwidth(r),
+        interruptions(r),
+        outages(r),
+        services(r),
+        thermal(r),
+        correlation(r),
+        completeness(r),
+        marks(r),
+    ];
+    s.retain(|section| !section.rows.is_empty());
+    s
+}
+
+/// A link's name in the rows (`overall` for all links together).
+fn link_name(l: &Link) -> String {
+    if l.node == "*" {
+        "overall".to_string()
+    } else {
+        format!("{} -> {}", l.node, l.peer)
+    }
+}
+
+/// The seed's rows.
+fn headline(r: &Report) -> Section {
     let h = &r.headline;
-    let mut s = vec![Section {
+    Section {
         title: "headline".into(),
         header: vec!["indicator", "mean", "worst"],
         rows: vec![
@@ -90,8 +119,12 @@ fn sections(r: &Report) -> Vec<Section> {
                 num(h.temperature_worst_celsius, 1),
             ],
         ],
-    }];
-    s.push(Section {
+    }
+}
+
+/// One row per SLO line.
+fn verdict(r: &Report) -> Section {
+    Section {
         title: format!("verdict: {}", r.verdict.word()),
         header: vec!["SLO", "measured", "threshold", "result"],
         rows: r
@@ -114,25 +147,29 @@ fn sections(r: &Report) -> Vec<Section> {
                 ]
             })
             .collect(),
-    });
-    let mut rtt = Vec::new();
-    for l in r.links.iter().chain([&r.overall]) {
-        let name = if l.node == "*" {
-            "overall".to_string()
-        } else {
-            format!("{} -> {}", l.node, l.peer)
-        };
-        rtt.push(rtt_row(format!("{name} rest"), &l.rtt_rest));
-        rtt.push(rtt_row(format!("{name} load"), &l.rtt_load));
     }
-    s.push(Section {
+}
+
+/// RTT at rest and under load per link, then overall.
+fn rtt(r: &Report) -> Section {
+    let mut rows = Vec::new();
+    for l in r.links.iter().chain([&r.overall]) {
+        let name = link_name(l);
+        rows.push(rtt_row(format!("{name} rest"), &l.rtt_rest));
+        rows.push(rtt_row(format!("{name} load"), &l.rtt_load));
+    }
+    Section {
         title: "RTT per directed link (at rest, under load)".into(),
         header: vec![
             "link", "probes", "lost", "loss %", "mean ms", "p50 ms", "p99 ms", "worst ms",
         ],
-        rows: rtt,
-    });
-    s.push(Section {
+        rows,
+    }
+}
+
+/// TCP bandwidth per link, then overall.
+fn bandwidth(r: &Report) -> Section {
+    Section {
         title: "TCP bandwidth per direction".into(),
         header: vec![
             "link",
@@ -149,11 +186,7 @@ fn sections(r: &Report) -> Vec<Section> {
             .map(|l| {
                 let b = &l.bandwidth;
                 vec![
-                    if l.node == "*" {
-                        "overall".into()
-                    } else {
-                        format!("{} -> {}", l.node, l.peer)
-                    },
+                    link_name(l),
                     b.tests.to_string(),
                     b.failed.to_string(),
                     num(b.mean_gbps, 2),
@@ -162,8 +195,12 @@ fn sections(r: &Report) -> Vec<Section> {
                 ]
             })
             .collect(),
-    });
-    s.push(Section {
+    }
+}
+
+/// Interruptions and window coverage per link.
+fn interruptions(r: &Report) -> Section {
+    Section {
         title: "link interruptions".into(),
         header: vec![
             "link",
@@ -190,18 +227,26 @@ fn sections(r: &Report) -> Vec<Section> {
                 ]
             })
             .collect(),
-    });
-    let mut list = Vec::new();
-    outages("link".into(), &r.overall.interruptions, &mut list);
-    for sv in &r.services {
-        outages("service".into(), &sv.outages, &mut list);
     }
-    s.push(Section {
+}
+
+/// Every outage: the links', then each service's.
+fn outages(r: &Report) -> Section {
+    let mut rows = Vec::new();
+    outage_rows("link".into(), &r.overall.interruptions, &mut rows);
+    for sv in &r.services {
+        outage_rows("service".into(), &sv.outages, &mut rows);
+    }
+    Section {
         title: "outages".into(),
         header: vec!["kind", "link", "cause", "start", "end", "seconds"],
-        rows: list,
-    });
-    s.push(Section {
+        rows,
+    }
+}
+
+/// Availability per checked service.
+fn services(r: &Report) -> Section {
+    Section {
         title: "service availability".into(),
         header: vec![
             "node -> peer",
@@ -227,8 +272,12 @@ fn sections(r: &Report) -> Vec<Section> {
                 ]
             })
             .collect(),
-    });
-    s.push(Section {
+    }
+}
+
+/// Every sensor of every node, with the node's throttling.
+fn thermal(r: &Report) -> Section {
+    Section {
         title: "temperature and throttling".into(),
         header: vec![
             "node",
@@ -256,9 +305,13 @@ fn sections(r: &Report) -> Vec<Section> {
                 })
             })
             .collect(),
-    });
+    }
+}
+
+/// During throttling against outside it.
+fn correlation(r: &Report) -> Section {
     let c = &r.correlation;
-    s.push(Section {
+    Section {
         title: format!("thermal correlation: {}", c.sentence),
         header: vec![
             "",
@@ -279,9 +332,13 @@ fn sections(r: &Report) -> Vec<Section> {
                 ]
             })
             .collect(),
-    });
+    }
+}
+
+/// The report's own coverage, one row.
+fn completeness(r: &Report) -> Section {
     let k = &r.completeness;
-    s.push(Section {
+    Section {
         title: "data completeness".into(),
         header: vec![
             "RTT windows expected",
@@ -301,8 +358,12 @@ fn sections(r: &Report) -> Vec<Section> {
             k.sequence_holes.to_string(),
             k.spool_drops.to_string(),
         ]],
-    });
-    s.push(Section {
+    }
+}
+
+/// The workload marks.
+fn marks(r: &Report) -> Section {
+    Section {
         title: "workload marks".into(),
         header: vec!["from", "until", "what"],
         rows: r
@@ -316,9 +377,7 @@ fn sections(r: &Report) -> Vec<Section> {
                 ]
             })
             .collect(),
-    });
-    s.retain(|section| !section.rows.is_empty());
-    s
+    }
 }
 
 fn title(r: &Report) -> String {
@@ -391,54 +450,6 @@ pub fn json(r: &Report) -> String {
     serde_json::to_string_pretty(r).expect("the report serializes") + "\n"
 }
 
-/// The formats `report --format` accepts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
-    /// Aligned text.
-    Table,
-    /// Markdown.
-    Md,
-    /// JSON.
-    Json,
-    /// One HTML page.
-    Html,
-}
-
-impl std::str::FromStr for Format {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Format, String> {
-        Ok(match s {
-            "table" => Format::Table,
-            "md" | "markdown" => Format::Md,
-            "json" => Format::Json,
-            "html" => Format::Html,
-            _ => return Err(format!("format `{s}`: use table, md, json or html")),
-        })
-    }
-}
-
-impl Format {
-    /// Renders `r`.
-    pub fn render(self, r: &Report) -> String {
-        match self {
-            Format::Table => table(r),
-            Format::Md => markdown(r),
-            Format::Json => json(r),
-            Format::Html => super::html::page(r),
-        }
-    }
-
-    /// The HTTP content type.
-    pub fn content_type(self) -> &'static str {
-        match self {
-            Format::Table => "text/plain; charset=utf-8",
-            Format::Md => "text/markdown; charset=utf-8",
-            Format::Json => "application/json",
-            Format::Html => "text/html; charset=utf-8",
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -477,7 +488,5 @@ mod tests {
         assert!(t.contains("no data"), "{t}");
         let md = markdown(&r);
         assert!(md.contains("| RTT (ms) | - | - |"), "{md}");
-        assert_eq!("html".parse::<Format>(), Ok(Format::Html));
-        assert!("pdf".parse::<Format>().is_err());
     }
 }

@@ -50,40 +50,53 @@ impl LinkStats {
     /// Merges `r`, which is `windows` window summaries already merged
     /// (a per-minute rollup's).
     pub fn add_merged(&mut self, r: &RttSummary, windows: u64) {
-        self.windows += windows;
-        self.sent += r.sent;
-        self.lost += r.lost;
-        self.duplicates += r.duplicates;
-        if r.received > 0 {
-            if self.received == 0 || r.min_ns < self.min_ns {
-                self.min_ns = r.min_ns;
-            }
-            self.max_ns = self.max_ns.max(r.max_ns);
-        }
-        self.received += r.received;
-        self.sum_ns += u128::from(r.sum_ns);
-        for b in &r.buckets {
-            *self.buckets.entry(b.index).or_default() += b.count;
-        }
+        self.absorb(Part {
+            windows,
+            sent: r.sent,
+            received: r.received,
+            lost: r.lost,
+            duplicates: r.duplicates,
+            min_ns: r.min_ns,
+            max_ns: r.max_ns,
+            sum_ns: u128::from(r.sum_ns),
+            buckets: r.buckets.iter().map(|b| (b.index, b.count)),
+        });
     }
 
     /// Merges another set of windows' statistics (another link's, or the
     /// other side of at rest / under load).
     pub fn merge(&mut self, s: &LinkStats) {
-        if s.received > 0 {
-            if self.received == 0 || s.min_ns < self.min_ns {
-                self.min_ns = s.min_ns;
+        self.absorb(Part {
+            windows: s.windows,
+            sent: s.sent,
+            received: s.received,
+            lost: s.lost,
+            duplicates: s.duplicates,
+            min_ns: s.min_ns,
+            max_ns: s.max_ns,
+            sum_ns: s.sum_ns,
+            buckets: s.buckets.iter().map(|(i, c)| (*i, *c)),
+        });
+    }
+
+    /// The one merge rule: counts, sums and bucket counts add; the exact
+    /// extremes combine over sets that received anything (a set without
+    /// replies has no minimum, its 0 is not one).
+    fn absorb(&mut self, p: Part<impl Iterator<Item = (i32, u64)>>) {
+        if p.received > 0 {
+            if self.received == 0 || p.min_ns < self.min_ns {
+                self.min_ns = p.min_ns;
             }
-            self.max_ns = self.max_ns.max(s.max_ns);
+            self.max_ns = self.max_ns.max(p.max_ns);
         }
-        self.windows += s.windows;
-        self.sent += s.sent;
-        self.received += s.received;
-        self.lost += s.lost;
-        self.duplicates += s.duplicates;
-        self.sum_ns += s.sum_ns;
-        for (i, c) in &s.buckets {
-            *self.buckets.entry(*i).or_default() += c;
+        self.windows += p.windows;
+        self.sent += p.sent;
+        self.received += p.received;
+        self.lost += p.lost;
+        self.duplicates += p.duplicates;
+        self.sum_ns += p.sum_ns;
+        for (i, c) in p.buckets {
+            *self.buckets.entry(i).or_default() += c;
         }
     }
 
@@ -127,6 +140,21 @@ impl LinkStats {
         }
         None
     }
+}
+
+/// The mergeable figures of a window summary or of merged statistics,
+/// borrowed for [`LinkStats::absorb`].
+struct Part<B> {
+    windows: u64,
+    sent: u64,
+    received: u64,
+    lost: u64,
+    duplicates: u64,
+    min_ns: u64,
+    max_ns: u64,
+    sum_ns: u128,
+    /// (bucket index, count).
+    buckets: B,
 }
 
 /// Groups window summaries by (node, peer, under load).
@@ -293,6 +321,30 @@ mod tests {
         assert_eq!((s.min_ns, s.max_ns), (70_000, 90_000));
         assert!((s.loss_ratio() - 0.25).abs() < 1e-12);
         assert_eq!(s.mean_ns(), Some(80_000.0));
+    }
+
+    #[test]
+    fn merging_sets_is_adding_their_windows() {
+        let (a, b) = (window("b", &[80_000, 90_000], 1), window("b", &[70_000], 2));
+        let none = window("b", &[], 3);
+        let mut one = LinkStats::default();
+        for w in [&a, &none, &b] {
+            one.add(w);
+        }
+        let mut x = LinkStats::default();
+        x.add(&a);
+        let mut y = LinkStats::default();
+        y.add(&none);
+        let mut z = LinkStats::default();
+        z.add_merged(&b, 1);
+        let mut merged = LinkStats::default();
+        for s in [&y, &x, &z] {
+            merged.merge(s);
+        }
+        assert_eq!(merged, one);
+        // A set without replies has no minimum: its 0 is not taken.
+        assert_eq!((one.min_ns, one.max_ns, one.windows), (70_000, 90_000, 3));
+        assert_eq!((one.sent, one.received, one.lost), (9, 3, 6));
     }
 
     #[test]

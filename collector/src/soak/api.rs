@@ -1,5 +1,7 @@
-//! `/api/v1/soaks`: create, list, show, stop, marks and reports over HTTP,
-//! the same operations as the `soak` and `report` commands. Writes open a
+//! `/api/v1/soaks`: create, list, show, stop, delete, marks and reports
+//! over HTTP, the same operations as the `soak` and `report` commands.
+//! Writes need the write token (checked at the API's door,
+//! [`crate::api::token::require`]); without one configured they are off. Writes open a
 //! short-lived connection of their own (SQLite serialises them with the
 //! ingest writer; WAL keeps reads going) on a blocking thread.
 //!
@@ -8,7 +10,7 @@
 //!   SLO file's keys as an object)
 //! - `GET /api/v1/soaks`, `GET /api/v1/soaks/{name}` (with marks, elapsed
 //!   and the verdict so far)
-//! - `POST /api/v1/soaks/{name}/stop` `{"at"?}`
+//! - `POST /api/v1/soaks/{name}/stop` `{"at"?}`, `DELETE /api/v1/soaks/{name}`
 //! - `GET|POST /api/v1/soaks/{name}/marks` `{"text", "at"?, "until"?}`
 //!   (the GET answers with `time`/`timeEnd` in ms too, which Grafana's JSON
 //!   and Infinity data sources read as annotations)
@@ -25,16 +27,16 @@ use boltwatch_common::clock::now_unix_ns;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::{time, Mark, Slo, Soak, SoakError};
+use super::{stored, time, Mark, Slo, Soak, SoakError};
 use crate::api::{ApiError, AppState};
-use crate::report::render::Format;
-use crate::store::{soaks, StoreHandle};
+use crate::report::format::Format;
+use boltwatch_store::{Db, StoreHandle};
 
 /// The soak routes.
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/api/v1/soaks", get(list).post(create))
-        .route("/api/v1/soaks/{name}", get(show))
+        .route("/api/v1/soaks/{name}", get(show).delete(delete))
         .route("/api/v1/soaks/{name}/stop", post(stop))
         .route("/api/v1/soaks/{name}/marks", get(marks).post(mark))
         .route("/api/v1/soaks/{name}/report", get(report))
@@ -57,10 +59,10 @@ type Result<T> = std::result::Result<T, ApiError>;
 /// Runs `f` on a fresh writing connection on a blocking thread.
 async fn write<T: Send + 'static>(
     store: &StoreHandle,
-    f: impl FnOnce(&rusqlite::Connection) -> std::result::Result<T, SoakError> + Send + 'static,
+    f: impl FnOnce(&Db) -> std::result::Result<T, SoakError> + Send + 'static,
 ) -> Result<T> {
     let path = store.path().to_path_buf();
-    tokio::task::spawn_blocking(move || f(&soaks::open_writer(&path)?))
+    tokio::task::spawn_blocking(move || f(&Db::open_writer(&path)?))
         .await
         .map_err(|e| ApiError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
         .map_err(Into::into)
@@ -68,10 +70,11 @@ async fn write<T: Send + 'static>(
 
 /// [`write`], then the live soak series refreshed at once: a new soak, a
 /// stop or a mark reaches `/metrics` (dashboard annotations) now, not at
-/// the next periodic refresh.
+/// the next periodic refresh. (The write token was checked at the door:
+/// [`crate::api::token::require`].)
 async fn write_live<T: Send + 'static>(
     app: &AppState,
-    f: impl FnOnce(&rusqlite::Connection) -> std::result::Result<T, SoakError> + Send + 'static,
+    f: impl FnOnce(&Db) -> std::result::Result<T, SoakError> + Send + 'static,
 ) -> Result<T> {
     let out = write(&app.store, f).await?;
     super::live::refresh(&app.store, &app.metrics).await;
@@ -80,10 +83,10 @@ async fn write_live<T: Send + 'static>(
 
 async fn read<T: Send + 'static>(
     store: &StoreHandle,
-    f: impl FnOnce(&rusqlite::Connection) -> std::result::Result<T, SoakError> + Send + 'static,
+    f: impl FnOnce(&Db) -> std::result::Result<T, SoakError> + Send + 'static,
 ) -> Result<T> {
     let out = store
-        .read(move |c| Ok(f(c)))
+        .read(move |db| Ok(f(db)))
         .await
         .map_err(|e| ApiError(StatusCode::SERVICE_UNAVAILABLE, e.to_string()))?;
     out.map_err(Into::into)
@@ -158,13 +161,13 @@ async fn create(
         return Err(SoakError::Invalid("`end` is before `start`".into()).into());
     }
     let s = soak.clone();
-    write_live(&app, move |c| soaks::create(c, &s, now)).await?;
+    write_live(&app, move |c| stored::create(c, &s, now)).await?;
     Ok((StatusCode::CREATED, Json(describe(&soak, now))))
 }
 
 async fn list(State(store): State<StoreHandle>) -> Result<Json<Value>> {
     let now = now_unix_ns();
-    let all = read(&store, |c| Ok(soaks::list(c)?)).await?;
+    let all = read(&store, stored::list).await?;
     Ok(Json(
         json!({ "soaks": all.iter().map(|s| describe(s, now)).collect::<Vec<_>>() }),
     ))
@@ -173,7 +176,7 @@ async fn list(State(store): State<StoreHandle>) -> Result<Json<Value>> {
 async fn show(State(store): State<StoreHandle>, Path(name): Path<String>) -> Result<Json<Value>> {
     let now = now_unix_ns();
     let (soak, report) = read(&store, move |c| {
-        let soak = soaks::get(c, &name)?;
+        let soak = stored::get(c, &name)?;
         let report = super::load::soak_report(c, &name, now)?;
         Ok((soak, report))
     })
@@ -198,8 +201,13 @@ async fn stop(
 ) -> Result<Json<Value>> {
     let now = now_unix_ns();
     let at = when(&body.unwrap_or_default().0.at, "at")?.unwrap_or(now);
-    let s = write_live(&app, move |c| soaks::stop(c, &name, at)).await?;
+    let s = write_live(&app, move |c| stored::stop(c, &name, at)).await?;
     Ok(Json(describe(&s, now)))
+}
+
+async fn delete(State(app): State<AppState>, Path(name): Path<String>) -> Result<StatusCode> {
+    write_live(&app, move |c| stored::delete(c, &name)).await?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 /// Body of `POST .../marks`.
@@ -222,14 +230,14 @@ async fn mark(
         text: body.text,
     };
     let out = json!(m);
-    write_live(&app, move |c| soaks::add_mark(c, &name, &m)).await?;
+    write_live(&app, move |c| stored::add_mark(c, &name, &m)).await?;
     Ok((StatusCode::CREATED, Json(out)))
 }
 
 async fn marks(State(store): State<StoreHandle>, Path(name): Path<String>) -> Result<Json<Value>> {
     let all = read(&store, move |c| {
-        soaks::get(c, &name)?;
-        Ok(soaks::marks(c, &name)?)
+        stored::get(c, &name)?;
+        stored::marks(c, &name)
     })
     .await?;
     let annotated: Vec<Value> = all

@@ -9,7 +9,9 @@ use tokio::sync::watch;
 
 use crate::export::soak::{LiveMark, LiveSoak, MARKS_SHOWN};
 use crate::export::SharedMetrics;
-use crate::store::{soaks, StoreHandle};
+use boltwatch_store::{Db, StoreHandle};
+
+use super::{stored, SoakError};
 
 /// Shortest time between verdict refreshes.
 pub const REFRESH: Duration = Duration::from_secs(60);
@@ -21,40 +23,41 @@ const PAUSE_FACTOR: u32 = 10;
 /// Recomputes the running soaks' state once.
 pub async fn refresh(store: &StoreHandle, metrics: &SharedMetrics) {
     let now = now_unix_ns();
-    let got = store
-        .read(move |c| {
-            // The soaks table exists once the store has migrated; a read
-            // error is logged, not fatal.
-            let mut out = Vec::new();
-            for s in soaks::list(c)?.into_iter().filter(|s| s.running(now)) {
-                let scope = super::load::scope_of(c, &s, now)?;
-                let r = super::load::report(c, scope)?;
-                let all = soaks::marks(c, &s.name)?;
-                let marks = all[all.len().saturating_sub(MARKS_SHOWN)..]
-                    .iter()
-                    .map(|m| LiveMark::new(&m.text, m.at_unix_ns, m.until_unix_ns))
-                    .collect();
-                out.push(LiveSoak {
-                    nodes: s.nodes.join(","),
-                    elapsed_seconds: now.saturating_sub(s.start_unix_ns) as f64 / 1e9,
-                    pass: r.verdict.pass,
-                    lines: r
-                        .verdict
-                        .lines
-                        .iter()
-                        .filter_map(|l| Some((l.key, l.pass?)))
-                        .collect(),
-                    name: s.name,
-                    marks,
-                });
-            }
-            Ok(out)
-        })
-        .await;
-    match got {
-        Ok(running) => metrics.lock().set_soaks(running),
+    // The soaks table exists once the store has migrated; a read error is
+    // logged, not fatal.
+    match store.read(move |db| Ok(running(db, now))).await {
+        Ok(Ok(running)) => metrics.lock().set_soaks(running),
+        Ok(Err(e)) => tracing::warn!(error = %e, "soak verdict refresh failed"),
         Err(e) => tracing::warn!(error = %e, "soak verdict refresh failed"),
     }
+}
+
+/// Each running soak's verdict so far and newest marks.
+fn running(db: &Db, now: u64) -> Result<Vec<LiveSoak>, SoakError> {
+    let mut out = Vec::new();
+    for s in stored::list(db)?.into_iter().filter(|s| s.running(now)) {
+        let scope = super::load::scope_of(db, &s, now)?;
+        let r = super::load::report(db, scope)?;
+        let all = stored::marks(db, &s.name)?;
+        let marks = all[all.len().saturating_sub(MARKS_SHOWN)..]
+            .iter()
+            .map(|m| LiveMark::new(&m.text, m.at_unix_ns, m.until_unix_ns))
+            .collect();
+        out.push(LiveSoak {
+            nodes: s.nodes.join(","),
+            elapsed_seconds: now.saturating_sub(s.start_unix_ns) as f64 / 1e9,
+            pass: r.verdict.pass,
+            lines: r
+                .verdict
+                .lines
+                .iter()
+                .filter_map(|l| Some((l.key, l.pass?)))
+                .collect(),
+            name: s.name,
+            marks,
+        });
+    }
+    Ok(out)
 }
 
 /// Refreshes until `stop` turns true.

@@ -1,6 +1,6 @@
 //! Soak runs as objects: a named time range over some nodes, with SLO
 //! thresholds, free-form labels and workload marks, persisted in the store
-//! (migration 2; SQL in [`crate::store::soaks`]) so it survives restarts and
+//! (migration 2; SQL in [`boltwatch_store::soaks`]) so it survives restarts and
 //! is shared by the CLI (`soak`, `report`), the HTTP API ([`api`]) and the
 //! live `/metrics` state ([`live`]).
 //!
@@ -13,6 +13,7 @@ pub mod api;
 pub mod live;
 pub mod load;
 pub mod slo;
+pub mod stored;
 pub mod time;
 
 use std::collections::BTreeMap;
@@ -63,7 +64,7 @@ pub enum SoakError {
     Invalid(String),
     /// The store failed.
     #[error("store: {0}")]
-    Store(#[from] rusqlite::Error),
+    Store(#[from] boltwatch_store::StoreError),
 }
 
 /// Longest soak name (it becomes a metric label and a URL segment).

@@ -156,16 +156,14 @@ async fn unknown_payload_kinds_are_stored_verbatim() {
     c.stop().await;
 
     // The stored bytes are exactly what was sent.
-    let db = rusqlite::Connection::open(dir.path().join("boltwatch.db")).unwrap();
-    let stored = boltwatch_collector::store::queries::list_records(
-        &db,
-        &boltwatch_collector::store::RecordFilter {
+    let db = boltwatch_store::Db::open_reader(&dir.path().join("boltwatch.db")).unwrap();
+    let stored = db
+        .records(&boltwatch_store::RecordFilter {
             node: Some("a".into()),
             limit: 10,
             ..Default::default()
-        },
-    )
-    .unwrap();
+        })
+        .unwrap();
     assert_eq!(stored.len(), 1);
     assert_eq!(stored[0].raw, raw);
 }

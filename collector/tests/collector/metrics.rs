@@ -86,7 +86,7 @@ async fn metrics_cover_two_nodes_and_pass_promtool() {
         let expect: Vec<(&str, f64)> = expect.iter().map(|(s, v)| (s.as_str(), *v)).collect();
         expect_metrics(&body, &expect);
         // The classic buckets: 80 us falls in the first bound >= 80 us.
-        let bounds = boltwatch_collector::export::histogram::rtt_bounds();
+        let bounds = boltwatch_exposition::histogram::rtt_bounds();
         let le80 = bounds.iter().find(|b| **b >= 80e-6).unwrap();
         let series = format!(
             "boltwatch_rtt_seconds_bucket{{node=\"{node}\",peer=\"{peer}\",le=\"{le80}\"}}"

@@ -23,6 +23,10 @@ use tokio_stream::wrappers::ReceiverStream;
 /// not a measurement.
 pub const WAIT: Duration = Duration::from_secs(20);
 
+/// The API write token every test collector started here accepts (HTTP
+/// writes are off without one).
+pub const WRITE_TOKEN: &str = "test-write-token";
+
 /// A collector running in this process.
 pub struct Collector {
     pub grpc: SocketAddr,
@@ -31,6 +35,14 @@ pub struct Collector {
     pub api: Option<SocketAddr>,
     stop: Option<oneshot::Sender<()>>,
     task: tokio::task::JoinHandle<Result<(), boltwatch_collector::Error>>,
+}
+
+/// A file holding [`WRITE_TOKEN`] beside the store in `dir`.
+pub fn write_token_file(dir: &Path) -> std::path::PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    let p = dir.join("write-token");
+    std::fs::write(&p, WRITE_TOKEN).unwrap();
+    p
 }
 
 impl Collector {
@@ -63,6 +75,7 @@ impl Collector {
             http_listen: http_addr,
             preface_timeout: Duration::from_secs(2),
             shutdown_grace: Duration::from_secs(5),
+            api_write_token_file: Some(write_token_file(dir)),
             ..Config::default()
         };
         tune(&mut config);

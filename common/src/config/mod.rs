@@ -7,7 +7,8 @@
 //! the struct (ripgrep's `flags/defs.rs` is the model). From that table come
 //! the file parser (unknown keys refused with their line), the command-line
 //! flags ([`Flags`]), the merge (default, then file, then flags) and the
-//! README's flag table ([`markdown_table`]), so none can drift from another.
+//! documented flag table ([`markdown_table`], in docs/deployment.md), so
+//! none can drift from another.
 //!
 //! Rules that span keys (a peer named in `[bandwidth.peers]` must be a
 //! peer) and defaults computed from other keys live in
@@ -16,8 +17,8 @@
 //! noted in [`Document::renamed`] for the binary to log.
 //!
 //! Adding a key: one entry in the table, its field in the struct (and in
-//! `blank`), and the README table, which the README test prints when it
-//! differs.
+//! `blank`), and the table in docs/deployment.md, which its test prints
+//! when it differs.
 
 mod error;
 mod flags;
@@ -135,7 +136,7 @@ impl<C> Key<C> {
         self
     }
 
-    /// How the README and `--help` state the default, when `default` alone
+    /// How the docs and `--help` state the default, when `default` alone
     /// would mislead (computed defaults, none).
     pub const fn default_doc(mut self, doc: &'static str) -> Self {
         self.default_doc = Some(doc);

@@ -1,5 +1,5 @@
-//! The README's flag table, generated from a key table (a test compares it
-//! with the README, so the two cannot drift).
+//! The documented flag table (docs/deployment.md), generated from a key
+//! table (a test compares it with the page, so the two cannot drift).
 
 use super::Schema;
 
@@ -45,7 +45,7 @@ pub fn markdown_table<C: Schema>() -> String {
 }
 
 /// The text between `<!-- BEGIN name -->` and `<!-- END name -->` in
-/// `doc`, for the test that compares a README table with
+/// `doc`, for the test that compares a documented table with
 /// [`markdown_table`].
 pub fn between_markers<'a>(doc: &'a str, name: &str) -> Option<&'a str> {
     let begin = format!("<!-- BEGIN {name} -->\n");
@@ -56,7 +56,7 @@ pub fn between_markers<'a>(doc: &'a str, name: &str) -> Option<&'a str> {
 }
 
 /// Whether the table between the `name` markers of `doc` is
-/// [`markdown_table`] of `C`: the test that keeps a README's flag table
+/// [`markdown_table`] of `C`: the test that keeps a documented flag table
 /// and the key definitions from drifting. The error says where the table
 /// is and what it should read.
 pub fn check_table<C: Schema>(doc: &str, name: &str) -> Result<(), String> {

@@ -1,8 +1,9 @@
 //! The metric contract, in one place: every metric name any PromQL
 //! expression of `dashboards/` (rules, alerts, rule tests, panels,
-//! annotations, variables) may select, besides recording rules. A new or
-//! renamed metric needs a line here; a name missing from the exposition
-//! empties a panel silently, so the tests below refuse it.
+//! annotations, variables) may select, besides recording rules. A metric
+//! a dashboard reads needs a line here (the rule and layout tests refuse a
+//! name outside it), and a line here must name a declared family (the test
+//! below): a name missing from the exposition empties a panel silently.
 
 /// Every metric the product exposes (foundation, link truth, bandwidth
 /// and soak marks), as agreed in the metric contract. Histograms are listed in
@@ -84,3 +85,24 @@ pub const NOT_CHARTED: &[(&str, &str)] = &[(
      five and disagrees with rate() of the byte counters, which the throughput \
      panel shows instead",
 )];
+
+/// Every contract metric is a declared family: it has a row in the metric
+/// reference, `docs/metrics.md`, which the collector's tests hold to the
+/// declarations (`collector/src/export/tests/exposition.rs`). So a name
+/// here cannot outlive its family, and a panel cannot read a family that
+/// was never declared.
+#[test]
+fn every_contract_metric_is_in_the_metric_reference() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/metrics.md");
+    let docs = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {path}: {e}"));
+    let missing: Vec<&str> = CONTRACT
+        .iter()
+        .chain(HISTOGRAMS)
+        .copied()
+        .filter(|m| !docs.contains(&format!("| `{m}` |")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "contract metrics with no row in docs/metrics.md (no family declares them): {missing:?}"
+    );
+}

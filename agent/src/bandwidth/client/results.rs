@@ -7,7 +7,16 @@ use boltwatch_proto::v1::{BandwidthInterval, BandwidthResult, Direction, Protoco
 
 use super::super::engine::Finished;
 use super::super::iperf3::{Results, StreamResult};
-use super::bps;
+
+/// Bits per second over `dur`.
+pub fn bps(bytes: u64, dur: Duration) -> f64 {
+    let s = dur.as_secs_f64();
+    if s > 0.0 {
+        bytes as f64 * 8.0 / s
+    } else {
+        0.0
+    }
+}
 
 /// The intervals this side sampled during a test, per direction.
 #[derive(Debug, Default)]

@@ -3,7 +3,7 @@
 //! shared counters, until the engine cancels the token.
 
 use super::super::iperf3::{UdpHeader, UdpReceiverStats};
-use super::{locked, EngineConfig, Shared};
+use super::shared::{locked, EngineConfig, Shared};
 use std::io::{self, Read, Write};
 use std::net::{TcpStream, UdpSocket};
 use std::sync::atomic::Ordering;
@@ -35,7 +35,7 @@ pub(super) fn tcp_send(
                 sent += n as u64;
                 shared.bytes.fetch_add(n as u64, Ordering::Relaxed);
             }
-            Err(e) if super::is_wait(&e) => {}
+            Err(e) if is_wait(&e) => {}
             Err(e) => return Err(e),
         }
     }
@@ -56,7 +56,7 @@ pub(super) fn tcp_recv(
                     shared.bytes.fetch_add(n as u64, Ordering::Relaxed);
                 }
             }
-            Err(e) if super::is_wait(&e) => {}
+            Err(e) if is_wait(&e) => {}
             Err(e) => return Err(e),
         }
     }
@@ -120,7 +120,7 @@ pub(super) fn udp_send(
             }
             // A full queue or a transient ICMP error: the datagram is gone,
             // which is the receiver's loss to count.
-            Err(e) if super::is_wait(&e) => {}
+            Err(e) if is_wait(&e) => {}
             Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {}
             Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
                 std::thread::sleep(Duration::from_millis(1));
@@ -156,7 +156,7 @@ pub(super) fn udp_recv(
                     *locked(&shared.udp) = stats.clone();
                 }
             }
-            Err(e) if super::is_wait(&e) => {}
+            Err(e) if is_wait(&e) => {}
             Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {}
             Err(e) => {
                 *locked(&shared.udp) = stats;
@@ -166,4 +166,15 @@ pub(super) fn udp_recv(
     }
     *locked(&shared.udp) = stats;
     Ok(())
+}
+
+/// Whether a failed socket call only means "nothing yet, try again": its
+/// timeout ran out (`WouldBlock`/`TimedOut`), or a signal interrupted it
+/// (`Interrupted`: the kernel never restarts a socket call that has a
+/// timeout, and any child of the process exiting sends SIGCHLD).
+pub(crate) fn is_wait(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
+    )
 }

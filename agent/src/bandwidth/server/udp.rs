@@ -2,13 +2,12 @@
 //! address, connected to the client once its connect datagram arrives.
 
 use std::net::{IpAddr, SocketAddr, UdpSocket};
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use super::count;
 use crate::bandwidth::engine;
+use crate::bandwidth::error::BandwidthError;
 use crate::bandwidth::iperf3;
-use crate::bandwidth::BandwidthError;
 
 /// A UDP socket bound to the test's listening address (shared with the
 /// previous stream's socket).
@@ -53,7 +52,7 @@ pub(super) fn udp_accept(
         match listener.recv_from(&mut b) {
             Ok((_, peer)) if peer.ip().to_canonical() == from.client.to_canonical() => break peer,
             Ok((_, peer)) => {
-                count(from.refused);
+                from.refused.fetch_add(1, Ordering::Relaxed);
                 tracing::debug!(%peer, "UDP connect datagram from a foreign address ignored");
             }
             Err(e) if crate::bandwidth::engine::is_wait(&e) => {}

@@ -1,6 +1,6 @@
 //! The node's exposition: the shared record families of this node only,
 //! the agent's build info and `process_*`, nothing only the collector
-//! knows; the README documents every family.
+//! knows; docs/metrics.md documents every family.
 
 use boltwatch_exposition::process::ProcessStats;
 use boltwatch_proto::histogram::sparse_buckets;
@@ -168,8 +168,8 @@ fn promtool_finds_nothing() {
     assert!(out.status.success() && said.trim().is_empty(), "{said}");
 }
 
-/// A family's README row, in the collector's metric table format.
-fn readme_row(f: &Family) -> String {
+/// A family's row in docs/metrics.md, in the collector's metric table format.
+fn doc_row(f: &Family) -> String {
     format!(
         "| `{}` | {} | {} | {} |",
         f.name,
@@ -180,16 +180,16 @@ fn readme_row(f: &Family) -> String {
 }
 
 #[test]
-fn readme_documents_every_family_of_the_agent() {
-    let readme = include_str!("../../../../README.md");
+fn docs_list_every_family_of_the_agent() {
+    let doc = include_str!("../../../../docs/metrics.md");
     let missing: Vec<String> = families()
         .iter()
-        .map(readme_row)
-        .filter(|row| !readme.contains(row.as_str()))
+        .map(doc_row)
+        .filter(|row| !doc.contains(row.as_str()))
         .collect();
     assert!(
         missing.is_empty(),
-        "README.md lacks these rows (the agent-only ones belong in \"Scrape a node directly\"):\n{}",
+        "docs/metrics.md lacks these rows (the agent-only ones belong in \"Scrape a node directly\"):\n{}",
         missing.join("\n")
     );
 }

@@ -1,12 +1,12 @@
-//! A fixed sequence of collector events that touches every family, for
-//! [`super::exposition`]'s comparison with the rendering of the collector
-//! before its metrics were split by domain (`testdata/before.prom`).
+//! A fixed sequence of collector events that touches nearly every family,
+//! for the checks of the whole exposition in [`super::exposition`]
+//! (`promtool check metrics` on real samples).
 
 use boltwatch_proto::v1::*;
 
 use super::{rec, window, Payload};
-use crate::export::agent::AgentInfo;
 use crate::export::Metrics;
+use boltwatch_exposition::agent::AgentInfo;
 
 fn counters(iface: &str, rx: u64, carrier: Option<bool>, down: u64, speed: u64) -> Payload {
     Payload::Counters(InterfaceCounters {

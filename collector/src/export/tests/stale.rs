@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use super::*;
-use crate::export::agent::AgentInfo;
+use boltwatch_exposition::agent::AgentInfo;
 use boltwatch_proto::v1::{
     BandwidthResult, Direction, ServiceCheck, TemperatureSensor, ThermalReading, Throttle,
 };

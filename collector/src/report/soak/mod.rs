@@ -3,7 +3,7 @@
 //! (the loader streams them from the store), [`Builder::finish`] computes
 //! the [`Report`]; nothing here reads a clock or does I/O.
 //!
-//! Definitions (the README's "Run a soak" repeats them):
+//! Definitions (docs/soaks-and-reports.md, "Run a soak", repeats them):
 //! - A directed link `a -> b` is what `a` measured towards `b`: RTT windows
 //!   recorded by `a` with peer `b`, and bandwidth tests moving data from `a`
 //!   to `b` (an upload by `a`, or a download by `b`).
@@ -17,33 +17,42 @@
 //!   link (the link's most common window length), stored, and the gaps
 //!   (runs of missing windows); plus sequence holes per agent boot and the
 //!   agents' own spool drops.
+//!
+//! This file holds the report's shape (and the unit helpers); the work is
+//! one concern per module, imports going one way (the builder and the
+//! finisher use the concern modules, never the other way):
+//! - `build`: [`Builder`] and [`Scope`], each record into its accumulator;
+//! - `finish`: [`Builder::finish`], the report one step per part;
+//! - `rtt`, `bandwidth`, `thermal`, `outages`, `coverage`: each kind of
+//!   record, accumulated and summed up (RTT windows; TCP tests by the
+//!   direction of their data; temperatures and throttle episodes; outages
+//!   clipped to the range, interruptions and service availability; RTT
+//!   windows expected and stored, sequence holes and drops);
+//! - `correlation`, `headline`, [`verdict`]: what is read off the parts
+//!   (throttled against normal, the seed's table, PASS/FAIL);
+//! - `chart`: the HTML report's series, downsampled.
 
+mod bandwidth;
 mod build;
-mod events;
+mod chart;
+mod correlation;
+mod coverage;
+mod finish;
+mod headline;
+mod outages;
+mod rtt;
+mod thermal;
 pub mod verdict;
 
 use serde::Serialize;
 
-pub use build::Builder;
+pub use build::{Builder, Scope};
 
-use crate::soak::{Mark, Slo};
+use crate::soak::Mark;
 
-/// What a report covers.
-#[derive(Debug, Clone)]
-pub struct Scope {
-    /// Soak name (or `from-to` for an ad-hoc range).
-    pub name: String,
-    /// Range start, unix ns (inclusive).
-    pub from_unix_ns: u64,
-    /// Range end, unix ns (exclusive).
-    pub to_unix_ns: u64,
-    /// Only these nodes (empty: all).
-    pub nodes: Vec<String>,
-    /// Thresholds.
-    pub slo: Slo,
-    /// Workload marks.
-    pub marks: Vec<Mark>,
-}
+// One RTT window as the report keeps it: what a per-minute rollup keeps of
+// each window, too.
+use boltwatch_store::Window as Win;
 
 /// RTT figures of a set of probe windows.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -370,10 +379,60 @@ pub struct Report {
     /// Workload marks.
     pub marks: Vec<Mark>,
     /// PASS/FAIL per SLO line.
-    pub verdict: verdict::Verdict,
+    pub verdict: Verdict,
     /// Chart series (HTML only).
     #[serde(skip)]
     pub charts: Vec<Chart>,
+}
+
+/// One SLO line.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Line {
+    /// Stable key (also the `slo` label on `/metrics`).
+    pub key: &'static str,
+    /// What it is, for people.
+    pub name: &'static str,
+    /// Unit of measured and threshold.
+    pub unit: &'static str,
+    /// `<=` or `>=`.
+    pub op: &'static str,
+    /// Measured value (None: no data).
+    pub measured: Option<f64>,
+    /// Threshold (None: not set).
+    pub threshold: Option<f64>,
+    /// PASS (true), FAIL (false) or not judged (None).
+    pub pass: Option<bool>,
+}
+
+/// The SLO verdict ([`verdict::judge`]): all lines and the overall result.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Verdict {
+    /// Every line passed (lines without a threshold excluded).
+    pub pass: bool,
+    /// The lines, in the order of the issue.
+    pub lines: Vec<Line>,
+}
+
+impl Line {
+    /// `PASS`, `FAIL` or `n/a`.
+    pub fn word(&self) -> &'static str {
+        match self.pass {
+            Some(true) => "PASS",
+            Some(false) => "FAIL",
+            None => "n/a",
+        }
+    }
+}
+
+impl Verdict {
+    /// `PASS` or `FAIL`.
+    pub fn word(&self) -> &'static str {
+        if self.pass {
+            "PASS"
+        } else {
+            "FAIL"
+        }
+    }
 }
 
 /// ns -> ms.
@@ -384,6 +443,11 @@ pub(crate) fn ms(ns: f64) -> f64 {
 /// ns -> s.
 pub(crate) fn secs(ns: u64) -> f64 {
     ns as f64 / 1e9
+}
+
+/// The arithmetic mean (None of nothing).
+fn mean(v: &[f64]) -> Option<f64> {
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ use boltwatch_proto::v1::{
 };
 
 use super::*;
+use crate::soak::Slo;
 
 const S: u64 = 1_000_000_000;
 
@@ -300,12 +301,12 @@ fn empty_range_fails_for_lack_of_data() {
 fn downsampling_keeps_a_single_spike() {
     let mut p: Vec<(u64, f64)> = (0..100_000).map(|i| (i, 0.08)).collect();
     p[54_321].1 = 200.0;
-    let d = events_downsample(&p);
+    let d = chart_downsample(&p);
     assert!(d.len() <= 2 * 100);
     assert!(d.contains(&(54_321, 200.0)));
     assert!(d.windows(2).all(|w| w[0].0 < w[1].0));
 }
 
-fn events_downsample(p: &[(u64, f64)]) -> Vec<(u64, f64)> {
-    super::events::downsample(p, 0, 100_000, 100)
+fn chart_downsample(p: &[(u64, f64)]) -> Vec<(u64, f64)> {
+    super::chart::downsample(p, 0, 100_000, 100)
 }

@@ -3,60 +3,8 @@
 //! holes); a line without a threshold (bandwidth and temperature have no
 //! default) is shown and does not decide.
 
-use serde::Serialize;
-
-use super::{Completeness, Headline, Link};
+use super::{Completeness, Headline, Line, Link, Verdict};
 use crate::soak::Slo;
-
-/// One SLO line.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Line {
-    /// Stable key (also the `slo` label on `/metrics`).
-    pub key: &'static str,
-    /// What it is, for people.
-    pub name: &'static str,
-    /// Unit of measured and threshold.
-    pub unit: &'static str,
-    /// `<=` or `>=`.
-    pub op: &'static str,
-    /// Measured value (None: no data).
-    pub measured: Option<f64>,
-    /// Threshold (None: not set).
-    pub threshold: Option<f64>,
-    /// PASS (true), FAIL (false) or not judged (None).
-    pub pass: Option<bool>,
-}
-
-/// All lines and the overall result.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct Verdict {
-    /// Every line passed (lines without a threshold excluded).
-    pub pass: bool,
-    /// The lines, in the order of the issue.
-    pub lines: Vec<Line>,
-}
-
-impl Line {
-    /// `PASS`, `FAIL` or `n/a`.
-    pub fn word(&self) -> &'static str {
-        match self.pass {
-            Some(true) => "PASS",
-            Some(false) => "FAIL",
-            None => "n/a",
-        }
-    }
-}
-
-impl Verdict {
-    /// `PASS` or `FAIL`.
-    pub fn word(&self) -> &'static str {
-        if self.pass {
-            "PASS"
-        } else {
-            "FAIL"
-        }
-    }
-}
 
 fn line(
     key: &'static str,
