@@ -77,7 +77,7 @@ pub struct NodeLimits {
 
 impl NodeLimits {
     /// Full buckets at `now`.
-    pub fn new(p: &super::Policy, now: Instant) -> NodeLimits {
+    pub fn new(p: &super::policy::Policy, now: Instant) -> NodeLimits {
         let burst = p.records_burst.max(p.max_batch_records as u32);
         let hellos = Bucket {
             rate: HELLOS_PER_SECOND,

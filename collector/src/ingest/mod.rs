@@ -24,10 +24,14 @@ pub mod conn;
 pub mod decode;
 pub mod fast;
 pub mod limit;
+mod policy;
 pub mod preface;
 pub mod raw;
 pub mod series;
+pub mod service;
 pub mod validate;
+
+pub use policy::Policy;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -55,43 +59,7 @@ pub async fn stopped(rx: &mut watch::Receiver<bool>) {
     let _ = rx.wait_for(|s| *s).await.map(|_| ());
 }
 
-/// Who may send, and how much.
-#[derive(Debug, Clone)]
-pub struct Policy {
-    /// Token table; `None` accepts every agent (no authentication).
-    pub auth: Option<auth::AuthTokens>,
-    /// Most records in one batch.
-    pub max_batch_records: usize,
-    /// Records per second per node, sustained.
-    pub records_per_second: u32,
-    /// Records a node may send at once after a quiet spell.
-    pub records_burst: u32,
-    /// Encoded record bytes per second per node, sustained.
-    pub bytes_per_second: u64,
-    /// Bytes a node may send at once after a quiet spell.
-    pub bytes_burst: u64,
-    /// Largest encoded record.
-    pub max_record_bytes: usize,
-    /// Distinct peers, interfaces, sensors, services per node on `/metrics`.
-    pub max_series_per_node: usize,
-}
-
-impl Default for Policy {
-    fn default() -> Self {
-        Policy {
-            auth: None,
-            max_batch_records: 4096,
-            records_per_second: 20_000,
-            records_burst: 100_000,
-            bytes_per_second: 8 << 20,
-            bytes_burst: 40 << 20,
-            max_record_bytes: 256 << 10,
-            max_series_per_node: 256,
-        }
-    }
-}
-
-/// The ingest logic behind [`raw::TelemetryService`].
+/// The ingest logic behind [`service::TelemetryService`].
 pub struct Ingest {
     store: StoreHandle,
     metrics: SharedMetrics,

@@ -395,6 +395,29 @@ fn title(r: &Report) -> String {
     )
 }
 
+/// A cell as a terminal shows it: control characters (a mark stored by an
+/// older build, say) written as escapes, never sent raw.
+fn shown(c: &str) -> String {
+    if !c.chars().any(char::is_control) {
+        return c.to_string();
+    }
+    c.chars()
+        .map(|ch| match ch.is_control() {
+            true => ch.escape_default().to_string(),
+            false => ch.to_string(),
+        })
+        .collect()
+}
+
+/// A cell as Markdown renders it as text: [`shown`], and no HTML (`<`,
+/// `&`) or column break (`|`) of its own.
+fn md_cell(c: &str) -> String {
+    shown(c)
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('|', "\\|")
+}
+
 /// The aligned-text table.
 pub fn table(r: &Report) -> String {
     let mut o = format!("{}\n", title(r));
@@ -402,7 +425,12 @@ pub fn table(r: &Report) -> String {
         let _ = writeln!(o, "\n{}", s.title);
         let cols = s.header.len();
         let mut w: Vec<usize> = s.header.iter().map(|h| h.len()).collect();
-        for row in &s.rows {
+        let rows: Vec<Vec<String>> = s
+            .rows
+            .iter()
+            .map(|row| row.iter().map(|c| shown(c)).collect())
+            .collect();
+        for row in &rows {
             for (i, c) in row.iter().enumerate().take(cols) {
                 w[i] = w[i].max(c.chars().count());
             }
@@ -423,7 +451,7 @@ pub fn table(r: &Report) -> String {
             l.trim_end().to_string()
         };
         let _ = writeln!(o, "{}", line(s.header.clone()));
-        for row in &s.rows {
+        for row in &rows {
             let _ = writeln!(o, "{}", line(row.iter().map(String::as_str).collect()));
         }
     }
@@ -438,7 +466,7 @@ pub fn markdown(r: &Report) -> String {
         let _ = writeln!(o, "| {} |", s.header.join(" | "));
         let _ = writeln!(o, "|{}", "---|".repeat(s.header.len()));
         for row in &s.rows {
-            let cells: Vec<String> = row.iter().map(|c| c.replace('|', "\\|")).collect();
+            let cells: Vec<String> = row.iter().map(|c| md_cell(c)).collect();
             let _ = writeln!(o, "| {} |", cells.join(" | "));
         }
     }
@@ -454,6 +482,16 @@ pub fn json(r: &Report) -> String {
 mod tests {
     use super::*;
     use crate::report::soak::{Builder, Scope};
+
+    #[test]
+    fn cells_carry_no_control_characters_or_html() {
+        assert_eq!(shown("xcode build"), "xcode build");
+        assert_eq!(shown("\u{1b}[2Jx\n"), "\\u{1b}[2Jx\\n");
+        assert_eq!(
+            md_cell("<img src=x onerror=alert(1)> a|b & c -> d"),
+            "&lt;img src=x onerror=alert(1)> a\\|b &amp; c -> d"
+        );
+    }
 
     #[test]
     fn table_starts_with_the_seed_rows_and_md_matches() {

@@ -11,7 +11,7 @@ use tokio::task::JoinHandle;
 use tokio_stream::wrappers::ReceiverStream;
 
 use crate::export::SharedMetrics;
-use crate::ingest::raw::TelemetryService;
+use crate::ingest::service::TelemetryService;
 use crate::ingest::{self, Ingest};
 use crate::{tls, Config, Error};
 

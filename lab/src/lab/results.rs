@@ -9,7 +9,7 @@ use boltwatch_proto::v1::record::Payload;
 use boltwatch_proto::v1::Record;
 use prost::Message;
 
-use super::LabError;
+use super::error::LabError;
 
 /// Every RTT, thermal and bandwidth record of the store in `data_dir`.
 pub(super) async fn stored_records(data_dir: &Path) -> Result<Vec<Record>, LabError> {

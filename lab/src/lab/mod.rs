@@ -28,7 +28,11 @@ use boltwatch_store::StoreReader;
 
 use crate::progress::{self, Tally};
 
+mod error;
 mod results;
+
+use error::io;
+pub use error::LabError;
 
 /// Lab settings: the command line (the doc comments are its `--help`).
 #[derive(Debug, Clone, clap::Args)]
@@ -59,36 +63,6 @@ pub struct LabOptions {
 /// 1..=10 s.
 pub fn lab_test_duration(interval: Duration) -> Duration {
     Duration::from_secs((interval.as_secs() / 4).clamp(1, 10))
-}
-
-/// Lab failures.
-#[derive(Debug, thiserror::Error)]
-pub enum LabError {
-    /// Bad options.
-    #[error("{0}")]
-    Options(String),
-    /// A socket or file operation failed.
-    #[error("{what}: {source}")]
-    Io {
-        /// What was being done.
-        what: String,
-        /// Why it failed.
-        source: std::io::Error,
-    },
-    /// The collector failed.
-    #[error("collector: {0}")]
-    Collector(#[from] boltwatch_collector::Error),
-    /// An agent failed.
-    #[error("agent: {0}")]
-    Agent(#[from] boltwatch_agent::error::Error),
-    /// Reading the results back failed.
-    #[error("reading results: {0}")]
-    Results(String),
-}
-
-fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> LabError {
-    let what = what.into();
-    move |source| LabError::Io { what, source }
 }
 
 /// A random 128-bit bearer token, hex.
