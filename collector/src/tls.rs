@@ -155,8 +155,12 @@ impl Tls {
 }
 
 /// True when the (already verified) client certificate `cert` names
-/// `node` as a DNS subject alternative name. A node name that is not a
-/// valid DNS name can never match.
+/// `node` as a DNS subject alternative name, exactly. DNS matching (what
+/// webpki checks) ignores case and a trailing dot, so a certificate for
+/// `node-a` would also speak for `NODE-A` and `node-a.`, each a node of
+/// its own in the store: a node name must also equal one of the names
+/// the certificate presents, byte for byte (no wildcard either). A node
+/// name that is not a valid DNS name can never match.
 pub fn cert_names_node(cert: &CertificateDer<'_>, node: &str) -> bool {
     let Ok(ee) = webpki::EndEntityCert::try_from(cert) else {
         return false;
@@ -164,7 +168,7 @@ pub fn cert_names_node(cert: &CertificateDer<'_>, node: &str) -> bool {
     let Ok(name) = pki_types::ServerName::try_from(node) else {
         return false;
     };
-    ee.verify_is_valid_for_subject_name(&name).is_ok()
+    ee.verify_is_valid_for_subject_name(&name).is_ok() && ee.valid_dns_names().any(|n| n == node)
 }
 
 /// Reloads `tls` on every SIGHUP until `stop` turns true.
@@ -190,6 +194,23 @@ pub async fn reload_on_sighup(tls: Arc<Tls>, mut stop: tokio::sync::watch::Recei
                     Err(e) => tracing::error!(error = %e, "TLS reload failed; keeping the previous certificate"),
                 }
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_certificate_names_its_node_exactly() {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let params = rcgen::CertificateParams::new(vec!["node-a".to_string()]).unwrap();
+        let cert = params.self_signed(&key).unwrap();
+        let der = cert.der();
+        assert!(cert_names_node(der, "node-a"));
+        for other in ["NODE-A", "Node-a", "node-a.", "node-b", "", "node a"] {
+            assert!(!cert_names_node(der, other), "{other}");
         }
     }
 }
