@@ -22,6 +22,10 @@ use crate::{log, queries, retention, scan, schema, soaks};
 /// transactions are short batches).
 const BUSY: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// How long the connections the collector itself opens (its pooled
+/// readers, remote write's position updates) wait for the writer.
+const SERVE_BUSY: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Page cache of each pooled reader, in KiB (as a negative cache_size).
 const READER_CACHE_KIB: i64 = -512;
 
@@ -62,6 +66,19 @@ impl Db {
         Ok(Db { conn })
     }
 
+    /// A read-write connection to the store a running `serve` opened and
+    /// migrated (remote write's position updates, one per delivered
+    /// batch): nothing created, no migration check, no journal settings
+    /// (WAL is the file's, set by the writer).
+    pub fn open_existing(path: &Path) -> Result<Db, StoreError> {
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        conn.busy_timeout(SERVE_BUSY)?;
+        Ok(Db { conn })
+    }
+
     /// A pooled reader's connection: no mutex (one thread at a time), a
     /// bounded page cache.
     pub(crate) fn pooled_reader(path: &Path) -> Result<Db, StoreError> {
@@ -69,7 +86,7 @@ impl Db {
             path,
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )?;
-        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        conn.busy_timeout(SERVE_BUSY)?;
         conn.pragma_update(None, "cache_size", READER_CACHE_KIB)?;
         Ok(Db { conn })
     }

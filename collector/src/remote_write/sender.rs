@@ -371,7 +371,7 @@ impl Sender {
         let (db, url) = (self.db.clone(), self.url.clone());
         let now = boltwatch_common::clock::now_unix_ns();
         let r = tokio::task::spawn_blocking(move || {
-            Db::open_writer(&db)?.save_position(&url, pos, now)
+            Db::open_existing(&db)?.save_position(&url, pos, now)
         })
         .await;
         match r {

@@ -25,9 +25,9 @@ pub async fn refresh(store: &StoreHandle, metrics: &SharedMetrics) {
     let now = now_unix_ns();
     // The soaks table exists once the store has migrated; a read error is
     // logged, not fatal.
-    match store.read(move |db| Ok(running(db, now))).await {
-        Ok(Ok(running)) => metrics.lock().set_soaks(running),
-        Ok(Err(e)) => tracing::warn!(error = %e, "soak verdict refresh failed"),
+    let got = store.read(move |db| Ok(running(db, now))).await;
+    match got.map_err(SoakError::from).and_then(|r| r) {
+        Ok(running) => metrics.lock().set_soaks(running),
         Err(e) => tracing::warn!(error = %e, "soak verdict refresh failed"),
     }
 }
