@@ -12,7 +12,9 @@
 //! (any u64); a failure is written to the regression file, to be committed
 //! with its fix.
 
+use std::collections::BTreeSet;
 use std::net::{TcpListener, UdpSocket};
+use std::sync::Mutex;
 use std::process::{Command, Output};
 
 use proptest::prelude::*;
@@ -83,22 +85,36 @@ pub fn config_text(
     proptest::collection::vec(Union::new(lines), 0..8).prop_map(|l| l.join("\n"))
 }
 
-/// A free TCP port on 127.0.0.1 (released before use; fine for tests).
+/// A free TCP port on 127.0.0.1, never one this process handed out
+/// before.
+///
+/// The port is released before the caller binds it. Two picks in a row can
+/// get the same port back from the kernel (a collector once got one port
+/// for gRPC and HTTP and failed to bind the second), so every port handed
+/// out is remembered for the life of the test process. Other processes
+/// cannot take it meanwhile except by binding port 0 themselves: Linux
+/// gives `connect`'s ephemeral ports the other parity.
 pub fn free_tcp_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    fresh_port(|| TcpListener::bind("127.0.0.1:0")?.local_addr())
 }
 
-/// A free UDP port on 127.0.0.1.
+/// A free UDP port on 127.0.0.1, never one this process handed out before
+/// (as [`free_tcp_port`]).
 pub fn free_udp_port() -> u16 {
-    UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    fresh_port(|| UdpSocket::bind("127.0.0.1:0")?.local_addr())
+}
+
+/// Asks the kernel for ports until one is new to this process.
+fn fresh_port(mut bind: impl FnMut() -> std::io::Result<std::net::SocketAddr>) -> u16 {
+    static HANDED_OUT: Mutex<BTreeSet<u16>> = Mutex::new(BTreeSet::new());
+    let mut seen = HANDED_OUT.lock().unwrap_or_else(|e| e.into_inner());
+    for _ in 0..1000 {
+        let port = bind().expect("binding a loopback port").port();
+        if seen.insert(port) {
+            return port;
+        }
+    }
+    panic!("no loopback port left that this test process has not used");
 }
 
 /// Runs `cmd` to its end and returns what it printed; panics, naming the
