@@ -88,9 +88,14 @@ pub fn check_name(name: &str) -> Result<(), SoakError> {
 
 impl Soak {
     /// The range a report covers at `now_ns`: start to end, or to now while
-    /// it runs.
+    /// it runs, also when it was created with its planned end (a live
+    /// verdict judges the elapsed part, not hours that have not come).
     pub fn range(&self, now_ns: u64) -> (u64, u64) {
-        let end = self.end_unix_ns.unwrap_or(now_ns).max(self.start_unix_ns);
+        let end = self
+            .end_unix_ns
+            .unwrap_or(now_ns)
+            .min(now_ns)
+            .max(self.start_unix_ns);
         (self.start_unix_ns, end)
     }
 
@@ -124,6 +129,9 @@ mod tests {
         };
         assert_eq!(s.range(50), (10, 50));
         assert!(s.running(50) && !s.running(5));
+        s.end_unix_ns = Some(90);
+        assert_eq!(s.range(50), (10, 50), "a planned end: the elapsed part");
+        assert!(s.running(50));
         s.end_unix_ns = Some(40);
         assert_eq!(s.range(50), (10, 40));
         assert!(!s.running(50));

@@ -88,8 +88,13 @@ impl Builder {
         if self.foreign(node) {
             return;
         }
-        if let Some(Payload::Outage(o)) = p {
-            self.outages.push((node.into(), boot.into(), o.clone()));
+        // An outage towards a node outside the soak is not the soak's: its
+        // verdict judges only the links between its own nodes.
+        match p {
+            Some(Payload::Outage(o)) if !self.foreign(&o.peer) => {
+                self.outages.push((node.into(), boot.into(), o.clone()));
+            }
+            _ => {}
         }
         if !self.in_range(unix_ns) {
             return;
