@@ -89,13 +89,15 @@ pub(super) const MIGRATIONS: &[&str] = &[
 /// (migration 5 strips each record's envelope against its boot's head;
 /// 6 adds the rollups of raw-record retention; 7 packs rows and moves
 /// the duplicate check to sequence runs; 8 keeps the highest pruned
-/// position; 9 adds the compaction mark).
+/// position; 9 adds the compaction mark; 10 the late-row mark of
+/// retention).
 const STEPS: &[fn(&rusqlite::Transaction<'_>) -> rusqlite::Result<()>] = &[
     super::layout::migrate_v5,
     super::retention::migrate_v6,
     super::layout::migrate_v7,
     super::retention::migrate_v8,
     super::compact::migrate_v9,
+    super::retention::migrate_v10,
 ];
 
 /// The schema version this build writes.

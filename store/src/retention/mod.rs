@@ -17,7 +17,11 @@
 //!
 //! A record replayed after its minute was pruned is still in its boot's
 //! sequence runs ([`super::seqs`]) and counted as a duplicate, as it
-//! would have been against the raw row.
+//! would have been against the raw row. A record that arrives for the
+//! first time behind the mark (a spool replayed after an outage longer
+//! than `retention.raw`) is found by its position: each step first looks
+//! at the rows that arrived since the last look (the `late_pos` mark)
+//! and folds the late dense ones into their minutes' rollups.
 
 use std::collections::BTreeMap;
 
@@ -64,6 +68,16 @@ pub(super) fn migrate_v6(tx: &Transaction<'_>) -> rusqlite::Result<()> {
 pub(super) fn migrate_v8(tx: &Transaction<'_>) -> rusqlite::Result<()> {
     tx.execute_batch("ALTER TABLE retention ADD COLUMN pruned_pos INTEGER NOT NULL DEFAULT 0;")
 }
+
+/// Schema version 10: how far (by position) steps have looked for rows
+/// that arrived behind the pruning mark.
+pub(super) fn migrate_v10(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute_batch("ALTER TABLE retention ADD COLUMN late_pos INTEGER NOT NULL DEFAULT 0;")
+}
+
+/// Positions one step looks through at most for late rows (an upgraded
+/// store's first steps walk all of it, a bounded stretch at a time).
+const LATE_SCAN: i64 = 100_000;
 
 /// Time one step covers at most (with the upkeep's record and byte
 /// bounds, [`STEP_RECORDS`] and [`STEP_BYTES`]).
@@ -137,6 +151,105 @@ pub fn prune_step(
 ) -> rusqlite::Result<Pruned> {
     let cutoff = minute_of(cutoff_ns);
     let mark = pruned_until(tx)?;
+    let late = prune_late(tx, mark, below_pos)?;
+    if !late.done {
+        return Ok(late);
+    }
+    let mut step = prune_forward(tx, cutoff, mark, below_pos)?;
+    step.records += late.records;
+    step.rollups += late.rollups;
+    Ok(step)
+}
+
+/// Folds the dense rows that arrived behind the mark `mark` since the
+/// last look, before position `below_pos`, into their minutes' rollups.
+/// `done` is false when a step's bound stopped it short.
+fn prune_late(tx: &Transaction<'_>, mark: u64, below_pos: i64) -> rusqlite::Result<Pruned> {
+    let from: i64 = tx
+        .query_row("SELECT late_pos FROM retention WHERE id = 1", [], |r| {
+            r.get(0)
+        })
+        .optional()?
+        .unwrap_or(0);
+    let newest: i64 = tx.query_row("SELECT coalesce(max(pos), 0) FROM stored", [], |r| r.get(0))?;
+    let until = newest.min(below_pos - 1).min(from + LATE_SCAN);
+    let mut done = Pruned {
+        until_ns: mark,
+        done: true,
+        ..Pruned::default()
+    };
+    if mark == 0 || until <= from {
+        return Ok(done);
+    }
+    let (taken, looked) = take_late(tx, mark, from, until)?;
+    done.done = looked == until;
+    let highest_deleted = roll_up(tx, taken, &mut done)?;
+    set_mark(tx, mark, done.records, highest_deleted)?;
+    tx.execute("UPDATE retention SET late_pos = ?1 WHERE id = 1", [looked])?;
+    Ok(done)
+}
+
+/// The late dense rows at positions `(from, until]` (records stamped
+/// before `mark`), within a step's bounds; and the last position looked
+/// at (`until` unless a bound stopped it).
+fn take_late(tx: &Connection, mark: u64, from: i64, until: i64) -> rusqlite::Result<(Taken, i64)> {
+    let mut stmt = tx.prepare_cached(
+        "SELECT boot, kind, pos, seq, unix_ns, whole, n, body FROM stored
+         WHERE pos > ?1 AND pos <= ?2 AND unix_ns < ?3 AND kind < ?4 ORDER BY pos",
+    )?;
+    let mut rows = stmt.query(params![from, until, mark as i64, SPARSE_KINDS_FROM])?;
+    let heads = layout::boot_names(tx)?;
+    let mut taken = Taken {
+        groups: BTreeMap::new(),
+        until: mark,
+        leave_from: mark,
+        blocked: false,
+        limited: false,
+    };
+    let (mut n, mut held, mut looked) = (0usize, 0usize, until);
+    while let Some(r) = rows.next()? {
+        let row = layout::packed_row(r, 2)?;
+        n += row.n as usize;
+        if n > STEP_RECORDS || held > STEP_BYTES {
+            // This row and what follows wait for the next step.
+            looked = row.pos - 1;
+            break;
+        }
+        held += hold(&mut taken, r, &row, &heads)?;
+    }
+    Ok((taken, looked))
+}
+
+/// Adds `row` (the current row of `r`) to its group in `taken` when its
+/// records decode; returns their bytes.
+fn hold(
+    taken: &mut Taken,
+    r: &rusqlite::Row<'_>,
+    row: &pack::Row<'_>,
+    heads: &std::collections::HashMap<i64, layout::BootName>,
+) -> rusqlite::Result<usize> {
+    let boot: i64 = r.get(0)?;
+    let head = heads.get(&boot).map(|b| b.2.as_slice()).unwrap_or_default();
+    let Some(records) = decoded(row, head) else {
+        return Ok(0);
+    };
+    let bytes = records.iter().map(|r| r.2.len()).sum::<usize>();
+    taken
+        .groups
+        .entry((boot, r.get(1)?, minute_of(row.unix_ns)))
+        .or_default()
+        .push((row.pos, records));
+    Ok(bytes)
+}
+
+/// The forward walk: prunes the dense raw records of at most
+/// [`STEP_NS`] after the mark, as [`prune_step`] says.
+fn prune_forward(
+    tx: &Transaction<'_>,
+    cutoff: u64,
+    mark: u64,
+    below_pos: i64,
+) -> rusqlite::Result<Pruned> {
     // Skip empty time at once: the first record at or after the mark.
     let first: Option<i64> = tx.query_row(
         "SELECT min(unix_ns) FROM stored WHERE unix_ns >= ?1",
@@ -222,16 +335,7 @@ fn take(tx: &Connection, from: u64, until: u64, below_pos: i64) -> rusqlite::Res
             }
             break;
         }
-        let boot: i64 = r.get(0)?;
-        let head = heads.get(&boot).map(|b| b.2.as_slice()).unwrap_or_default();
-        if let Some(records) = decoded(&row, head) {
-            held += records.iter().map(|r| r.2.len()).sum::<usize>();
-            taken
-                .groups
-                .entry((boot, r.get(1)?, minute_of(t)))
-                .or_default()
-                .push((row.pos, records));
-        }
+        held += hold(&mut taken, r, &row, &heads)?;
     }
     Ok(taken)
 }

@@ -116,23 +116,68 @@ fn steps_are_bounded_and_resume_at_the_mark() {
     );
 }
 
+fn rollup_of_first_minute(c: &Connection) -> Rollup {
+    let body: Vec<u8> = c
+        .query_row(
+            "SELECT body FROM rollups WHERE minute = ?1",
+            [M as i64],
+            |r| r.get(0),
+        )
+        .unwrap();
+    Rollup::decode(body.as_slice()).unwrap()
+}
+
 #[test]
-fn a_late_record_behind_the_mark_stays_raw_beside_the_rollup() {
+fn a_late_record_behind_the_mark_is_folded_into_its_rollup_at_the_next_step() {
     let mut c = store();
     for seq in (1..=60).filter(|s| *s != 7) {
         put(&c, seq);
     }
     step(&mut c, M + MINUTE_NS, i64::MAX);
-    // Seq 7 arrives late, behind the mark: it stays raw until a step
-    // reaches it again; the report reads raw and rollup alike.
+    // Seq 7 arrives late, behind the mark (a spool replayed after an
+    // outage longer than raw retention): raw until the next step.
     put(&c, 7);
-    let body: Vec<u8> = c
-        .query_row("SELECT body FROM rollups", [], |r| r.get(0))
-        .unwrap();
-    let r = Rollup::decode(body.as_slice()).unwrap();
+    let r = rollup_of_first_minute(&c);
     assert_eq!(r.records, 57);
     assert!(!r.replaced(7) && r.replaced(6) && r.replaced(8));
     assert_eq!(left(&c), [7, 30, 60]);
+    // Not before remote_write has delivered it (position 60).
+    let held = step(&mut c, M + MINUTE_NS, 60);
+    assert_eq!(held.records, 0);
+    assert_eq!(left(&c), [7, 30, 60]);
+    // Then the next step folds it in, whatever the cutoff.
+    let p = step(&mut c, M + MINUTE_NS, i64::MAX);
+    assert_eq!((p.records, p.rollups, p.until_ns), (1, 1, M + MINUTE_NS));
+    let r = rollup_of_first_minute(&c);
+    assert_eq!(r.records, 58);
+    assert!(r.replaced(7));
+    assert_eq!(left(&c), [30, 60]);
+    assert_eq!(status(&c).unwrap(), (M + MINUTE_NS, 58));
+    // Its position is never handed out again.
+    put(&c, 61);
+    let newest: i64 = c
+        .query_row("SELECT max(pos) FROM stored", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(newest, 61);
+}
+
+#[test]
+fn late_rows_are_looked_for_in_bounded_steps() {
+    let mut c = store();
+    put(&c, 1);
+    step(&mut c, M + 10 * MINUTE_NS, i64::MAX);
+    // More late RTT records than one step takes, one row each.
+    let late = STEP_RECORDS as u64 + 10;
+    for seq in 2..=late + 1 {
+        put_at(&c, seq, M + (seq % 600) * S, false);
+    }
+    let first = step(&mut c, M + 10 * MINUTE_NS, i64::MAX);
+    assert!(!first.done);
+    assert_eq!(first.records, STEP_RECORDS as u64);
+    let second = step(&mut c, M + 10 * MINUTE_NS, i64::MAX);
+    assert!(second.done);
+    assert_eq!(first.records + second.records, late);
+    assert!(left(&c).is_empty());
 }
 
 #[test]
