@@ -11,7 +11,7 @@ mod sim;
 
 use boltwatch_proto::histogram::upper_bound_seconds;
 use cli::{collector_cli, collector_cli_ok};
-use common::{Collector, WRITE_TOKEN};
+use common::Collector;
 use serde_json::{json, Value};
 use sim::{Scenario, Truth, S};
 
@@ -40,17 +40,6 @@ fn within_a_bucket(got_ms: f64, want_ns: u64, what: &str) {
 fn quantile(sorted: &[u64], q: f64) -> u64 {
     let rank = ((q * sorted.len() as f64).ceil() as usize).max(1);
     sorted[rank - 1]
-}
-
-async fn post(c: &Collector, path: &str, body: Value) -> (u16, Value) {
-    let r = reqwest::Client::new()
-        .post(c.url(path))
-        .bearer_auth(WRITE_TOKEN)
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    (r.status().as_u16(), r.json().await.unwrap())
 }
 
 fn check_links(r: &Value, truth: &Truth) {
@@ -203,31 +192,29 @@ async fn report_reproduces_the_simulated_truth() {
     assert_eq!(c.stored().await, truth.records);
 
     // The soak and its marks over HTTP, times in both notations.
-    let (code, body) = post(
-        &c,
-        "/api/v1/soaks",
+    let (code, body) = c.post("/api/v1/soaks",
         json!({"name": "sim", "start": "2026-11-30T00:00:00Z", "end": (T0 + sc_duration(&sc)) / S,
                "nodes": sc.nodes, "slo": {"bandwidth_mean_min_gbps": 60, "temperature_worst_max_celsius": 45}}),
     )
     .await;
     assert_eq!(code, 201, "{body}");
     for (at, until, text) in &sc.marks {
-        let (code, body) = post(
-            &c,
-            "/api/v1/soaks/sim/marks",
-            json!({"text": text, "at": at / S, "until": until.map(|u| u / S)}),
-        )
-        .await;
+        let (code, body) = c
+            .post(
+                "/api/v1/soaks/sim/marks",
+                json!({"text": text, "at": at / S, "until": until.map(|u| u / S)}),
+            )
+            .await;
         assert_eq!(code, 201, "{body}");
     }
-    let (code, _) = post(&c, "/api/v1/soaks", json!({"name": "sim"})).await;
+    let (code, _) = c.post("/api/v1/soaks", json!({"name": "sim"})).await;
     assert_eq!(code, 409);
-    let (code, body) = post(
-        &c,
-        "/api/v1/soaks",
-        json!({"name": "bad", "slo": {"rtt_p99": 1}}),
-    )
-    .await;
+    let (code, body) = c
+        .post(
+            "/api/v1/soaks",
+            json!({"name": "bad", "slo": {"rtt_p99": 1}}),
+        )
+        .await;
     assert_eq!(code, 400);
     assert!(
         body["error"].as_str().unwrap().contains("rtt_p99"),
@@ -286,12 +273,12 @@ async fn running_soak_is_on_metrics_until_stopped() {
         "{before}"
     );
     assert!(!before.contains("boltwatch_soak_info{"), "{before}");
-    let (code, body) = post(
-        &c,
-        "/api/v1/soaks",
-        json!({"name": "live", "nodes": ["a", "b"]}),
-    )
-    .await;
+    let (code, body) = c
+        .post(
+            "/api/v1/soaks",
+            json!({"name": "live", "nodes": ["a", "b"]}),
+        )
+        .await;
     assert_eq!(code, 201, "{body}");
     assert_eq!(body["running"], true);
     let m = c.metrics().await;
@@ -319,12 +306,12 @@ async fn running_soak_is_on_metrics_until_stopped() {
     assert!(!m.contains("slo=\"bandwidth_mean\""), "{m}");
     // A workload mark shows as its start and end times, the values the
     // dashboard's annotation query uses as annotation times.
-    let (code, body) = post(
-        &c,
-        "/api/v1/soaks/live/marks",
-        json!({"text": "xcode build", "at": 1_900_000_000u64, "until": 1_900_000_300u64}),
-    )
-    .await;
+    let (code, body) = c
+        .post(
+            "/api/v1/soaks/live/marks",
+            json!({"text": "xcode build", "at": 1_900_000_000u64, "until": 1_900_000_300u64}),
+        )
+        .await;
     assert_eq!(code, 201, "{body}");
     let m = c.metrics().await;
     common::expect_metrics(
@@ -342,10 +329,10 @@ async fn running_soak_is_on_metrics_until_stopped() {
     );
     let show = c.json("/api/v1/soaks/live").await;
     assert_eq!(show["verdict"]["pass"], false);
-    let (code, body) = post(&c, "/api/v1/soaks/live/stop", json!({})).await;
+    let (code, body) = c.post("/api/v1/soaks/live/stop", json!({})).await;
     assert_eq!(code, 200, "{body}");
     assert!(!c.metrics().await.contains("boltwatch_soak_info{"));
-    let (code, _) = post(&c, "/api/v1/soaks/nope/stop", json!({})).await;
+    let (code, _) = c.post("/api/v1/soaks/nope/stop", json!({})).await;
     assert_eq!(code, 404);
     c.stop().await;
 }

@@ -33,14 +33,8 @@ fn windows(node: &str, peer: &str, start: u64, n: u64) -> Vec<Record> {
 }
 
 async fn post(c: &Collector, path: &str, body: Value) {
-    let r = reqwest::Client::new()
-        .post(c.url(path))
-        .bearer_auth(WRITE_TOKEN)
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+    let (code, answer) = c.post(path, body).await;
+    assert_eq!(code, 201, "{answer}");
 }
 
 /// The verdict line `key` of the soak's JSON report: (measured, pass).

@@ -78,7 +78,7 @@ impl Tally {
             "{} / {}  probes {}  loss {loss:.2}%  p50 {p50}  records stored {}",
             clock(elapsed),
             clock(total),
-            self.rtt.sent,
+            self.rtt.merged.sent,
             self.records
         )
     }

@@ -9,12 +9,15 @@
 //!   filter), generated from the schema's `Record.payload` oneof.
 //! - [`histogram`]: the RTT histogram bucket layout shared by the agent
 //!   (which fills it) and the collector (which exports it to Prometheus).
+//! - [`merge`]: the one rule for merging RTT window statistics (store
+//!   rollups and report figures).
 //! - [`throttle`]: whether a thermal reading says its interval was
 //!   throttled.
 #![deny(missing_docs)]
 
 pub mod histogram;
 pub mod kind;
+pub mod merge;
 pub mod throttle;
 pub mod v1;
 

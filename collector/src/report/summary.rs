@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use boltwatch_proto::histogram::upper_bound_seconds;
-use boltwatch_proto::v1::{RttSummary, ThermalReading};
+use boltwatch_proto::v1::{HistogramBucket, RttSummary, ThermalReading};
 
 /// Aggregated probing of one direction of one link (node -> peer).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -18,27 +18,17 @@ pub struct LinkStats {
     pub node: String,
     /// The probed peer.
     pub peer: String,
-    /// Probes sent.
-    pub sent: u64,
-    /// Probes answered.
-    pub received: u64,
-    /// Probes lost.
-    pub lost: u64,
-    /// Duplicate replies.
-    pub duplicates: u64,
-    /// Exact minimum RTT, ns (0 when nothing was received).
-    pub min_ns: u64,
-    /// Exact maximum RTT, ns.
-    pub max_ns: u64,
-    /// Exact sum of RTTs, ns.
-    pub sum_ns: u128,
-    /// Merged histogram: bucket index -> count.
-    pub buckets: BTreeMap<i32, u64>,
     /// Windows merged.
     pub windows: u64,
     /// These windows overlapped a bandwidth test (RTT under load); RTT at
     /// rest and under load are kept in separate rows.
     pub under_load: bool,
+    /// The merged figures by the one merge rule
+    /// ([`boltwatch_proto::merge::rtt`]): probes sent, answered, lost and
+    /// duplicated, the exact minimum, maximum and sum of RTT (ns; the
+    /// minimum is 0 when nothing was received), and the merged histogram.
+    /// Its percentiles and window fields mean nothing here.
+    pub merged: RttSummary,
 }
 
 impl LinkStats {
@@ -50,86 +40,48 @@ impl LinkStats {
     /// Merges `r`, which is `windows` window summaries already merged
     /// (a per-minute rollup's).
     pub fn add_merged(&mut self, r: &RttSummary, windows: u64) {
-        self.absorb(Part {
-            windows,
-            sent: r.sent,
-            received: r.received,
-            lost: r.lost,
-            duplicates: r.duplicates,
-            min_ns: r.min_ns,
-            max_ns: r.max_ns,
-            sum_ns: u128::from(r.sum_ns),
-            buckets: r.buckets.iter().map(|b| (b.index, b.count)),
-        });
+        self.windows += windows;
+        boltwatch_proto::merge::rtt(&mut self.merged, r);
     }
 
     /// Merges another set of windows' statistics (another link's, or the
     /// other side of at rest / under load).
     pub fn merge(&mut self, s: &LinkStats) {
-        self.absorb(Part {
-            windows: s.windows,
-            sent: s.sent,
-            received: s.received,
-            lost: s.lost,
-            duplicates: s.duplicates,
-            min_ns: s.min_ns,
-            max_ns: s.max_ns,
-            sum_ns: s.sum_ns,
-            buckets: s.buckets.iter().map(|(i, c)| (*i, *c)),
-        });
-    }
-
-    /// The one merge rule: counts, sums and bucket counts add; the exact
-    /// extremes combine over sets that received anything (a set without
-    /// replies has no minimum, its 0 is not one).
-    fn absorb(&mut self, p: Part<impl Iterator<Item = (i32, u64)>>) {
-        if p.received > 0 {
-            if self.received == 0 || p.min_ns < self.min_ns {
-                self.min_ns = p.min_ns;
-            }
-            self.max_ns = self.max_ns.max(p.max_ns);
-        }
-        self.windows += p.windows;
-        self.sent += p.sent;
-        self.received += p.received;
-        self.lost += p.lost;
-        self.duplicates += p.duplicates;
-        self.sum_ns += p.sum_ns;
-        for (i, c) in p.buckets {
-            *self.buckets.entry(i).or_default() += c;
-        }
+        self.add_merged(&s.merged, s.windows);
     }
 
     /// Lost over sent, 0..1 (0 when nothing was sent).
     pub fn loss_ratio(&self) -> f64 {
-        if self.sent == 0 {
+        if self.merged.sent == 0 {
             0.0
         } else {
-            self.lost as f64 / self.sent as f64
+            self.merged.lost as f64 / self.merged.sent as f64
         }
     }
 
     /// Mean RTT in ns.
     pub fn mean_ns(&self) -> Option<f64> {
-        (self.received > 0).then(|| self.sum_ns as f64 / self.received as f64)
+        let m = &self.merged;
+        (m.received > 0).then(|| m.sum_ns as f64 / m.received as f64)
     }
 
     /// The `q` quantile (0..=1) of RTT in ns, nearest rank over the merged
     /// histogram, interpolated geometrically within the bucket.
     pub fn quantile_ns(&self, q: f64) -> Option<f64> {
-        let total: u64 = self.buckets.values().sum();
+        let m = &self.merged;
+        let total: u64 = m.buckets.iter().map(|b| b.count).sum();
         if total == 0 {
             return None;
         }
         let rank = ((q.clamp(0.0, 1.0) * total as f64).ceil() as u64).max(1);
         let mut below = 0u64;
-        for (&idx, &count) in &self.buckets {
+        for &HistogramBucket { index: idx, count } in &m.buckets {
             if below + count >= rank {
                 let lo = upper_bound_seconds(idx - 1) * 1e9;
                 let hi = upper_bound_seconds(idx) * 1e9;
                 let frac = (rank - below) as f64 / count as f64;
                 let v = lo * (hi / lo).powf(frac);
-                let (min, max) = (self.min_ns as f64, self.max_ns as f64);
+                let (min, max) = (m.min_ns as f64, m.max_ns as f64);
                 return Some(if max >= min && max > 0.0 {
                     v.clamp(min, max)
                 } else {
@@ -140,21 +92,6 @@ impl LinkStats {
         }
         None
     }
-}
-
-/// The mergeable figures of a window summary or of merged statistics,
-/// borrowed for [`LinkStats::absorb`].
-struct Part<B> {
-    windows: u64,
-    sent: u64,
-    received: u64,
-    lost: u64,
-    duplicates: u64,
-    min_ns: u64,
-    max_ns: u64,
-    sum_ns: u128,
-    /// (bucket index, count).
-    buckets: B,
 }
 
 /// Groups window summaries by (node, peer, under load).
@@ -247,7 +184,7 @@ pub fn render_table(links: &[LinkStats], sensors: &[SensorStats]) -> String {
         "mean ms"
     ));
     for l in links {
-        let has = l.received > 0;
+        let has = l.merged.received > 0;
         out.push_str(&format!(
             "{:<24} {:>8} {:>7} {:>8.3} {:>9} {:>9} {:>9} {:>9} {:>9}\n",
             format!(
@@ -256,13 +193,13 @@ pub fn render_table(links: &[LinkStats], sensors: &[SensorStats]) -> String {
                 l.peer,
                 if l.under_load { " [load]" } else { "" }
             ),
-            l.sent,
-            l.lost,
+            l.merged.sent,
+            l.merged.lost,
             l.loss_ratio() * 100.0,
-            ms(has.then_some(l.min_ns as f64)),
+            ms(has.then_some(l.merged.min_ns as f64)),
             ms(l.quantile_ns(0.5)),
             ms(l.quantile_ns(0.99)),
-            ms(has.then_some(l.max_ns as f64)),
+            ms(has.then_some(l.merged.max_ns as f64)),
             ms(l.mean_ns()),
         ));
     }
@@ -317,8 +254,8 @@ mod tests {
         let stats = link_stats([("a", &a), ("a", &b)]);
         assert_eq!(stats.len(), 1);
         let s = &stats[0];
-        assert_eq!((s.sent, s.received, s.lost), (4, 3, 1));
-        assert_eq!((s.min_ns, s.max_ns), (70_000, 90_000));
+        assert_eq!((s.merged.sent, s.merged.received, s.merged.lost), (4, 3, 1));
+        assert_eq!((s.merged.min_ns, s.merged.max_ns), (70_000, 90_000));
         assert!((s.loss_ratio() - 0.25).abs() < 1e-12);
         assert_eq!(s.mean_ns(), Some(80_000.0));
     }
@@ -343,8 +280,14 @@ mod tests {
         }
         assert_eq!(merged, one);
         // A set without replies has no minimum: its 0 is not taken.
-        assert_eq!((one.min_ns, one.max_ns, one.windows), (70_000, 90_000, 3));
-        assert_eq!((one.sent, one.received, one.lost), (9, 3, 6));
+        assert_eq!(
+            (one.merged.min_ns, one.merged.max_ns, one.windows),
+            (70_000, 90_000, 3)
+        );
+        assert_eq!(
+            (one.merged.sent, one.merged.received, one.merged.lost),
+            (9, 3, 6)
+        );
     }
 
     #[test]
@@ -381,8 +324,14 @@ mod tests {
         busy.under_load = true;
         let stats = link_stats([("a", &rest), ("a", &busy)]);
         assert_eq!(stats.len(), 2);
-        assert_eq!((stats[0].under_load, stats[0].max_ns), (false, 10_000));
-        assert_eq!((stats[1].under_load, stats[1].max_ns), (true, 90_000));
+        assert_eq!(
+            (stats[0].under_load, stats[0].merged.max_ns),
+            (false, 10_000)
+        );
+        assert_eq!(
+            (stats[1].under_load, stats[1].merged.max_ns),
+            (true, 90_000)
+        );
         let table = render_table(&stats, &[]);
         assert!(table.contains("a -> b [load]"), "{table}");
     }

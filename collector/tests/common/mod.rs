@@ -122,6 +122,18 @@ impl Collector {
             .expect("HTTP request")
     }
 
+    /// POSTs `body` to `path` with the write token: (status, JSON answer).
+    pub async fn post(&self, path: &str, body: serde_json::Value) -> (u16, serde_json::Value) {
+        let r = reqwest::Client::new()
+            .post(self.url(path))
+            .bearer_auth(WRITE_TOKEN)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        (r.status().as_u16(), r.json().await.unwrap())
+    }
+
     pub async fn json(&self, path: &str) -> serde_json::Value {
         let r = self.get(path).await;
         assert_eq!(r.status(), 200, "{path}");

@@ -19,7 +19,7 @@
 //!   replay of a pruned record is still recognised as a duplicate.
 
 use boltwatch_proto::v1::record::Payload;
-use boltwatch_proto::v1::{HistogramBucket, Record, RttSummary};
+use boltwatch_proto::v1::{Record, RttSummary};
 use prost::Message;
 
 /// Nanoseconds per minute: rollups start on these boundaries.
@@ -202,34 +202,12 @@ impl RttMinute {
     }
 }
 
-/// Adds window `r`'s counts, extremes, sum and buckets to `into` (the
-/// figures that merge exactly; percentiles do not and are left alone).
+/// Adds window `r` to `into` by the one merge rule
+/// ([`boltwatch_proto::merge::rtt`]); the rollup keeps the newest window's
+/// under-load flag.
 pub fn merge_summary(into: &mut RttSummary, r: &RttSummary) {
-    if r.received > 0 {
-        if into.received == 0 || r.min_ns < into.min_ns {
-            into.min_ns = r.min_ns;
-        }
-        into.max_ns = into.max_ns.max(r.max_ns);
-    }
     into.under_load = r.under_load;
-    into.sent += r.sent;
-    into.received += r.received;
-    into.lost += r.lost;
-    into.duplicates += r.duplicates;
-    into.discarded += r.discarded;
-    into.sum_ns += r.sum_ns;
-    for b in &r.buckets {
-        match into.buckets.binary_search_by_key(&b.index, |x| x.index) {
-            Ok(i) => into.buckets[i].count += b.count,
-            Err(i) => into.buckets.insert(
-                i,
-                HistogramBucket {
-                    index: b.index,
-                    count: b.count,
-                },
-            ),
-        }
-    }
+    boltwatch_proto::merge::rtt(into, r);
 }
 
 /// A raw record going into a rollup: its sequence number, time and the

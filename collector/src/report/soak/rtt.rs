@@ -59,13 +59,13 @@ impl LinkAcc {
 pub(super) fn rtt(s: &LinkStats) -> Rtt {
     Rtt {
         windows: s.windows,
-        probes: s.sent,
-        received: s.received,
-        lost: s.lost,
+        probes: s.merged.sent,
+        received: s.merged.received,
+        lost: s.merged.lost,
         loss_percent: s.loss_ratio() * 100.0,
         mean_ms: s.mean_ns().map(ms),
         p50_ms: s.quantile_ns(0.5).map(ms),
         p99_ms: s.quantile_ns(0.99).map(ms),
-        worst_ms: (s.received > 0).then(|| ms(s.max_ns as f64)),
+        worst_ms: (s.merged.received > 0).then(|| ms(s.merged.max_ns as f64)),
     }
 }
