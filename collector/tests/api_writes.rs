@@ -6,8 +6,8 @@
 
 mod common;
 
-use boltwatch_collector::soak::{stored, Slo, Soak};
-use boltwatch_store::Db;
+use boltwatch_collector::soak::{stored, Mark, Slo, Soak, SoakError};
+use boltwatch_store::{Db, MarkRow};
 use common::*;
 use serde_json::{json, Value};
 
@@ -172,5 +172,106 @@ async fn a_soak_is_bounded_and_can_be_deleted() {
     )
     .await;
     assert_eq!(code, 404);
+    c.stop().await;
+}
+
+/// A soak made on the host, ended unless `open`.
+fn host_soak(db: &Db, name: &str, open: bool) {
+    let s = Soak {
+        name: name.into(),
+        start_unix_ns: 1,
+        end_unix_ns: (!open).then_some(2),
+        nodes: vec![],
+        slo: Slo::default(),
+        labels: Default::default(),
+    };
+    stored::create(db, &s, 3).unwrap();
+}
+
+#[tokio::test]
+async fn soak_writes_have_their_own_budget() {
+    let (dir, c) = Collector::temp().await;
+    let db = Db::open_writer(&dir.path().join("boltwatch.db")).unwrap();
+    let http = reqwest::Client::new();
+    let post =
+        |path: &str, body: Value| http.post(c.url(path)).bearer_auth(WRITE_TOKEN).json(&body);
+    // Running soaks are bounded: each one's verdict is rebuilt live.
+    for i in 0..stored::MAX_OPEN_SOAKS {
+        host_soak(&db, &format!("open-{i}"), true);
+    }
+    let (code, body) = send(post("/api/v1/soaks", json!({"name": "one-more"}))).await;
+    assert_eq!(code, 507, "{body}");
+    assert!(
+        body["error"].as_str().unwrap().contains("running"),
+        "{body}"
+    );
+    let (code, _) = send(post("/api/v1/soaks/open-0/stop", json!({}))).await;
+    assert_eq!(code, 200);
+    let (code, _) = send(post("/api/v1/soaks", json!({"name": "one-more"}))).await;
+    assert_eq!(code, 201);
+
+    // The bytes of soaks and marks are bounded, far below the store's room.
+    // Fill the store with marks of the longest text up to the budget (rows
+    // put straight in: the budget counts what the store holds, however it
+    // got there), then the next one is refused.
+    let text = "m".repeat(stored::MAX_MARK_TEXT);
+    host_soak(&db, "ended", false);
+    let row = MarkRow {
+        text: text.clone(),
+        at_unix_ns: 1,
+        until_unix_ns: None,
+    };
+    let per_mark = ("ended".len() + text.len()) as u64 + boltwatch_store::ROW_OVERHEAD;
+    let used = db.soak_usage(0).unwrap().bytes;
+    for _ in 0..(stored::MAX_SOAK_BYTES - used) / per_mark {
+        db.insert_mark("ended", &row).unwrap();
+    }
+    let mark = Mark {
+        text: text.clone(),
+        at_unix_ns: 1,
+        until_unix_ns: None,
+    };
+    let spent = stored::add_mark(&db, "one-more", &mark).unwrap_err();
+    assert!(matches!(spent, SoakError::Full(_)), "{spent}");
+    // Over HTTP too: 507 naming what to do.
+    let (code, body) = send(post("/api/v1/soaks/one-more/marks", json!({"text": text}))).await;
+    assert_eq!(code, 507, "{body}");
+    assert!(
+        body["error"].as_str().unwrap().contains("delete a soak"),
+        "{body}"
+    );
+    // Deleting a soak gives its bytes back.
+    let (code, _) = send(
+        http.delete(c.url("/api/v1/soaks/ended"))
+            .bearer_auth(WRITE_TOKEN),
+    )
+    .await;
+    assert_eq!(code, 204);
+    let (code, _) = send(post("/api/v1/soaks/one-more/marks", json!({"text": "t"}))).await;
+    assert_eq!(code, 201);
+    c.stop().await;
+}
+
+#[tokio::test]
+async fn soak_writes_leave_the_free_space_to_agents_records() {
+    // A store on a file system with less free space than soak writes
+    // leave for records: soak writes are refused, records still go in.
+    let fs = Tmpfs::mount("size=48m");
+    let c = Collector::start_with(fs.path(), |_| {}).await;
+    let (code, body) = send(
+        reqwest::Client::new()
+            .post(c.url("/api/v1/soaks"))
+            .bearer_auth(WRITE_TOKEN)
+            .json(&json!({"name": "s"})),
+    )
+    .await;
+    assert_eq!(code, 507, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("free"), "{body}");
+    let (mut a, _) = c.agent("a", "b1").await;
+    a.send(vec![record("a", "b1", 1, agent_stats(0, 0))])
+        .await
+        .unwrap();
+    assert_eq!(c.stored().await, 1);
+    assert_eq!(c.get("/healthz").await.status(), 200);
     c.stop().await;
 }

@@ -14,7 +14,7 @@ use crate::queries::RecordKey;
 use crate::retention::Pruned;
 use crate::scan::Scanned;
 use crate::schema::Pages;
-use crate::soaks::{MarkRow, SoakRow};
+use crate::soaks::{MarkRow, SoakRow, SoakUsage};
 use crate::types::{BootRow, RecordFilter, StoredRecord};
 use crate::{log, queries, retention, scan, schema, soaks};
 
@@ -272,6 +272,21 @@ impl Db {
     /// Adds a mark to a soak.
     pub fn insert_mark(&self, soak: &str, m: &MarkRow) -> Result<(), StoreError> {
         Ok(soaks::insert_mark(&self.conn, soak, m)?)
+    }
+
+    /// What the stored soaks and marks take at `now_ns`, and the free
+    /// space beside the store file.
+    pub fn soak_usage(&self, now_ns: u64) -> Result<SoakUsage, StoreError> {
+        let mut u = soaks::usage(&self.conn, now_ns)?;
+        let dir = self
+            .conn
+            .path()
+            .filter(|p| !p.is_empty())
+            .and_then(|p| Path::new(p).parent().map(Path::to_path_buf));
+        if let Some(dir) = dir {
+            u.free_bytes = Some(crate::health::free_bytes(&dir)?);
+        }
+        Ok(u)
     }
 
     /// How many marks a soak has.

@@ -35,6 +35,47 @@ pub struct MarkRow {
     pub until_unix_ns: Option<u64>,
 }
 
+/// What the stored soaks and marks take, for the soak domain's budget.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SoakUsage {
+    /// Soaks stored.
+    pub soaks: u64,
+    /// Soaks not ended at the time asked about (running or to start).
+    pub open: u64,
+    /// Bytes of their rows and their marks' rows (text as stored, plus a
+    /// row's fixed columns).
+    pub bytes: u64,
+    /// Free bytes on the store's file system (`None`: an in-memory store).
+    pub free_bytes: Option<u64>,
+}
+
+/// Fixed columns of a soak or mark row, in bytes (times, ids).
+pub const ROW_OVERHEAD: u64 = 32;
+
+/// Counts the soaks (open at `now_ns`) and the bytes they and their marks
+/// take; `free_bytes` is left to the caller.
+pub fn usage(conn: &Connection, now_ns: u64) -> rusqlite::Result<SoakUsage> {
+    let (soaks, open, bytes): (i64, i64, i64) = conn.query_row(
+        "SELECT count(*),
+                coalesce(sum(end_unix_ns IS NULL OR end_unix_ns > ?1), 0),
+                coalesce(sum(length(name) + length(nodes) + length(slo) + length(labels) + ?2), 0)
+         FROM soaks",
+        params![now_ns as i64, ROW_OVERHEAD as i64],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+    )?;
+    let marks: i64 = conn.query_row(
+        "SELECT coalesce(sum(length(soak) + length(text) + ?1), 0) FROM soak_marks",
+        [ROW_OVERHEAD as i64],
+        |r| r.get(0),
+    )?;
+    Ok(SoakUsage {
+        soaks: soaks as u64,
+        open: open as u64,
+        bytes: (bytes + marks) as u64,
+        free_bytes: None,
+    })
+}
+
 fn to_json<T: serde::Serialize>(v: &T) -> String {
     serde_json::to_string(v).expect("plain data serializes")
 }

@@ -48,6 +48,7 @@ impl From<SoakError> for ApiError {
             SoakError::NotFound(_) => StatusCode::NOT_FOUND,
             SoakError::Exists(_) => StatusCode::CONFLICT,
             SoakError::Invalid(_) => StatusCode::BAD_REQUEST,
+            SoakError::Full(_) => StatusCode::INSUFFICIENT_STORAGE,
             SoakError::Store(_) => StatusCode::SERVICE_UNAVAILABLE,
         };
         ApiError(code, e.to_string())

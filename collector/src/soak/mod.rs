@@ -62,6 +62,9 @@ pub enum SoakError {
     /// Bad input (name, times, labels).
     #[error("{0}")]
     Invalid(String),
+    /// The soak budget is spent (soaks, open soaks, bytes, free space).
+    #[error("{0}")]
+    Full(String),
     /// The store failed.
     #[error("store: {0}")]
     Store(#[from] boltwatch_store::StoreError),

@@ -9,7 +9,7 @@
 //! every collector start builds it: its report covers every pair of its
 //! nodes, its labels and marks go to `/metrics`.
 
-use boltwatch_store::{Db, MarkRow, SoakRow};
+use boltwatch_store::{Db, MarkRow, SoakRow, ROW_OVERHEAD};
 
 use super::{check_name, Mark, Slo, Soak, SoakError};
 use crate::ingest::validate::{label_problem, MAX_NAME_BYTES, MAX_TEXT_BYTES};
@@ -25,6 +25,18 @@ pub const MAX_LABELS: usize = 32;
 pub const MAX_LABEL_NAME: usize = 64;
 /// Marks one soak has at most.
 pub const MAX_MARKS: u64 = 1000;
+/// Soaks the store keeps at most (ended ones included; `soak delete`
+/// makes room).
+pub const MAX_SOAKS: u64 = 1000;
+/// Soaks not yet ended at most: each one's verdict is rebuilt from its
+/// records at every live refresh and every collector start.
+pub const MAX_OPEN_SOAKS: u64 = 16;
+/// Bytes all soaks and marks take at most: far below what agents' records
+/// need, so soak writes can never fill the store.
+pub const MAX_SOAK_BYTES: u64 = 16 << 20;
+/// Soak and mark writes are refused when less than this is free beside
+/// the store: the room left is for agents' records.
+pub const SOAK_FREE_RESERVE: u64 = 64 << 20;
 
 fn invalid(what: String) -> SoakError {
     SoakError::Invalid(what)
@@ -68,6 +80,45 @@ fn check_bounds(s: &Soak) -> Result<(), SoakError> {
     Ok(())
 }
 
+/// Refuses a write of `bytes` more (a new soak when `opens` says whether
+/// it is open) beyond the soak budget: [`MAX_SOAKS`], [`MAX_OPEN_SOAKS`],
+/// [`MAX_SOAK_BYTES`], [`SOAK_FREE_RESERVE`].
+fn check_budget(db: &Db, bytes: u64, opens: Option<bool>, now_ns: u64) -> Result<(), SoakError> {
+    let u = db.soak_usage(now_ns)?;
+    let full = |what: String| Err(SoakError::Full(what));
+    if opens.is_some() && u.soaks >= MAX_SOAKS {
+        return full(format!(
+            "the store keeps {MAX_SOAKS} soaks at most; delete one first"
+        ));
+    }
+    if opens == Some(true) && u.open >= MAX_OPEN_SOAKS {
+        return full(format!(
+            "{MAX_OPEN_SOAKS} soaks are running or yet to start, the most at once; stop one first"
+        ));
+    }
+    if u.bytes + bytes > MAX_SOAK_BYTES {
+        return full(format!(
+            "soaks and marks take {} of their {MAX_SOAK_BYTES} bytes; delete a soak first",
+            u.bytes
+        ));
+    }
+    if u.free_bytes.is_some_and(|f| f < SOAK_FREE_RESERVE) {
+        return full(format!(
+            "less than {SOAK_FREE_RESERVE} bytes are free beside the store; they are kept for agents' records"
+        ));
+    }
+    Ok(())
+}
+
+/// The bytes a soak's row takes, as the store counts them.
+fn row_bytes(r: &SoakRow) -> u64 {
+    (r.name.len()
+        + serde_json::to_string(&r.nodes).map_or(0, |t| t.len())
+        + r.slo.len()
+        + serde_json::to_string(&r.labels).map_or(0, |t| t.len())) as u64
+        + ROW_OVERHEAD
+}
+
 fn row_of(s: &Soak) -> SoakRow {
     SoakRow {
         name: s.name.clone(),
@@ -96,7 +147,10 @@ fn soak_of(r: SoakRow) -> Result<Soak, SoakError> {
 pub fn create(db: &Db, s: &Soak, now_ns: u64) -> Result<(), SoakError> {
     check_name(&s.name)?;
     check_bounds(s)?;
-    if !db.insert_soak(&row_of(s), now_ns)? {
+    let row = row_of(s);
+    let open = s.end_unix_ns.is_none_or(|e| e > now_ns);
+    check_budget(db, row_bytes(&row), Some(open), now_ns)?;
+    if !db.insert_soak(&row, now_ns)? {
         return Err(SoakError::Exists(s.name.clone()));
     }
     Ok(())
@@ -156,6 +210,8 @@ pub fn add_mark(db: &Db, soak: &str, m: &Mark) -> Result<(), SoakError> {
     if m.until_unix_ns.is_some_and(|u| u < m.at_unix_ns) {
         return Err(SoakError::Invalid("mark ends before it starts".into()));
     }
+    let bytes = (soak.len() + m.text.len()) as u64 + ROW_OVERHEAD;
+    check_budget(db, bytes, None, m.at_unix_ns)?;
     db.insert_mark(
         soak,
         &MarkRow {
