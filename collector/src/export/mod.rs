@@ -224,6 +224,16 @@ impl Metrics {
         self.soak.set(running);
     }
 
+    /// One soak's live state after a write to it (`None`: not shown).
+    pub fn put_soak(&mut self, name: &str, soak: Option<soak::LiveSoak>) {
+        self.soak.put(name, soak);
+    }
+
+    /// One shown soak's marks after a mark was added.
+    pub fn set_soak_marks(&mut self, name: &str, marks: Vec<soak::LiveMark>) {
+        self.soak.set_marks(name, marks);
+    }
+
     /// Remote write's per-endpoint counters, for its senders.
     pub fn remote_write(&mut self) -> &mut remote_write::RemoteWriteMetrics {
         &mut self.remote_write

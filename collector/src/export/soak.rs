@@ -1,5 +1,5 @@
 //! Soak runs (no payload kind: the state comes from the soaks table, set by
-//! [`crate::soak::live`] every few seconds and after every soak change): a
+//! [`crate::soak::live`] every minute and, for the soak written, after every write): a
 //! running soak's info, elapsed time and current verdict per SLO line, so a
 //! dashboard and an alert can follow a 72-hour run live. Lines without a
 //! threshold (not judged) have no series.
@@ -76,6 +76,48 @@ impl SoakMetrics {
     pub fn set(&mut self, running: Vec<LiveSoak>) {
         self.0.set(running);
     }
+
+    /// Replaces soak `name`'s entry by `soak`, or removes it (`None`),
+    /// keeping every other soak's as it is.
+    pub fn put(&mut self, name: &str, soak: Option<LiveSoak>) {
+        let mut all = self.0.get().clone();
+        all.retain(|s| s.name != name);
+        all.extend(soak);
+        self.0.set(all);
+    }
+
+    /// Sets soak `name`'s marks, if it is shown.
+    pub fn set_marks(&mut self, name: &str, marks: Vec<LiveMark>) {
+        let mut all = self.0.get().clone();
+        if let Some(s) = all.iter_mut().find(|s| s.name == name) {
+            s.marks = marks;
+            self.0.set(all);
+        }
+    }
+}
+
+/// The latest [`MARKS_SHOWN`] of a soak's marks as `/metrics` shows them,
+/// oldest first, each with a label of its own: marks whose (cut) texts
+/// are equal get ` #2`, ` #3`... in order, so none hides another (a
+/// series is its labels).
+pub fn live_marks<'a>(
+    marks: impl DoubleEndedIterator<Item = (&'a str, u64, Option<u64>)>,
+) -> Vec<LiveMark> {
+    let mut latest: Vec<LiveMark> = marks
+        .rev()
+        .take(MARKS_SHOWN)
+        .map(|(text, at, until)| LiveMark::new(text, at, until))
+        .collect();
+    latest.reverse();
+    let mut seen: std::collections::HashMap<String, u32> = std::collections::HashMap::new();
+    for m in &mut latest {
+        let n = seen.entry(m.text.clone()).or_default();
+        *n += 1;
+        if *n > 1 {
+            m.text = format!("{} #{n}", m.text);
+        }
+    }
+    latest
 }
 
 impl Domain for SoakMetrics {
@@ -131,6 +173,16 @@ mod tests {
         assert_eq!(m.start_seconds, 1_500_000_000.0);
         assert_eq!(m.end_seconds, Some(1_500_000_060.0));
         let short = LiveMark::new("xcode build", 1_000_000_000, None);
+        let shown = live_marks(
+            [
+                ("xcode build", 1, None),
+                ("x", 2, None),
+                ("xcode build", 3, None),
+            ]
+            .into_iter(),
+        );
+        let texts: Vec<_> = shown.iter().map(|m| m.text.as_str()).collect();
+        assert_eq!(texts, ["xcode build", "x", "xcode build #2"]);
         assert_eq!(
             (short.text.as_str(), short.end_seconds),
             ("xcode build", None)

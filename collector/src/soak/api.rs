@@ -27,6 +27,7 @@ use boltwatch_common::clock::now_unix_ns;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use super::live::{self, Change};
 use super::{stored, time, Mark, Slo, Soak, SoakError};
 use crate::api::{ApiError, AppState};
 use crate::report::format::Format;
@@ -69,16 +70,19 @@ async fn write<T: Send + 'static>(
         .map_err(Into::into)
 }
 
-/// [`write`], then the live soak series refreshed at once: a new soak, a
-/// stop or a mark reaches `/metrics` (dashboard annotations) now, not at
-/// the next periodic refresh. (The write token was checked at the door:
-/// [`crate::api::token::require`].)
+/// [`write`], then soak `name`'s live series brought up to date at once
+/// (a new soak, a stop or a mark reaches `/metrics` and dashboard
+/// annotations now, not at the next periodic refresh), with the bounded
+/// work [`live::after_write`] does for `change`. (The write token was
+/// checked at the door: [`crate::api::token::require`].)
 async fn write_live<T: Send + 'static>(
     app: &AppState,
+    name: &str,
+    change: Change,
     f: impl FnOnce(&Db) -> std::result::Result<T, SoakError> + Send + 'static,
 ) -> Result<T> {
     let out = write(&app.store, f).await?;
-    super::live::refresh(&app.store, &app.metrics).await;
+    live::after_write(&app.store, &app.metrics, name.to_string(), change).await;
     Ok(out)
 }
 
@@ -162,7 +166,10 @@ async fn create(
         return Err(SoakError::Invalid("`end` is before `start`".into()).into());
     }
     let s = soak.clone();
-    write_live(&app, move |c| stored::create(c, &s, now)).await?;
+    write_live(&app, &soak.name, Change::Verdict, move |c| {
+        stored::create(c, &s, now)
+    })
+    .await?;
     Ok((StatusCode::CREATED, Json(describe(&soak, now))))
 }
 
@@ -202,12 +209,20 @@ async fn stop(
 ) -> Result<Json<Value>> {
     let now = now_unix_ns();
     let at = when(&body.unwrap_or_default().0.at, "at")?.unwrap_or(now);
-    let s = write_live(&app, move |c| stored::stop(c, &name, at)).await?;
+    let key = name.clone();
+    let s = write_live(&app, &key, Change::Verdict, move |c| {
+        stored::stop(c, &name, at)
+    })
+    .await?;
     Ok(Json(describe(&s, now)))
 }
 
 async fn delete(State(app): State<AppState>, Path(name): Path<String>) -> Result<StatusCode> {
-    write_live(&app, move |c| stored::delete(c, &name)).await?;
+    let key = name.clone();
+    write_live(&app, &key, Change::Deleted, move |c| {
+        stored::delete(c, &name)
+    })
+    .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -231,7 +246,11 @@ async fn mark(
         text: body.text,
     };
     let out = json!(m);
-    write_live(&app, move |c| stored::add_mark(c, &name, &m)).await?;
+    let key = name.clone();
+    write_live(&app, &key, Change::Marked, move |c| {
+        stored::add_mark(c, &name, &m)
+    })
+    .await?;
     Ok((StatusCode::CREATED, Json(out)))
 }
 

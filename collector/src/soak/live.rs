@@ -1,17 +1,20 @@
-//! Keeps `/metrics` following the running soaks: every [`REFRESH`] (and
-//! right after a soak is changed over HTTP) it reads the soaks, computes
-//! each running one's verdict so far and hands it to the exporter state.
+//! Keeps `/metrics` following the running soaks. Every [`REFRESH`] (paced
+//! so that it costs at most a tenth of a core) it reads the soaks and
+//! rebuilds each running one's verdict so far. A write to one soak costs
+//! bounded work, never a rebuild of every soak: a new soak gets its own
+//! verdict, a mark only its soak's marks, a stop or delete only takes
+//! its soak off.
 
 use std::time::Duration;
 
 use boltwatch_common::clock::now_unix_ns;
 use tokio::sync::watch;
 
-use crate::export::soak::{LiveMark, LiveSoak, MARKS_SHOWN};
+use crate::export::soak::{live_marks, LiveMark, LiveSoak};
 use crate::export::SharedMetrics;
 use boltwatch_store::{Db, StoreHandle};
 
-use super::{stored, SoakError};
+use super::{stored, Soak, SoakError};
 
 /// Shortest time between verdict refreshes.
 pub const REFRESH: Duration = Duration::from_secs(60);
@@ -32,32 +35,88 @@ pub async fn refresh(store: &StoreHandle, metrics: &SharedMetrics) {
     }
 }
 
+/// What changed in one soak, for [`after_write`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// Created or stopped: its verdict is built while it runs (the one
+    /// report a write costs), else it is taken off.
+    Verdict,
+    /// A mark added: its marks are read again, no report.
+    Marked,
+    /// Deleted: it is taken off, no report.
+    Deleted,
+}
+
+/// Brings soak `name`'s live state up to date after a write.
+pub async fn after_write(store: &StoreHandle, metrics: &SharedMetrics, name: String, c: Change) {
+    let now = now_unix_ns();
+    let key = name.clone();
+    let got = store
+        .read(move |db| {
+            Ok(match c {
+                Change::Verdict => one(db, &key, now).map(Update::Soak),
+                Change::Marked => marks_of(db, &key).map(Update::Marks),
+                Change::Deleted => Ok(Update::Soak(None)),
+            })
+        })
+        .await;
+    match got.map_err(SoakError::from).and_then(|r| r) {
+        Ok(Update::Soak(s)) => metrics.lock().put_soak(&name, s),
+        Ok(Update::Marks(m)) => metrics.lock().set_soak_marks(&name, m),
+        Err(e) => tracing::warn!(error = %e, soak = %name, "soak live update failed"),
+    }
+}
+
+/// What [`after_write`] read.
+enum Update {
+    Soak(Option<LiveSoak>),
+    Marks(Vec<LiveMark>),
+}
+
+/// Soak `name`'s live state at `now`, if it runs.
+fn one(db: &Db, name: &str, now: u64) -> Result<Option<LiveSoak>, SoakError> {
+    let s = stored::get(db, name)?;
+    if !s.running(now) {
+        return Ok(None);
+    }
+    live(db, s, now).map(Some)
+}
+
+/// The marks `/metrics` shows of soak `name`.
+fn marks_of(db: &Db, name: &str) -> Result<Vec<LiveMark>, SoakError> {
+    let all = stored::marks(db, name)?;
+    Ok(live_marks(
+        all.iter()
+            .map(|m| (m.text.as_str(), m.at_unix_ns, m.until_unix_ns)),
+    ))
+}
+
+/// A running soak's verdict so far and newest marks.
+fn live(db: &Db, s: Soak, now: u64) -> Result<LiveSoak, SoakError> {
+    let scope = super::load::scope_of(db, &s, now)?;
+    let r = super::load::report(db, scope)?;
+    Ok(LiveSoak {
+        nodes: s.nodes.join(","),
+        elapsed_seconds: now.saturating_sub(s.start_unix_ns) as f64 / 1e9,
+        pass: r.verdict.pass,
+        lines: r
+            .verdict
+            .lines
+            .iter()
+            .filter_map(|l| Some((l.key, l.pass?)))
+            .collect(),
+        marks: marks_of(db, &s.name)?,
+        name: s.name,
+    })
+}
+
 /// Each running soak's verdict so far and newest marks.
 fn running(db: &Db, now: u64) -> Result<Vec<LiveSoak>, SoakError> {
-    let mut out = Vec::new();
-    for s in stored::list(db)?.into_iter().filter(|s| s.running(now)) {
-        let scope = super::load::scope_of(db, &s, now)?;
-        let r = super::load::report(db, scope)?;
-        let all = stored::marks(db, &s.name)?;
-        let marks = all[all.len().saturating_sub(MARKS_SHOWN)..]
-            .iter()
-            .map(|m| LiveMark::new(&m.text, m.at_unix_ns, m.until_unix_ns))
-            .collect();
-        out.push(LiveSoak {
-            nodes: s.nodes.join(","),
-            elapsed_seconds: now.saturating_sub(s.start_unix_ns) as f64 / 1e9,
-            pass: r.verdict.pass,
-            lines: r
-                .verdict
-                .lines
-                .iter()
-                .filter_map(|l| Some((l.key, l.pass?)))
-                .collect(),
-            name: s.name,
-            marks,
-        });
-    }
-    Ok(out)
+    stored::list(db)?
+        .into_iter()
+        .filter(|s| s.running(now))
+        .map(|s| live(db, s, now))
+        .collect()
 }
 
 /// Refreshes until `stop` turns true.
