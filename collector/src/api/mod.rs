@@ -6,8 +6,10 @@
 //!
 //! Records and outages come in pages ([`page`]): at most `limit` items and
 //! [`page::PAGE_BYTES`] of JSON each, with `next_cursor` (pass it back as
-//! `?cursor=`) when there is more. [`token`] is the optional read token.
+//! `?cursor=`) when there is more. [`token`] is the optional read token,
+//! [`limit`] how many requests are handled at once.
 
+pub mod limit;
 pub mod page;
 pub mod state;
 pub mod token;
