@@ -1,9 +1,9 @@
 //! The HTTP ports under attack, on loopback (issue 24, items 3 and 4):
 //! connections over `http_max_connections` are closed at once, a request
 //! head that drips is cut off at `http_header_timeout`, API requests over
-//! `api_max_concurrent` get 503 with `Retry-After`. Meanwhile `/metrics`
-//! answers and agents are ingested. Every loop is bounded in count, every
-//! wait by [`WAIT`].
+//! `api_max_concurrent` get 503 with `Retry-After`, and every list of the
+//! API comes in pages. Meanwhile `/metrics` answers and agents are
+//! ingested. Every loop is bounded in count, every wait by [`WAIT`].
 //!
 //! Connections that must stay open are held deterministically, not by
 //! timing: a request whose head is complete but whose body is not has no
@@ -317,5 +317,140 @@ async fn api_requests_over_the_concurrency_limit_get_503_with_retry_after() {
     assert!(status.starts_with("HTTP/1.1 201"), "{status}");
     let r = http.get(c.url("/api/v1/soaks")).send().await.unwrap();
     assert_eq!(r.status(), 200);
+    c.stop().await;
+}
+
+/// Follows `next_cursor` from `path` (which ends in `limit=N`); returns
+/// each page's items under `field`.
+async fn pages(
+    http: &reqwest::Client,
+    c: &Collector,
+    path: &str,
+    field: &str,
+) -> Vec<Vec<serde_json::Value>> {
+    let mut out = Vec::new();
+    let mut cursor = String::new();
+    for _ in 0..50 {
+        let r = http
+            .get(c.url(&format!("{path}&cursor={cursor}")))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "{path}");
+        let v: serde_json::Value = r.json().await.unwrap();
+        out.push(v[field].as_array().unwrap().clone());
+        match v["next_cursor"].as_str() {
+            Some(next) => cursor = next.to_string(),
+            None => return out,
+        }
+    }
+    panic!("{path}: more than 50 pages");
+}
+
+/// Asserts pages of at most `limit` items, more than one page, and every
+/// one of `want` exactly once.
+fn every_item_once(pages: &[Vec<serde_json::Value>], limit: usize, key: &str, want: &[String]) {
+    assert!(pages.len() > 1, "{} items in one page", want.len());
+    let mut seen: Vec<String> = Vec::new();
+    for p in pages {
+        assert!(p.len() <= limit, "a page of {} items", p.len());
+        seen.extend(p.iter().map(|i| i[key].as_str().unwrap().to_string()));
+    }
+    let mut sorted = seen.clone();
+    sorted.sort();
+    sorted.dedup();
+    assert_eq!(sorted.len(), seen.len(), "an item twice: {seen:?}");
+    let mut want = want.to_vec();
+    want.sort();
+    assert_eq!(sorted, want);
+}
+
+/// A page of `/api/v1/nodes` as `{"id": "NODE/BOOT"}` items, one a boot.
+fn boot_ids(page: &[serde_json::Value]) -> Vec<serde_json::Value> {
+    let mut out = Vec::new();
+    for n in page {
+        for b in n["boots"].as_array().unwrap() {
+            let id = format!(
+                "{}/{}",
+                n["node"].as_str().unwrap(),
+                b["boot_id"].as_str().unwrap()
+            );
+            out.push(serde_json::json!({ "id": id }));
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn every_list_comes_in_pages_with_every_item_once() {
+    let (_dir, c) = Collector::temp().await;
+    let http = client();
+    let write = |path: String, body: serde_json::Value| {
+        let r = http
+            .post(c.url(&path))
+            .bearer_auth(WRITE_TOKEN)
+            .json(&body)
+            .send();
+        async move {
+            let r = r.await.unwrap();
+            assert_eq!(r.status(), 201, "{path}");
+        }
+    };
+    // Five soaks, two of them starting at the same second (the order's
+    // tie-break is the name).
+    let names: Vec<String> = (0..5).map(|i| format!("soak{i}")).collect();
+    for (i, n) in names.iter().enumerate() {
+        let start = 1_700_000_000 + (i as u64 / 2) * 60;
+        write(
+            "/api/v1/soaks".into(),
+            serde_json::json!({ "name": n, "start": start }),
+        )
+        .await;
+    }
+    let got = pages(&http, &c, "/api/v1/soaks?limit=2", "soaks").await;
+    let got: Vec<Vec<serde_json::Value>> = got
+        .into_iter()
+        .map(|p| p.into_iter().map(|s| s["soak"].clone()).collect())
+        .collect();
+    every_item_once(&got, 2, "name", &names);
+
+    // Five marks on one soak, two at the same time.
+    let texts: Vec<String> = (0..5).map(|i| format!("mark{i}")).collect();
+    for (i, t) in texts.iter().enumerate() {
+        let at = 1_700_000_100 + (i as u64 / 2);
+        write(
+            "/api/v1/soaks/soak0/marks".into(),
+            serde_json::json!({ "text": t, "at": at }),
+        )
+        .await;
+    }
+    let got = pages(&http, &c, "/api/v1/soaks/soak0/marks?limit=2", "marks").await;
+    every_item_once(&got, 2, "text", &texts);
+
+    // Five boots of one node and one of another: boots are the unit.
+    let mut boots = Vec::new();
+    let mut agents = Vec::new();
+    for (node, boot) in (0..5)
+        .map(|i| ("x", format!("b{i}")))
+        .chain([("y", "b0".into())])
+    {
+        agents.push(c.agent(node, &boot).await.0);
+        boots.push(format!("{node}/{boot}"));
+    }
+    let got = pages(&http, &c, "/api/v1/nodes?limit=2", "nodes").await;
+    let got: Vec<Vec<serde_json::Value>> = got.iter().map(|p| boot_ids(p)).collect();
+    every_item_once(&got, 2, "id", &boots);
+
+    // Out of range and foreign cursors are refused.
+    for bad in [
+        "/api/v1/soaks?limit=0",
+        "/api/v1/soaks?cursor=zz",
+        "/api/v1/nodes?limit=0",
+        "/api/v1/soaks/soak0/marks?cursor=zz",
+    ] {
+        let r = http.get(c.url(bad)).send().await.unwrap();
+        assert_eq!(r.status(), 400, "{bad}");
+    }
+    drop(agents);
     c.stop().await;
 }
