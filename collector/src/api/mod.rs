@@ -4,10 +4,12 @@
 //! store answers the queries, the exporter state says who is connected.
 //! The routes share one [`AppState`] with `/metrics` ([`state`]).
 //!
-//! Records and outages come in pages ([`page`]): at most `limit` items and
+//! Every list comes in pages ([`page`]): at most `limit` items and
 //! [`page::PAGE_BYTES`] of JSON each, with `next_cursor` (pass it back as
-//! `?cursor=`) when there is more. [`token`] is the optional read token.
+//! `?cursor=`) when there is more. [`token`] is the optional read token,
+//! [`limit`] how many requests are handled at once.
 
+pub mod limit;
 pub mod page;
 pub mod state;
 pub mod token;
@@ -23,10 +25,10 @@ use boltwatch_proto::v1::Record;
 use prost::Message;
 use serde::Deserialize;
 
-use crate::dto::{join_outages, BootDto, NodeDto, NodesDto, PayloadDto, RecordDto};
+use crate::dto::{join_outages, BootDto, NodeDto, PayloadDto, RecordDto};
 use crate::export::SharedMetrics;
-use boltwatch_store::{RecordFilter, StoreError, StoreHandle, StoredRecord};
-use page::{Cursor, Page};
+use boltwatch_store::{BootRow, RecordFilter, StoreError, StoreHandle, StoredRecord};
+use page::{Cursor, Page, PageQuery};
 
 /// Records returned when `limit` is not given.
 pub const DEFAULT_LIMIT: u32 = 1_000;
@@ -59,38 +61,90 @@ impl IntoResponse for ApiError {
     }
 }
 
+/// Boots on a `/api/v1/nodes` page when `limit` is not given.
+pub const DEFAULT_NODES_LIMIT: u32 = 1_000;
+/// Most boots one `/api/v1/nodes` page may hold (a boot is a few hundred
+/// bytes of JSON, so a page stays within a few MiB).
+pub const MAX_NODES_LIMIT: u32 = 10_000;
+
+/// Nodes with their boots, paged by boot: at most `limit` boots, in the
+/// order node, first seen, boot id. A node whose boots span pages is on
+/// each of them with the boots that page holds (its `last_seen_unix_ns`
+/// is then that of those boots).
 async fn nodes(
     State(store): State<StoreHandle>,
     State(metrics): State<SharedMetrics>,
-) -> Result<Json<NodesDto>, ApiError> {
-    let boots = store.boots().await?;
+    Query(q): Query<PageQuery>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let limit = q
+        .limit(DEFAULT_NODES_LIMIT, MAX_NODES_LIMIT)
+        .map_err(bad_request)? as usize;
+    let after = q.cursor().map_err(bad_request)?;
+    let key = |b: &BootRow| Cursor {
+        node: b.node.clone(),
+        unix_ns: b.first_seen_unix_ns,
+        boot_id: b.boot_id.clone(),
+        seq: 0,
+    };
+    let mut boots = store.boots().await?;
+    boots.sort_by(|a, b| {
+        (&a.node, a.first_seen_unix_ns, &a.boot_id).cmp(&(
+            &b.node,
+            b.first_seen_unix_ns,
+            &b.boot_id,
+        ))
+    });
+    let mut page: Vec<BootRow> = boots
+        .into_iter()
+        .filter(|b| {
+            after
+                .as_ref()
+                .is_none_or(|a| node_order(&key(b)) > node_order(a))
+        })
+        .take(limit + 1)
+        .collect();
+    let next = (page.len() > limit).then(|| {
+        page.truncate(limit);
+        page.last().map(|b| key(b).encode())
+    });
+    let out = group_boots(page, &metrics);
+    Ok(Json(
+        serde_json::json!({ "nodes": out, "next_cursor": next.flatten() }),
+    ))
+}
+
+/// The order of `/api/v1/nodes`: node, first seen, boot id.
+fn node_order(c: &Cursor) -> (&str, u64, &str) {
+    (&c.node, c.unix_ns, &c.boot_id)
+}
+
+/// Boots in node order, grouped into nodes.
+fn group_boots(boots: Vec<BootRow>, metrics: &SharedMetrics) -> Vec<NodeDto> {
     let mut out: Vec<NodeDto> = Vec::new();
-    {
-        let m = metrics.lock();
-        for b in boots {
-            if out.last().is_none_or(|n| n.node != b.node) {
-                out.push(NodeDto {
-                    connected: m.connected(&b.node),
-                    node: b.node.clone(),
-                    last_seen_unix_ns: 0,
-                    boots: Vec::new(),
-                });
-            }
-            let n = out.last_mut().expect("pushed above");
-            n.last_seen_unix_ns = n.last_seen_unix_ns.max(b.last_seen_unix_ns);
-            n.boots.push(BootDto {
-                gaps: b.gaps(),
-                boot_id: b.boot_id,
-                records: b.records,
-                highest_seq: b.highest_seq,
-                agent_version: b.agent_version,
-                os: b.os,
-                first_seen_unix_ns: b.first_seen_unix_ns,
-                last_seen_unix_ns: b.last_seen_unix_ns,
+    let m = metrics.lock();
+    for b in boots {
+        if out.last().is_none_or(|n| n.node != b.node) {
+            out.push(NodeDto {
+                connected: m.connected(&b.node),
+                node: b.node.clone(),
+                last_seen_unix_ns: 0,
+                boots: Vec::new(),
             });
         }
+        let n = out.last_mut().expect("pushed above");
+        n.last_seen_unix_ns = n.last_seen_unix_ns.max(b.last_seen_unix_ns);
+        n.boots.push(BootDto {
+            gaps: b.gaps(),
+            boot_id: b.boot_id,
+            records: b.records,
+            highest_seq: b.highest_seq,
+            agent_version: b.agent_version,
+            os: b.os,
+            first_seen_unix_ns: b.first_seen_unix_ns,
+            last_seen_unix_ns: b.last_seen_unix_ns,
+        });
     }
-    Ok(Json(NodesDto { nodes: out }))
+    out
 }
 
 fn to_dto(r: StoredRecord) -> RecordDto {
@@ -128,27 +182,17 @@ pub struct RecordsQuery {
 
 impl RecordsQuery {
     fn limit(&self) -> Result<u32, ApiError> {
-        let limit = self.limit.unwrap_or(DEFAULT_LIMIT);
-        if limit == 0 || limit > MAX_LIMIT {
-            return Err(ApiError(
-                StatusCode::BAD_REQUEST,
-                format!("limit {limit} is outside 1..={MAX_LIMIT}"),
-            ));
-        }
-        Ok(limit)
+        page::parse_limit(self.limit, DEFAULT_LIMIT, MAX_LIMIT).map_err(bad_request)
     }
 
     fn cursor(&self) -> Result<Option<Cursor>, ApiError> {
-        match self.cursor.as_deref().filter(|c| !c.is_empty()) {
-            None => Ok(None),
-            Some(c) => Cursor::decode(c).map(Some).ok_or_else(|| {
-                ApiError(
-                    StatusCode::BAD_REQUEST,
-                    format!("cursor `{c}` is not one this API gave"),
-                )
-            }),
-        }
+        page::parse_cursor(self.cursor.as_deref()).map_err(bad_request)
     }
+}
+
+/// A 400 answer saying `why`.
+pub(crate) fn bad_request(why: String) -> ApiError {
+    ApiError(StatusCode::BAD_REQUEST, why)
 }
 
 fn json_body(body: Vec<u8>) -> Response {

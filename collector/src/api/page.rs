@@ -8,9 +8,11 @@
 //! however large the store, and the client follows `next_cursor`.
 //!
 //! Cursors are keys, not offsets: the sort key of the last item returned,
-//! so records stored meanwhile never shift a page.
+//! so records stored meanwhile never shift a page. Every list of the API
+//! is paged, each with its own key: records and outages by time, nodes by
+//! boot, soaks by start (newest first) and name, marks by time.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Most JSON bytes of items in one page.
 pub const PAGE_BYTES: usize = 4 << 20;
@@ -65,6 +67,48 @@ impl Cursor {
             boot_id: unhex(it.next()?)?,
         };
         it.next().is_none().then_some(c)
+    }
+}
+
+/// `limit` and `cursor` of a list's query string.
+#[derive(Debug, Default, Deserialize)]
+pub struct PageQuery {
+    /// At most this many items.
+    pub limit: Option<u32>,
+    /// `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+}
+
+impl PageQuery {
+    /// The limit asked for, `default` when absent; an error outside
+    /// `1..=max`.
+    pub fn limit(&self, default: u32, max: u32) -> Result<u32, String> {
+        parse_limit(self.limit, default, max)
+    }
+
+    /// The cursor given, if any; an error when it is not one this API gave.
+    pub fn cursor(&self) -> Result<Option<Cursor>, String> {
+        parse_cursor(self.cursor.as_deref())
+    }
+}
+
+/// `given`, or `default` when absent; an error outside `1..=max`.
+pub fn parse_limit(given: Option<u32>, default: u32, max: u32) -> Result<u32, String> {
+    let limit = given.unwrap_or(default);
+    if limit == 0 || limit > max {
+        return Err(format!("limit {limit} is outside 1..={max}"));
+    }
+    Ok(limit)
+}
+
+/// The cursor `given`, `None` when absent or empty; an error when it is
+/// not one [`Cursor::encode`] made.
+pub fn parse_cursor(given: Option<&str>) -> Result<Option<Cursor>, String> {
+    match given.filter(|c| !c.is_empty()) {
+        None => Ok(None),
+        Some(c) => Cursor::decode(c)
+            .map(Some)
+            .ok_or_else(|| format!("cursor `{c}` is not one this API gave")),
     }
 }
 

@@ -195,6 +195,44 @@ pub const KEYS: &[K] = &[
     .flag("api-write-token-file", "FILE")
     .default_doc("none"),
     K::new(
+        "http_max_connections",
+        "open HTTP connections per listener (`http_listen`, and `api_listen` apart); more are closed at once, counted in `boltwatch_http_refused_total`",
+        |c, v| {
+            c.http_max_connections = v.int(1..=100_000)? as usize;
+            Ok(())
+        },
+    )
+    .default("256"),
+    K::new(
+        "http_header_timeout",
+        "an HTTP connection must send a whole request head within this of opening or of its previous answer (keep-alive), or it is closed",
+        |c, v| {
+            c.http_header_timeout =
+                v.duration(Duration::from_millis(10)..=Duration::from_secs(3600))?;
+            Ok(())
+        },
+    )
+    .default("10s"),
+    K::new(
+        "http_idle_timeout",
+        "an HTTP request body or answer that moves no byte for this long is abandoned and its connection closed",
+        |c, v| {
+            c.http_idle_timeout =
+                v.duration(Duration::from_millis(10)..=Duration::from_secs(3600))?;
+            Ok(())
+        },
+    )
+    .default("60s"),
+    K::new(
+        "api_max_concurrent",
+        "`/api/v1/*` requests handled at once; more are answered 503 with `Retry-After`",
+        |c, v| {
+            c.api_max_concurrent = v.int(1..=10_000)? as usize;
+            Ok(())
+        },
+    )
+    .default("8"),
+    K::new(
         "stale_after",
         "a disconnected agent's gauges (temperatures, throttling, bandwidth, link, services, RTT window) leave `/metrics` after this; `boltwatch_agent_up` stays 0, counters stay",
         |c, v| {

@@ -73,6 +73,16 @@ pub struct Config {
     /// File holding the API write token: without one, HTTP writes (soak
     /// create, stop, delete, marks) answer 403.
     pub api_write_token_file: Option<PathBuf>,
+    /// Open HTTP connections per listener; more are closed at once.
+    pub http_max_connections: usize,
+    /// Time an HTTP connection has to send a whole request head, from
+    /// its opening or from its previous answer.
+    pub http_header_timeout: Duration,
+    /// Time a request body or an answer may move no byte before the
+    /// connection is closed.
+    pub http_idle_timeout: Duration,
+    /// `/api/v1` requests handled at once; more get 503.
+    pub api_max_concurrent: usize,
     /// How long a disconnected agent's gauges stay on `/metrics`.
     pub stale_after: Duration,
     /// Raw dense records older than this are replaced by per-minute
@@ -125,6 +135,10 @@ impl Schema for Config {
             api_listen: None,
             api_token_file: None,
             api_write_token_file: None,
+            http_max_connections: 0,
+            http_header_timeout: Duration::ZERO,
+            http_idle_timeout: Duration::ZERO,
+            api_max_concurrent: 0,
             stale_after: Duration::ZERO,
             raw_retention: None,
             compact: false,

@@ -25,12 +25,21 @@ pub const INGEST_ERROR_KINDS: [&str; 10] = [
     "batch_too_large",
 ];
 
+/// Labels of `boltwatch_http_refused_total`, all exported from the start.
+pub const HTTP_REFUSED_KINDS: [&str; 4] = [
+    "connection_limit",
+    "header_timeout",
+    "idle_timeout",
+    "api_busy",
+];
+
 families! {
     RECORDS_RECEIVED = Counter("boltwatch_records_received_total", "", &["node", "kind"], "Records newly stored, by producing node and payload kind.");
     MALFORMED_CONNECTIONS = Counter("boltwatch_ingest_malformed_connections_total", "", labels::NONE, "Connections to the gRPC port that failed the TLS handshake (with TLS) or did not start with the HTTP/2 preface.");
     INGEST_ERRORS = Counter("boltwatch_ingest_errors_total", "", &["kind"], "Agent streams or batches rejected or failed, by reason.");
     COMMIT_SECONDS = Histogram("boltwatch_store_commit_seconds", "seconds", labels::NONE, "Time to store and commit one record batch.");
     SERIES_REFUSED = Counter("boltwatch_ingest_series_refused_total", "", &["kind"], "Records and Hello interfaces kept off /metrics (still stored) because their node reached max_series_per_node distinct values of that kind of label.");
+    HTTP_REFUSED = Counter("boltwatch_http_refused_total", "", &["kind"], "HTTP connections and API requests turned away, by reason: connection_limit (over http_max_connections, closed at accept), header_timeout (a request head not whole within http_header_timeout; keep-alive connections it closes while quiet are not counted), idle_timeout (an answer that moved no byte for http_idle_timeout), api_busy (an API request over api_max_concurrent, answered 503).");
     STORE_RECORDS = Gauge("boltwatch_store_records", "", labels::NONE, "Records held in the store.");
     ROLLUP_RECORDS = Gauge("boltwatch_store_rollup_records", "", labels::NONE, "Raw RTT summaries and counters records the store holds as per-minute rollups (retention.raw).");
     PRUNED_UNTIL = Gauge("boltwatch_store_raw_pruned_until_timestamp_seconds", "seconds", labels::NONE, "Raw RTT summaries and counters recorded before this time are pruned into rollups; 0 before any pruning.");
@@ -53,6 +62,7 @@ pub struct HealthMetrics {
     malformed_connections: u64,
     ingest_errors: BTreeMap<&'static str, u64>,
     series_refused: BTreeMap<&'static str, u64>,
+    http_refused: BTreeMap<&'static str, u64>,
     commit: CommitHistogram,
     store_records: u64,
     rollup_records: u64,
@@ -66,6 +76,7 @@ impl Default for HealthMetrics {
             malformed_connections: 0,
             ingest_errors: INGEST_ERROR_KINDS.iter().map(|k| (*k, 0)).collect(),
             series_refused: SERIES_LABELS.iter().map(|k| (*k, 0)).collect(),
+            http_refused: HTTP_REFUSED_KINDS.iter().map(|k| (*k, 0)).collect(),
             commit: CommitHistogram::default(),
             store_records: 0,
             rollup_records: 0,
@@ -106,6 +117,11 @@ impl HealthMetrics {
     /// An ingest failure of the given kind.
     pub fn on_ingest_error(&mut self, kind: &'static str) {
         *self.ingest_errors.entry(kind).or_default() += 1;
+    }
+
+    /// An HTTP connection or API request turned away, by reason.
+    pub fn on_http_refused(&mut self, kind: &'static str) {
+        *self.http_refused.entry(kind).or_default() += 1;
     }
 }
 
@@ -168,6 +184,10 @@ impl Domain for HealthMetrics {
         e.family(
             &SERIES_REFUSED,
             self.series_refused.iter().map(|(k, n)| ([*k], *n)),
+        );
+        e.family(
+            &HTTP_REFUSED,
+            self.http_refused.iter().map(|(k, n)| ([*k], *n)),
         );
         e.family(&STORE_RECORDS, [(labels::NONE, self.store_records)]);
         e.family(&ROLLUP_RECORDS, [(labels::NONE, self.rollup_records)]);

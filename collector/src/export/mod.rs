@@ -266,6 +266,12 @@ impl Metrics {
     pub fn on_ingest_error(&mut self, kind: &'static str) {
         self.health.on_ingest_error(kind);
     }
+
+    /// An HTTP connection or API request turned away (one of
+    /// [`health::HTTP_REFUSED_KINDS`]).
+    pub fn on_http_refused(&mut self, kind: &'static str) {
+        self.health.on_http_refused(kind);
+    }
 }
 
 /// The exporter state shared by ingest (writes), the acceptor and HTTP

@@ -125,7 +125,14 @@ where
         metrics,
         tokens,
     };
-    let mut http = tokio::spawn(http::serve(listeners.http, listeners.api, state, stop_rx));
+    let http = http::serve(
+        listeners.http,
+        listeners.api,
+        state,
+        http::Settings::of(&config),
+        stop_rx,
+    );
+    let mut http = tokio::spawn(http);
     let shutdown = serve(live);
 
     // A server that ends before shutdown was asked for is an error.

@@ -8,12 +8,14 @@
 //! - `POST /api/v1/soaks` `{"name", "start"?, "end"?, "nodes"?, "slo"?, "labels"?}`
 //!   (times: RFC 3339 or unix seconds, as a string or a number; `slo`: the
 //!   SLO file's keys as an object)
-//! - `GET /api/v1/soaks`, `GET /api/v1/soaks/{name}` (with marks, elapsed
-//!   and the verdict so far)
+//! - `GET /api/v1/soaks?limit=&cursor=` (newest first, in pages as
+//!   [`crate::api::page`] describes), `GET /api/v1/soaks/{name}` (with
+//!   marks, elapsed and the verdict so far)
 //! - `POST /api/v1/soaks/{name}/stop` `{"at"?}`, `DELETE /api/v1/soaks/{name}`
 //! - `GET|POST /api/v1/soaks/{name}/marks` `{"text", "at"?, "until"?}`
 //!   (the GET answers with `time`/`timeEnd` in ms too, which Grafana's JSON
-//!   and Infinity data sources read as annotations)
+//!   and Infinity data sources read as annotations; paged like the rest,
+//!   but a page holds every mark a soak may have unless `limit` says less)
 //! - `GET /api/v1/soaks/{name}/report?format=table|md|json|html`
 
 use std::collections::BTreeMap;
@@ -29,7 +31,8 @@ use serde_json::{json, Value};
 
 use super::live::{self, Change};
 use super::{stored, time, Mark, Slo, Soak, SoakError};
-use crate::api::{ApiError, AppState};
+use crate::api::page::{Cursor, Page, PageQuery};
+use crate::api::{bad_request, ApiError, AppState};
 use crate::report::format::Format;
 use boltwatch_store::{Db, StoreHandle};
 
@@ -173,12 +176,45 @@ async fn create(
     Ok((StatusCode::CREATED, Json(describe(&soak, now))))
 }
 
-async fn list(State(store): State<StoreHandle>) -> Result<Json<Value>> {
+/// Soaks on a `GET /api/v1/soaks` page when `limit` is not given.
+pub const DEFAULT_SOAKS_LIMIT: u32 = 100;
+/// Most soaks one page may hold (a page also stops at
+/// [`crate::api::page::PAGE_BYTES`]).
+pub const MAX_SOAKS_LIMIT: u32 = 1_000;
+
+/// Soaks newest start first (then by name), in pages.
+async fn list(State(store): State<StoreHandle>, Query(q): Query<PageQuery>) -> Result<Response> {
+    let limit = q
+        .limit(DEFAULT_SOAKS_LIMIT, MAX_SOAKS_LIMIT)
+        .map_err(bad_request)?;
+    let after = q.cursor().map_err(bad_request)?;
     let now = now_unix_ns();
     let all = read(&store, stored::list).await?;
-    Ok(Json(
-        json!({ "soaks": all.iter().map(|s| describe(s, now)).collect::<Vec<_>>() }),
-    ))
+    let mut page = Page::new("soaks", limit as usize);
+    for s in &all {
+        let key = Cursor {
+            unix_ns: s.start_unix_ns,
+            node: s.name.clone(),
+            boot_id: String::new(),
+            seq: 0,
+        };
+        // Newest first: later in the list is an earlier start, or the
+        // same start and a later name.
+        let past = |a: &Cursor| {
+            (std::cmp::Reverse(key.unix_ns), &key.node) > (std::cmp::Reverse(a.unix_ns), &a.node)
+        };
+        if after.as_ref().is_some_and(|a| !past(a)) {
+            continue;
+        }
+        if !page.push(&describe(s, now), key) {
+            break;
+        }
+    }
+    Ok(json_page(page))
+}
+
+fn json_page(page: Page) -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], page.finish()).into_response()
 }
 
 async fn show(State(store): State<StoreHandle>, Path(name): Path<String>) -> Result<Json<Value>> {
@@ -254,25 +290,54 @@ async fn mark(
     Ok((StatusCode::CREATED, Json(out)))
 }
 
-async fn marks(State(store): State<StoreHandle>, Path(name): Path<String>) -> Result<Json<Value>> {
+/// Marks in time order, in pages (by default all of a soak's, which are
+/// at most [`super::stored::MAX_MARKS`]).
+async fn marks(
+    State(store): State<StoreHandle>,
+    Path(name): Path<String>,
+    Query(q): Query<PageQuery>,
+) -> Result<Response> {
+    let most = super::stored::MAX_MARKS as u32;
+    let limit = q.limit(most, most).map_err(bad_request)?;
+    let after = q.cursor().map_err(bad_request)?;
     let all = read(&store, move |c| {
         stored::get(c, &name)?;
         stored::marks(c, &name)
     })
     .await?;
-    let annotated: Vec<Value> = all
-        .iter()
-        .map(|m| {
-            json!({
-                "text": m.text,
-                "at_unix_ns": m.at_unix_ns,
-                "until_unix_ns": m.until_unix_ns,
-                "time": m.at_unix_ns / 1_000_000,
-                "timeEnd": m.until_unix_ns.map(|u| u / 1_000_000),
-            })
-        })
-        .collect();
-    Ok(Json(json!({ "marks": annotated })))
+    let mut page = Page::new("marks", limit as usize);
+    // The key is the time and the mark's place among those at the same
+    // time (the store keeps them in the order they were added).
+    let mut same_time = 0;
+    for (i, m) in all.iter().enumerate() {
+        same_time = match i.checked_sub(1).map(|p| all[p].at_unix_ns) {
+            Some(prev) if prev == m.at_unix_ns => same_time + 1,
+            _ => 0,
+        };
+        let key = Cursor {
+            unix_ns: m.at_unix_ns,
+            node: String::new(),
+            boot_id: String::new(),
+            seq: same_time,
+        };
+        if after
+            .as_ref()
+            .is_some_and(|a| (key.unix_ns, key.seq) <= (a.unix_ns, a.seq))
+        {
+            continue;
+        }
+        let annotated = json!({
+            "text": m.text,
+            "at_unix_ns": m.at_unix_ns,
+            "until_unix_ns": m.until_unix_ns,
+            "time": m.at_unix_ns / 1_000_000,
+            "timeEnd": m.until_unix_ns.map(|u| u / 1_000_000),
+        });
+        if !page.push(&annotated, key) {
+            break;
+        }
+    }
+    Ok(json_page(page))
 }
 
 /// Query of the report route.

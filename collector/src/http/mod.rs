@@ -2,6 +2,22 @@
 //! JSON API ([`crate::api`], which reads the same [`AppState`]), on listeners the caller bound. By default everything is on
 //! one listener; with `api_listen` the API has its own, so `/metrics` can be
 //! reachable by Prometheus while the API stays private (or the reverse).
+//!
+//! Each listener has its own accept loop ([`server`]: connection cap,
+//! header and idle deadlines) and the API its request limit
+//! ([`crate::api::limit`]). Why no connections are held back for
+//! `/metrics` on a shared listener: a connection says which path it wants
+//! only in its request head, so a reserve could not tell Prometheus from
+//! a stranger and the same flood of idle connections would fill it. The
+//! header deadline bounds how long a silent connection holds a slot; to
+//! keep `/metrics` reachable whatever happens on the API, give the API its
+//! own listener (`api_listen`), whose connections never count against
+//! `/metrics`' cap.
+
+mod server;
+mod stall;
+
+pub use server::Limits;
 
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
@@ -9,11 +25,12 @@ use axum::middleware;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use std::future::IntoFuture;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
+use crate::api::limit::ApiLimit;
 use crate::api::AppState;
+use crate::Config;
 use boltwatch_exposition::CONTENT_TYPE;
 
 /// `/metrics` and `/healthz`.
@@ -24,12 +41,17 @@ pub fn metrics_router(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// `/api/v1/*`, behind the read token when one is configured (writes
-/// check the write token themselves).
-pub fn api_router(state: AppState) -> Router {
+/// `/api/v1/*`, behind the tokens ([`crate::api::token::require`]), then
+/// the request limit `limit` (a request refused for its token takes no
+/// slot).
+pub fn api_router(state: AppState, limit: ApiLimit) -> Router {
     let token = state.tokens.clone();
     crate::api::routes()
         .merge(crate::soak::api::routes())
+        .route_layer(middleware::from_fn_with_state(
+            limit,
+            crate::api::limit::admit,
+        ))
         .route_layer(middleware::from_fn_with_state(
             token,
             crate::api::token::require,
@@ -38,8 +60,8 @@ pub fn api_router(state: AppState) -> Router {
 }
 
 /// All HTTP routes on one listener.
-pub fn router(state: AppState) -> Router {
-    metrics_router(state.clone()).merge(api_router(state))
+pub fn router(state: AppState, limit: ApiLimit) -> Router {
+    metrics_router(state.clone()).merge(api_router(state, limit))
 }
 
 async fn metrics(State(st): State<AppState>, headers: HeaderMap) -> Response {
@@ -91,30 +113,55 @@ async fn healthz(State(st): State<AppState>) -> impl IntoResponse {
     }
 }
 
+/// The HTTP keys of the configuration.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Each listener's limits.
+    pub limits: Limits,
+    /// `/api/v1` requests handled at once.
+    pub api_max_concurrent: usize,
+}
+
+impl Settings {
+    /// The HTTP settings of `config`.
+    pub fn of(config: &Config) -> Settings {
+        Settings {
+            limits: Limits {
+                max_connections: config.http_max_connections,
+                header_timeout: config.http_header_timeout,
+                idle_timeout: config.http_idle_timeout,
+            },
+            api_max_concurrent: config.api_max_concurrent,
+        }
+    }
+}
+
 /// Serves `/metrics` and `/healthz` on `http` and the API on `api` (or on
-/// `http` too when `api` is `None`) until `shutdown` turns true, then lets
-/// in-flight requests finish.
+/// `http` too when `api` is `None`), each listener within
+/// `settings.limits` and the API within `api_max_concurrent` requests at
+/// once, until `shutdown` turns true, then lets in-flight requests finish.
 pub async fn serve(
     http: TcpListener,
     api: Option<TcpListener>,
     state: AppState,
+    settings: Settings,
     shutdown: watch::Receiver<bool>,
 ) -> std::io::Result<()> {
-    let stopped = |rx: watch::Receiver<bool>| async move {
-        let mut rx = rx;
-        let _ = rx.wait_for(|s| *s).await;
-    };
+    let metrics = state.metrics.clone();
+    let limit = ApiLimit::new(settings.api_max_concurrent, metrics.clone());
+    let limits = settings.limits;
     match api {
-        None => {
-            axum::serve(http, router(state))
-                .with_graceful_shutdown(stopped(shutdown))
-                .await
-        }
+        None => server::serve(http, router(state, limit), limits, metrics, shutdown).await,
         Some(api) => {
-            let m = axum::serve(http, metrics_router(state.clone()))
-                .with_graceful_shutdown(stopped(shutdown.clone()));
-            let a = axum::serve(api, api_router(state)).with_graceful_shutdown(stopped(shutdown));
-            tokio::try_join!(m.into_future(), a.into_future()).map(|_| ())
+            let m = server::serve(
+                http,
+                metrics_router(state.clone()),
+                limits.clone(),
+                metrics.clone(),
+                shutdown.clone(),
+            );
+            let a = server::serve(api, api_router(state, limit), limits, metrics, shutdown);
+            tokio::try_join!(m, a).map(|_| ())
         }
     }
 }
