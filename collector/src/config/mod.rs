@@ -221,6 +221,7 @@ impl Config {
             bytes_burst: self.max_bytes_per_second.saturating_mul(5),
             max_record_bytes: self.max_record_bytes,
             max_series_per_node: self.max_series_per_node,
+            max_clock_skew: self.max_clock_skew,
         }
     }
 
