@@ -1,16 +1,86 @@
 //! Hostile input, round two (issue 24), on loopback through the real
-//! gRPC ingest: a record stamped a day ahead, and a node multiplying label
-//! combinations.
+//! gRPC ingest: a flood of half-open connections from many addresses, a
+//! record stamped a day ahead, and a node multiplying label combinations.
 //! Every loop is bounded in count, every wait by [`WAIT`] or less.
 
 mod common;
 
 use std::collections::BTreeSet;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use boltwatch_proto::v1::record::Payload;
 use boltwatch_proto::v1::{Record, ServiceCheck};
 use common::*;
+use tokio::io::AsyncWriteExt;
+
+/// A TCP connection from `from` that sends only the first bytes of the
+/// HTTP/2 preface and then nothing: a half-open client. `None` when the
+/// collector's door is so full that the connection did not open in 2 s.
+async fn half_preface(from: IpAddr, to: SocketAddr) -> Option<tokio::net::TcpStream> {
+    let s = tokio::net::TcpSocket::new_v4().unwrap();
+    s.bind(SocketAddr::new(from, 0)).unwrap();
+    let mut s = tokio::time::timeout(Duration::from_secs(2), s.connect(to))
+        .await
+        .ok()?
+        .unwrap();
+    s.write_all(b"PRI").await.unwrap();
+    Some(s)
+}
+
+#[tokio::test]
+async fn half_open_connections_from_many_addresses_leave_room_for_an_agent() {
+    const SOURCES: u8 = 80;
+    const PER_SOURCE: usize = 6;
+    let (_dir, c) = Collector::temp_with(|c| {
+        // Neither deadline frees a slot during the test: only the pending
+        // gate's per-address cap and eviction can let the agent in.
+        c.preface_timeout = Duration::from_secs(60);
+        c.hello_timeout = Duration::from_secs(60);
+        c.max_connections = 4096;
+        c.max_connections_per_address = 64;
+        c.max_pending_per_address = 4;
+    })
+    .await;
+    let mut held = Vec::new();
+    'attack: for s in 0..SOURCES {
+        let from = IpAddr::V4(Ipv4Addr::new(127, 0, 1, 10 + s));
+        for _ in 0..PER_SOURCE {
+            match half_preface(from, c.grpc).await {
+                Some(conn) => held.push(conn),
+                // The door is shut already: the agent's turn.
+                None => break 'attack,
+            }
+        }
+    }
+    // A real agent gets through beside them, and its record is stored.
+    let through = tokio::time::timeout(Duration::from_secs(10), async {
+        let (mut a, _) = c.agent("a", "b1").await;
+        a.send(vec![record("a", "b1", 1, agent_stats(0, 0))])
+            .await
+            .unwrap();
+    })
+    .await;
+    assert!(
+        through.is_ok(),
+        "the agent did not get through {} half-open connections",
+        held.len()
+    );
+    assert_eq!(c.stored().await, 1);
+    assert_eq!(held.len(), usize::from(SOURCES) * PER_SOURCE);
+    // Two of each source's six were over its pending cap; 80 x 4 = 320
+    // pending do not fit the gate of 256, so at least 64 were evicted
+    // (65 if the agent's own connection found the gate full).
+    c.wait_metric(
+        "boltwatch_ingest_errors_total{kind=\"pending_per_address\"}",
+        f64::from(SOURCES) * 2.0,
+    )
+    .await;
+    let evicted = c.errors("pending_evicted").await;
+    assert!((64.0..=65.0).contains(&evicted), "{evicted} evicted");
+    drop(held);
+    c.stop().await;
+}
 
 fn now_ns() -> u64 {
     SystemTime::now()

@@ -11,6 +11,7 @@
 //! - [`limit`]: per-node token buckets of records, bytes and Hellos.
 //! - [`series`]: the per-node cardinality budget of `/metrics`.
 //! - [`conn`]: connection caps of the gRPC port.
+//! - [`pending`]: the places of connections without an accepted Hello.
 //!
 //! Failures are answered with a gRPC status and counted in
 //! `boltwatch_ingest_errors_total{kind}`; the collector carries on. Refusals
@@ -24,6 +25,7 @@ pub mod conn;
 pub mod decode;
 pub mod fast;
 pub mod limit;
+pub mod pending;
 mod policy;
 pub mod preface;
 pub mod raw;
