@@ -11,7 +11,10 @@
 //! (a newcomer beyond that is refused at once), so a few sources cannot
 //! fill the gate; and when many sources fill it anyway, a newcomer takes
 //! the place of the oldest connection of the source holding the most,
-//! instead of waiting. A legitimate agent holds one place for the
+//! instead of waiting. A newcomer whose own source holds as many as any
+//! is refused instead: evicting for it would gain no fairness, and in a
+//! burst of agents behind one address would only cut handshakes nearly
+//! done. A legitimate agent holds one place for the
 //! milliseconds before its Hello, so its own source is the smallest and
 //! its connection the newest: it is evicted only when every pending source
 //! holds a single place and [`PENDING_LIMIT`] newer connections arrived
@@ -49,6 +52,8 @@ struct State {
 pub enum Refused {
     /// Its address holds `max_pending_per_address` places already.
     Address,
+    /// The gate is full and no source holds more places than its own.
+    Full,
 }
 
 /// A place granted: the ticket, the signal of its eviction, and whether
@@ -86,7 +91,10 @@ impl PendingGate {
         if held >= self.max_per_address {
             return Err(Refused::Address);
         }
-        let displaced = s.total >= self.max_total && s.evict_one();
+        let displaced = s.total >= self.max_total;
+        if displaced && !s.evict_one(held) {
+            return Err(Refused::Full);
+        }
         let id = s.next_id;
         s.next_id += 1;
         let (tx, rx) = oneshot::channel();
@@ -111,16 +119,18 @@ impl PendingGate {
 
 impl State {
     /// Evicts the oldest connection of the source holding the most places
-    /// (of those, the one whose oldest is oldest); whether one was.
-    fn evict_one(&mut self) -> bool {
+    /// (of those, the one whose oldest is oldest), if it holds more than
+    /// `newcomer_holds`; whether one was.
+    fn evict_one(&mut self, newcomer_holds: usize) -> bool {
         let victim = self
             .by_address
             .iter()
             .filter_map(|(ip, held)| Some((held.len(), *held.keys().next()?, *ip)))
             .max_by_key(|(n, oldest, _)| (*n, std::cmp::Reverse(*oldest)));
-        let Some((_, id, ip)) = victim else {
+        let Some((n, id, ip)) = victim.filter(|(n, ..)| *n > newcomer_holds) else {
             return false;
         };
+        debug_assert!(n > 0);
         // Dropping the sender is the signal.
         self.remove(ip, id).is_some()
     }
@@ -172,6 +182,18 @@ mod tests {
         assert!(g.admit(ip("127.0.0.3")).is_ok());
         drop(a1);
         assert!(g.admit(ip("127.0.0.2")).is_ok());
+    }
+
+    #[test]
+    fn a_full_gate_refuses_a_newcomer_of_the_largest_source() {
+        let g = PendingGate::new(3, 5);
+        let mut a: Vec<_> = (0..2).map(|_| g.admit(ip("127.0.0.2")).unwrap()).collect();
+        let _b = g.admit(ip("127.0.0.3")).unwrap();
+        assert_eq!(g.admit(ip("127.0.0.2")).unwrap_err(), Refused::Full);
+        assert!(!evicted(&mut a[0]));
+        // b's second connection does evict: a holds more.
+        assert!(g.admit(ip("127.0.0.3")).unwrap().displaced);
+        assert!(evicted(&mut a[0]));
     }
 
     #[test]

@@ -12,9 +12,11 @@
 //! only sent the preface cannot sit there forever. Until its Hello is
 //! accepted a connection holds a place in the pending gate
 //! ([`super::pending`]): one over `max_pending_per_address` is closed at
-//! once, and one evicted for a newcomer is closed. All are counted in
-//! `boltwatch_ingest_errors_total` (`connection_limit`, `hello_timeout`,
-//! `pending_per_address`, `pending_evicted`).
+//! once, and one evicted for a newcomer is closed (or, when the gate is
+//! full and the newcomer's own address holds the most, the newcomer). All
+//! are counted in `boltwatch_ingest_errors_total` (`connection_limit`,
+//! `hello_timeout`, `pending_per_address`, `pending_evicted`,
+//! `pending_full`).
 //!
 //! With TLS ([`crate::tls`]) the handshake comes first, inside the same
 //! preface timeout; a failed handshake (a plaintext agent, a wrong CA, an
@@ -37,7 +39,7 @@ use tokio_rustls::server::TlsStream;
 use tonic::transport::server::{Connected, TcpConnectInfo};
 
 use super::conn::{ConnLimits, HelloSeen, Slot};
-use super::pending::{Admitted, PendingGate};
+use super::pending::{Admitted, PendingGate, Refused};
 use crate::export::SharedMetrics;
 use crate::tls::Tls;
 
@@ -339,8 +341,12 @@ fn admit(
     let admitted = match policy.pending.admit(peer.ip()) {
         Ok(a) => a,
         Err(why) => {
-            metrics.lock().on_ingest_error("pending_per_address");
-            tracing::info!(%peer, ?why, "gRPC connection over its address's pending places closed");
+            let kind = match why {
+                Refused::Address => "pending_per_address",
+                Refused::Full => "pending_full",
+            };
+            metrics.lock().on_ingest_error(kind);
+            tracing::info!(%peer, ?why, "gRPC connection without a pending place closed");
             return None;
         }
     };
