@@ -170,14 +170,17 @@ pub const KEYS: &[K] = &[
     K::new(
         "max_pending_per_address",
         "gRPC connections from one IP address still without an accepted Hello; more are closed at once",
-        // Agents send their Hello within milliseconds of connecting; a few
-        // per address is room for several agents behind one NAT.
+        // Agents send their Hello within milliseconds of connecting; 8 per
+        // address is room for several agents behind one NAT, and for a
+        // burst of short-lived connections (scanners, probes) that arrive
+        // before the first is read. 40 sources x 8 are more than the gate
+        // holds, and then eviction still lets an agent in.
         |c, v| {
             c.max_pending_per_address = v.int(1..=1_000_000)? as usize;
             Ok(())
         },
     )
-    .default("4"),
+    .default("8"),
     K::new(
         "max_clock_skew",
         "records stamped further ahead of the collector's clock are stored but kept off `/metrics`, counted as `clock_skew`",

@@ -58,6 +58,8 @@ fn resource_limits_have_documented_defaults_and_parse() {
         (1024, 32)
     );
     assert_eq!(c.hello_timeout, Duration::from_secs(10));
+    assert_eq!(c.max_pending_per_address, 8);
+    assert_eq!(c.max_clock_skew, Duration::from_secs(300));
     assert_eq!((c.api_listen, c.api_token_file.clone()), (None, None));
     let c = parse(
         "max_bytes_per_second = 1048576\nmax_record_bytes = 4096\nmax_series_per_node = 8\n\
