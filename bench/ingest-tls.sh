@@ -11,7 +11,8 @@
 #
 # Loopback clients all come from 127.0.0.1, so the collector's per-address
 # limit (max_connections_per_address, default 32) is raised to AGENTS + 64
-# in its config file, and max_connections (default 1024) to at least that;
+# in its config file (max_pending_per_address, default 4, too), and
+# max_connections (default 1024) to at least that;
 # file descriptors are raised to match.
 # Usage: bench/ingest-tls.sh [AGENTS] [SECONDS]   (default 1000 60)
 set -euo pipefail
@@ -36,6 +37,7 @@ limit=$((agents + 64))
 cat >"$tmp/collector.toml" <<TOML
 max_connections = $((limit > 1024 ? limit : 1024))
 max_connections_per_address = $limit
+max_pending_per_address = $limit
 TOML
 grpc=127.0.0.1:50271
 http=127.0.0.1:9671

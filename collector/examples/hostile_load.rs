@@ -88,7 +88,13 @@ async fn connect_from(from: IpAddr, to: SocketAddr) -> std::io::Result<TcpStream
 /// Keeps one connection open that sends `first` and then, every `drip`
 /// (if any), one more byte; re-opens it (at most once a second) when the
 /// collector closes it, until `end`.
-async fn hold(from: IpAddr, to: SocketAddr, first: &'static [u8], drip: Option<Duration>, end: Instant) {
+async fn hold(
+    from: IpAddr,
+    to: SocketAddr,
+    first: &'static [u8],
+    drip: Option<Duration>,
+    end: Instant,
+) {
     while Instant::now() < end {
         if let Ok(mut s) = connect_from(from, to).await {
             let _ = s.write_all(first).await;

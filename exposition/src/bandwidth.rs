@@ -37,7 +37,7 @@ use boltwatch_proto::v1::record::Payload;
 use boltwatch_proto::v1::{BandwidthResult, Direction, Protocol, Record};
 
 use crate::domain::{Domain, NodePeer, Subjects};
-use crate::family::{families, labels::NODE_PEER, pair, Exposition, Family, Newest};
+use crate::family::{families, labels::NODE_PEER, pair, At, Exposition, Family, Newest};
 use crate::key;
 
 /// Test start times remembered per link to count a test once although it
@@ -200,7 +200,8 @@ fn protocol_label(p: i32) -> &'static str {
 }
 
 impl BandwidthMetrics {
-    fn add(&mut self, node: &str, b: &BandwidthResult) {
+    fn add(&mut self, r: &Record, b: &BandwidthResult) {
+        let node = r.node.as_str();
         let failed = !b.error.is_empty();
         let t = self
             .tests
@@ -233,7 +234,7 @@ impl BandwidthMetrics {
             self.expected
                 .entry(link.clone())
                 .or_default()
-                .update(b.start_unix_ns, b.expected_bits_per_second);
+                .update(At::of(r), b.expected_bits_per_second);
         }
         if failed {
             return;
@@ -287,7 +288,7 @@ impl BandwidthMetrics {
 impl Domain for BandwidthMetrics {
     fn apply(&mut self, r: &Record, _: &mut Subjects) {
         match &r.payload {
-            Some(Payload::Bandwidth(b)) => self.add(&r.node, b),
+            Some(Payload::Bandwidth(b)) => self.add(r, b),
             Some(Payload::Thermal(t)) => {
                 if let Some(th) = &t.throttle {
                     let make = || r.node.clone();

@@ -251,10 +251,55 @@ pub fn fmt_f64(v: f64) -> String {
     }
 }
 
-/// The newest value by agent time: a record replayed late from a spool
-/// does not overwrite a fresher one (ties go to the later arrival).
+/// Where a record stands in its node's history, for [`Newest`]: its boot
+/// (hashed), its sequence number in the boot and its time stamp.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct At {
+    boot: u64,
+    seq: u64,
+    unix_ns: u64,
+}
+
+impl At {
+    /// Older than any record: what [`Newest::seed`] holds.
+    const SEED: At = At {
+        boot: 0,
+        seq: 0,
+        unix_ns: 0,
+    };
+
+    /// Where `r` stands.
+    pub fn of(r: &boltwatch_proto::v1::Record) -> At {
+        use std::hash::{Hash, Hasher};
+        // Fixed keys: a boot's hash is the same in every process, and
+        // only equality is asked of it.
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        r.boot_id.hash(&mut h);
+        At {
+            boot: h.finish(),
+            seq: r.seq,
+            unix_ns: r.unix_ns,
+        }
+    }
+
+    /// Whether a record here comes after (or is) one at `held`: within a
+    /// boot by sequence number, the agent's own order, so one record
+    /// stamped far ahead cannot hold a gauge until its clock catches up;
+    /// between boots by time stamp, the only order they share.
+    fn not_before(&self, held: &At) -> bool {
+        if self.boot == held.boot {
+            self.seq >= held.seq
+        } else {
+            self.unix_ns >= held.unix_ns
+        }
+    }
+}
+
+/// The newest value in the agent's order (see [`At::not_before`]): a
+/// record replayed late from a spool does not overwrite a fresher one
+/// (ties go to the later arrival).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Newest<T>(Option<(u64, T)>);
+pub struct Newest<T>(Option<(At, T)>);
 
 impl<T> Default for Newest<T> {
     fn default() -> Self {
@@ -263,17 +308,17 @@ impl<T> Default for Newest<T> {
 }
 
 impl<T> Newest<T> {
-    /// Keeps `value` unless a value newer than `unix_ns` is held.
-    pub fn update(&mut self, unix_ns: u64, value: T) {
-        if self.0.as_ref().is_none_or(|(t, _)| unix_ns >= *t) {
-            self.0 = Some((unix_ns, value));
+    /// Keeps `value` unless a value of a later record than `at` is held.
+    pub fn update(&mut self, at: At, value: T) {
+        if self.0.as_ref().is_none_or(|(held, _)| at.not_before(held)) {
+            self.0 = Some((at, value));
         }
     }
 
     /// Sets `value` only when nothing is known yet, older than any record.
     pub fn seed(&mut self, value: T) {
         if self.0.is_none() {
-            self.0 = Some((0, value));
+            self.0 = Some((At::SEED, value));
         }
     }
 

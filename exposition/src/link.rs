@@ -24,7 +24,7 @@ use boltwatch_proto::v1::record::Payload;
 use boltwatch_proto::v1::{Interface, InterfaceCounters, LinkEventSource, Record};
 
 use crate::domain::{Domain, NodePeer, Subjects};
-use crate::family::{families, labels, pair, Exposition, Family, Newest};
+use crate::family::{families, labels, pair, At, Exposition, Family, Newest};
 use crate::key;
 use crate::rate::CounterRate;
 
@@ -154,14 +154,14 @@ impl LinkMetrics {
             c.receive_drops,
             c.transmit_drops,
         ];
-        s.counters.update(r.unix_ns, values);
+        s.counters.update(At::of(r), values);
         s.rate
             .update(r.unix_ns, [c.receive_bytes, c.transmit_bytes]);
         if c.carrier_known {
-            s.up.update(r.unix_ns, c.carrier);
+            s.up.update(At::of(r), c.carrier);
         }
         if c.speed_bits_per_second > 0 {
-            s.speed.update(r.unix_ns, c.speed_bits_per_second);
+            s.speed.update(At::of(r), c.speed_bits_per_second);
         }
         let boot = || r.boot_id.clone();
         key::with(&mut s.downs, r.boot_id.as_str(), boot, |d| {
@@ -175,7 +175,7 @@ impl Domain for LinkMetrics {
         match &r.payload {
             Some(Payload::LinkEvent(e)) => {
                 self.iface(&r.node, &e.interface, |s| {
-                    s.up.update(r.unix_ns, e.carrier);
+                    s.up.update(At::of(r), e.carrier);
                     let d = s.downs.entry(r.boot_id.clone()).or_default();
                     d.widen(e.carrier_down_count);
                     let startup = e.source == LinkEventSource::Startup as i32;
@@ -190,7 +190,7 @@ impl Domain for LinkMetrics {
                 self.paths
                     .entry(key.clone())
                     .or_default()
-                    .update(r.unix_ns, p.ok);
+                    .update(At::of(r), p.ok);
                 subjects.peers.insert(key);
             }
             _ => {}

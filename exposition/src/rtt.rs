@@ -14,7 +14,7 @@ use boltwatch_proto::v1::record::Payload;
 use boltwatch_proto::v1::{Record, RttSummary};
 
 use crate::domain::{Domain, Subjects};
-use crate::family::{families, labels::NODE_PEER, Exposition, Family, Newest};
+use crate::family::{families, labels::NODE_PEER, At, Exposition, Family, Newest};
 use crate::histogram::RttHistogram;
 
 /// The payload kinds [`RttMetrics`]'s `apply` reads.
@@ -68,7 +68,7 @@ impl RttMetrics {
 }
 
 impl LinkRtt {
-    fn add(&mut self, s: &RttSummary) {
+    fn add(&mut self, at: At, s: &RttSummary) {
         let l = self;
         l.all.add(&s.buckets, s.sum_ns, s.received);
         if s.under_load {
@@ -86,7 +86,7 @@ impl LinkRtt {
             }
         };
         let window = [s.min_ns, s.p50_ns, s.p99_ns, s.max_ns].map(secs);
-        l.newest.update(s.window_start_unix_ns, window);
+        l.newest.update(at, window);
     }
 }
 
@@ -99,7 +99,7 @@ impl Domain for RttMetrics {
         if let Some(l) = known.and_then(|peers| peers.get_mut(s.peer.as_str())) {
             // A known link is a subject already (subjects are never
             // removed).
-            l.add(s);
+            l.add(At::of(r), s);
             return;
         }
         let link = (r.node.clone(), s.peer.clone());
@@ -108,7 +108,7 @@ impl Domain for RttMetrics {
             .or_default()
             .entry(link.1.clone())
             .or_default()
-            .add(s);
+            .add(At::of(r), s);
         subjects.peers.insert(link.clone());
         subjects.probed.insert(link);
     }

@@ -9,7 +9,7 @@ use boltwatch_proto::v1::record::Payload;
 use boltwatch_proto::v1::Record;
 
 use crate::domain::{Domain, NodePeerService, Subjects};
-use crate::family::{families, labels::NODE_PEER_SERVICE, triple, Exposition, Newest};
+use crate::family::{families, labels::NODE_PEER_SERVICE, triple, At, Exposition, Newest};
 use crate::key;
 
 /// The payload kinds [`ServiceMetrics`]'s `apply` reads.
@@ -43,10 +43,10 @@ impl Domain for ServiceMetrics {
         let k = (r.node.as_str(), c.peer.as_str(), c.service.as_str());
         let owned = || (r.node.clone(), c.peer.clone(), c.service.clone());
         key::with(&mut self.services, key::triple(&k), owned, |s| {
-            s.up.update(r.unix_ns, c.up);
+            s.up.update(At::of(r), c.up);
             if c.up {
                 s.connect_seconds
-                    .update(r.unix_ns, c.connect_ns as f64 / 1e9);
+                    .update(At::of(r), c.connect_ns as f64 / 1e9);
             }
         });
         key::insert(&mut subjects.services, key::triple(&k), owned);

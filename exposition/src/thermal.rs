@@ -17,7 +17,7 @@ use boltwatch_proto::v1::record::Payload;
 use boltwatch_proto::v1::{Record, Throttle};
 
 use crate::domain::{Domain, Subjects};
-use crate::family::{families, labels::NODE, Exposition, Newest};
+use crate::family::{families, labels::NODE, At, Exposition, Newest};
 use crate::key;
 
 /// The payload kinds [`ThermalMetrics`]'s `apply` reads.
@@ -46,13 +46,14 @@ struct ThrottleState {
 }
 
 impl ThrottleState {
-    fn update(&mut self, boot: &str, seq: u64, unix_ns: u64, t: &Throttle) {
+    fn update(&mut self, r: &Record, t: &Throttle) {
+        let (boot, seq, at) = (r.boot_id.as_str(), r.seq, At::of(r));
         let throttled = if t.level_known {
             t.in_episode
         } else {
             t.throttled
         };
-        self.throttled.update(unix_ns, throttled);
+        self.throttled.update(at, throttled);
         if t.level_known {
             key::with(
                 &mut self.seconds,
@@ -65,9 +66,9 @@ impl ThrottleState {
                 },
             );
         }
-        self.pressure.update(unix_ns, t.pressure_level);
+        self.pressure.update(at, t.pressure_level);
         if let Some(ratio) = t.cpu_frequency_ratio {
-            self.ratio.update(unix_ns, ratio);
+            self.ratio.update(at, ratio);
         }
     }
 }
@@ -89,13 +90,13 @@ impl Domain for ThermalMetrics {
             let k = (r.node.as_str(), s.name.as_str());
             let make = || (r.node.clone(), s.name.clone());
             key::with(&mut self.temperatures, key::pair(&k), make, |v| {
-                v.update(r.unix_ns, s.celsius)
+                v.update(At::of(r), s.celsius)
             });
         }
         if let Some(th) = &t.throttle {
             let make = || r.node.clone();
             key::with(&mut self.throttle, r.node.as_str(), make, |s| {
-                s.update(&r.boot_id, r.seq, r.unix_ns, th)
+                s.update(r, th)
             });
         }
     }

@@ -72,7 +72,10 @@ pub const KEYS: &[K] = &[
             Ok(())
         },
     )
-    .default("5s"),
+    // Short: a connection holds a pending place until then. A TLS
+    // handshake and the preface take a few round trips; 2 s is room for
+    // a slow WAN link.
+    .default("2s"),
     K::new(
         "shutdown_grace",
         "how long shutdown waits for open streams and requests",
@@ -130,13 +133,13 @@ pub const KEYS: &[K] = &[
     .default("262144"),
     K::new(
         "max_series_per_node",
-        "distinct peers, interfaces, sensors and services (each) per node on `/metrics`; more are stored but counted in `boltwatch_ingest_series_refused_total`",
+        "distinct label sets (peer, interface, sensor, service combinations) per node on `/metrics`; records with more are stored but counted in `boltwatch_ingest_series_refused_total`",
         |c, v| {
             c.max_series_per_node = v.int(1..=100_000)? as usize;
             Ok(())
         },
     )
-    .default("256"),
+    .default("1024"),
     K::new(
         "max_connections",
         "open gRPC connections in total; more are closed at once",
@@ -164,6 +167,29 @@ pub const KEYS: &[K] = &[
         },
     )
     .default("10s"),
+    K::new(
+        "max_pending_per_address",
+        "gRPC connections from one IP address still without an accepted Hello; more are closed at once",
+        // Agents send their Hello within milliseconds of connecting; 8 per
+        // address is room for several agents behind one NAT, and for a
+        // burst of short-lived connections (scanners, probes) that arrive
+        // before the first is read. 40 sources x 8 are more than the gate
+        // holds, and then eviction still lets an agent in.
+        |c, v| {
+            c.max_pending_per_address = v.int(1..=1_000_000)? as usize;
+            Ok(())
+        },
+    )
+    .default("8"),
+    K::new(
+        "max_clock_skew",
+        "records stamped further ahead of the collector's clock are stored but kept off `/metrics`, counted as `clock_skew`",
+        |c, v| {
+            c.max_clock_skew = v.duration(Duration::from_secs(1)..=Duration::from_secs(86_400))?;
+            Ok(())
+        },
+    )
+    .default("5m"),
     K::new(
         "api_listen",
         "serve `/api/v1/*` here instead of on `http_listen`",

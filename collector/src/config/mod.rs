@@ -54,8 +54,8 @@ pub struct Config {
     pub max_bytes_per_second: u64,
     /// Largest accepted encoded record.
     pub max_record_bytes: usize,
-    /// Distinct peers, interfaces, sensors and services (each) a node may
-    /// have series for on `/metrics`.
+    /// Distinct label sets (peer, interface, sensor and service
+    /// combinations) a node may have series for on `/metrics`.
     pub max_series_per_node: usize,
     /// Open gRPC connections in total.
     pub max_connections: usize,
@@ -64,6 +64,12 @@ pub struct Config {
     /// How long a gRPC connection may stay open without a stream that sent a
     /// valid (and, with tokens, authenticated) Hello.
     pub hello_timeout: Duration,
+    /// gRPC connections from one IP address still waiting for an accepted
+    /// Hello (the pending gate's per-address share).
+    pub max_pending_per_address: usize,
+    /// How far ahead of the collector's clock a record may be stamped and
+    /// still reach `/metrics`.
+    pub max_clock_skew: Duration,
     /// Separate address for `/api/v1` (then `http_listen` serves only
     /// `/metrics` and `/healthz`); `None` serves the API on `http_listen`.
     pub api_listen: Option<SocketAddr>,
@@ -132,6 +138,8 @@ impl Schema for Config {
             max_connections: 0,
             max_connections_per_address: 0,
             hello_timeout: Duration::ZERO,
+            max_pending_per_address: 0,
+            max_clock_skew: Duration::ZERO,
             api_listen: None,
             api_token_file: None,
             api_write_token_file: None,
@@ -227,6 +235,7 @@ impl Config {
             bytes_burst: self.max_bytes_per_second.saturating_mul(5),
             max_record_bytes: self.max_record_bytes,
             max_series_per_node: self.max_series_per_node,
+            max_clock_skew: self.max_clock_skew,
         }
     }
 

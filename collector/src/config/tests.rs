@@ -37,7 +37,7 @@ fn defaults_are_the_documented_ones() {
     assert_eq!(c.http_listen, "127.0.0.1:9471".parse().unwrap());
     assert_eq!(c.data_dir, PathBuf::from("./boltwatch-data"));
     assert_eq!(c.log_format, LogFormat::Text);
-    assert_eq!(c.preface_timeout, Duration::from_secs(5));
+    assert_eq!(c.preface_timeout, Duration::from_secs(2));
     assert_eq!(c.max_message_bytes, 8 * 1024 * 1024);
     assert_eq!(c.shutdown_grace, Duration::from_secs(5));
     assert_eq!((c.auth_tokens.is_none(), c.auth.is_none()), (true, true));
@@ -52,12 +52,14 @@ fn resource_limits_have_documented_defaults_and_parse() {
     let c = Config::default();
     assert_eq!(c.max_bytes_per_second, 8 << 20);
     assert_eq!(c.max_record_bytes, 256 << 10);
-    assert_eq!(c.max_series_per_node, 256);
+    assert_eq!(c.max_series_per_node, 1024);
     assert_eq!(
         (c.max_connections, c.max_connections_per_address),
         (1024, 32)
     );
     assert_eq!(c.hello_timeout, Duration::from_secs(10));
+    assert_eq!(c.max_pending_per_address, 8);
+    assert_eq!(c.max_clock_skew, Duration::from_secs(300));
     assert_eq!((c.api_listen, c.api_token_file.clone()), (None, None));
     let c = parse(
         "max_bytes_per_second = 1048576\nmax_record_bytes = 4096\nmax_series_per_node = 8\n\

@@ -38,7 +38,7 @@ families! {
     MALFORMED_CONNECTIONS = Counter("boltwatch_ingest_malformed_connections_total", "", labels::NONE, "Connections to the gRPC port that failed the TLS handshake (with TLS) or did not start with the HTTP/2 preface.");
     INGEST_ERRORS = Counter("boltwatch_ingest_errors_total", "", &["kind"], "Agent streams or batches rejected or failed, by reason.");
     COMMIT_SECONDS = Histogram("boltwatch_store_commit_seconds", "seconds", labels::NONE, "Time to store and commit one record batch.");
-    SERIES_REFUSED = Counter("boltwatch_ingest_series_refused_total", "", &["kind"], "Records and Hello interfaces kept off /metrics (still stored) because their node reached max_series_per_node distinct values of that kind of label.");
+    SERIES_REFUSED = Counter("boltwatch_ingest_series_refused_total", "", &["kind"], "Records and Hello interfaces kept off /metrics (still stored) because they would give their node more than max_series_per_node label sets; kind is the first label of the refused set (peer for most records).");
     HTTP_REFUSED = Counter("boltwatch_http_refused_total", "", &["kind"], "HTTP connections and API requests turned away, by reason: connection_limit (over http_max_connections, closed at accept), header_timeout (a request head not whole within http_header_timeout; keep-alive connections it closes while quiet are not counted), idle_timeout (an answer that moved no byte for http_idle_timeout), api_busy (an API request over api_max_concurrent, answered 503).");
     STORE_RECORDS = Gauge("boltwatch_store_records", "", labels::NONE, "Records held in the store.");
     ROLLUP_RECORDS = Gauge("boltwatch_store_rollup_records", "", labels::NONE, "Raw RTT summaries and counters records the store holds as per-minute rollups (retention.raw).");
@@ -109,7 +109,8 @@ impl HealthMetrics {
         self.malformed_connections += 1;
     }
 
-    /// `n` records or interfaces kept off `/metrics` over the `label` budget.
+    /// `n` records or interfaces kept off `/metrics` over the series
+    /// budget, `label` the first of the refused label set.
     pub fn on_series_refused(&mut self, label: &'static str, n: u64) {
         *self.series_refused.entry(label).or_default() += n;
     }

@@ -35,8 +35,9 @@
 //! replaying the store in arrival order (`crate::remote_write::log::rebuild`),
 //! so they continue across restarts. Kernel interface counters are
 //! exported as the agent read them, so they continue where they were.
-//! Gauges that describe "now" keep the value with the newest agent
-//! timestamp ([`family::Newest`]).
+//! Gauges that describe "now" keep the value of the latest record in the
+//! agent's order: by sequence number within a boot, by time stamp between
+//! boots ([`family::Newest`]).
 //!
 //! Staleness: a node whose agent has had no stream for the grace period
 //! ([`Metrics::set_stale_after`], config key `stale_after`) loses its

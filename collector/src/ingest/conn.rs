@@ -12,6 +12,8 @@ use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+use super::pending::Ticket;
+
 /// The caps and the current counts.
 #[derive(Debug)]
 pub struct ConnLimits {
@@ -86,15 +88,31 @@ impl Drop for Slot {
 }
 
 /// Set once a stream on the connection sent a valid, authorised Hello;
-/// until then the connection is closed after `hello_timeout`. Reaches the
-/// service as the connection's connect info (a request extension).
+/// until then the connection is closed after `hello_timeout`, and holds
+/// its place in the pending gate ([`super::pending`]), given back here.
+/// Reaches the service as the connection's connect info (a request
+/// extension).
 #[derive(Debug, Clone, Default)]
-pub struct HelloSeen(Arc<AtomicBool>);
+pub struct HelloSeen(Arc<AtomicBool>, Arc<Mutex<Option<Ticket>>>);
 
 impl HelloSeen {
-    /// Marks the connection as carrying an accepted stream.
+    /// A connection not yet accepted, holding `ticket` until it is (or
+    /// until [`HelloSeen::release`]).
+    pub fn pending(ticket: Ticket) -> HelloSeen {
+        HelloSeen(Arc::default(), Arc::new(Mutex::new(Some(ticket))))
+    }
+
+    /// Marks the connection as carrying an accepted stream, and gives its
+    /// place in the pending gate back.
     pub fn set(&self) {
         self.0.store(true, Ordering::Release);
+        self.release();
+    }
+
+    /// Gives the place in the pending gate back (the connection ended).
+    pub fn release(&self) {
+        let ticket = self.1.lock().unwrap_or_else(|p| p.into_inner()).take();
+        drop(ticket);
     }
 
     /// Whether a stream on it was accepted.

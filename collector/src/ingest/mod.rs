@@ -11,6 +11,7 @@
 //! - [`limit`]: per-node token buckets of records, bytes and Hellos.
 //! - [`series`]: the per-node cardinality budget of `/metrics`.
 //! - [`conn`]: connection caps of the gRPC port.
+//! - [`pending`]: the places of connections without an accepted Hello.
 //!
 //! Failures are answered with a gRPC status and counted in
 //! `boltwatch_ingest_errors_total{kind}`; the collector carries on. Refusals
@@ -24,6 +25,7 @@ pub mod conn;
 pub mod decode;
 pub mod fast;
 pub mod limit;
+pub mod pending;
 mod policy;
 pub mod preface;
 pub mod raw;
@@ -144,26 +146,37 @@ impl Ingest {
     }
 
     /// Hands a committed batch's new records to the metrics, except those
-    /// naming more distinct peers, interfaces, sensors or services than the
-    /// node's budget (they stay stored, and are counted).
+    /// stamped too far ahead of the collector's clock or that would give
+    /// their node more label sets than its series budget (they stay
+    /// stored, and are counted).
     fn apply(&self, node: &str, records: &decode::Decoded, o: &boltwatch_store::BatchOutcome) {
+        let now = unix_now_ns();
         let mut budget = self.series();
         let mut budget = budget.node(node);
         let mut m = self.metrics.lock();
         m.on_commit(node, o.duplicates, o.total_records, o.commit_seconds);
+        let mut ahead = 0;
         for (r, new) in records.records().zip(&o.inserted) {
             if !*new {
                 continue;
             }
-            let names = series::subjects(r);
+            if validate::too_far_ahead(r, now, self.policy.max_clock_skew) {
+                m.on_ingest_error("clock_skew");
+                ahead += 1;
+                continue;
+            }
             let admitted = match &mut budget {
-                Some(b) => b.admit(names),
-                None => Err(names.clone().next().map_or(series::Dim::Peer, |(d, _)| d)),
+                Some(b) => b.admit(r),
+                None => Err(series::first_kind(r)),
             };
             match admitted {
                 Ok(()) => m.apply_record(r),
                 Err(dim) => m.on_series_refused(dim, 1),
             }
+        }
+        if ahead > 0 {
+            tracing::warn!(node, records = ahead, skew = ?self.policy.max_clock_skew,
+                "records stamped ahead of the collector's clock kept off /metrics; check the node's clock");
         }
     }
 
@@ -519,6 +532,13 @@ fn batch_of(
         // tell the agent OK.
         Err(s) => Err(("transport", s)),
     }
+}
+
+/// The collector's clock, unix ns (0 before 1970, which only makes every
+/// record look ahead).
+fn unix_now_ns() -> u64 {
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    since.map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }
 
 /// The answer to an accepted Hello: the node's watermarks.

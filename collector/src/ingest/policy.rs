@@ -20,8 +20,12 @@ pub struct Policy {
     pub bytes_burst: u64,
     /// Largest encoded record.
     pub max_record_bytes: usize,
-    /// Distinct peers, interfaces, sensors, services per node on `/metrics`.
+    /// Distinct label sets (peer, interface, sensor, service) per node on
+    /// `/metrics`.
     pub max_series_per_node: usize,
+    /// How far ahead of the collector's clock a record may be stamped and
+    /// still reach `/metrics`.
+    pub max_clock_skew: std::time::Duration,
 }
 
 impl Default for Policy {
@@ -34,7 +38,8 @@ impl Default for Policy {
             bytes_per_second: 8 << 20,
             bytes_burst: 40 << 20,
             max_record_bytes: 256 << 10,
-            max_series_per_node: 256,
+            max_series_per_node: 1024,
+            max_clock_skew: std::time::Duration::from_secs(300),
         }
     }
 }

@@ -9,8 +9,14 @@
 //! `max_connections` or `max_connections_per_address` is closed at once, and
 //! one that has not opened a stream with an accepted Hello within
 //! `hello_timeout` is closed by its own read side, so a connection that
-//! only sent the preface cannot sit there forever. Both are counted in
-//! `boltwatch_ingest_errors_total` (`connection_limit`, `hello_timeout`).
+//! only sent the preface cannot sit there forever. Until its Hello is
+//! accepted a connection holds a place in the pending gate
+//! ([`super::pending`]): one over `max_pending_per_address` is closed at
+//! once, and one evicted for a newcomer is closed (or, when the gate is
+//! full and the newcomer's own address holds the most, the newcomer). All
+//! are counted in `boltwatch_ingest_errors_total` (`connection_limit`,
+//! `hello_timeout`, `pending_per_address`, `pending_evicted`,
+//! `pending_full`).
 //!
 //! With TLS ([`crate::tls`]) the handshake comes first, inside the same
 //! preface timeout; a failed handshake (a plaintext agent, a wrong CA, an
@@ -26,22 +32,19 @@ use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, watch, Semaphore};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Sleep;
 use tokio_rustls::rustls::pki_types::CertificateDer;
 use tokio_rustls::server::TlsStream;
 use tonic::transport::server::{Connected, TcpConnectInfo};
 
 use super::conn::{ConnLimits, HelloSeen, Slot};
+use super::pending::{Admitted, PendingGate, Refused};
 use crate::export::SharedMetrics;
 use crate::tls::Tls;
 
 /// The HTTP/2 client connection preface (RFC 9113 section 3.4).
 pub const PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
-
-/// Connections allowed to be mid-preface at once; beyond this, new ones wait
-/// in the kernel backlog.
-const PENDING_LIMIT: usize = 256;
 
 /// Whether the bytes read so far can still be the start of the preface.
 pub fn preface_prefix_ok(read: &[u8]) -> bool {
@@ -100,8 +103,19 @@ macro_rules! on_wire {
 struct HelloWatch {
     seen: HelloSeen,
     deadline: Pin<Box<Sleep>>,
+    /// Completes once the pending gate gave this connection's place away.
+    evicted: oneshot::Receiver<()>,
     metrics: SharedMetrics,
     _slot: Slot,
+}
+
+impl Drop for HelloWatch {
+    fn drop(&mut self) {
+        // The connection ended: its place in the pending gate, if it still
+        // holds one, goes back now rather than with the last clone of
+        // `seen`.
+        self.seen.release();
+    }
 }
 
 /// The connect info tonic puts in every request's extensions: the TCP
@@ -124,6 +138,13 @@ impl PrefacedStream {
         if w.seen.get() {
             // Accepted: the slot stays held for the connection's life.
             return None;
+        }
+        if Pin::new(&mut w.evicted).poll(cx).is_ready() {
+            // Counted when it was evicted.
+            return Some(io::Error::new(
+                io::ErrorKind::ConnectionAborted,
+                "evicted from the pending gate before its Hello",
+            ));
         }
         if w.deadline.as_mut().poll(cx).is_pending() {
             return None;
@@ -242,6 +263,8 @@ pub struct AcceptPolicy {
     pub hello_timeout: Duration,
     /// Connection caps.
     pub limits: Arc<ConnLimits>,
+    /// Places of the connections without an accepted Hello.
+    pub pending: Arc<PendingGate>,
     /// TLS, when configured: every connection must complete a handshake.
     pub tls: Option<Arc<Tls>>,
 }
@@ -277,16 +300,9 @@ pub async fn accept_loop(
     out: mpsc::Sender<io::Result<PrefacedStream>>,
     mut shutdown: watch::Receiver<bool>,
 ) {
-    let timeout = policy.preface_timeout;
-    let pending = Arc::new(Semaphore::new(PENDING_LIMIT));
+    // Bounded by the listener: one turn per accepted connection, and a
+    // failed accept waits before the next.
     loop {
-        let permit = tokio::select! {
-            _ = super::stopped(&mut shutdown) => return,
-            p = pending.clone().acquire_owned() => match p {
-                Ok(p) => p,
-                Err(_) => return,
-            },
-        };
         let (stream, peer) = tokio::select! {
             _ = super::stopped(&mut shutdown) => return,
             r = listener.accept() => match r {
@@ -299,44 +315,98 @@ pub async fn accept_loop(
                 }
             },
         };
-        let slot = match policy.limits.acquire(peer.ip()) {
-            Ok(s) => s,
-            Err(why) => {
-                metrics.lock().on_ingest_error("connection_limit");
-                tracing::info!(%peer, ?why, "gRPC connection over the cap closed");
-                drop(stream);
-                continue;
-            }
-        };
-        let _ = stream.set_nodelay(true);
-        let metrics = metrics.clone();
-        let out = out.clone();
-        let hello_deadline = tokio::time::Instant::now() + policy.hello_timeout;
-        let tls = policy.tls.as_ref().map(|t| t.acceptor());
-        tokio::spawn(async move {
-            let _permit = permit;
-            match tokio::time::timeout(timeout, open(stream, tls)).await {
-                Ok(Ok(Some(mut s))) => {
-                    s.watch = Some(HelloWatch {
-                        seen: HelloSeen::default(),
-                        deadline: Box::pin(tokio::time::sleep_until(hello_deadline)),
-                        metrics,
-                        _slot: slot,
-                    });
-                    let _ = out.send(Ok(s)).await;
-                }
-                outcome => {
-                    let why = match outcome {
-                        Err(_) => "timeout".to_string(),
-                        Ok(Err(e)) => e.to_string(),
-                        _ => "not an HTTP/2 preface".to_string(),
-                    };
-                    metrics.lock().on_malformed_connection();
-                    tracing::info!(%peer, why, "closed malformed gRPC connection");
-                }
-            }
-        });
+        if let Some(admitted) = admit(&policy, &metrics, peer) {
+            let _ = stream.set_nodelay(true);
+            let slot = admitted.0;
+            spawn_open(&policy, &metrics, &out, stream, slot, admitted.1);
+        }
     }
+}
+
+/// The connection's slot and pending place, or `None` (counted and
+/// logged) when a cap closes it at once.
+fn admit(
+    policy: &AcceptPolicy,
+    metrics: &SharedMetrics,
+    peer: std::net::SocketAddr,
+) -> Option<(Slot, Admitted)> {
+    let slot = match policy.limits.acquire(peer.ip()) {
+        Ok(s) => s,
+        Err(why) => {
+            metrics.lock().on_ingest_error("connection_limit");
+            tracing::info!(%peer, ?why, "gRPC connection over the cap closed");
+            return None;
+        }
+    };
+    let admitted = match policy.pending.admit(peer.ip()) {
+        Ok(a) => a,
+        Err(why) => {
+            let kind = match why {
+                Refused::Address => "pending_per_address",
+                Refused::Full => "pending_full",
+            };
+            metrics.lock().on_ingest_error(kind);
+            tracing::info!(%peer, ?why, "gRPC connection without a pending place closed");
+            return None;
+        }
+    };
+    if admitted.displaced {
+        metrics.lock().on_ingest_error("pending_evicted");
+        tracing::info!(%peer, "pending gate full: the oldest connection of the largest source evicted");
+    }
+    Some((slot, admitted))
+}
+
+/// Reads the connection's handshake and preface in a task of its own,
+/// within the preface timeout and until its pending place is evicted,
+/// then hands it to `out` watched for its Hello.
+fn spawn_open(
+    policy: &AcceptPolicy,
+    metrics: &SharedMetrics,
+    out: &mpsc::Sender<io::Result<PrefacedStream>>,
+    stream: TcpStream,
+    slot: Slot,
+    admitted: Admitted,
+) {
+    let metrics = metrics.clone();
+    let out = out.clone();
+    let timeout = policy.preface_timeout;
+    let hello_deadline = tokio::time::Instant::now() + policy.hello_timeout;
+    let tls = policy.tls.as_ref().map(|t| t.acceptor());
+    let peer = stream.peer_addr().ok();
+    let Admitted {
+        ticket,
+        mut evicted,
+        ..
+    } = admitted;
+    tokio::spawn(async move {
+        let outcome = tokio::select! {
+            r = tokio::time::timeout(timeout, open(stream, tls)) => r,
+            // Counted when it was evicted.
+            _ = &mut evicted => return,
+        };
+        match outcome {
+            Ok(Ok(Some(mut s))) => {
+                s.watch = Some(HelloWatch {
+                    seen: HelloSeen::pending(ticket),
+                    deadline: Box::pin(tokio::time::sleep_until(hello_deadline)),
+                    evicted,
+                    metrics,
+                    _slot: slot,
+                });
+                let _ = out.send(Ok(s)).await;
+            }
+            outcome => {
+                let why = match outcome {
+                    Err(_) => "timeout".to_string(),
+                    Ok(Err(e)) => e.to_string(),
+                    _ => "not an HTTP/2 preface".to_string(),
+                };
+                metrics.lock().on_malformed_connection();
+                tracing::info!(?peer, why, "closed malformed gRPC connection");
+            }
+        }
+    });
 }
 
 #[cfg(test)]

@@ -1,15 +1,25 @@
-//! The cardinality budget of `/metrics`: how many distinct peers,
-//! interfaces, sensors and services each node may have series for, and how
-//! many nodes there may be. Pure: names in, a verdict out.
+//! The cardinality budget of `/metrics`: how many series each node may
+//! have, counted as distinct label sets (the peer, interface, sensor and
+//! service a record's series carry besides the node), and how many nodes
+//! there may be. Pure: records in, a verdict out.
+//!
+//! Why label sets and not values per label: 512 peer names times 448
+//! service names stay under any cap on values per label and still made
+//! 229,376 service series of one node. A label set is what a series is,
+//! whichever family renders it, so counting sets bounds every family at
+//! once: the same set from an RTT window and a bandwidth test is one set.
 //!
 //! Why at ingest and not in each export domain: every domain keys its state
 //! by these names, so one check before a record reaches the domains bounds
 //! all of them, and a domain added later is bounded without knowing it.
 //! A record over the budget is still stored (it is valid data, the API and
 //! reports see it); it only stays out of `/metrics`, counted in
-//! `boltwatch_ingest_series_refused_total{label}`.
+//! `boltwatch_ingest_series_refused_total{kind}`, the kind being the first
+//! label of the set over the budget (the peer, for most records).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::hash_map::RandomState;
+use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasher, Hash, Hasher};
 
 use boltwatch_proto::v1::record::Payload;
 use boltwatch_proto::v1::{Interface, Record, TemperatureSensor};
@@ -95,21 +105,53 @@ pub fn subjects(r: &Record) -> impl Iterator<Item = (Dim, &str)> + Clone + '_ {
         .filter(|(_, s)| !s.is_empty())
 }
 
-/// Distinct names seen per node and label.
+/// The label sets of a record, as hashes, each with the label that names
+/// its kind (its first, in field order: the peer, if any): a thermal reading's sensors are
+/// a set each, any other record's names are one set. A record with no
+/// names (agent stats) has none.
+fn label_sets<'r>(keys: &'r RandomState, r: &'r Record) -> impl Iterator<Item = (Dim, u64)> + 'r {
+    let each = matches!(r.payload, Some(Payload::Thermal(_)));
+    let whole = subjects(r).next().filter(|_| !each);
+    let whole = whole.map(|(dim, _)| (dim, set_hash(keys, subjects(r))));
+    let sensors = subjects(r).filter(move |_| each);
+    whole
+        .into_iter()
+        .chain(sensors.map(move |n| (n.0, set_hash(keys, std::iter::once(n)))))
+}
+
+/// A label set's hash: each label and value, then their count, so that
+/// sets of different sizes differ.
+fn set_hash<'a>(keys: &RandomState, names: impl Iterator<Item = (Dim, &'a str)>) -> u64 {
+    let mut h = keys.build_hasher();
+    let mut n = 0u8;
+    for (dim, name) in names {
+        dim.hash(&mut h);
+        name.hash(&mut h);
+        n = n.wrapping_add(1);
+    }
+    n.hash(&mut h);
+    h.finish()
+}
+
+/// Label sets seen per node.
 #[derive(Debug)]
 pub struct Budget {
     per_node: usize,
-    nodes: HashMap<String, Names>,
+    /// Keys the set hashes: random per process, so label values cannot be
+    /// chosen to collide and pass as a set already counted.
+    keys: RandomState,
+    nodes: HashMap<String, Sets>,
 }
 
-/// One node's distinct names, per [`Dim`] (indexed by `Dim as usize`).
-type Names = [BTreeSet<String>; 4];
+/// One node's label sets, by hash.
+type Sets = HashSet<u64>;
 
 impl Budget {
-    /// At most `per_node` distinct names per node and label.
+    /// At most `per_node` distinct label sets per node.
     pub fn new(per_node: usize) -> Budget {
         Budget {
             per_node,
+            keys: RandomState::new(),
             nodes: HashMap::new(),
         }
     }
@@ -122,91 +164,91 @@ impl Budget {
         if self.nodes.len() >= MAX_NODES {
             return false;
         }
-        self.nodes.insert(node.to_string(), Names::default());
+        self.nodes.insert(node.to_string(), Sets::default());
         true
     }
 
-    /// Admits all of `names` for `node`, or none: `Err` names the first
-    /// label over the budget.
-    pub fn admit<'a>(
-        &mut self,
-        node: &str,
-        names: impl IntoIterator<Item = (Dim, &'a str)> + Clone,
-    ) -> Result<(), Dim> {
+    /// Admits all of `r`'s label sets for `node`, or none: `Err` names the
+    /// kind of the first set over the budget.
+    pub fn admit(&mut self, node: &str, r: &Record) -> Result<(), Dim> {
         match self.node(node) {
-            Some(mut n) => n.admit(names),
-            None => Err(names.into_iter().next().map_or(Dim::Peer, |(d, _)| d)),
+            Some(mut n) => n.admit(r),
+            None => Err(first_kind(r)),
         }
     }
 
-    /// `node`'s budget, for admitting many records' names with one lookup
-    /// of the node; `None` when the node itself is over [`MAX_NODES`].
+    /// `node`'s budget, for admitting many records with one lookup of the
+    /// node; `None` when the node itself is over [`MAX_NODES`].
     pub fn node(&mut self, node: &str) -> Option<NodeBudget<'_>> {
         if !self.admit_node(node) {
             return None;
         }
         Some(NodeBudget {
             per_node: self.per_node,
-            names: self.nodes.get_mut(node).expect("admitted above"),
+            keys: &self.keys,
+            sets: self.nodes.get_mut(node).expect("admitted above"),
         })
     }
+
     /// The interfaces of a `Hello` that fit the budget, in order; the rest
     /// are counted by the caller.
     pub fn interfaces(&mut self, node: &str, all: &[Interface]) -> (Vec<Interface>, usize) {
+        let Some(mut budget) = self.node(node) else {
+            return (Vec::new(), all.len());
+        };
         let mut kept = Vec::new();
-        let mut refused = 0;
         for i in all {
-            match self.admit(node, [(Dim::Interface, i.name.as_str())]) {
-                Ok(()) => kept.push(i.clone()),
-                Err(_) => refused += 1,
+            let name = (Dim::Interface, i.name.as_str());
+            let set = (Dim::Interface, set_hash(budget.keys, std::iter::once(name)));
+            if budget.admit_sets(std::iter::once(set)).is_ok() {
+                kept.push(i.clone());
             }
         }
+        let refused = all.len() - kept.len();
         (kept, refused)
     }
+}
+
+/// The kind counted when a record is refused with its node: its first
+/// label, as for a set over the budget.
+pub fn first_kind(r: &Record) -> Dim {
+    subjects(r).next().map_or(Dim::Peer, |(d, _)| d)
 }
 
 /// One node's part of a [`Budget`].
 pub struct NodeBudget<'b> {
     per_node: usize,
-    names: &'b mut Names,
+    keys: &'b RandomState,
+    sets: &'b mut Sets,
 }
 
 impl NodeBudget<'_> {
-    /// Admits all of `names`, or none: `Err` names the first label over
-    /// the budget.
-    pub fn admit<'a>(
-        &mut self,
-        names: impl IntoIterator<Item = (Dim, &'a str)> + Clone,
-    ) -> Result<(), Dim> {
-        let sets = &mut *self.names;
-        // Nearly always every name is known already: nothing to count.
-        if names
-            .clone()
-            .into_iter()
-            .all(|(dim, name)| sets[dim as usize].contains(name))
-        {
-            return Ok(());
-        }
-        let mut new: [BTreeSet<&str>; 4] = Default::default();
-        for (dim, name) in names {
-            if !sets[dim as usize].contains(name) {
-                new[dim as usize].insert(name);
+    /// Admits all of `r`'s label sets, or none: `Err` names the kind of
+    /// the first set over the budget.
+    pub fn admit(&mut self, r: &Record) -> Result<(), Dim> {
+        let keys = self.keys;
+        self.admit_sets(label_sets(keys, r))
+    }
+
+    /// Admits all of `sets` (hashes, each with its kind), or none.
+    fn admit_sets(&mut self, sets: impl Iterator<Item = (Dim, u64)>) -> Result<(), Dim> {
+        // Nearly always every set is known already: nothing to count, and
+        // nothing allocated (a thermal reading's few sensors at most).
+        let mut new: Vec<(Dim, u64)> = Vec::new();
+        for (dim, h) in sets {
+            if !self.sets.contains(&h) && !new.iter().any(|(_, n)| *n == h) {
+                new.push((dim, h));
             }
         }
-        for (i, names) in new.iter().enumerate() {
-            if !names.is_empty() && sets[i].len() + names.len() > self.per_node {
-                return Err(DIMS[i]);
+        if let Some((dim, _)) = new.first() {
+            if self.sets.len() + new.len() > self.per_node {
+                return Err(*dim);
             }
         }
-        for (set, names) in sets.iter_mut().zip(new) {
-            set.extend(names.into_iter().map(str::to_string));
-        }
+        self.sets.extend(new.into_iter().map(|(_, h)| h));
         Ok(())
     }
 }
-
-/// Every [`Dim`], by `Dim as usize`.
-const DIMS: [Dim; 4] = [Dim::Peer, Dim::Interface, Dim::Sensor, Dim::Service];
 
 #[cfg(test)]
 mod tests {
@@ -272,29 +314,83 @@ mod tests {
     fn names_beyond_the_cap_are_refused_known_ones_pass() {
         let mut b = Budget::new(3);
         for p in ["p1", "p2", "p3"] {
-            assert_eq!(b.admit("a", subjects(&rtt(p))), Ok(()));
+            assert_eq!(b.admit("a", &rtt(p)), Ok(()));
         }
-        assert_eq!(b.admit("a", subjects(&rtt("p4"))), Err(Dim::Peer));
+        assert_eq!(b.admit("a", &rtt("p4")), Err(Dim::Peer));
         // Known names still pass, and other nodes have their own budget.
-        assert_eq!(b.admit("a", subjects(&rtt("p2"))), Ok(()));
-        assert_eq!(b.admit("b", subjects(&rtt("p4"))), Ok(()));
+        assert_eq!(b.admit("a", &rtt("p2")), Ok(()));
+        assert_eq!(b.admit("b", &rtt("p4")), Ok(()));
     }
 
-    #[test]
-    fn a_refused_record_admits_none_of_its_names() {
-        let mut b = Budget::new(1);
-        let svc = |peer: &str, service: &str| Record {
+    fn svc(peer: &str, service: &str) -> Record {
+        Record {
             payload: Some(Payload::Service(ServiceCheck {
                 peer: peer.into(),
                 service: service.into(),
                 ..Default::default()
             })),
             ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_refused_record_admits_none_of_its_names() {
+        let mut b = Budget::new(1);
+        assert_eq!(b.admit("a", &svc("p", "ssh")), Ok(()));
+        assert_eq!(b.admit("a", &svc("q", "ssh")), Err(Dim::Peer));
+        assert_eq!(b.admit("a", &svc("p", "http")), Err(Dim::Peer));
+        assert_eq!(b.admit("a", &svc("p", "ssh")), Ok(()));
+    }
+
+    #[test]
+    fn combinations_count_as_series_not_values() {
+        // 4 peers x 4 services: 4 values per label, 16 label sets.
+        let mut b = Budget::new(10);
+        let mut admitted = 0;
+        for p in 0..4 {
+            for s in 0..4 {
+                if b.admit("a", &svc(&format!("p{p}"), &format!("s{s}")))
+                    .is_ok()
+                {
+                    admitted += 1;
+                }
+            }
+        }
+        assert_eq!(admitted, 10);
+    }
+
+    #[test]
+    fn one_label_set_is_one_series_whichever_kind_carries_it() {
+        use boltwatch_proto::v1::{BandwidthResult, TemperatureSensor, ThermalReading};
+        let mut b = Budget::new(3);
+        assert_eq!(b.admit("a", &rtt("p")), Ok(()));
+        let bw = Record {
+            payload: Some(Payload::Bandwidth(BandwidthResult {
+                peer: "p".into(),
+                interface: "lo".into(),
+                ..Default::default()
+            })),
+            ..Default::default()
         };
-        assert_eq!(b.admit("a", subjects(&svc("p", "ssh"))), Ok(()));
-        assert_eq!(b.admit("a", subjects(&svc("q", "ssh"))), Err(Dim::Peer));
-        assert_eq!(b.admit("a", subjects(&svc("p", "http"))), Err(Dim::Service));
-        assert_eq!(b.admit("a", subjects(&svc("p", "ssh"))), Ok(()));
+        assert_eq!(b.admit("a", &bw), Ok(()), "same set as the RTT window");
+        // A thermal reading's sensors are a set each: two fit, three not.
+        let thermal = |names: &[&str]| Record {
+            payload: Some(Payload::Thermal(ThermalReading {
+                sensors: names
+                    .iter()
+                    .map(|n| TemperatureSensor {
+                        name: n.to_string(),
+                        ..Default::default()
+                    })
+                    .collect(),
+                throttle: None,
+            })),
+            ..Default::default()
+        };
+        assert_eq!(b.admit("a", &thermal(&["c", "d", "e"])), Err(Dim::Sensor));
+        assert_eq!(b.admit("a", &thermal(&["c", "d"])), Ok(()));
+        assert_eq!(b.admit("a", &thermal(&["d", "c"])), Ok(()));
+        assert_eq!(b.admit("a", &rtt("q")), Err(Dim::Peer));
     }
 
     #[test]
@@ -308,13 +404,6 @@ mod tests {
             .collect();
         let (kept, refused) = b.interfaces("a", &ifs);
         assert_eq!((kept.len(), refused), (2, 3));
-    }
-
-    #[test]
-    fn dims_are_indexed_by_their_discriminant() {
-        for (i, d) in DIMS.iter().enumerate() {
-            assert_eq!(*d as usize, i);
-        }
     }
 
     #[test]

@@ -4,6 +4,12 @@
 //! A batch is all-or-nothing: one bad record rejects the batch, so a
 //! misconfigured agent (wrong node name) never leaves half a batch behind.
 //!
+//! One check is per record and refuses no batch: a record stamped further
+//! ahead of the collector's clock than `max_clock_skew` ([`too_far_ahead`])
+//! is stored like the rest but kept off `/metrics`. Refusing its batch
+//! would stall the agent, which retries the batch from its spool, until
+//! its clock caught up; storing it loses nothing the agent spooled.
+//!
 //! Every string that becomes a Prometheus label (node, peer, interface,
 //! sensor, service; the Hello's version, OS, boot id, interface kind and
 //! generation) is bounded in length and may not hold control characters:
@@ -378,6 +384,14 @@ fn record_fields(index: usize, record: &Record) -> Result<(), Invalid> {
     Ok(())
 }
 
+/// Whether `record` is stamped more than `skew` ahead of `now_unix_ns`,
+/// the collector's clock: then it is kept off `/metrics`, where one record
+/// a day ahead would otherwise stand as the node's newest for a day.
+pub fn too_far_ahead(record: &Record, now_unix_ns: u64, skew: std::time::Duration) -> bool {
+    let skew = u64::try_from(skew.as_nanos()).unwrap_or(u64::MAX);
+    record.unix_ns > now_unix_ns.saturating_add(skew)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -507,6 +521,20 @@ mod tests {
             b(vec![vec![0xff, 0xff]]),
             Err(Invalid::Undecodable { .. })
         ));
+    }
+
+    #[test]
+    fn records_beyond_the_skew_are_too_far_ahead() {
+        let skew = std::time::Duration::from_secs(300);
+        let at = |unix_ns| Record {
+            unix_ns,
+            ..Default::default()
+        };
+        let now = 1_700_000_000_000_000_000;
+        assert!(!too_far_ahead(&at(now), now, skew));
+        assert!(!too_far_ahead(&at(now + 300_000_000_000), now, skew));
+        assert!(too_far_ahead(&at(now + 300_000_000_001), now, skew));
+        assert!(!too_far_ahead(&at(u64::MAX), now, std::time::Duration::MAX));
     }
 
     #[test]

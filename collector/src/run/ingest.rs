@@ -51,6 +51,10 @@ pub(super) fn start(
             config.max_connections,
             config.max_connections_per_address,
         ),
+        pending: ingest::pending::PendingGate::new(
+            ingest::pending::PENDING_LIMIT,
+            config.max_pending_per_address,
+        ),
         tls: tls.clone(),
     };
     if let Some(t) = tls {

@@ -36,6 +36,23 @@ fn newest_temperature_wins() {
 }
 
 #[test]
+fn within_a_boot_the_later_record_wins_whatever_its_time_stamp() {
+    let mut m = Metrics::new();
+    let cpu = "boltwatch_temperature_celsius{node=\"a\",sensor=\"cpu\"}";
+    // Seq 1 stamped a day ahead, then seq 2 at the right time.
+    let day = 86_400_000_000_000;
+    m.apply_record(&rec("a", "b", 1, 1_000 + day, thermal(99.0, None)));
+    m.apply_record(&rec("a", "b", 2, 1_000, thermal(40.0, None)));
+    assert_eq!(value(&m, cpu).as_deref(), Some("40"));
+    // An earlier boot's record replayed late does not win by its seq...
+    m.apply_record(&rec("a", "old", 9, 500, thermal(70.0, None)));
+    assert_eq!(value(&m, cpu).as_deref(), Some("40"));
+    // ...a new boot's wins by its time.
+    m.apply_record(&rec("a", "new", 1, 2_000, thermal(41.0, None)));
+    assert_eq!(value(&m, cpu).as_deref(), Some("41"));
+}
+
+#[test]
 fn throttle_follows_the_newest_reading_and_an_absent_ratio_is_no_sample() {
     let mut m = Metrics::new();
     m.apply_record(&rec("a", "b1", 1, 1, thermal(70.0, Some((true, None)))));
