@@ -175,3 +175,37 @@ async fn peer_by_service_combinations_are_capped_as_series() {
     assert_eq!(refused, Some((144 - CAP) as f64), "{body}");
     c.stop().await;
 }
+
+#[tokio::test]
+async fn node_names_differing_only_by_case_or_a_trailing_dot_are_refused_at_hello() {
+    let (dir, c) = Collector::temp().await;
+    let (mut a, _) = c.agent("node-a", "b1").await;
+    a.send(vec![record("node-a", "b1", 1, agent_stats(0, 0))])
+        .await
+        .unwrap();
+    for twin in ["NODE-A", "node-a.", "Node-A."] {
+        let mut s = Agent::open(c.grpc, hello(twin, "b2")).await.unwrap();
+        let e = s.next().await.expect_err("a twin's Hello is refused");
+        assert_eq!(e.code(), tonic::Code::InvalidArgument, "{e:?}");
+        assert!(e.message().contains("`node-a`"), "{e:?}");
+    }
+    assert_eq!(c.errors("node_name_twin").await, 3.0);
+    // The real node and another one still connect; nothing of the twins
+    // is stored.
+    c.agent("node-a", "b3").await;
+    c.agent("node-b", "b1").await;
+    c.stop().await;
+    // A restarted collector knows node-a from its store.
+    let c = Collector::start(dir.path()).await;
+    let mut s = Agent::open(c.grpc, hello("NODE-A", "b4")).await.unwrap();
+    assert!(s.next().await.is_err());
+    let nodes = c.json("/api/v1/nodes").await;
+    let names: BTreeSet<&str> = nodes["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["node"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, BTreeSet::from(["node-a", "node-b"]));
+    c.stop().await;
+}

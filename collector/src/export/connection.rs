@@ -64,6 +64,11 @@ impl ConnectionMetrics {
         }
     }
 
+    /// Every node known from the store, its records or a Hello.
+    pub fn nodes(&self) -> impl Iterator<Item = &str> {
+        self.nodes.keys().map(String::as_str)
+    }
+
     /// Whether the node has an open stream.
     pub fn connected(&self, node: &str) -> bool {
         self.nodes.get(node).is_some_and(|a| a.open_streams > 0)

@@ -166,6 +166,11 @@ impl Metrics {
         self.records.on_node(node, info);
     }
 
+    /// Every node known from the store, its records or a Hello.
+    pub fn known_nodes(&self) -> impl Iterator<Item = &str> {
+        self.connection.nodes()
+    }
+
     /// An agent stream opened with a valid `Hello`, which described the
     /// interfaces the agent watches.
     pub fn on_hello(&mut self, node: &str, info: agent::AgentInfo, interfaces: &[Interface]) {

@@ -287,6 +287,7 @@ impl Ingest {
         let row = validate::hello(&hello).map_err(invalid_argument)?;
         who.permits(&hello.node)
             .map_err(|m| ("permission_denied", Status::permission_denied(m)))?;
+        self.no_twin(&hello.node)?;
         self.admit(&hello.node)?;
         let watermarks = self
             .store
@@ -294,6 +295,22 @@ impl Ingest {
             .await
             .map_err(|e| ("store", Status::unavailable(format!("store: {e}"))))?;
         Ok((hello, watermarks))
+    }
+
+    /// Refuses a node name that differs from a known node's only by case
+    /// or a trailing dot ([`validate::twin`]).
+    fn no_twin(&self, node: &str) -> Result<(), Refusal> {
+        let m = self.metrics.lock();
+        match validate::twin(node, m.known_nodes()) {
+            None => Ok(()),
+            Some(known) => Err((
+                "node_name_twin",
+                Status::invalid_argument(format!(
+                    "node `{node}` differs from the known node `{known}` only by case or a \
+                     trailing dot; node names are compared exactly: use `{known}`"
+                )),
+            )),
+        }
     }
 
     /// Whether `node` may open a stream now: within the collector's node

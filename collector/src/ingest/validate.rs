@@ -182,6 +182,17 @@ fn hello_labels(h: &Hello) -> Result<(), Invalid> {
     Ok(())
 }
 
+/// A known node that `node` is not but differs from only by ASCII case
+/// or trailing dots (`NODE-A`, `node-a.` beside `node-a`). Node names are
+/// compared exactly (byte for byte, as mutual TLS compares them), so such
+/// a twin would be a second node of the same machine: the Hello is
+/// refused instead.
+pub fn twin<'a>(node: &str, known: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let fold = |n: &str| n.trim_end_matches('.').to_ascii_lowercase();
+    let mine = fold(node);
+    known.into_iter().find(|k| *k != node && fold(k) == mine)
+}
+
 /// Checks a `Hello` and turns it into the store's boot row.
 pub fn hello(h: &Hello) -> Result<HelloRow, Invalid> {
     if h.node.trim().is_empty() {
@@ -398,6 +409,16 @@ mod tests {
     use boltwatch_proto::v1::record::Payload;
     use boltwatch_proto::v1::AgentStats;
     use boltwatch_proto::UNKNOWN_KIND;
+
+    #[test]
+    fn a_node_name_differing_only_by_case_or_a_trailing_dot_is_a_twin() {
+        let known = ["node-a", "mini-b"];
+        assert_eq!(twin("NODE-A", known), Some("node-a"));
+        assert_eq!(twin("node-a.", known), Some("node-a"));
+        assert_eq!(twin("Mini-B..", known), Some("mini-b"));
+        assert_eq!(twin("node-a", known), None);
+        assert_eq!(twin("node-c", known), None);
+    }
 
     fn enc(node: &str, boot: &str, seq: u64) -> Vec<u8> {
         Record {
