@@ -14,8 +14,8 @@
 
 use std::collections::BTreeSet;
 use std::net::{TcpListener, UdpSocket};
-use std::sync::Mutex;
 use std::process::{Command, Output};
+use std::sync::Mutex;
 
 use proptest::prelude::*;
 use proptest::sample::select;
