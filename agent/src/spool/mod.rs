@@ -4,7 +4,8 @@
 //! (oldest segment first, counted as dropped).
 //!
 //! - [`segment`]: frame layout, checksum and the resynchronising scanner
-//!   (pure).
+//!   (pure); `span_crc`: the CRC of any stretch in constant time, which
+//!   keeps the scanner's resync linear (pure).
 //! - [`acks`]: the ack book, which seqs of which boot each segment holds
 //!   and what the collector acknowledged (pure).
 //! - [`held`]: records numbered but not yet written (pure).
@@ -36,6 +37,7 @@ pub mod loss;
 mod reader;
 mod recover;
 pub mod segment;
+mod span_crc;
 mod tap;
 
 use std::collections::BTreeMap;
