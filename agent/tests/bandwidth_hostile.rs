@@ -3,7 +3,8 @@
 //! victim nothing; a client that is neither a peer nor allowed is refused;
 //! an `omit` past the duration cap is refused at once and the server stays
 //! free; clients arriving while a test holds the server hear "busy" the
-//! iperf3 way (ACCESS_DENIED, then a clean close), never a reset. Stock
+//! iperf3 way (ACCESS_DENIED, then a clean close), never a reset; a client
+//! that drips its set-up is dropped at the set-up deadline. Stock
 //! `iperf3` is the client where a real client matters, a raw one where the
 //! stock client refuses to send what an attacker would. Counts are
 //! asserted, never times.
@@ -281,4 +282,48 @@ fn clients_queued_behind_the_last_stream_hear_busy_not_a_reset() {
     }
     // The test itself runs: TEST_START, TEST_RUNNING.
     assert_eq!((state(&mut ctrl), state(&mut ctrl)), (1, 2));
+}
+
+/// Issue 24 item 16: an admitted client that sends its set-up one byte at
+/// a time, each just inside the per-read timeout, kept every read alive
+/// and so held the server's one test slot for as long as it kept dripping.
+/// The whole set-up has one deadline: past it the dripper is dropped and
+/// counted, and the next client (stock `iperf3`) gets its test.
+#[test]
+fn a_client_dripping_its_setup_is_dropped_at_the_deadline_and_the_next_one_tests() {
+    let per_read = Duration::from_millis(1000);
+    let srv = OurServer::start(ServerOptions {
+        setup_timeout: per_read,
+        setup_deadline: Duration::from_secs(3),
+        ..Default::default()
+    });
+    // A cookie, then a parameter frame of 1000 bytes that never ends.
+    let mut drip: Vec<u8> = vec![b'd'; 36];
+    drip.push(0);
+    drip.extend_from_slice(&1000u32.to_be_bytes());
+    drip.extend(std::iter::repeat_n(b' ', 200));
+    let mut c = connect_from(localhost(), srv.addr);
+    let dripper = std::thread::spawn(move || {
+        // Bounded by the bytes above; ends early once the server hangs up.
+        for (i, b) in drip.iter().enumerate() {
+            if c.write_all(&[*b]).is_err() {
+                return Some(i);
+            }
+            std::thread::sleep(per_read * 7 / 10);
+        }
+        None
+    });
+    let timed_out = reaches(&srv.refusals.setup_timed_out, 1);
+    assert_eq!(
+        timed_out, 1,
+        "the dripping client was never dropped: it still holds the server"
+    );
+    // The dripper finds itself hung up on before it runs out of bytes.
+    let hung_up_at = dripper.join().unwrap();
+    assert!(hung_up_at.is_some(), "the server kept reading the drip");
+    // The server is free: a stock client runs its test.
+    assert_eq!(stock_error(srv.addr, &["-t", "1"]), "");
+    assert_eq!(srv.refusals.setup_timed_out.load(Ordering::Relaxed), 1);
+    assert_eq!(srv.refusals.busy.load(Ordering::Relaxed), 0);
+    eprintln!("dripping client dropped after {hung_up_at:?} bytes; the next client tested");
 }

@@ -32,8 +32,9 @@ pub fn write_frame(s: &mut TcpStream, json: &[u8]) -> io::Result<()> {
     s.write_all(&iperf3::encode_frame(json))
 }
 
-/// Reads a length-prefixed JSON document of at most `cap` bytes.
-pub fn read_frame(s: &mut TcpStream, cap: usize) -> Result<Vec<u8>, BandwidthError> {
+/// Reads a length-prefixed JSON document of at most `cap` bytes (from the
+/// control socket, or from the server's set-up reader over it).
+pub fn read_frame(s: &mut impl Read, cap: usize) -> Result<Vec<u8>, BandwidthError> {
     let mut h = [0u8; 4];
     s.read_exact(&mut h).map_err(eof_is_closed)?;
     let len = iperf3::frame_len(h, cap)?;

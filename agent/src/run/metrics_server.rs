@@ -1,6 +1,6 @@
-//! The node's own `/metrics` role (`--metrics-listen`): taps the spool for
-//! the records it numbers and serves them, whether or not the collector
-//! is reachable.
+//! The node's own `/metrics` role (`--metrics-listen`): serves the records
+//! the spool numbers (through the tap it hands back for the spool), whether
+//! or not the collector is reachable.
 
 use std::net::TcpListener;
 
@@ -10,14 +10,10 @@ use tracing::info;
 use super::crew::Crew;
 use crate::error::Error;
 use crate::metrics::{server, NodeMetrics};
-use crate::spool::Spool;
+use crate::spool::Tap;
 
-pub(super) fn start(
-    crew: &mut Crew,
-    listener: TcpListener,
-    hello: &Hello,
-    spool: &mut Spool,
-) -> Result<(), Error> {
+/// Starts serving; the returned tap goes on the spool once it is recovered.
+pub(super) fn start(crew: &mut Crew, listener: TcpListener, hello: &Hello) -> Result<Tap, Error> {
     let spawn_err = |source| Error::Spawn {
         what: "the metrics server".into(),
         source,
@@ -26,8 +22,8 @@ pub(super) fn start(
     let addr = listener.local_addr().ok();
     let listener = tokio::net::TcpListener::from_std(listener).map_err(spawn_err)?;
     let metrics = NodeMetrics::new(hello);
-    spool.set_tap(metrics.tap());
+    let tap = metrics.tap();
     crew.task(server::serve(listener, metrics, server::Limits::default()));
     info!(addr = ?addr, "serving this node's /metrics");
-    Ok(())
+    Ok(tap)
 }

@@ -18,7 +18,11 @@
 //! | path watch | [`path_watch`] | task per peer |
 //! | health reporter | [`health_reporter`] | task |
 //! | the node's `/metrics` (`metrics_listen`) | [`metrics_server`] | task |
-//! | transport | [`crate::transport`] | task, until the sinks close |
+//! | spool recovery, then the transport | [`transport`] | blocking thread, then task, until the sinks close |
+//!
+//! The spool directory is locked before any role starts, and recovered
+//! last, off the reflector's and the probes' path: records made meanwhile
+//! wait in the sink's channel.
 //!
 //! Stopping runs the other way: the producers stop and are joined, the
 //! outage tracker drains what they reported, a final health record goes
@@ -39,14 +43,12 @@ mod services;
 #[cfg(test)]
 mod tests;
 mod topology;
+mod transport;
 
 use std::future::Future;
 use std::net::{SocketAddr, TcpListener, UdpSocket};
 use std::sync::Arc;
-use std::time::Duration;
 
-use boltwatch_proto::v1::Hello;
-use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
@@ -54,9 +56,7 @@ use tracing::{info, warn};
 use crate::config::Config;
 use crate::error::Error;
 use crate::health::Health;
-use crate::sink::Emitted;
-use crate::spool::{Spool, SpoolOptions};
-use crate::transport::{self, TransportOptions};
+use crate::spool::Spool;
 use crew::Crew;
 use topology::Topology;
 
@@ -155,6 +155,7 @@ impl Liveness {
 /// As [`run`], for a supervised process: once every role started, `serve`
 /// gets the agent's [`Liveness`] and returns the future the agent runs
 /// until; the binary sends systemd's READY=1 there and runs the watchdog.
+/// A spool that cannot be recovered stops the agent with its error.
 pub async fn run_supervised<F, Fut>(
     config: Config,
     listeners: Listeners,
@@ -166,13 +167,17 @@ where
 {
     let probing = !config.peers.is_empty();
     let agent = Agent::start(config, listeners)?;
-    serve(Liveness {
+    let failed = agent.spool_failed.clone();
+    let liveness = Liveness {
         health: agent.crew.health.clone(),
         probing,
-    })
-    .await;
+    };
+    tokio::select! {
+        () = serve(liveness) => {}
+        () = failed.cancelled() => {}
+    }
     info!("agent stopping");
-    Ok(agent.stop().await)
+    agent.stop().await
 }
 
 /// The roles of a started agent.
@@ -180,14 +185,17 @@ struct Agent {
     boot_id: String,
     crew: Crew,
     outage: outage_tracker::Running,
-    transport: JoinHandle<Spool>,
+    transport: JoinHandle<Result<Spool, Error>>,
+    /// Cancelled when the spool could not be recovered.
+    spool_failed: CancellationToken,
 }
 
 impl Agent {
     fn start(config: Config, listeners: Listeners) -> Result<Agent, Error> {
         let boot_id = new_boot_id();
-        // Before any role starts, so a locked or unwritable spool fails fast.
-        let mut spool = open_spool(&config, &boot_id)?;
+        // Before any role starts, so a locked or unwritable spool fails fast;
+        // it is recovered once they all run.
+        let locked = transport::lock(&config)?;
         let (mut crew, records) = Crew::new(CancellationToken::new());
         let topology = Topology::discover(&config);
         let reflector_addr = listeners.stamp.local_addr().ok();
@@ -202,27 +210,37 @@ impl Agent {
         path_watch::start(&mut crew, &config, &topology);
         health_reporter::start(&mut crew);
         let hello = topology.hello(&config, &boot_id);
-        if let Some(l) = listeners.metrics {
-            metrics_server::start(&mut crew, l, &hello, &mut spool)?;
-        }
-        let transport = start_transport(&config, hello, spool, records, &crew);
+        let tap = match listeners.metrics {
+            Some(l) => Some(metrics_server::start(&mut crew, l, &hello)?),
+            None => None,
+        };
         info!(node = %config.node, boot_id = %boot_id, reflector = ?reflector_addr,
             peers = config.peers.len(), "agent started");
         crate::support::log_unsupported();
+        let recovery = transport::Recovery {
+            locked,
+            boot_id: boot_id.clone(),
+            tap,
+            failed: CancellationToken::new(),
+        };
+        let spool_failed = recovery.failed.clone();
+        let transport = transport::start(&config, hello, recovery, records, &crew);
         Ok(Agent {
             boot_id,
             crew,
             outage: outage.running(),
             transport,
+            spool_failed,
         })
     }
 
-    async fn stop(self) -> Stopped {
+    async fn stop(self) -> Result<Stopped, Error> {
         let Agent {
             boot_id,
             mut crew,
             outage,
             transport,
+            spool_failed: _,
         } = self;
         crew.stop().await;
         outage.join().await;
@@ -230,46 +248,17 @@ impl Agent {
         // The last sink: the transport flushes and returns the spool.
         drop(crew);
         let (undelivered, last_seq) = match transport.await {
-            Ok(spool) => (spool.unacked() as usize, spool.next_seq() - 1),
+            Ok(Ok(spool)) => (spool.unacked() as usize, spool.next_seq() - 1),
+            Ok(Err(e)) => return Err(e),
             Err(e) => {
                 warn!(error = %e, "transport task failed");
                 (0, 0)
             }
         };
-        Stopped {
+        Ok(Stopped {
             boot_id,
             undelivered,
             last_seq,
-        }
+        })
     }
-}
-
-/// The transport: ships what the sink receives until the last sink is
-/// dropped, then flushes for at most 3 s and returns the spool.
-fn start_transport(
-    config: &Config,
-    hello: Hello,
-    spool: Spool,
-    records: UnboundedReceiver<Emitted>,
-    crew: &Crew,
-) -> JoinHandle<Spool> {
-    let opts = TransportOptions {
-        collector: config.collector.clone(),
-        hello,
-        token: config.token.clone(),
-        tls: config.tls.clone(),
-        flush_timeout: Duration::from_secs(3),
-    };
-    tokio::spawn(transport::run(opts, spool, records, crew.health.clone()))
-}
-
-fn open_spool(config: &Config, boot_id: &str) -> Result<Spool, Error> {
-    let opts = SpoolOptions {
-        dir: config.spool_dir.clone(),
-        max_bytes: config.spool_max_bytes,
-    };
-    Spool::open(opts, &config.node, boot_id).map_err(|e| Error::Spawn {
-        what: "the spool".into(),
-        source: std::io::Error::other(e),
-    })
 }

@@ -4,7 +4,8 @@
 //! (oldest segment first, counted as dropped).
 //!
 //! - [`segment`]: frame layout, checksum and the resynchronising scanner
-//!   (pure).
+//!   (pure); `span_crc`: the CRC of any stretch in constant time, which
+//!   keeps the scanner's resync linear (pure).
 //! - [`acks`]: the ack book, which seqs of which boot each segment holds
 //!   and what the collector acknowledged (pure).
 //! - [`held`]: records numbered but not yet written (pure).
@@ -36,6 +37,7 @@ pub mod loss;
 mod reader;
 mod recover;
 pub mod segment;
+mod span_crc;
 mod tap;
 
 use std::collections::BTreeMap;
@@ -117,12 +119,26 @@ impl std::fmt::Debug for Spool {
     }
 }
 
+/// A spool directory this process holds the lock of, not yet recovered
+/// ([`Spool::lock`]).
+#[derive(Debug)]
+pub struct Locked {
+    opts: SpoolOptions,
+    lock: Flock<File>,
+}
+
 impl Spool {
-    /// Opens (or creates) the spool in `opts.dir` for a new boot: locks the
-    /// directory, indexes existing segments (truncating a torn tail, moving
-    /// a damaged file aside, counting what was lost) and starts a new
-    /// segment.
+    /// Opens (or creates) the spool in `opts.dir` for a new boot:
+    /// [`Spool::lock`], then [`Locked::recover`].
     pub fn open(opts: SpoolOptions, node: &str, boot_id: &str) -> Result<Spool, SpoolError> {
+        Spool::lock(opts)?.recover(node, boot_id)
+    }
+
+    /// Creates `opts.dir` if need be and takes its lock: quick, so a
+    /// second agent on the same directory (or one it cannot write) fails
+    /// at once, while the recovery, as long as the files are large, can
+    /// wait until the probes run.
+    pub fn lock(opts: SpoolOptions) -> Result<Locked, SpoolError> {
         let dir = opts.dir.clone();
         fs::create_dir_all(&dir).map_err(io_err(&dir))?;
         let lock_path = dir.join("lock");
@@ -134,7 +150,18 @@ impl Spool {
             .map_err(io_err(&lock_path))?;
         let lock = Flock::lock(lock_file, FlockArg::LockExclusiveNonblock)
             .map_err(|_| SpoolError::Locked(dir.clone()))?;
+        Ok(Locked { opts, lock })
+    }
+}
 
+impl Locked {
+    /// The spool for a new boot: indexes the segments earlier boots left
+    /// (truncating a torn tail, moving a damaged file aside, counting what
+    /// was lost) and starts a new segment. Linear in the bytes on disk,
+    /// damaged or not.
+    pub fn recover(self, node: &str, boot_id: &str) -> Result<Spool, SpoolError> {
+        let Locked { opts, lock } = self;
+        let dir = opts.dir.clone();
         let files = recover::list(&dir)?;
         let mut book = AckBook::new();
         let mut tally = LossTally::new();
@@ -196,7 +223,9 @@ impl Spool {
         spool.enforce_cap();
         Ok(spool)
     }
+}
 
+impl Spool {
     /// Calls `tap` with every record numbered from now on.
     pub fn set_tap(&mut self, tap: Tap) {
         self.tap = Some(tap);

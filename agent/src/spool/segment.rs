@@ -8,6 +8,8 @@
 //! out and reports the bytes it skipped, so the spool can keep every intact
 //! frame and count the damage.
 
+use super::span_crc::SpanCrc;
+
 /// Bytes of the frame header.
 pub const HEADER: usize = 8;
 /// Largest frame payload accepted; a longer length field is corruption.
@@ -124,7 +126,11 @@ pub enum Piece<'a> {
 ///
 /// After a bad frame it tries every following byte offset as a frame start
 /// and resumes at the first whose length is plausible and whose CRC
-/// matches; a false resync needs a 32-bit CRC to match by chance. Unlike
+/// matches; a false resync needs a 32-bit CRC to match by chance. Each
+/// candidate's CRC comes from prefix CRCs of the window ([`SpanCrc`]), not
+/// by hashing its payload: a file of crafted headers, each naming a long
+/// payload, would otherwise cost its size times the frame size. So a scan
+/// is linear in the file's size, damaged or not. Unlike
 /// [`decode`], it never takes an empty payload for a frame: a spool record
 /// is never empty, and eight zero bytes (a zero-filled tail after a crash)
 /// would otherwise pass as one.
@@ -141,8 +147,8 @@ pub struct Scanner {
 /// frame of the largest size plus one byte.
 pub const MIN_WINDOW: usize = HEADER + MAX_FRAME + 1;
 
-/// How a frame at the start of `buf` reads, given whether the file ends
-/// with `buf`.
+/// How a frame at `buf[from..]` reads, given whether the file ends with
+/// `buf`.
 enum At {
     /// Intact: payload length.
     Frame(usize),
@@ -154,10 +160,13 @@ enum At {
     More,
 }
 
-fn at(buf: &[u8], eof: bool) -> At {
+/// `crc(a, b)` is the CRC of `buf[a..b]`, asked only of a plausible
+/// header whose payload is all in `buf`.
+fn at(buf: &[u8], from: usize, eof: bool, crc: impl FnOnce(usize, usize) -> u32) -> At {
+    let rest = &buf[from..];
     let short = if eof { At::Short } else { At::More };
-    let Ok((len, crc)) = header(buf) else {
-        return match buf.len() {
+    let Ok((len, want)) = header(rest) else {
+        return match rest.len() {
             n if n < HEADER => short,
             _ => At::Bad,
         };
@@ -165,10 +174,10 @@ fn at(buf: &[u8], eof: bool) -> At {
     if len == 0 {
         return At::Bad;
     }
-    if buf.len() < HEADER + len {
+    if rest.len() < HEADER + len {
         return short;
     }
-    if crc32fast::hash(&buf[HEADER..HEADER + len]) != crc {
+    if crc(from + HEADER, from + HEADER + len) != want {
         return At::Bad;
     }
     At::Frame(len)
@@ -188,13 +197,16 @@ impl Scanner {
     /// always makes progress.
     pub fn feed<'a>(&mut self, buf: &'a [u8], eof: bool, mut out: impl FnMut(Piece<'a>)) -> usize {
         let mut pos = 0;
+        // One for the whole window: every byte is hashed once for all of
+        // the candidates, however many stretches of damage it holds.
+        let mut span = SpanCrc::new(buf);
         loop {
             if let Some((start, torn)) = self.damaged {
                 // Look for the next intact, non-empty frame.
                 let mut found = None;
                 let mut cand = pos;
                 while cand < buf.len() {
-                    match at(&buf[cand..], eof) {
+                    match at(buf, cand, eof, |a, b| span.crc(a, b)) {
                         At::Frame(_) => {
                             found = Some(cand);
                             break;
@@ -224,7 +236,7 @@ impl Scanner {
             if pos == buf.len() {
                 break;
             }
-            match at(&buf[pos..], eof) {
+            match at(buf, pos, eof, |a, b| crc32fast::hash(&buf[a..b])) {
                 At::Frame(len) => {
                     out(Piece::Frame {
                         offset: self.base + pos as u64,
@@ -391,6 +403,33 @@ mod tests {
                 torn: false
             }
         );
+    }
+
+    #[test]
+    fn crafted_headers_between_frames_are_one_stretch_of_damage() {
+        // Every fourth offset names a payload of 16 to 64 KiB that is there
+        // but fails its CRC: hashing each would be quadratic.
+        let (mut buf, at) = frames_at(&[b"before"]);
+        let junk_at = buf.len() as u64;
+        let junk = 256 * 1024;
+        for k in 0..junk / 4 {
+            let len = (16 << 10) + (k * 7919) % (48 << 10);
+            buf.extend_from_slice(&(len as u32).to_le_bytes()[..3]);
+            buf.push(0);
+        }
+        let after = buf.len() as u64;
+        encode(b"after", &mut buf);
+        let pieces = fed(&buf, &[MIN_WINDOW / 3]);
+        assert_eq!(payloads(&pieces), vec![&b"before"[..], b"after"]);
+        assert_eq!(
+            pieces[1],
+            Piece::Damaged {
+                offset: junk_at,
+                len: after - junk_at,
+                torn: false
+            }
+        );
+        assert_eq!(at, vec![0]);
     }
 
     /// Feeds `buf` in windows cut at `cuts`, as the spool reads a file.

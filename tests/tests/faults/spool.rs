@@ -1,6 +1,8 @@
 //! The spool under damage and pressure: a flipped byte costs one record
-//! (a gap and a counted drop); a cap hit while the collector is away drops
-//! the oldest, counts them, and keeps the agent's memory flat.
+//! (a gap and a counted drop); a crafted damaged segment neither silences
+//! the reflector nor costs the records around it; a cap hit while the
+//! collector is away drops the oldest, counts them, and keeps the agent's
+//! memory flat.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -12,7 +14,7 @@ use boltwatch_proto::v1::{HistogramBucket, Record, RttSummary};
 use boltwatch_tests::procs::{agent, free_udp_port, sample, wait_for};
 use prost::Message;
 
-use crate::support::{agent_args, boot_held, rss_kib, spooled, start_pair, Held, Home};
+use crate::support::{agent_args, boot_held, plain, rss_kib, spooled, start_pair, Held, Home};
 
 #[test]
 fn a_flipped_byte_in_the_spool_costs_one_record_shown_as_a_gap_and_a_drop() {
@@ -221,5 +223,123 @@ fn spool_cap_while_collector_is_down_counts_drops_and_rss_stays_flat() {
         );
         dropped == Some((prefilled - stored) as f64)
     });
+    assert_eq!(a.terminate(), Some(0));
+}
+
+/// A segment an earlier boot `boot` of node `a` left: records 1, then
+/// `junk` bytes of crafted frame headers, each naming a payload of 64 KiB
+/// to 1 MiB that is there but fails its CRC, then records 2 and 3. Every
+/// fourth offset of the junk is a plausible header, so a resync that hashes
+/// each candidate's payload does terabytes of work.
+fn crafted_segment(boot: &str, junk: usize) -> Vec<u8> {
+    let record = |seq: u64| {
+        Record {
+            node: "a".into(),
+            boot_id: boot.into(),
+            seq,
+            unix_ns: 1_700_000_000_000_000_000 + seq * 1_000_000_000,
+            payload: Some(rtt_payload(seq)),
+        }
+        .encode_to_vec()
+    };
+    let mut seg = Vec::new();
+    segment::encode(&record(1), &mut seg);
+    for k in 0..junk / 4 {
+        // Little-endian length below 4 MiB (high byte 0), varying.
+        let len = (64 << 10) + (k * 7919) % (960 << 10);
+        seg.extend_from_slice(&(len as u32).to_le_bytes()[..3]);
+        seg.push(0);
+    }
+    segment::encode(&record(2), &mut seg);
+    segment::encode(&record(3), &mut seg);
+    seg
+}
+
+/// Sends STAMP test packets to `port` (one at a time, each given 200 ms)
+/// until one is reflected; false after `tries`.
+fn stamp_answers(port: u16, tries: u32) -> bool {
+    let s = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    s.set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    let mut buf = [0u8; 128];
+    for seq in 1..=tries {
+        let mut probe = [0u8; 44];
+        probe[..4].copy_from_slice(&seq.to_be_bytes());
+        s.send_to(&probe, ("127.0.0.1", port)).unwrap();
+        // A reflected packet carries the sender's seq at octets 24..28.
+        if let Ok(n) = s.recv(&mut buf) {
+            if n >= 44 && buf[24..28] == seq.to_be_bytes() {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+/// Issue 24 item 17: a crafted damaged segment kept the agent from
+/// answering STAMP while it resynchronised (the reflector started after
+/// the spool's recovery, and the resync hashed every candidate's payload).
+/// Here the recovery is held open for as long as the test likes: a second,
+/// empty segment is a FIFO, whose opening blocks until the test opens its
+/// other end. The reflector must answer while the recovery is stuck there,
+/// and once released, the recovery must get through the crafted segment
+/// and deliver the intact records around the damage.
+#[test]
+fn stamp_is_answered_while_a_crafted_damaged_spool_recovers_and_its_records_arrive() {
+    let dir = tempfile::tempdir().unwrap();
+    let spool_dir = dir.path().join("spool-a");
+    std::fs::create_dir_all(&spool_dir).unwrap();
+    let boot = "crafted-earlier-boot";
+    let junk = 16 << 20;
+    std::fs::write(
+        spool_dir.join(format!("{:020}.seg", 1)),
+        crafted_segment(boot, junk),
+    )
+    .unwrap();
+    let fifo = spool_dir.join(format!("{:020}.seg", 2));
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+
+    let home = Home::new(dir.path());
+    let c = home.start();
+    let port = free_udp_port();
+    let mut args = agent_args(&home.url(), port, &[], "100ms");
+    args.extend(["--spool-max-bytes".into(), (1u64 << 30).to_string()]);
+    let mut a = agent(dir.path(), "a", &args);
+
+    // The recovery cannot end before the FIFO's writer comes and goes.
+    assert!(
+        stamp_answers(port, 300),
+        "no STAMP reply while the spool recovers"
+    );
+    assert!(!plain(&a.log_text()).contains("spool recovered"));
+    // Let the recovery through the FIFO: it opens for writing once the
+    // recovery holds its reading end, and closing it is an empty segment.
+    wait_for(
+        "the recovery to reach the FIFO",
+        Duration::from_secs(120),
+        || {
+            use std::os::unix::fs::OpenOptionsExt;
+            std::fs::OpenOptions::new()
+                .write(true)
+                .custom_flags(nix::libc::O_NONBLOCK)
+                .open(&fifo)
+                .is_ok()
+        },
+    );
+    wait_for(
+        "the records around the damage",
+        Duration::from_secs(120),
+        || boot_held(&c, "a", boot) == Some(Held::complete(3)),
+    );
+    let log = plain(&a.log_text());
+    let recovered = log
+        .lines()
+        .find(|l| l.contains("spool recovered"))
+        .expect("a `spool recovered` line");
+    eprintln!("{junk} crafted bytes: STAMP answered during recovery; {recovered}");
     assert_eq!(a.terminate(), Some(0));
 }

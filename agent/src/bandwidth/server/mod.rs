@@ -12,11 +12,14 @@
 //! iperf3 `ACCESS_DENIED` sent by [`deny::Denier`], never a reset.
 //!
 //! One accept thread owns the listener and hands each test to a session
-//! thread. Every wait on a client has a deadline (setup steps, the test time
-//! plus a grace period, the results exchange), and the session frees the
-//! server slot from a drop guard, so a client that resets, goes silent or
-//! panics the session never leaves the server stuck busy.
+//! thread. Every wait on a client has a deadline (the whole set-up, each of
+//! its reads, the test time plus a grace period, the results exchange),
+//! and the session frees the
+//! server slot from a drop guard, so a client that resets, goes silent,
+//! drips its set-up a byte at a time or panics the session never leaves
+//! the server stuck busy.
 
+mod deadline;
 mod deny;
 pub mod policy;
 mod report;
@@ -30,6 +33,7 @@ use super::error::BandwidthError;
 use super::iperf3::{self, Mode, Params, Results, State};
 use super::load::{GateGuard, LoadBoard, TestGate};
 use boltwatch_proto::v1::BandwidthInterval;
+use deadline::SetupDeadline;
 use deny::Denier;
 use policy::{Accepted, Admission, Limits};
 use report::intervals_json;
@@ -47,8 +51,14 @@ use udp::{udp_accept, udp_listener, UdpFrom};
 /// Server timeouts and limits.
 #[derive(Debug, Clone)]
 pub struct ServerOptions {
-    /// Longest wait for any setup step (cookie, parameters, streams).
+    /// Longest wait for any one step of the set-up (a read, or all the
+    /// streams arriving) and for the results.
     pub setup_timeout: Duration,
+    /// Longest the whole set-up may take, from accept to the test's start
+    /// (cookie, parameters, every stream): [`SETUP_DEADLINE`] by default.
+    /// Past it the client is dropped, the slot is free again and the event
+    /// is counted in [`Refusals::setup_timed_out`].
+    pub setup_deadline: Duration,
     /// How long past the announced test time a silent client is tolerated.
     pub grace: Duration,
     /// Longest test accepted, `time` plus `omit`. 60 s by default: a
@@ -82,6 +92,7 @@ impl Default for ServerOptions {
     fn default() -> Self {
         ServerOptions {
             setup_timeout: Duration::from_secs(10),
+            setup_deadline: SETUP_DEADLINE,
             grace: Duration::from_secs(10),
             max_duration: Duration::from_secs(60),
             max_rate_bps: 40_000_000_000,
@@ -113,6 +124,13 @@ impl ServerOptions {
     }
 }
 
+/// The default [`ServerOptions::setup_deadline`]. A stock `iperf3 -c` or
+/// our own client sends its cookie and parameters at once and opens its
+/// streams right after `CREATE_STREAMS`: well under a second on a link,
+/// with room left for a few retransmitted SYNs. Anything slower is a
+/// client holding the node's one test slot without testing.
+pub const SETUP_DEADLINE: Duration = Duration::from_secs(10);
+
 /// Connections and datagrams the server refused, by reason.
 #[derive(Debug, Default)]
 pub struct Refusals {
@@ -125,6 +143,9 @@ pub struct Refusals {
     pub foreign_data_source: AtomicU64,
     /// Parameters over the limits (length, rate, streams, block).
     pub over_limits: AtomicU64,
+    /// An admitted client that did not finish its set-up in time (a read
+    /// timed out, or the whole set-up passed its deadline): dropped.
+    pub setup_timed_out: AtomicU64,
 }
 
 fn count(c: &AtomicU64) {
@@ -263,13 +284,15 @@ fn spawn_session(
 ) -> Option<JoinHandle<()>> {
     let ctx = cx.clone();
     let guard = SlotGuard(cx.slot.clone());
+    // From accept: the thread's start is part of the client's time.
+    let deadline = SetupDeadline::after(cx.opts.setup_deadline);
     let spawned = std::thread::Builder::new()
         .name("bw-session".into())
         .spawn(move || {
             let _guard = guard;
             let _gate = gate_guard;
             let mut phase = "cookie";
-            match session(s, &ctx, &mut phase) {
+            match session(s, &ctx, deadline, &mut phase) {
                 Ok(()) => tracing::info!(%peer, "bandwidth test done"),
                 Err(e) => {
                     tracing::warn!(%peer, phase, error = %e, "bandwidth test aborted")
@@ -331,21 +354,24 @@ fn server_error(ctrl: &mut TcpStream, msg: &str) -> BandwidthError {
 }
 
 /// One test, as iperf3's server runs it: the cookie and parameters, the
-/// data streams, the test itself, then the results exchange. `phase` names
-/// the step under way, for the log line of a test that fails.
+/// data streams (all of it by `deadline`), the test itself, then the
+/// results exchange. `phase` names the step under way, for the log line of
+/// a test that fails.
 fn session(
     mut ctrl: TcpStream,
     cx: &SessionCtx,
+    deadline: SetupDeadline,
     phase: &mut &'static str,
 ) -> Result<(), BandwidthError> {
     let client = ctrl.peer_addr()?.ip();
-    let (cookie, params, ok) = negotiate(&mut ctrl, &cx.opts, phase)?;
-    *phase = "streams";
-    let plan = StreamPlan::of(&params, cx.opts.setup_timeout);
-    let specs = if params.is_udp() {
-        udp_streams(&mut ctrl, cx, client, &plan)?
-    } else {
-        tcp_streams(&mut ctrl, cx, client, &cookie, &plan)?
+    let (params, ok, specs) = match set_up(&mut ctrl, cx, client, deadline, phase) {
+        Ok(s) => s,
+        Err(e) => {
+            if deadline.passed() || matches!(&e, BandwidthError::Io(io) if engine::is_wait(io)) {
+                count(&cx.opts.refusals.setup_timed_out);
+            }
+            return Err(e);
+        }
     };
     *phase = "running";
     write_state(&mut ctrl, State::TestStart)?;
@@ -369,22 +395,46 @@ fn session(
     exchange_results(&mut ctrl, &cx.opts, &params, &fin, &intervals)
 }
 
-/// The setup before any stream: the client's cookie, its parameters, and
+/// Everything before `TEST_START`, by `deadline`: the parameters, what the
+/// policy made of them, and the data streams.
+fn set_up(
+    ctrl: &mut TcpStream,
+    cx: &SessionCtx,
+    client: IpAddr,
+    deadline: SetupDeadline,
+    phase: &mut &'static str,
+) -> Result<(Params, Accepted, Vec<StreamSpec>), BandwidthError> {
+    let (cookie, params, ok) = negotiate(ctrl, &cx.opts, deadline, phase)?;
+    *phase = "streams";
+    // The streams come at once: waiting for them is one step, limited
+    // like any other, and never past the set-up's deadline.
+    let plan = StreamPlan::of(&params, deadline.within(cx.opts.setup_timeout));
+    let specs = if params.is_udp() {
+        udp_streams(ctrl, cx, client, &plan)?
+    } else {
+        tcp_streams(ctrl, cx, client, &cookie, &plan)?
+    };
+    Ok((params, ok, specs))
+}
+
+/// The set-up before any stream: the client's cookie, its parameters, and
 /// the policy's verdict on them (a refusal is sent to the client and
 /// counted).
 fn negotiate(
     ctrl: &mut TcpStream,
     opts: &ServerOptions,
+    deadline: SetupDeadline,
     phase: &mut &'static str,
 ) -> Result<([u8; iperf3::COOKIE_SIZE], Params, Accepted), BandwidthError> {
     ctrl.set_nodelay(true)?;
-    ctrl.set_read_timeout(Some(opts.setup_timeout))?;
     ctrl.set_write_timeout(Some(opts.setup_timeout))?;
     let mut cookie = [0u8; iperf3::COOKIE_SIZE];
-    ctrl.read_exact(&mut cookie)?;
+    let mut r = deadline.reader(ctrl, opts.setup_timeout);
+    r.read_exact(&mut cookie)?;
     *phase = "parameters";
     write_state(ctrl, State::ParamExchange)?;
-    let params = Params::from_json(&read_frame(ctrl, iperf3::MAX_PARAMS_JSON)?)?;
+    let mut r = deadline.reader(ctrl, opts.setup_timeout);
+    let params = Params::from_json(&read_frame(&mut r, iperf3::MAX_PARAMS_JSON)?)?;
     match policy::accept(&params, &opts.limits(), super::client::DEFAULT_UDP_BLOCK) {
         Ok(ok) => Ok((cookie, params, ok)),
         Err(why) => {
@@ -401,11 +451,11 @@ struct StreamPlan {
     parallel: usize,
     total: usize,
     window: Option<usize>,
-    deadline: Instant,
+    deadline: SetupDeadline,
 }
 
 impl StreamPlan {
-    fn of(params: &Params, setup_timeout: Duration) -> StreamPlan {
+    fn of(params: &Params, deadline: SetupDeadline) -> StreamPlan {
         let mode = params.mode();
         let parallel = params.parallel as usize;
         StreamPlan {
@@ -417,7 +467,7 @@ impl StreamPlan {
                 parallel
             },
             window: params.window.map(|w| w as usize),
-            deadline: Instant::now() + setup_timeout,
+            deadline,
         }
     }
 
@@ -449,7 +499,7 @@ fn udp_streams(
     for i in 0..plan.total {
         let from = UdpFrom {
             client,
-            deadline: plan.deadline,
+            deadline: plan.deadline.at(),
             refused: &cx.opts.refusals.foreign_data_source,
         };
         let (sock, next) = udp_accept(listener, cx.local, &from, plan.window)?;
@@ -458,6 +508,10 @@ fn udp_streams(
     }
     Ok(specs)
 }
+
+/// Longest wait for one read of a stream connection's cookie (within the
+/// set-up deadline): a stream sends it as soon as it connects.
+const STREAM_COOKIE_WAIT: Duration = Duration::from_secs(2);
 
 /// A TCP test's streams, forwarded by the accept loop: only connections
 /// from the client's IP that present its cookie join; the rest are refused.
@@ -473,8 +527,8 @@ fn tcp_streams(
     let inbox = Inbox::open(&cx.slot, &cx.denier);
     write_state(ctrl, State::CreateStreams)?;
     while specs.len() < plan.total {
-        let left = plan.deadline.saturating_duration_since(Instant::now());
-        let mut s = inbox
+        let left = plan.deadline.at().saturating_duration_since(Instant::now());
+        let s = inbox
             .rx
             .recv_timeout(left)
             .map_err(|_| BandwidthError::Protocol("streams did not arrive".into()))?;
@@ -486,8 +540,11 @@ fn tcp_streams(
             continue;
         }
         let mut c = [0u8; iperf3::COOKIE_SIZE];
-        s.set_read_timeout(Some(Duration::from_secs(2)))?;
-        if s.read_exact(&mut c).is_err() || c != *cookie {
+        let cookie_read = plan
+            .deadline
+            .reader(&s, STREAM_COOKIE_WAIT)
+            .read_exact(&mut c);
+        if cookie_read.is_err() || c != *cookie {
             // Another client from the same address: it hears "busy".
             count(&opts.refusals.busy);
             cx.denier.deny_after_cookie(s);
