@@ -16,7 +16,11 @@
 //!   domain, and the Prometheus text rendering; pure. Ingest writes to it,
 //!   HTTP reads it.
 //! - [`api`] and [`dto`]: the `/api/v1` JSON routes and their shapes.
-//! - [`http`]: the axum server for `/metrics`, `/healthz` and `/api/v1`.
+//! - [`http`]: the HTTP servers for `/metrics`, `/healthz` and `/api/v1`:
+//!   an accept loop with a connection cap, header and idle timeouts, then
+//!   axum's routes.
+//! - `accept`: the one rule for a failed `accept` (log, wait 100 ms),
+//!   shared by gRPC ingest and HTTP.
 //! - [`report`]: report math over stored records (lab table, soak reports).
 //! - [`soak`]: soak runs as stored objects, their HTTP routes, the report
 //!   loader and the live soak state on `/metrics`.
@@ -33,6 +37,7 @@
 //! the lab (`boltwatch-lab`) bind port 0 and stop it at will.
 #![deny(missing_docs)]
 
+mod accept;
 pub mod api;
 pub mod config;
 pub mod dto;

@@ -66,15 +66,7 @@ pub async fn serve(
     loop {
         let (stream, peer) = tokio::select! {
             _ = stopped(&mut shutdown) => break,
-            r = listener.accept() => match r {
-                Ok(x) => x,
-                Err(e) => {
-                    // EMFILE and friends: back off instead of spinning.
-                    tracing::warn!(error = %e, "HTTP accept failed");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                    continue;
-                }
-            },
+            x = crate::accept::next(&listener, "HTTP") => x,
         };
         let Ok(slot) = slots.clone().try_acquire_owned() else {
             metrics.lock().on_http_refused("connection_limit");

@@ -305,15 +305,7 @@ pub async fn accept_loop(
     loop {
         let (stream, peer) = tokio::select! {
             _ = super::stopped(&mut shutdown) => return,
-            r = listener.accept() => match r {
-                Ok(x) => x,
-                Err(e) => {
-                    // EMFILE and friends: back off instead of spinning.
-                    tracing::warn!(error = %e, "gRPC accept failed");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                    continue;
-                }
-            },
+            x = crate::accept::next(&listener, "gRPC") => x,
         };
         if let Some(admitted) = admit(&policy, &metrics, peer) {
             let _ = stream.set_nodelay(true);
