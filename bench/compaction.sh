@@ -44,7 +44,7 @@ PY
 }
 
 
-from=1795996800
+from=1793491200
 to=$((from + hours * 3600))
 TIMEFORMAT='%R %U %S'
 report() { # $1: data dir, $2: label; table timed on core 0, JSON kept

@@ -30,7 +30,7 @@ grpc=127.0.0.1:$(bench_port)
 http=127.0.0.1:$(bench_port)
 bench_serve "$dir"
 "$rel/examples/store_load" --grpc "$grpc" --hours 1 --nodes 4 --window 2 --pid "$collector" >/dev/null
-from=1795996800
+from=1793491200
 "$bin" soak start mesh --from "$from" --to $((from + 3600)) --data-dir "$dir" >/dev/null
 
 run() {

@@ -18,7 +18,7 @@ dir=$scratch/data
 STORE_BENCH_KEEP=$dir bash bench/store.sh --hours "$hours" --nodes "$nodes" >"$scratch/store.md"
 bin=${CARGO_TARGET_DIR:-target}/release/boltwatch-collector
 
-from=1795996800
+from=1793491200
 to=$((from + hours * 3600))
 TIMEFORMAT='%R %U %S'
 report() { # $1: label; times each format on core 0, keeps the JSON

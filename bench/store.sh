@@ -61,7 +61,7 @@ db=$(stat -c %s "$dir/boltwatch.db")
 wal=$(stat -c %s "$dir/boltwatch.db-wal" 2>/dev/null || echo 0)
 bytes=$((db + wal))
 
-from=1795996800
+from=1793491200
 to=$((from + hours * 3600))
 # Wall and CPU (user + sys) seconds: on a shared machine the CPU time is
 # what one core spends, the wall time what a user waits.

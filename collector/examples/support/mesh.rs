@@ -15,8 +15,10 @@ use prost::bytes::Bytes;
 use prost::Message;
 
 pub const S: u64 = 1_000_000_000;
-/// 2026-11-30T00:00:00Z: `bench/store.sh` reports over [START, START + hours).
-pub const START: u64 = 1_795_996_800 * S;
+/// 2026-11-01T00:00:00Z: `bench/store.sh` reports over [START, START + hours).
+/// Fixed, so runs are alike, and weeks in the past, so a 72-hour mesh
+/// never runs ahead of the collector's clock (`max_clock_skew`).
+pub const START: u64 = 1_793_491_200 * S;
 
 /// `mini-a`, `mini-b`, ...
 pub fn node_names(n: usize) -> Vec<String> {
