@@ -11,14 +11,7 @@ mod payload;
 
 pub use payload::{IntervalDto, PayloadDto, SensorDto};
 
-/// `GET /api/v1/nodes`.
-#[derive(Debug, Serialize)]
-pub struct NodesDto {
-    /// Every node the store knows, by name.
-    pub nodes: Vec<NodeDto>,
-}
-
-/// One node.
+/// One node of `GET /api/v1/nodes` (a page of them, see `api`).
 #[derive(Debug, Serialize)]
 pub struct NodeDto {
     /// Node name.
