@@ -226,6 +226,20 @@ impl StoreHandle {
         self.read_sql(queries::list_boots).await
     }
 
+    /// At most `limit` boots after the key `(node, first seen, boot id)`,
+    /// in that order: a page of `GET /api/v1/nodes`.
+    pub async fn boots_page(
+        &self,
+        after: Option<(String, u64, String)>,
+        limit: u32,
+    ) -> Result<Vec<BootRow>, StoreError> {
+        self.read_sql(move |c| {
+            let key = after.as_ref().map(|(n, t, b)| (n.as_str(), *t, b.as_str()));
+            queries::boots_page(c, key, limit)
+        })
+        .await
+    }
+
     /// Records matching a filter, oldest first.
     pub async fn records(&self, f: RecordFilter) -> Result<Vec<StoredRecord>, StoreError> {
         self.read_sql(move |c| queries::list_records(c, &f)).await

@@ -146,25 +146,49 @@ pub fn total_records(conn: &Connection) -> rusqlite::Result<u64> {
 
 /// Every boot of every node, ordered by node then first sight.
 pub fn list_boots(conn: &Connection) -> rusqlite::Result<Vec<BootRow>> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT node, boot_id, first_seen_unix_ns, last_seen_unix_ns, records, highest_seq,
-                coalesce(agent_version, ''), coalesce(os, ''), coalesce(started_unix_ns, 0)
-         FROM boots ORDER BY node, first_seen_unix_ns, rowid",
-    )?;
-    let rows = stmt.query_map([], |r| {
-        Ok(BootRow {
-            node: r.get(0)?,
-            boot_id: r.get(1)?,
-            first_seen_unix_ns: r.get::<_, i64>(2)? as u64,
-            last_seen_unix_ns: r.get::<_, i64>(3)? as u64,
-            records: r.get::<_, i64>(4)? as u64,
-            highest_seq: r.get::<_, i64>(5)? as u64,
-            agent_version: r.get(6)?,
-            os: r.get(7)?,
-            started_unix_ns: r.get::<_, i64>(8)? as u64,
-        })
-    })?;
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {BOOT_COLUMNS} FROM boots ORDER BY node, first_seen_unix_ns, rowid"
+    ))?;
+    let rows = stmt.query_map([], boot_row)?;
     rows.collect()
+}
+
+/// A page of boots in the order (node, first sight, boot id): at most
+/// `limit` after the key `after`. SQLite sorts within its bounded cache,
+/// so a page costs memory by its size, not by every boot stored.
+pub fn boots_page(
+    conn: &Connection,
+    after: Option<(&str, u64, &str)>,
+    limit: u32,
+) -> rusqlite::Result<Vec<BootRow>> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {BOOT_COLUMNS} FROM boots
+         WHERE ?1 IS NULL OR (node, first_seen_unix_ns, boot_id) > (?1, ?2, ?3)
+         ORDER BY node, first_seen_unix_ns, boot_id LIMIT ?4"
+    ))?;
+    let (node, seen, boot) = match after {
+        Some((n, t, b)) => (Some(n), t.min(i64::MAX as u64) as i64, b),
+        None => (None, 0, ""),
+    };
+    let rows = stmt.query_map(params![node, seen, boot, limit], boot_row)?;
+    rows.collect()
+}
+
+const BOOT_COLUMNS: &str = "node, boot_id, first_seen_unix_ns, last_seen_unix_ns, records, \
+    highest_seq, coalesce(agent_version, ''), coalesce(os, ''), coalesce(started_unix_ns, 0)";
+
+fn boot_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<BootRow> {
+    Ok(BootRow {
+        node: r.get(0)?,
+        boot_id: r.get(1)?,
+        first_seen_unix_ns: r.get::<_, i64>(2)? as u64,
+        last_seen_unix_ns: r.get::<_, i64>(3)? as u64,
+        records: r.get::<_, i64>(4)? as u64,
+        highest_seq: r.get::<_, i64>(5)? as u64,
+        agent_version: r.get(6)?,
+        os: r.get(7)?,
+        started_unix_ns: r.get::<_, i64>(8)? as u64,
+    })
 }
 
 /// Records matching `f`, oldest first.

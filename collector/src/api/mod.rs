@@ -86,23 +86,9 @@ async fn nodes(
         boot_id: b.boot_id.clone(),
         seq: 0,
     };
-    let mut boots = store.boots().await?;
-    boots.sort_by(|a, b| {
-        (&a.node, a.first_seen_unix_ns, &a.boot_id).cmp(&(
-            &b.node,
-            b.first_seen_unix_ns,
-            &b.boot_id,
-        ))
-    });
-    let mut page: Vec<BootRow> = boots
-        .into_iter()
-        .filter(|b| {
-            after
-                .as_ref()
-                .is_none_or(|a| node_order(&key(b)) > node_order(a))
-        })
-        .take(limit + 1)
-        .collect();
+    // One more than the page, to know whether another follows.
+    let after = after.map(|a| (a.node, a.unix_ns, a.boot_id));
+    let mut page: Vec<BootRow> = store.boots_page(after, limit as u32 + 1).await?;
     let next = (page.len() > limit).then(|| {
         page.truncate(limit);
         page.last().map(|b| key(b).encode())
@@ -111,11 +97,6 @@ async fn nodes(
     Ok(Json(
         serde_json::json!({ "nodes": out, "next_cursor": next.flatten() }),
     ))
-}
-
-/// The order of `/api/v1/nodes`: node, first seen, boot id.
-fn node_order(c: &Cursor) -> (&str, u64, &str) {
-    (&c.node, c.unix_ns, &c.boot_id)
 }
 
 /// Boots in node order, grouped into nodes.
