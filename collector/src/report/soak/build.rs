@@ -14,6 +14,11 @@ use super::rtt::LinkAcc;
 use super::thermal::NodeAcc;
 use crate::soak::{Mark, Slo};
 
+/// The agent's RTT window (`WINDOW` in the agent's `stamp::sender`): a
+/// link has at most one window a slot of this length, which bounds the
+/// windows a report keeps ([`Builder::window_cap`]).
+const WINDOW_SLOT_NS: u64 = 1_000_000_000;
+
 /// What a report covers.
 #[derive(Debug, Clone)]
 pub struct Scope {
@@ -135,6 +140,7 @@ impl Builder {
             return;
         };
         self.count(node, m.boot_id, seqs, m.records());
+        let cap = self.window_cap();
         for l in m.links() {
             if self.foreign(l.peer()) {
                 continue;
@@ -142,7 +148,7 @@ impl Builder {
             self.links
                 .entry((node.into(), l.peer().into()))
                 .or_default()
-                .add_minute(&l);
+                .add_minute(&l, cap);
         }
     }
 
@@ -157,11 +163,22 @@ impl Builder {
             .note(min, max, n);
     }
 
+    /// Windows one link keeps at most: one per second of the range, the
+    /// agent's window length (and one more for a range's ragged ends).
+    pub(super) fn window_cap(&self) -> usize {
+        let span = self
+            .scope
+            .to_unix_ns
+            .saturating_sub(self.scope.from_unix_ns);
+        usize::try_from(span / WINDOW_SLOT_NS + 2).unwrap_or(usize::MAX)
+    }
+
     fn add_rtt(&mut self, node: &str, r: &RttSummary, unix_ns: u64) {
+        let cap = self.window_cap();
         self.links
             .entry((node.into(), r.peer.clone()))
             .or_default()
-            .add(r, unix_ns);
+            .add(r, unix_ns, cap);
     }
 
     fn add_check(&mut self, node: &str, c: &ServiceCheck) {

@@ -17,28 +17,52 @@ pub(super) struct LinkAcc {
     pub load: LinkStats,
     /// Every window (sorted and deduplicated by [`LinkAcc::sort`]).
     pub windows: Vec<Win>,
+    /// Windows with distinct starts reached the range's cap: no more
+    /// are kept.
+    full: bool,
 }
 
 impl LinkAcc {
-    /// Window `r`, recorded at `unix_ns`.
-    pub fn add(&mut self, r: &RttSummary, unix_ns: u64) {
+    /// Window `r`, recorded at `unix_ns`; at most `cap` windows are kept
+    /// (see [`LinkAcc::keep`]).
+    pub fn add(&mut self, r: &RttSummary, unix_ns: u64, cap: usize) {
         if r.under_load {
             self.load.add(r);
         } else {
             self.rest.add(r);
         }
-        self.windows.push(Win::of(r, unix_ns));
+        self.keep(Win::of(r, unix_ns), cap);
     }
 
     /// A rolled-up minute's windows of this link.
-    pub fn add_minute(&mut self, l: &MinuteLink<'_>) {
+    pub fn add_minute(&mut self, l: &MinuteLink<'_>, cap: usize) {
         if let Some((s, windows)) = l.rest() {
             self.rest.add_merged(s, windows);
         }
         if let Some((s, windows)) = l.load() {
             self.load.add_merged(s, windows);
         }
-        self.windows.extend(l.windows());
+        for w in l.windows() {
+            self.keep(w, cap);
+        }
+    }
+
+    /// Keeps window `w` for coverage and charts until the link holds
+    /// `cap` windows with distinct starts: a report's memory then follows
+    /// its links and the range's one-second slots (at most twice `cap`
+    /// windows a link), not how many records an agent sent (repeats of a
+    /// window, or windows shorter than the agent's second). Repeats are
+    /// dropped each time the windows double, so the cost stays
+    /// O(log cap) a window. Its probes still count in full.
+    fn keep(&mut self, w: Win, cap: usize) {
+        if self.full {
+            return;
+        }
+        self.windows.push(w);
+        if self.windows.len() >= cap.saturating_mul(2) {
+            self.sort();
+            self.full = self.windows.len() >= cap;
+        }
     }
 
     /// Sorts the windows by start, one per start.

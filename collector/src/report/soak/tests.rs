@@ -310,3 +310,32 @@ fn downsampling_keeps_a_single_spike() {
 fn chart_downsample(p: &[(u64, f64)]) -> Vec<(u64, f64)> {
     super::chart::downsample(p, 0, 100_000, 100)
 }
+
+#[test]
+fn a_links_kept_windows_follow_the_range_not_the_records() {
+    // A 10-second range; an agent sends 5000 windows of one link: 4000
+    // repeats of real starts and 1000 of starts a millisecond apart.
+    let mut b = Builder::new(scope(&["a", "b"]));
+    let mut seq = 0;
+    for i in 0..5000u64 {
+        seq += 1;
+        let t = if i < 4000 {
+            1000 * S + i % 10 * S
+        } else {
+            1000 * S + i * 1_000_000
+        };
+        b.add("a", "b1", seq, t + 1, Some(&rtt("b", t, &[80_000], false)));
+    }
+    let cap = b.window_cap();
+    let link = &b.links[&("a".to_string(), "b".to_string())];
+    assert!(
+        link.windows.len() <= 2 * cap,
+        "{} windows kept",
+        link.windows.len()
+    );
+    // Every probe still counts.
+    assert_eq!(link.rest.merged.sent, 5000);
+    let r = b.finish();
+    let ab = &r.links[0];
+    assert_eq!(ab.rtt_rest.probes, 5000);
+}
