@@ -58,6 +58,8 @@ pub struct Builder {
     pub(super) records: u64,
     /// Nodes with records in range.
     pub(super) seen: BTreeSet<String>,
+    /// node -> items of its sparse records kept ([`Builder::room`]).
+    kept: BTreeMap<String, u64>,
 }
 
 impl Builder {
@@ -74,6 +76,7 @@ impl Builder {
             boots: BTreeMap::new(),
             records: 0,
             seen: BTreeSet::new(),
+            kept: BTreeMap::new(),
         }
     }
 
@@ -96,7 +99,7 @@ impl Builder {
         // An outage towards a node outside the soak is not the soak's: its
         // verdict judges only the links between its own nodes.
         match p {
-            Some(Payload::Outage(o)) if !self.foreign(&o.peer) => {
+            Some(Payload::Outage(o)) if !self.foreign(&o.peer) && self.room(node, 1) => {
                 self.outages.push((node.into(), boot.into(), o.clone()));
             }
             _ => {}
@@ -107,16 +110,18 @@ impl Builder {
         self.count(node, boot, (seq, seq), 1);
         match p {
             Some(Payload::Rtt(r)) if !self.foreign(&r.peer) => self.add_rtt(node, r, unix_ns),
-            Some(Payload::Bandwidth(bw)) if !self.foreign(&bw.peer) => {
+            Some(Payload::Bandwidth(bw)) if !self.foreign(&bw.peer) && self.room(node, 1) => {
                 self.tests.extend(Test::of(node, bw, unix_ns));
             }
-            Some(Payload::Thermal(th)) => {
+            Some(Payload::Thermal(th)) if self.room(node, 1) => {
                 self.thermal
                     .entry(node.into())
                     .or_default()
                     .add(th, unix_ns);
             }
-            Some(Payload::Service(c)) if !self.foreign(&c.peer) => self.add_check(node, c),
+            Some(Payload::Service(c)) if !self.foreign(&c.peer) && self.room(node, 1) => {
+                self.add_check(node, c)
+            }
             Some(Payload::AgentStats(s)) => {
                 let key = (node.to_string(), boot.to_string());
                 let b = self.boots.get_mut(&key).expect("counted above");
@@ -161,6 +166,23 @@ impl Builder {
             .entry((node.into(), boot.into()))
             .or_default()
             .note(min, max, n);
+    }
+
+    /// Whether `node` may have `n` more items of its sparse records kept
+    /// (outages, bandwidth tests, thermal readings, service checks; a
+    /// node's distinct sensors are bounded apart, [`super::thermal::MAX_SENSORS`]): at most twice the range's seconds and a margin,
+    /// far above what a real agent sends (a reading every few seconds, a
+    /// test every few minutes), so a report's memory follows its nodes
+    /// and range, not a hostile agent's record count. Records beyond it
+    /// still count for completeness.
+    fn room(&mut self, node: &str, n: u64) -> bool {
+        let cap = 2 * self.window_cap() as u64 + 1024;
+        let kept = self.kept.entry(node.to_string()).or_default();
+        if *kept + n > cap {
+            return false;
+        }
+        *kept += n;
+        true
     }
 
     /// Windows one link keeps at most: one per second of the range, the

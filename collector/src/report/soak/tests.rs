@@ -339,3 +339,45 @@ fn a_links_kept_windows_follow_the_range_not_the_records() {
     let ab = &r.links[0];
     assert_eq!(ab.rtt_rest.probes, 5000);
 }
+
+#[test]
+fn a_nodes_kept_sparse_records_follow_the_range_not_the_records() {
+    // 20,000 thermal readings and service checks in a 10-second range.
+    let mut b = Builder::new(scope(&["a", "b"]));
+    for i in 0..20_000u64 {
+        let t = 1000 * S + i * 400_000;
+        b.add("a", "b1", 2 * i + 1, t, Some(&thermal(40.0, false)));
+        let check = Payload::Service(ServiceCheck {
+            peer: "b".into(),
+            service: format!("svc-{i}"),
+            up: true,
+            ..Default::default()
+        });
+        b.add("a", "b1", 2 * i + 2, t, Some(&check));
+    }
+    let kept = b.thermal["a"].readings.len() + b.services.len();
+    assert!(
+        kept as u64 <= 2 * b.window_cap() as u64 + 1024,
+        "{kept} kept"
+    );
+    // Every record still counts for completeness.
+    assert_eq!(b.records, 40_000);
+
+    // A reading with more sensors than a node keeps: the hottest still
+    // counts, the names stop at the bound.
+    let mut many = Builder::new(scope(&["a"]));
+    let sensors = (0..3000)
+        .map(|i| TemperatureSensor {
+            name: format!("s{i}"),
+            celsius: i as f64 / 100.0,
+            ..Default::default()
+        })
+        .collect();
+    let reading = Payload::Thermal(ThermalReading {
+        sensors,
+        throttle: None,
+    });
+    many.add("a", "b1", 1, 1000 * S, Some(&reading));
+    assert_eq!(many.thermal["a"].sensors.len(), super::thermal::MAX_SENSORS);
+    assert_eq!(many.thermal["a"].readings[0].1, Some(29.99));
+}

@@ -9,6 +9,10 @@ use boltwatch_proto::v1::ThermalReading;
 
 use super::{secs, Episode, Sensor, Thermal};
 
+/// Distinct sensors a node's report keeps at most (a Mac reports tens);
+/// readings of further names count towards the hottest sensor only.
+pub(super) const MAX_SENSORS: usize = 1024;
+
 /// One node's thermal readings.
 #[derive(Debug, Default)]
 pub(super) struct NodeAcc {
@@ -23,14 +27,19 @@ impl NodeAcc {
     pub fn add(&mut self, th: &ThermalReading, unix_ns: u64) {
         let mut hottest: Option<f64> = None;
         for s in &th.sensors {
-            let e = self
-                .sensors
-                .entry(s.name.clone())
-                .or_insert((0, 0.0, f64::NEG_INFINITY));
+            hottest = Some(hottest.map_or(s.celsius, |h: f64| h.max(s.celsius)));
+            let full = self.sensors.len() >= MAX_SENSORS;
+            let e = match self.sensors.get_mut(&s.name) {
+                Some(e) => e,
+                None if full => continue,
+                None => self
+                    .sensors
+                    .entry(s.name.clone())
+                    .or_insert((0, 0.0, f64::NEG_INFINITY)),
+            };
             e.0 += 1;
             e.1 += s.celsius;
             e.2 = e.2.max(s.celsius);
-            hottest = Some(hottest.map_or(s.celsius, |h: f64| h.max(s.celsius)));
         }
         let throttled = th.throttle.as_ref().is_some_and(|t| t.throttled);
         self.readings.push((unix_ns, hottest, throttled));
