@@ -249,6 +249,8 @@ async fn a_stalled_body_and_an_unread_answer_are_cut_off_after_the_idle_timeout(
     let mut s = half_post(c.http, "never").await;
     let answer = read_to_close(&mut s).await;
     assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    // ... and is counted as the refusal it is.
+    wait_series(&http, &c, &refused("idle_timeout"), 1.0).await;
 
     // An answer the client does not read: 1000 records of 4 KB make a
     // 4 MiB page; eight of them pipelined on a connection whose receive
@@ -272,7 +274,7 @@ async fn a_stalled_body_and_an_unread_answer_are_cut_off_after_the_idle_timeout(
     let mut s = sock.connect(c.http).await.unwrap();
     let get = "GET /api/v1/records?limit=100000 HTTP/1.1\r\nhost: x\r\n\r\n".repeat(8);
     s.write_all(get.as_bytes()).await.unwrap();
-    wait_series(&http, &c, &refused("idle_timeout"), 1.0).await;
+    wait_series(&http, &c, &refused("idle_timeout"), 2.0).await;
     read_to_close(&mut s).await;
     c.stop().await;
 }

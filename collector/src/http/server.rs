@@ -14,7 +14,7 @@
 //!   read timeout, which also ends idle keep-alive connections, uncounted;
 //!   `header_timeout`);
 //! - a request body that sends no byte for `http_idle_timeout` fails the
-//!   request (tower-http's body timeout), and an answer the client does
+//!   request (tower-http's body timeout, counted), and an answer the client does
 //!   not read for as long ends the connection ([`super::stall`];
 //!   `idle_timeout`).
 //!
@@ -26,13 +26,14 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::Router;
+use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 use tower::ServiceExt;
-use tower_http::timeout::TimeoutBody;
+use tower_http::timeout::{TimeoutBody, TimeoutError};
 
 use super::stall::{Activity, StallGuard};
 use crate::export::SharedMetrics;
@@ -109,8 +110,19 @@ async fn connection(
         activity.clone(),
     ));
     let idle = limits.idle_timeout;
+    let count = metrics.clone();
     let service = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
-        let req = req.map(|b| Body::new(TimeoutBody::new(idle, b)));
+        let count = count.clone();
+        let req = req.map(|b| {
+            // A body that stalled past the idle timeout fails its request
+            // (the handler answers 400) and is counted as the refusal it is.
+            Body::new(TimeoutBody::new(idle, b).map_err(move |e| {
+                if e.is::<TimeoutError>() {
+                    count.lock().on_http_refused("idle_timeout");
+                }
+                e
+            }))
+        });
         router.clone().oneshot(req)
     });
     let mut builder = http1::Builder::new();
