@@ -221,7 +221,7 @@ async fn soak_writes_have_their_own_budget() {
         at_unix_ns: 1,
         until_unix_ns: None,
     };
-    let per_mark = ("ended".len() + text.len()) as u64 + boltwatch_store::ROW_OVERHEAD;
+    let per_mark = row.stored_bytes("ended");
     let used = db.soak_usage(0).unwrap().bytes;
     for _ in 0..(stored::MAX_SOAK_BYTES - used) / per_mark {
         db.insert_mark("ended", &row).unwrap();

@@ -72,7 +72,7 @@ pub use retention::Pruned;
 pub use rollup::MINUTE_NS;
 pub use scan::{Minute, MinuteLink, Scanned, Window};
 pub use schema::Pages;
-pub use soaks::{MarkRow, SoakRow, SoakUsage, ROW_OVERHEAD};
+pub use soaks::{MarkRow, SoakRow, SoakUsage};
 pub use upkeep::EVERY as UPKEEP_EVERY;
 
 pub use types::{

@@ -50,21 +50,46 @@ pub struct SoakUsage {
 }
 
 /// Fixed columns of a soak or mark row, in bytes (times, ids).
-pub const ROW_OVERHEAD: u64 = 32;
+const ROW_OVERHEAD: u64 = 32;
+
+impl SoakRow {
+    /// The bytes this row takes as [`usage`] counts them.
+    pub fn stored_bytes(&self) -> u64 {
+        let text = [
+            &self.name,
+            &to_json(&self.nodes),
+            &self.slo,
+            &to_json(&self.labels),
+        ];
+        text.iter().map(|t| t.len() as u64).sum::<u64>() + ROW_OVERHEAD
+    }
+}
+
+impl MarkRow {
+    /// The bytes this row takes as a mark of `soak`, as [`usage`] counts
+    /// them.
+    pub fn stored_bytes(&self, soak: &str) -> u64 {
+        (soak.len() + self.text.len()) as u64 + ROW_OVERHEAD
+    }
+}
 
 /// Counts the soaks (open at `now_ns`) and the bytes they and their marks
-/// take; `free_bytes` is left to the caller.
+/// take (text in bytes, as [`SoakRow::stored_bytes`] and
+/// [`MarkRow::stored_bytes`] count one row); `free_bytes` is left to the
+/// caller.
 pub fn usage(conn: &Connection, now_ns: u64) -> rusqlite::Result<SoakUsage> {
     let (soaks, open, bytes): (i64, i64, i64) = conn.query_row(
         "SELECT count(*),
                 coalesce(sum(end_unix_ns IS NULL OR end_unix_ns > ?1), 0),
-                coalesce(sum(length(name) + length(nodes) + length(slo) + length(labels) + ?2), 0)
+                coalesce(sum(length(CAST(name AS BLOB)) + length(CAST(nodes AS BLOB))
+                    + length(CAST(slo AS BLOB)) + length(CAST(labels AS BLOB)) + ?2), 0)
          FROM soaks",
         params![now_ns as i64, ROW_OVERHEAD as i64],
         |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
     )?;
     let marks: i64 = conn.query_row(
-        "SELECT coalesce(sum(length(soak) + length(text) + ?1), 0) FROM soak_marks",
+        "SELECT coalesce(sum(length(CAST(soak AS BLOB)) + length(CAST(text AS BLOB)) + ?1), 0)
+         FROM soak_marks",
         [ROW_OVERHEAD as i64],
         |r| r.get(0),
     )?;
@@ -233,5 +258,26 @@ mod tests {
         assert!(delete(c, "s1").unwrap());
         assert!(!delete(c, "s1").unwrap());
         assert!(list(c).unwrap().is_empty() && marks(c, "s1").unwrap().is_empty());
+    }
+
+    #[test]
+    fn usage_counts_each_row_as_its_stored_bytes_say() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = crate::Db::open_writer(&dir.path().join("boltwatch.db")).unwrap();
+        let c = db.conn();
+        let mut s = soak("grüße");
+        s.labels.insert("ort".into(), "zürich".into());
+        insert(c, &s, 1).unwrap();
+        let m = MarkRow {
+            text: "café build".into(),
+            at_unix_ns: 150,
+            until_unix_ns: None,
+        };
+        insert_mark(c, "grüße", &m).unwrap();
+        let u = usage(c, 120).unwrap();
+        assert_eq!((u.soaks, u.open), (1, 1));
+        // Bytes, not characters: the domain's budget adds a row's
+        // `stored_bytes` to this sum.
+        assert_eq!(u.bytes, s.stored_bytes() + m.stored_bytes("grüße"));
     }
 }

@@ -9,7 +9,7 @@
 //! every collector start builds it: its report covers every pair of its
 //! nodes, its labels and marks go to `/metrics`.
 
-use boltwatch_store::{Db, MarkRow, SoakRow, ROW_OVERHEAD};
+use boltwatch_store::{Db, MarkRow, SoakRow};
 
 use super::{check_name, Mark, Slo, Soak, SoakError};
 use crate::ingest::validate::{label_problem, MAX_NAME_BYTES, MAX_TEXT_BYTES};
@@ -110,15 +110,6 @@ fn check_budget(db: &Db, bytes: u64, opens: Option<bool>, now_ns: u64) -> Result
     Ok(())
 }
 
-/// The bytes a soak's row takes, as the store counts them.
-fn row_bytes(r: &SoakRow) -> u64 {
-    (r.name.len()
-        + serde_json::to_string(&r.nodes).map_or(0, |t| t.len())
-        + r.slo.len()
-        + serde_json::to_string(&r.labels).map_or(0, |t| t.len())) as u64
-        + ROW_OVERHEAD
-}
-
 fn row_of(s: &Soak) -> SoakRow {
     SoakRow {
         name: s.name.clone(),
@@ -149,7 +140,7 @@ pub fn create(db: &Db, s: &Soak, now_ns: u64) -> Result<(), SoakError> {
     check_bounds(s)?;
     let row = row_of(s);
     let open = s.end_unix_ns.is_none_or(|e| e > now_ns);
-    check_budget(db, row_bytes(&row), Some(open), now_ns)?;
+    check_budget(db, row.stored_bytes(), Some(open), now_ns)?;
     if !db.insert_soak(&row, now_ns)? {
         return Err(SoakError::Exists(s.name.clone()));
     }
@@ -210,16 +201,13 @@ pub fn add_mark(db: &Db, soak: &str, m: &Mark) -> Result<(), SoakError> {
     if m.until_unix_ns.is_some_and(|u| u < m.at_unix_ns) {
         return Err(SoakError::Invalid("mark ends before it starts".into()));
     }
-    let bytes = (soak.len() + m.text.len()) as u64 + ROW_OVERHEAD;
-    check_budget(db, bytes, None, m.at_unix_ns)?;
-    db.insert_mark(
-        soak,
-        &MarkRow {
-            text: m.text.clone(),
-            at_unix_ns: m.at_unix_ns,
-            until_unix_ns: m.until_unix_ns,
-        },
-    )?;
+    let row = MarkRow {
+        text: m.text.clone(),
+        at_unix_ns: m.at_unix_ns,
+        until_unix_ns: m.until_unix_ns,
+    };
+    check_budget(db, row.stored_bytes(soak), None, m.at_unix_ns)?;
+    db.insert_mark(soak, &row)?;
     Ok(())
 }
 
