@@ -80,12 +80,13 @@ async fn write<T: Send + 'static>(
 /// checked at the door: [`crate::api::token::require`].)
 async fn write_live<T: Send + 'static>(
     app: &AppState,
-    name: &str,
+    name: String,
     change: Change,
-    f: impl FnOnce(&Db) -> std::result::Result<T, SoakError> + Send + 'static,
+    f: impl FnOnce(&Db, &str) -> std::result::Result<T, SoakError> + Send + 'static,
 ) -> Result<T> {
-    let out = write(&app.store, f).await?;
-    live::after_write(&app.store, &app.metrics, name.to_string(), change).await;
+    let soak = name.clone();
+    let out = write(&app.store, move |db| f(db, &soak)).await?;
+    live::after_write(&app.store, &app.metrics, name, change).await;
     Ok(out)
 }
 
@@ -169,7 +170,7 @@ async fn create(
         return Err(SoakError::Invalid("`end` is before `start`".into()).into());
     }
     let s = soak.clone();
-    write_live(&app, &soak.name, Change::Verdict, move |c| {
+    write_live(&app, soak.name.clone(), Change::Verdict, move |c, _| {
         stored::create(c, &s, now)
     })
     .await?;
@@ -245,20 +246,15 @@ async fn stop(
 ) -> Result<Json<Value>> {
     let now = now_unix_ns();
     let at = when(&body.unwrap_or_default().0.at, "at")?.unwrap_or(now);
-    let key = name.clone();
-    let s = write_live(&app, &key, Change::Verdict, move |c| {
-        stored::stop(c, &name, at)
+    let s = write_live(&app, name, Change::Verdict, move |c, name| {
+        stored::stop(c, name, at)
     })
     .await?;
     Ok(Json(describe(&s, now)))
 }
 
 async fn delete(State(app): State<AppState>, Path(name): Path<String>) -> Result<StatusCode> {
-    let key = name.clone();
-    write_live(&app, &key, Change::Deleted, move |c| {
-        stored::delete(c, &name)
-    })
-    .await?;
+    write_live(&app, name, Change::Deleted, stored::delete).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -282,9 +278,8 @@ async fn mark(
         text: body.text,
     };
     let out = json!(m);
-    let key = name.clone();
-    write_live(&app, &key, Change::Marked, move |c| {
-        stored::add_mark(c, &name, &m)
+    write_live(&app, name, Change::Marked, move |c, name| {
+        stored::add_mark(c, name, &m)
     })
     .await?;
     Ok((StatusCode::CREATED, Json(out)))
