@@ -14,7 +14,7 @@ use crate::export::soak::{live_marks, LiveMark, LiveSoak};
 use crate::export::SharedMetrics;
 use boltwatch_store::{Db, StoreHandle};
 
-use super::{stored, Soak, SoakError};
+use super::{stored, Mark, Soak, SoakError};
 
 /// Shortest time between verdict refreshes.
 pub const REFRESH: Duration = Duration::from_secs(60);
@@ -84,16 +84,22 @@ fn one(db: &Db, name: &str, now: u64) -> Result<Option<LiveSoak>, SoakError> {
 
 /// The marks `/metrics` shows of soak `name`.
 fn marks_of(db: &Db, name: &str) -> Result<Vec<LiveMark>, SoakError> {
-    let all = stored::marks(db, name)?;
-    Ok(live_marks(
+    Ok(shown(&stored::marks(db, name)?))
+}
+
+/// The marks `/metrics` shows of `all`.
+fn shown(all: &[Mark]) -> Vec<LiveMark> {
+    live_marks(
         all.iter()
             .map(|m| (m.text.as_str(), m.at_unix_ns, m.until_unix_ns)),
-    ))
+    )
 }
 
 /// A running soak's verdict so far and newest marks.
 fn live(db: &Db, s: Soak, now: u64) -> Result<LiveSoak, SoakError> {
     let scope = super::load::scope_of(db, &s, now)?;
+    // The scope read the marks for the report; /metrics shows the same.
+    let marks = shown(&scope.marks);
     let r = super::load::report(db, scope)?;
     Ok(LiveSoak {
         nodes: s.nodes.join(","),
@@ -105,7 +111,7 @@ fn live(db: &Db, s: Soak, now: u64) -> Result<LiveSoak, SoakError> {
             .iter()
             .filter_map(|l| Some((l.key, l.pass?)))
             .collect(),
-        marks: marks_of(db, &s.name)?,
+        marks,
         name: s.name,
     })
 }
