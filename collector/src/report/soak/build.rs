@@ -99,7 +99,7 @@ impl Builder {
         // An outage towards a node outside the soak is not the soak's: its
         // verdict judges only the links between its own nodes.
         match p {
-            Some(Payload::Outage(o)) if !self.foreign(&o.peer) && self.room(node, 1) => {
+            Some(Payload::Outage(o)) if !self.foreign(&o.peer) && self.room(node) => {
                 self.outages.push((node.into(), boot.into(), o.clone()));
             }
             _ => {}
@@ -110,16 +110,16 @@ impl Builder {
         self.count(node, boot, (seq, seq), 1);
         match p {
             Some(Payload::Rtt(r)) if !self.foreign(&r.peer) => self.add_rtt(node, r, unix_ns),
-            Some(Payload::Bandwidth(bw)) if !self.foreign(&bw.peer) && self.room(node, 1) => {
+            Some(Payload::Bandwidth(bw)) if !self.foreign(&bw.peer) && self.room(node) => {
                 self.tests.extend(Test::of(node, bw, unix_ns));
             }
-            Some(Payload::Thermal(th)) if self.room(node, 1) => {
+            Some(Payload::Thermal(th)) if self.room(node) => {
                 self.thermal
                     .entry(node.into())
                     .or_default()
                     .add(th, unix_ns);
             }
-            Some(Payload::Service(c)) if !self.foreign(&c.peer) && self.room(node, 1) => {
+            Some(Payload::Service(c)) if !self.foreign(&c.peer) && self.room(node) => {
                 self.add_check(node, c)
             }
             Some(Payload::AgentStats(s)) => {
@@ -168,25 +168,26 @@ impl Builder {
             .note(min, max, n);
     }
 
-    /// Whether `node` may have `n` more items of its sparse records kept
-    /// (outages, bandwidth tests, thermal readings, service checks; a
-    /// node's distinct sensors are bounded apart, [`super::thermal::MAX_SENSORS`]): at most twice the range's seconds and a margin,
-    /// far above what a real agent sends (a reading every few seconds, a
-    /// test every few minutes), so a report's memory follows its nodes
-    /// and range, not a hostile agent's record count. Records beyond it
-    /// still count for completeness.
-    fn room(&mut self, node: &str, n: u64) -> bool {
+    /// Whether one more of `node`'s sparse records (an outage, a
+    /// bandwidth test, a thermal reading, a service check) may be kept: at
+    /// most twice the range's seconds and a margin, far above what a real
+    /// agent sends (a reading every few seconds, a test every few
+    /// minutes), so a report's memory follows its nodes and range, not a
+    /// hostile agent's record count (a node's distinct sensors are bounded
+    /// apart, [`super::thermal::MAX_SENSORS`]). Records beyond it still
+    /// count for completeness.
+    fn room(&mut self, node: &str) -> bool {
         let cap = 2 * self.window_cap() as u64 + 1024;
-        let kept = self.kept.entry(node.to_string()).or_default();
-        if *kept + n > cap {
-            return false;
-        }
-        *kept += n;
-        true
+        let kept = match self.kept.get_mut(node) {
+            Some(k) => k,
+            None => self.kept.entry(node.to_string()).or_default(),
+        };
+        *kept += 1;
+        *kept <= cap
     }
 
     /// Windows one link keeps at most: one per second of the range, the
-    /// agent's window length (and one more for a range's ragged ends).
+    /// agent's window length (and two for a range's ragged ends).
     pub(super) fn window_cap(&self) -> usize {
         let span = self
             .scope
