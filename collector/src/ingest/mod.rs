@@ -150,7 +150,7 @@ impl Ingest {
     /// their node more label sets than its series budget (they stay
     /// stored, and are counted).
     fn apply(&self, node: &str, records: &decode::Decoded, o: &boltwatch_store::BatchOutcome) {
-        let now = unix_now_ns();
+        let now = boltwatch_common::clock::now_unix_ns();
         let mut budget = self.series();
         let mut budget = budget.node(node);
         let mut m = self.metrics.lock();
@@ -549,13 +549,6 @@ fn batch_of(
         // tell the agent OK.
         Err(s) => Err(("transport", s)),
     }
-}
-
-/// The collector's clock, unix ns (0 before 1970, which only makes every
-/// record look ahead).
-fn unix_now_ns() -> u64 {
-    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
-    since.map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }
 
 /// The answer to an accepted Hello: the node's watermarks.
