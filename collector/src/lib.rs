@@ -19,8 +19,8 @@
 //! - [`http`]: the HTTP servers for `/metrics`, `/healthz` and `/api/v1`:
 //!   an accept loop with a connection cap, header and idle timeouts, then
 //!   axum's routes.
-//! - `accept`: the one rule for a failed `accept` (log, wait 100 ms),
-//!   shared by gRPC ingest and HTTP.
+//! - `accept`: what the gRPC and HTTP accept loops share: the rule for a
+//!   failed `accept` (log, wait 100 ms) and the wait for shutdown.
 //! - [`report`]: report math over stored records (lab table, soak reports).
 //! - [`soak`]: soak runs as stored objects, their HTTP routes, the report
 //!   loader and the live soak state on `/metrics`.

@@ -49,10 +49,6 @@ pub struct Limits {
     pub idle_timeout: Duration,
 }
 
-async fn stopped(rx: &mut watch::Receiver<bool>) {
-    let _ = rx.wait_for(|s| *s).await;
-}
-
 /// Serves `router` on `listener` until `shutdown` turns true, then waits
 /// until every open connection has ended (in-flight requests finish,
 /// idle ones close; the caller bounds the wait with `shutdown_grace`).
@@ -66,7 +62,7 @@ pub async fn serve(
     let slots = Arc::new(Semaphore::new(limits.max_connections));
     loop {
         let (stream, peer) = tokio::select! {
-            _ = stopped(&mut shutdown) => break,
+            _ = crate::accept::stopped(&mut shutdown) => break,
             x = crate::accept::next(&listener, "HTTP") => x,
         };
         let Ok(slot) = slots.clone().try_acquire_owned() else {
@@ -133,7 +129,7 @@ async fn connection(
     tokio::pin!(conn);
     let ended: Result<(), hyper::Error> = tokio::select! {
         r = conn.as_mut() => r,
-        _ = stopped(&mut shutdown) => {
+        _ = crate::accept::stopped(&mut shutdown) => {
             // Ends the connection after the request in flight, at once
             // when there is none.
             conn.as_mut().graceful_shutdown();

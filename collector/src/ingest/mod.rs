@@ -54,13 +54,6 @@ use raw::{RawAgentMessage, RawMsg, Responses};
 /// How long a new stream may take to send its Hello.
 pub const HELLO_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
-/// Completes once `rx` reads true (or its sender is gone).
-pub async fn stopped(rx: &mut watch::Receiver<bool>) {
-    // Map the guard away here: it is not Send and must not live in callers'
-    // futures.
-    let _ = rx.wait_for(|s| *s).await.map(|_| ());
-}
-
 /// The ingest logic behind [`service::TelemetryService`].
 pub struct Ingest {
     store: StoreHandle,
@@ -382,7 +375,7 @@ impl Ingest {
         let mut decoded = decode::Decoded::default();
         loop {
             let msg = tokio::select! {
-                _ = stopped(&mut shutdown) => {
+                _ = crate::accept::stopped(&mut shutdown) => {
                     let _ = tx.send(Err(Status::unavailable("collector shutting down"))).await;
                     return;
                 }

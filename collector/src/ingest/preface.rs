@@ -304,7 +304,7 @@ pub async fn accept_loop(
     // failed accept waits before the next.
     loop {
         let (stream, peer) = tokio::select! {
-            _ = super::stopped(&mut shutdown) => return,
+            _ = crate::accept::stopped(&mut shutdown) => return,
             x = crate::accept::next(&listener, "gRPC") => x,
         };
         if let Some(admitted) = admit(&policy, &metrics, peer) {
