@@ -15,15 +15,17 @@ pub fn rtt(into: &mut RttSummary, r: &RttSummary) {
         }
         into.max_ns = into.max_ns.max(r.max_ns);
     }
-    into.sent += r.sent;
-    into.received += r.received;
-    into.lost += r.lost;
-    into.duplicates += r.duplicates;
-    into.discarded += r.discarded;
-    into.sum_ns += r.sum_ns;
+    // Saturating: the figures are an agent's, and a forged window must not
+    // wrap a sum (or stop a report) however large it claims to be.
+    into.sent = into.sent.saturating_add(r.sent);
+    into.received = into.received.saturating_add(r.received);
+    into.lost = into.lost.saturating_add(r.lost);
+    into.duplicates = into.duplicates.saturating_add(r.duplicates);
+    into.discarded = into.discarded.saturating_add(r.discarded);
+    into.sum_ns = into.sum_ns.saturating_add(r.sum_ns);
     for b in &r.buckets {
         match into.buckets.binary_search_by_key(&b.index, |x| x.index) {
-            Ok(i) => into.buckets[i].count += b.count,
+            Ok(i) => into.buckets[i].count = into.buckets[i].count.saturating_add(b.count),
             Err(i) => into.buckets.insert(
                 i,
                 HistogramBucket {
@@ -65,5 +67,21 @@ mod tests {
         assert_eq!((m.min_ns, m.max_ns, m.sum_ns), (80, 120, 420));
         let b: Vec<_> = m.buckets.iter().map(|b| (b.index, b.count)).collect();
         assert_eq!(b, [(-107, 1), (-106, 4)]);
+    }
+
+    #[test]
+    fn forged_figures_saturate_instead_of_wrapping() {
+        let mut m = window(2, 1, 1, &[(0, u64::MAX)]);
+        m.sum_ns = u64::MAX - 1;
+        let huge = RttSummary {
+            sum_ns: u64::MAX,
+            sent: u64::MAX,
+            ..window(2, 1, 1, &[(0, u64::MAX)])
+        };
+        rtt(&mut m, &huge);
+        assert_eq!(
+            (m.sum_ns, m.sent, m.buckets[0].count),
+            (u64::MAX, u64::MAX, u64::MAX)
+        );
     }
 }
