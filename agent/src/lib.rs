@@ -7,6 +7,8 @@
 //! - [`sink`]: the channel every measurement is emitted into, and the
 //!   observers through which producers report events to other parts.
 //! - [`health`]: the agent's own counters (malformed packets, drops).
+//! - [`clock`]: the one timeline every compared time is read from (counts
+//!   sleep, never steps), and the correction that turns it into record time.
 //! - [`stamp`]: STAMP (RFC 8762) packet codec, reflector, session-sender,
 //!   the one-shot `ping` and the per-window RTT statistics.
 //! - [`counters`]: interface counters, one file per OS.
@@ -36,6 +38,7 @@
 #![deny(missing_docs)]
 
 pub mod bandwidth;
+pub mod clock;
 pub mod config;
 pub mod counters;
 pub mod discovery;

@@ -5,7 +5,6 @@
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 
-use boltwatch_common::clock::now_unix_ns;
 use boltwatch_proto::v1::{record::Payload, ServiceCheck};
 
 use crate::sink::{Observer, Sink};
@@ -53,7 +52,7 @@ pub struct ServiceChange {
     pub service: String,
     /// Up now.
     pub up: bool,
-    /// When checked, unix ns.
+    /// When checked, on the agent's timeline ([`crate::clock`]).
     pub at_unix_ns: u64,
 }
 
@@ -70,7 +69,7 @@ pub async fn watch(
     let mut last: Option<bool> = None;
     loop {
         tick.tick().await;
-        let at = now_unix_ns();
+        let at = crate::clock::now_ns();
         let r = check(&target, every.min(Duration::from_secs(3))).await;
         if last != Some(r.up) {
             observer.observe(ServiceChange {
@@ -80,7 +79,7 @@ pub async fn watch(
             });
             last = Some(r.up);
         }
-        sink.emit_at(at, Payload::Service(r));
+        sink.emit_at(crate::clock::read().to_unix(at), Payload::Service(r));
     }
 }
 

@@ -24,6 +24,7 @@ families! {
     INFO = Gauge("boltwatch_agent_info", "", &["node", "version", "os"], "Agent version and OS of the node's latest agent boot (no boot id: one series per node across restarts).");
     MALFORMED = Counter("boltwatch_agent_malformed_packets_total", "", labels::NODE, "STAMP packets the agent dropped as malformed, summed over its boots.");
     DROPPED = Counter("boltwatch_agent_dropped_records_total", "", labels::NODE, "Records the agent dropped (queue or spool full), summed over its boots.");
+    CLOCK_STEPS = Counter("boltwatch_agent_clock_steps_total", "", labels::NODE, "Wall-clock steps the agent saw (its correction moved faster than NTP slews), summed over its boots; durations and RTTs stay exact through them.");
     STAMP_REFUSED = Counter("boltwatch_agent_stamp_refused_total", "", &["node", "reason"], "STAMP packets the agent's reflector refused to answer (reflected: already a reflection, a loop; own_address: from its own socket; rate_limited: over the per-source budget), summed over its boots.");
 }
 
@@ -44,6 +45,7 @@ struct BootStats {
     seq: u64,
     malformed: u64,
     dropped: u64,
+    clock_steps: u64,
     /// Reflector refusals, in [`REFUSAL_REASONS`] order.
     refused: [u64; 3],
 }
@@ -100,6 +102,7 @@ impl Domain for AgentMetrics {
                 seq: r.seq,
                 malformed: s.malformed_packets,
                 dropped: s.dropped_records,
+                clock_steps: s.clock_steps,
                 refused: [
                     s.stamp_refused_reflected,
                     s.stamp_refused_own_address,
@@ -127,6 +130,11 @@ impl Domain for AgentMetrics {
             &DROPPED,
             a.iter()
                 .map(|(n, s)| ([n.as_str()], s.total(|b| b.dropped))),
+        );
+        e.family(
+            &CLOCK_STEPS,
+            a.iter()
+                .map(|(n, s)| ([n.as_str()], s.total(|b| b.clock_steps))),
         );
         e.family(
             &STAMP_REFUSED,

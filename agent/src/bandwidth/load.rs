@@ -11,8 +11,8 @@
 //! peer it tests; the server side maps the client's IP to peer names
 //! ([`LoadBoard::begin_ip`]); an IP shared by several peers (a loopback
 //! lab) marks all of them, an unknown IP marks none. [`LoadLog`] is the
-//! pure bookkeeping; the wrappers read the realtime clock (unix ns, the
-//! clock RTT windows are aligned to) under the lock, so a span that begins
+//! pure bookkeeping; the wrappers read the agent's timeline (the clock RTT
+//! windows are aligned to, [`crate::clock`]) under the lock, so a span that begins
 //! after a window was judged can never be seen as overlapping it.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -20,7 +20,7 @@ use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use boltwatch_common::clock::now_unix_ns;
+use crate::clock::now_ns;
 
 /// Finished spans kept per peer; windows are judged seconds after they
 /// end, so a few dozen is plenty.
@@ -96,7 +96,7 @@ impl LoadTag {
     /// Marks the link loaded from now until the returned span drops.
     pub fn begin(&self) -> LoadSpan {
         let mut log = self.log();
-        let id = log.begin(now_unix_ns());
+        let id = log.begin(now_ns());
         drop(log);
         LoadSpan {
             marks: vec![(self.clone(), id)],
@@ -137,7 +137,7 @@ impl Drop for LoadSpan {
     fn drop(&mut self) {
         for (tag, id) in self.marks.drain(..) {
             let mut log = tag.log();
-            log.end(id, now_unix_ns());
+            log.end(id, now_ns());
         }
     }
 }
@@ -285,7 +285,7 @@ mod tests {
         assert!(b.active());
         drop(s);
         assert!(board.begin_peer("nobody").is_empty());
-        let now = now_unix_ns();
+        let now = now_ns();
         assert!(b.overlaps(now - 1_000_000_000, now + 1));
     }
 

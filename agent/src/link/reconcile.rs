@@ -7,7 +7,6 @@ use std::collections::{BTreeSet, HashMap};
 use std::io;
 use std::time::{Duration, Instant};
 
-use boltwatch_common::clock::now_unix_ns;
 use boltwatch_proto::v1::LinkEventSource;
 
 use super::debounce::Tracker;
@@ -160,7 +159,7 @@ impl<O: LinkOs> Reconciler<O> {
 
     /// Feeds events; returns true when one asks for an immediate poll.
     fn on_events(&mut self, events: Vec<OsEvent>) -> bool {
-        let at = now_unix_ns();
+        let at = crate::clock::now_ns();
         let mut poll_now = false;
         for ev in events {
             match ev {
@@ -222,7 +221,7 @@ impl<O: LinkOs> Reconciler<O> {
         let inventory = self.os.inventory();
         self.bridges = inventory.bridges;
         self.names = expand(&self.watch.interfaces, &inventory.names, &self.bridges);
-        let at = now_unix_ns();
+        let at = crate::clock::now_ns();
         for name in self.names.clone() {
             match self.os.read(&name) {
                 Ok(state) => self.observe(&name, state, source, at),

@@ -37,7 +37,7 @@ impl LinkState {
 pub struct LinkChange {
     /// Interface name.
     pub interface: String,
-    /// When it was observed, unix nanoseconds.
+    /// When it was observed, on the agent's timeline ([`crate::clock`]).
     pub at_unix_ns: u64,
     /// Carrier now.
     pub carrier: bool,

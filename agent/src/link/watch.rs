@@ -34,8 +34,10 @@ impl Watch {
         self.stop.load(Ordering::Relaxed)
     }
 
-    /// Emits what the tracker accepted and tells the observer.
-    pub(super) fn report(&self, at_unix_ns: u64, accepted: Accepted) {
+    /// Emits what the tracker accepted, seen at timeline time `at_ns`, and
+    /// tells the observer (on the timeline, as the outage tracker compares
+    /// it with probe times; the record gets the wall-clock time).
+    pub(super) fn report(&self, at_ns: u64, accepted: Accepted) {
         tracing::debug!(
             interface = %accepted.event.interface,
             carrier = accepted.event.carrier,
@@ -47,7 +49,9 @@ impl Watch {
         if let Some(obs) = &self.observer {
             obs.observe(accepted.change);
         }
-        self.sink
-            .emit_at(at_unix_ns, Payload::LinkEvent(accepted.event));
+        self.sink.emit_at(
+            crate::clock::read().to_unix(at_ns),
+            Payload::LinkEvent(accepted.event),
+        );
     }
 }

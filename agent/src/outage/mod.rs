@@ -1,7 +1,10 @@
 //! Outage tracking: decides when a peer is out and why, from probe results,
 //! carrier changes and service checks. Pure: no sockets, no clock; every
-//! input carries its own time (unix nanoseconds), so tests replay exact
-//! sequences.
+//! input carries its own time, so tests replay exact sequences. Every time
+//! here is on the agent's timeline ([`crate::clock`]: unix-like
+//! nanoseconds that count sleep and never step), so a carrier event and a
+//! probe compare on one clock, and [`on_wall_clock`] turns an outage into
+//! its record with one correction for start and end: its length is exact.
 //!
 //! One [`OutageTracker`] per probed peer. It owns the rules; the prober, the
 //! link watcher ([`crate::link`]) and the service checker only report what
@@ -377,6 +380,15 @@ impl OutageTracker {
     }
 }
 
+/// The record of `outage` (timeline times) in wall-clock time: start and
+/// end through the one correction `wall`, so the record's length is the
+/// timeline's, exact through sleep and clock steps.
+pub fn on_wall_clock(mut outage: Outage, wall: &crate::clock::Reading) -> Outage {
+    outage.start_unix_ns = wall.to_unix(outage.start_unix_ns);
+    outage.end_unix_ns = outage.end_unix_ns.map(|e| wall.to_unix(e));
+    outage
+}
+
 /// What the outage trackers are told, by whom: the STAMP sender of peer
 /// `peer` (its index among the configured peers), the link watcher (every
 /// peer on the interface), or a service check of a peer.
@@ -453,5 +465,7 @@ impl OutageTrackers {
     }
 }
 
+#[cfg(test)]
+mod clock_tests;
 #[cfg(test)]
 mod tests;

@@ -5,7 +5,7 @@
 //! rather than every call on a real Mac.
 //!
 //! Also the one `SIOCGIFMEDIA` call that the link watcher and the counters
-//! share, and the mach clock the STAMP timestamps are read from.
+//! share, and the mach clocks the timeline and the STAMP stamps read.
 #![allow(unsafe_code)]
 
 use std::io;
@@ -174,16 +174,15 @@ const _: () = assert!(size_of::<u64>() == xnu::SCM_TIMESTAMP_MONOTONIC_LEN);
 const _: () =
     assert!(size_of::<mach2::mach_time::mach_timebase_info>() == xnu::MACH_TIMEBASE_INFO_SIZE);
 
-/// Asks the kernel for `SCM_TIMESTAMP_MONOTONIC` on every datagram `sock`
-/// receives.
-pub(crate) fn enable_timestamp_monotonic(sock: BorrowedFd<'_>) -> io::Result<()> {
+/// Turns on the socket option `option` (an `int` 1 at `SOL_SOCKET`).
+fn enable(sock: BorrowedFd<'_>, option: libc::c_int) -> io::Result<()> {
     let on: libc::c_int = 1;
     // SAFETY: `on` is a live c_int and its size is passed with it.
     let rc = unsafe {
         libc::setsockopt(
             sock.as_raw_fd(),
             libc::SOL_SOCKET,
-            libc::SO_TIMESTAMP_MONOTONIC,
+            option,
             (&on as *const libc::c_int).cast(),
             size_of::<libc::c_int>() as libc::socklen_t,
         )
@@ -194,28 +193,34 @@ pub(crate) fn enable_timestamp_monotonic(sock: BorrowedFd<'_>) -> io::Result<()>
     Ok(())
 }
 
+/// Asks the kernel for a receive stamp on every datagram `sock` receives:
+/// `SCM_TIMESTAMP_CONTINUOUS` (counts sleep) where the kernel takes the
+/// private option, else `SCM_TIMESTAMP_MONOTONIC`.
+pub(crate) fn enable_packet_stamps(sock: BorrowedFd<'_>) -> io::Result<()> {
+    enable(sock, xnu::SO_TIMESTAMP_CONTINUOUS)
+        .or_else(|_| enable(sock, libc::SO_TIMESTAMP_MONOTONIC))
+}
+
 /// `mach_absolute_time()`: the clock `SO_TIMESTAMP_MONOTONIC` stamps with.
 pub(crate) fn mach_ticks() -> u64 {
     // SAFETY: no arguments, no preconditions.
     unsafe { mach2::mach_time::mach_absolute_time() }
 }
 
-/// The process's one anchor from mach ticks to unix ns, taken at first
-/// use: the timebase, a tick count and the realtime read right after it.
-/// Never re-taken, so stamps stay on one clock for the agent's life.
-pub(crate) fn mach_anchor() -> &'static xnu::MachAnchor {
-    static ANCHOR: OnceLock<xnu::MachAnchor> = OnceLock::new();
-    ANCHOR.get_or_init(|| {
+/// `mach_continuous_time()`: `mach_absolute_time` plus the time slept.
+pub(crate) fn mach_continuous_ticks() -> u64 {
+    // SAFETY: no arguments, no preconditions.
+    unsafe { mach2::mach_time::mach_continuous_time() }
+}
+
+/// The mach timebase, read once.
+pub(crate) fn timebase() -> xnu::Timebase {
+    static TIMEBASE: OnceLock<xnu::Timebase> = OnceLock::new();
+    *TIMEBASE.get_or_init(|| {
         let mut tb = mach2::mach_time::mach_timebase_info::default();
         // SAFETY: writes the two u32 of `tb`, which outlives the call. A
-        // failure leaves 0/0, which `MachAnchor::new` reads as 1/1.
+        // failure leaves 0/0, which `Timebase::new` reads as 1/1.
         unsafe { mach2::mach_time::mach_timebase_info(&mut tb) };
-        let ticks = mach_ticks();
-        xnu::MachAnchor::new(
-            ticks,
-            boltwatch_common::clock::now_unix_ns(),
-            tb.numer,
-            tb.denom,
-        )
+        xnu::Timebase::new(tb.numer, tb.denom)
     })
 }

@@ -33,7 +33,13 @@
 //!   control message `SCM_TIMESTAMP_MONOTONIC 0x04` holding one `uint64_t`
 //!   of `mach_absolute_time` ticks, taken right after `SO_TIMESTAMP`'s
 //!   `microtime` in `ip_savecontrol` (`bsd/netinet/ip_input.c`) and
-//!   `ip6_savecontrol` (`bsd/netinet6/ip6_input.c`), for v4 and v6 alike. `osfmk/mach/mach_time.h`: `struct
+//!   `ip6_savecontrol` (`bsd/netinet6/ip6_input.c`), for v4 and v6 alike.
+//!   `bsd/sys/socket_private.h` (10.14 and later, not in the SDK; ntpsec's
+//!   macOS packet-stamp test declares the same two values):
+//!   `SO_TIMESTAMP_CONTINUOUS 0x40000`, delivered as
+//!   `SCM_TIMESTAMP_CONTINUOUS 0x07` with one `uint64_t` of
+//!   `mach_continuous_time` ticks, which keep counting while the Mac
+//!   sleeps. `osfmk/mach/mach_time.h`: `struct
 //!   mach_timebase_info { uint32_t numer, denom; }`; ns = ticks * numer /
 //!   denom (125/3 on Apple silicon: 41.67 ns a tick).
 
@@ -131,51 +137,59 @@ pub const SCM_TIMESTAMP_MONOTONIC_LEN: usize = 8;
 /// `sizeof(struct mach_timebase_info)`.
 pub const MACH_TIMEBASE_INFO_SIZE: usize = 8;
 
-/// The tick count in a received control message, if it is a
-/// `SCM_TIMESTAMP_MONOTONIC` with exactly one `uint64_t` (native endian).
-pub fn monotonic_ticks(level: i32, kind: i32, data: &[u8]) -> Option<u64> {
-    if level != SOL_SOCKET || kind != SCM_TIMESTAMP_MONOTONIC {
-        return None;
-    }
-    Some(u64::from_ne_bytes(data.try_into().ok()?))
+/// `SO_TIMESTAMP_CONTINUOUS` (`bsd/sys/socket_private.h`).
+pub const SO_TIMESTAMP_CONTINUOUS: i32 = 0x40000;
+/// `SCM_TIMESTAMP_CONTINUOUS`: the control message type carrying it, one
+/// `uint64_t` like `SCM_TIMESTAMP_MONOTONIC`.
+pub const SCM_TIMESTAMP_CONTINUOUS: i32 = 0x07;
+
+/// A kernel receive stamp, in mach ticks, by the clock it was read from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PacketTicks {
+    /// `mach_continuous_time` (`SCM_TIMESTAMP_CONTINUOUS`): counts sleep.
+    Continuous(u64),
+    /// `mach_absolute_time` (`SCM_TIMESTAMP_MONOTONIC`): stops in sleep.
+    Absolute(u64),
 }
 
-/// Converts `mach_absolute_time` ticks to unix nanoseconds through one
-/// anchor: a tick count and the realtime read taken right after it. Every
-/// stamp converted through the same anchor is on one monotonic clock, so
-/// differences between them are exact to a tick, whatever NTP does to
-/// realtime afterwards.
+/// The stamp in a received control message, if it is a
+/// `SCM_TIMESTAMP_CONTINUOUS` or `SCM_TIMESTAMP_MONOTONIC` with exactly
+/// one `uint64_t` (native endian).
+pub fn packet_ticks(level: i32, kind: i32, data: &[u8]) -> Option<PacketTicks> {
+    if level != SOL_SOCKET {
+        return None;
+    }
+    let ticks = || data.try_into().ok().map(u64::from_ne_bytes);
+    match kind {
+        SCM_TIMESTAMP_CONTINUOUS => ticks().map(PacketTicks::Continuous),
+        SCM_TIMESTAMP_MONOTONIC => ticks().map(PacketTicks::Absolute),
+        _ => None,
+    }
+}
+
+/// Mach ticks to nanoseconds (`mach_timebase_info`): the same for
+/// `mach_absolute_time` and `mach_continuous_time`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct MachAnchor {
-    ticks: u64,
-    unix_ns: u64,
+pub struct Timebase {
     numer: u32,
     denom: u32,
 }
 
-impl MachAnchor {
-    /// An anchor from `mach_timebase_info`'s `numer`/`denom`; a zero
-    /// `denom` (a failed call) is taken as 1/1, the Intel timebase.
-    pub fn new(ticks: u64, unix_ns: u64, numer: u32, denom: u32) -> MachAnchor {
-        let (numer, denom) = if numer == 0 || denom == 0 {
-            (1, 1)
+impl Timebase {
+    /// A timebase from `mach_timebase_info`'s `numer`/`denom`; a zero
+    /// (a failed call) is taken as 1/1, the Intel timebase.
+    pub fn new(numer: u32, denom: u32) -> Timebase {
+        if numer == 0 || denom == 0 {
+            Timebase { numer: 1, denom: 1 }
         } else {
-            (numer, denom)
-        };
-        MachAnchor {
-            ticks,
-            unix_ns,
-            numer,
-            denom,
+            Timebase { numer, denom }
         }
     }
 
-    /// Unix nanoseconds of the tick count `ticks` (earlier ticks than the
-    /// anchor work too); saturates at 0 and `u64::MAX`.
-    pub fn unix_ns_at(&self, ticks: u64) -> u64 {
-        let dt = i128::from(ticks) - i128::from(self.ticks);
-        let ns = dt * i128::from(self.numer) / i128::from(self.denom);
-        (i128::from(self.unix_ns) + ns).clamp(0, i128::from(u64::MAX)) as u64
+    /// Nanoseconds of `ticks` (saturating at `u64::MAX`).
+    pub fn ns(&self, ticks: u64) -> u64 {
+        let ns = u128::from(ticks) * u128::from(self.numer) / u128::from(self.denom);
+        u64::try_from(ns).unwrap_or(u64::MAX)
     }
 
     /// One tick in nanoseconds, rounded up (42 on Apple silicon, 1 on
@@ -236,46 +250,40 @@ mod tests {
     }
 
     #[test]
-    fn monotonic_control_messages() {
+    fn packet_stamp_control_messages() {
         let t = 123_456_789_u64.to_ne_bytes();
+        let read = |level, kind, data: &[u8]| packet_ticks(level, kind, data);
         assert_eq!(
-            monotonic_ticks(SOL_SOCKET, SCM_TIMESTAMP_MONOTONIC, &t),
-            Some(123_456_789)
+            read(SOL_SOCKET, SCM_TIMESTAMP_CONTINUOUS, &t),
+            Some(PacketTicks::Continuous(123_456_789))
+        );
+        assert_eq!(
+            read(SOL_SOCKET, SCM_TIMESTAMP_MONOTONIC, &t),
+            Some(PacketTicks::Absolute(123_456_789))
         );
         // SCM_TIMESTAMP (a timeval) and other levels are not ours.
-        assert_eq!(monotonic_ticks(SOL_SOCKET, 0x02, &t), None);
-        assert_eq!(monotonic_ticks(0, SCM_TIMESTAMP_MONOTONIC, &t), None);
+        assert_eq!(read(SOL_SOCKET, 0x02, &t), None);
+        assert_eq!(read(0, SCM_TIMESTAMP_CONTINUOUS, &t), None);
         // A short or long payload is dropped, not misread.
-        assert_eq!(
-            monotonic_ticks(SOL_SOCKET, SCM_TIMESTAMP_MONOTONIC, &t[..4]),
-            None
-        );
-        assert_eq!(
-            monotonic_ticks(SOL_SOCKET, SCM_TIMESTAMP_MONOTONIC, &[0; 16]),
-            None
-        );
+        assert_eq!(read(SOL_SOCKET, SCM_TIMESTAMP_CONTINUOUS, &t[..4]), None);
+        assert_eq!(read(SOL_SOCKET, SCM_TIMESTAMP_MONOTONIC, &[0; 16]), None);
+        assert_eq!(SO_TIMESTAMP_CONTINUOUS, 0x40000);
+        assert_eq!(SCM_TIMESTAMP_CONTINUOUS, 0x07);
     }
 
     #[test]
-    fn mach_ticks_to_unix_ns() {
-        // Apple silicon: 24 MHz, numer/denom 125/3.
-        let a = MachAnchor::new(1_000_000, 1_764_470_000_000_000_000, 125, 3);
-        assert_eq!(a.unix_ns_at(1_000_000), 1_764_470_000_000_000_000);
-        // 24 ticks are 1 us.
-        assert_eq!(a.unix_ns_at(1_000_024), 1_764_470_000_000_001_000);
-        assert_eq!(a.unix_ns_at(999_976), 1_764_469_999_999_999_000);
-        // A day later, no overflow.
-        let day = 86_400 * 24_000_000;
-        assert_eq!(
-            a.unix_ns_at(1_000_000 + day),
-            1_764_470_000_000_000_000 + 86_400 * 1_000_000_000
-        );
-        assert_eq!(a.resolution_ns(), 42);
+    fn mach_ticks_to_ns() {
+        // Apple silicon: 24 MHz, numer/denom 125/3: 24 ticks are 1 us.
+        let tb = Timebase::new(125, 3);
+        assert_eq!(tb.ns(24), 1_000);
+        // Eight weeks of uptime, no overflow.
+        let weeks = 8 * 7 * 86_400 * 24_000_000u64;
+        assert_eq!(tb.ns(weeks), 8 * 7 * 86_400 * 1_000_000_000);
+        assert_eq!(tb.resolution_ns(), 42);
         // Intel Macs tick in nanoseconds; a failed timebase call is 1/1.
-        assert_eq!(MachAnchor::new(0, 5, 1, 1).resolution_ns(), 1);
-        assert_eq!(MachAnchor::new(10, 100, 0, 0).unix_ns_at(15), 105);
-        // Before the epoch saturates.
-        assert_eq!(MachAnchor::new(1_000, 10, 1, 1).unix_ns_at(0), 0);
+        assert_eq!(Timebase::new(1, 1).resolution_ns(), 1);
+        assert_eq!(Timebase::new(0, 0).ns(15), 15);
+        assert_eq!(Timebase::new(125, 3).ns(u64::MAX), u64::MAX);
     }
 
     #[test]

@@ -48,6 +48,7 @@ fn emit(health: &Health, sink: &Sink, process: &mut ProcessProbe) {
         stamp_refused_own_address: Health::get(&health.stamp_refused_own_address),
         stamp_refused_rate_limited: Health::get(&health.stamp_refused_rate_limited),
         unsupported_sources: crate::support::unsupported_sources(),
+        clock_steps: crate::clock::clock().steps(),
     }));
 }
 

@@ -6,7 +6,6 @@
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 
-use boltwatch_common::clock::now_unix_ns;
 use boltwatch_proto::v1::record::Payload;
 use tracing::warn;
 
@@ -15,7 +14,7 @@ use super::topology::Topology;
 use crate::config::Config;
 use crate::error::Error;
 use crate::link::LinkChange;
-use crate::outage::{OutageIds, OutageInput, OutageTracker, OutageTrackers};
+use crate::outage::{on_wall_clock, OutageIds, OutageInput, OutageTracker, OutageTrackers};
 use crate::service::ServiceChange;
 use crate::sink::Observer;
 use crate::stamp::ProbeEvent;
@@ -52,8 +51,13 @@ pub(super) fn start(crew: &Crew, config: &Config, topology: &Topology) -> Result
         .spawn(move || {
             // Ends when every producer (senders, watcher, service checks) is gone.
             for input in rx {
-                for o in trackers.apply(input, now_unix_ns()) {
-                    sink.emit(Payload::Outage(o));
+                let outages = trackers.apply(input, crate::clock::now_ns());
+                if outages.is_empty() {
+                    continue;
+                }
+                let wall = crate::clock::read();
+                for o in outages {
+                    sink.emit(Payload::Outage(on_wall_clock(o, &wall)));
                 }
             }
         })

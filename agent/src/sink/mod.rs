@@ -8,7 +8,6 @@
 //! purpose: the transport drains it at once into its own bounded queue, which
 //! is where overflow is counted, so a probe thread never blocks on I/O.
 
-use boltwatch_common::clock::now_unix_ns;
 use boltwatch_proto::v1::record::Payload;
 use tokio::sync::mpsc;
 
@@ -40,10 +39,11 @@ impl Sink {
 
     /// Emits `payload` stamped with the current time.
     pub fn emit(&self, payload: Payload) {
-        self.emit_at(now_unix_ns(), payload);
+        self.emit_at(crate::clock::unix_now(), payload);
     }
 
-    /// Emits `payload` observed at `unix_ns`.
+    /// Emits `payload` observed at wall-clock `unix_ns`: a timeline
+    /// reading goes through [`crate::clock::Reading::to_unix`] first.
     pub fn emit_at(&self, unix_ns: u64, payload: Payload) {
         // A closed channel means the agent is shutting down; dropping is right.
         let _ = self.tx.send(Emitted { unix_ns, payload });

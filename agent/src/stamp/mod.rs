@@ -24,9 +24,10 @@
 //! software TX timestamp on Linux (`SO_TIMESTAMPING`), else a userspace
 //! read right before `sendto` as `ping(8)` does; t3 is always a userspace
 //! read right before `sendto`, since it must be written into the reply
-//! before it is sent. All four come from one clock per OS (`imp::CLOCK`,
-//! reported in `RttSummary.timestamp_clock`): CLOCK_REALTIME on Linux,
-//! `mach_absolute_time` through one realtime anchor on macOS.
+//! before it is sent. All four are on the agent's timeline
+//! ([`crate::clock`]: `CLOCK_BOOTTIME` on Linux, `mach_continuous_time` on
+//! macOS), whatever clock the kernel stamped with (`imp::CLOCK`, reported
+//! in `RttSummary.timestamp_clock`).
 
 use std::net::SocketAddr;
 
@@ -60,8 +61,13 @@ pub(crate) struct Received {
     pub len: usize,
     /// Who sent it.
     pub from: Option<SocketAddr>,
-    /// Kernel RX timestamp, unix ns, if the OS gave one.
+    /// Kernel RX timestamp on the agent's timeline ([`crate::clock`]), if
+    /// the OS gave one.
     pub kernel_rx_unix_ns: Option<u64>,
+    /// The clock-step generation the stamp was moved onto the timeline
+    /// under, where that took a wall-clock correction (Linux); a probe
+    /// sent under another generation straddles a step.
+    pub generation: Option<u64>,
     /// TTL / hop limit of the arriving packet, if reported.
     pub ttl: Option<u8>,
 }

@@ -67,6 +67,8 @@ pub enum Expiry {
 #[derive(Debug, Clone, Copy)]
 struct InFlight {
     sent_unix_ns: u64,
+    /// The clock-step generation at the send ([`crate::clock`]).
+    generation: u64,
     kernel_t1: Option<u64>,
     t1: NtpTimestamp,
     sent_at: Instant,
@@ -105,13 +107,22 @@ impl ProbeTable {
         }
     }
 
-    /// Records probe `seq` sent at `t1` (`sent_at` on the monotonic clock).
-    pub fn sent(&mut self, seq: u32, t1: NtpTimestamp, sent_unix_ns: u64, sent_at: Instant) {
+    /// Records probe `seq` sent at `t1` (`sent_at` on the monotonic clock)
+    /// under clock-step generation `generation`.
+    pub fn sent(
+        &mut self,
+        seq: u32,
+        t1: NtpTimestamp,
+        sent_unix_ns: u64,
+        sent_at: Instant,
+        generation: u64,
+    ) {
         self.settled.remove(&seq);
         self.in_flight.insert(
             seq,
             InFlight {
                 sent_unix_ns,
+                generation,
                 kernel_t1: None,
                 t1,
                 sent_at,
@@ -120,20 +131,31 @@ impl ProbeTable {
         );
     }
 
-    /// Records the kernel's TX timestamp of probe `seq`, used as t1 in
+    /// Records the kernel's TX timestamp of probe `seq`, put on the
+    /// timeline under clock-step generation `generation`, used as t1 in
     /// place of the userspace read. Ignored unless it is at or after the
-    /// userspace read and within the timeout of it (else a clock step).
-    pub fn kernel_sent(&mut self, seq: u32, tx_unix_ns: u64) {
+    /// userspace read, within the timeout of it, and converted under the
+    /// send's generation (else a clock step came between; the userspace
+    /// read, on the timeline already, stays t1).
+    pub fn kernel_sent(&mut self, seq: u32, tx_unix_ns: u64, generation: u64) {
         if let Some(p) = self.in_flight.get_mut(&seq) {
             let d = tx_unix_ns as i128 - p.sent_unix_ns as i128;
-            if d >= 0 && d < self.timeout.as_nanos() as i128 {
+            if d >= 0 && d < self.timeout.as_nanos() as i128 && generation == p.generation {
                 p.kernel_t1 = Some(tx_unix_ns);
             }
         }
     }
 
-    /// Classifies a reply that arrived at `t4_unix_ns`.
-    pub fn reply(&mut self, pkt: &ReflectorPacket, t4_unix_ns: u64) -> Verdict {
+    /// Classifies a reply that arrived at `t4_unix_ns`, put on the timeline
+    /// under clock-step generation `generation` where that took a
+    /// wall-clock correction: a reply converted under another generation
+    /// than its probe's send straddles a step, and its RTT is discarded.
+    pub fn reply(
+        &mut self,
+        pkt: &ReflectorPacket,
+        t4_unix_ns: u64,
+        generation: Option<u64>,
+    ) -> Verdict {
         let seq = pkt.sender_seq;
         if let Some(p) = self.in_flight.get(&seq) {
             if p.t1 != pkt.sender_timestamp {
@@ -148,7 +170,8 @@ impl ProbeTable {
             let turnaround = pkt.turnaround_ns() as i128;
             let t1 = p.kernel_t1.unwrap_or(p.sent_unix_ns);
             let rtt = t4_unix_ns as i128 - t1 as i128 - turnaround;
-            let rtt_ns = if turnaround >= 0 && rtt >= 0 {
+            let straddles = generation.is_some_and(|g| g != p.generation);
+            let rtt_ns = if turnaround >= 0 && rtt >= 0 && !straddles {
                 Some(rtt as u64)
             } else {
                 None
@@ -268,7 +291,7 @@ mod tests {
     fn table_with(seqs: &[(u32, u64)], at: Instant) -> ProbeTable {
         let mut t = ProbeTable::new(10 * MS, 100 * MS);
         for &(seq, t1) in seqs {
-            t.sent(seq, NtpTimestamp::from_unix_ns(t1), t1, at);
+            t.sent(seq, NtpTimestamp::from_unix_ns(t1), t1, at, 0);
         }
         t
     }
@@ -278,7 +301,7 @@ mod tests {
         let now = Instant::now();
         let mut t = table_with(&[(0, T0)], now);
         // Out 30 us, turnaround 25 us, back 20 us: t4 - t1 = 75 us, RTT 50 us.
-        let v = t.reply(&reply(0, T0, T0 + 30_000, T0 + 55_000), T0 + 75_000);
+        let v = t.reply(&reply(0, T0, T0 + 30_000, T0 + 55_000), T0 + 75_000, None);
         assert_eq!(
             v,
             Verdict::Reply {
@@ -292,14 +315,58 @@ mod tests {
     }
 
     #[test]
+    fn a_probe_straddling_a_clock_step_is_answered_but_not_measured() {
+        let now = Instant::now();
+        let mut t = table_with(&[(0, T0), (1, T0), (2, T0)], now);
+        // A TX stamp converted after a step (generation 1) is not t1.
+        t.kernel_sent(0, T0 + 4_000, 1);
+        let v = t.reply(
+            &reply(0, T0, T0 + 30_000, T0 + 55_000),
+            T0 + 75_000,
+            Some(0),
+        );
+        assert!(matches!(
+            v,
+            Verdict::Reply {
+                rtt_ns: Some(50_000),
+                kernel_tx: false,
+                ..
+            }
+        ));
+        // A reply converted after the step: answered, RTT discarded.
+        let v = t.reply(
+            &reply(1, T0, T0 + 30_000, T0 + 55_000),
+            T0 + 75_000,
+            Some(1),
+        );
+        assert!(matches!(
+            v,
+            Verdict::Reply {
+                seq: 1,
+                rtt_ns: None,
+                ..
+            }
+        ));
+        // A userspace t4 needs no correction: the timeline never steps.
+        let v = t.reply(&reply(2, T0, T0 + 30_000, T0 + 55_000), T0 + 75_000, None);
+        assert!(matches!(
+            v,
+            Verdict::Reply {
+                rtt_ns: Some(50_000),
+                ..
+            }
+        ));
+    }
+
+    #[test]
     fn kernel_tx_timestamp_replaces_userspace_t1() {
         let now = Instant::now();
         let mut t = table_with(&[(0, T0), (1, T0)], now);
         // The kernel stamped the send 4 us after the userspace read.
-        t.kernel_sent(0, T0 + 4_000);
+        t.kernel_sent(0, T0 + 4_000, 0);
         // A stamp before the userspace read is a clock step: ignored.
-        t.kernel_sent(1, T0 - 1);
-        let v = t.reply(&reply(0, T0, T0 + 30_000, T0 + 55_000), T0 + 75_000);
+        t.kernel_sent(1, T0 - 1, 0);
+        let v = t.reply(&reply(0, T0, T0 + 30_000, T0 + 55_000), T0 + 75_000, None);
         assert_eq!(
             v,
             Verdict::Reply {
@@ -309,7 +376,7 @@ mod tests {
                 kernel_tx: true,
             }
         );
-        let v = t.reply(&reply(1, T0, T0, T0), T0 + 75_000);
+        let v = t.reply(&reply(1, T0, T0, T0), T0 + 75_000, None);
         assert!(matches!(
             v,
             Verdict::Reply {
@@ -327,21 +394,24 @@ mod tests {
         // 2 before 1 before 0.
         for seq in [2u32, 1, 0] {
             let t1 = T0 + 10 * seq as u64;
-            let v = t.reply(&reply(seq, t1, t1 + 1, t1 + 2), t1 + 1_000);
+            let v = t.reply(&reply(seq, t1, t1 + 1, t1 + 2), t1 + 1_000, None);
             assert!(matches!(v, Verdict::Reply { seq: s, rtt_ns: Some(999), .. } if s == seq));
         }
         assert_eq!(
-            t.reply(&reply(1, T0 + 10, 0, 0), T0 + 2_000),
+            t.reply(&reply(1, T0 + 10, 0, 0), T0 + 2_000, None),
             Verdict::Duplicate {
                 seq: 1,
                 sent_unix_ns: T0 + 10
             }
         );
         // Unknown sequence number.
-        assert_eq!(t.reply(&reply(7, T0, 0, 0), T0 + 1), Verdict::Foreign);
+        assert_eq!(t.reply(&reply(7, T0, 0, 0), T0 + 1, None), Verdict::Foreign);
         // Right sequence number, wrong t1 (another session's packet).
         let mut t = table_with(&[(5, T0)], now);
-        assert_eq!(t.reply(&reply(5, T0 + 1, 0, 0), T0 + 9), Verdict::Foreign);
+        assert_eq!(
+            t.reply(&reply(5, T0 + 1, 0, 0), T0 + 9, None),
+            Verdict::Foreign
+        );
         assert_eq!(t.in_flight(), 1);
     }
 
@@ -365,7 +435,7 @@ mod tests {
         out.clear();
         t.expire(now + 50 * MS, &mut out);
         assert!(out.is_empty(), "overdue fires once");
-        let v = t.reply(&reply(0, T0, T0, T0), T0 + 50_000_000);
+        let v = t.reply(&reply(0, T0, T0, T0), T0 + 50_000_000, None);
         assert!(matches!(
             v,
             Verdict::Reply {
@@ -389,19 +459,19 @@ mod tests {
         assert_eq!(t.in_flight(), 0);
         assert_eq!(t.next_deadline(), None);
         assert_eq!(
-            t.reply(&reply(0, T0, 0, 0), T0 + 200_000_000),
+            t.reply(&reply(0, T0, 0, 0), T0 + 200_000_000, None),
             Verdict::Late { seq: 0 }
         );
         // Forgotten after two timeouts: then it is foreign.
         t.expire(now + 201 * MS, &mut out);
-        assert_eq!(t.reply(&reply(0, T0, 0, 0), T0), Verdict::Foreign);
+        assert_eq!(t.reply(&reply(0, T0, 0, 0), T0, None), Verdict::Foreign);
     }
 
     #[test]
     fn reply_read_after_timeout_is_late_and_then_lost() {
         let now = Instant::now();
         let mut t = table_with(&[(0, T0)], now);
-        let v = t.reply(&reply(0, T0, T0, T0), T0 + 100_000_001);
+        let v = t.reply(&reply(0, T0, T0, T0), T0 + 100_000_001, None);
         assert_eq!(v, Verdict::Late { seq: 0 });
         let mut out = Vec::new();
         t.expire(now + 100 * MS, &mut out);
@@ -416,7 +486,7 @@ mod tests {
         let now = Instant::now();
         let mut t = table_with(&[(0, T0)], now);
         // Turnaround (t3 - t2) larger than t4 - t1: the clocks lie.
-        let v = t.reply(&reply(0, T0, T0, T0 + 9_000), T0 + 1_000);
+        let v = t.reply(&reply(0, T0, T0, T0 + 9_000), T0 + 1_000, None);
         assert_eq!(
             v,
             Verdict::Reply {
@@ -428,7 +498,7 @@ mod tests {
         );
         let mut t = table_with(&[(0, T0)], now);
         // t3 before t2.
-        let v = t.reply(&reply(0, T0, T0 + 500, T0 + 100), T0 + 1_000);
+        let v = t.reply(&reply(0, T0, T0 + 500, T0 + 100), T0 + 1_000, None);
         assert!(matches!(v, Verdict::Reply { rtt_ns: None, .. }));
     }
 }

@@ -34,6 +34,7 @@ pub(crate) fn recv_with(
         len: msg.bytes,
         from: msg.address.as_ref().and_then(to_socket_addr),
         kernel_rx_unix_ns: None,
+        generation: None,
         ttl: None,
     };
     if let Ok(cmsgs) = msg.cmsgs() {

@@ -68,9 +68,9 @@ pub enum ProbeEvent {
     Reply {
         /// Sequence number.
         seq: u32,
-        /// t1, unix ns.
+        /// t1, on the agent's timeline ([`crate::clock`]).
         sent_unix_ns: u64,
-        /// t4, unix ns: when the reply arrived (the kernel's RX timestamp
+        /// t4, on the timeline: when the reply arrived (the kernel's RX timestamp
         /// where the OS gives one), not when a thread got round to it.
         received_unix_ns: u64,
         /// `(t4 - t1) - (t3 - t2)`.
@@ -82,7 +82,7 @@ pub enum ProbeEvent {
     Lost {
         /// Sequence number.
         seq: u32,
-        /// t1, unix ns.
+        /// t1, on the timeline.
         sent_unix_ns: u64,
     },
 }
@@ -181,10 +181,17 @@ fn record(
         }
         Outcome::Tick => {
             let tagged = |start, end| load.is_some_and(|l| l.overlaps(start, end));
-            // Windows are in t1's clock; so is the end they are checked against.
-            for (end, summary) in windows.drain_complete(imp::now_ns(), tagged) {
-                sink.emit_at(end, Payload::Rtt(summary));
-                closed += 1;
+            // Windows are on the timeline, as t1 is; so is the end they are
+            // checked against. Their records get wall-clock times, both
+            // through one correction, so a window stays one second long.
+            let complete = windows.drain_complete(imp::now_ns(), tagged);
+            if !complete.is_empty() {
+                let wall = crate::clock::read();
+                for (end, mut summary) in complete {
+                    summary.window_start_unix_ns = wall.to_unix(summary.window_start_unix_ns);
+                    sink.emit_at(wall.to_unix(end), Payload::Rtt(summary));
+                    closed += 1;
+                }
             }
             None
         }

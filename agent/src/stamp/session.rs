@@ -89,7 +89,7 @@ pub(crate) struct Session {
     /// `(TX counter, seq)` of sends whose TX stamp has not been read yet.
     tx_pending: VecDeque<(u32, u32)>,
     next_tx_id: u32,
-    tx_read: Vec<(u32, u64)>,
+    tx_read: Vec<(u32, u64, u64)>,
 }
 
 /// Sends awaiting a TX stamp, at most: this many in a row without a stamp
@@ -202,6 +202,9 @@ impl Session {
     fn send_probe(&mut self, now: Instant, on: &mut dyn FnMut(Outcome)) {
         let seq = self.seq;
         self.seq = self.seq.wrapping_add(1);
+        // Measures the wall-clock correction too, so a step before this
+        // send is known before the probe's stamps are compared.
+        let generation = crate::clock::read().generation;
         let t1 = imp::now_ns();
         let ts = NtpTimestamp::from_unix_ns(t1);
         SenderPacket {
@@ -228,7 +231,7 @@ impl Session {
             // peer did not answer: it times out and counts as lost.
             Err(e) => debug!(peer = %self.peer, seq, error = %e, "STAMP probe send failed"),
         }
-        self.table.sent(seq, ts, t1, now);
+        self.table.sent(seq, ts, t1, now, generation);
         self.collect_tx_stamps();
         on(Outcome::Sent { sent_unix_ns: t1 });
     }
@@ -281,7 +284,7 @@ impl Session {
             return;
         }
         imp::read_tx_timestamps(&self.socket, &mut self.tx_read);
-        for (id, ns) in self.tx_read.drain(..) {
+        for (id, ns, generation) in self.tx_read.drain(..) {
             // Stamps come in send order; older pending sends never got one.
             while let Some(&(pid, seq)) = self.tx_pending.front() {
                 if pid.wrapping_sub(id) as i32 > 0 {
@@ -289,7 +292,7 @@ impl Session {
                 }
                 self.tx_pending.pop_front();
                 if pid == id {
-                    self.table.kernel_sent(seq, ns);
+                    self.table.kernel_sent(seq, ns, generation);
                     break;
                 }
             }
@@ -316,7 +319,7 @@ impl Session {
         }
         let kernel_rx = rx.kernel_rx_unix_ns.is_some();
         let t4 = rx.kernel_rx_unix_ns.unwrap_or_else(imp::now_ns);
-        match self.table.reply(&pkt, t4) {
+        match self.table.reply(&pkt, t4, rx.generation) {
             Verdict::Reply {
                 seq,
                 sent_unix_ns,

@@ -1,5 +1,6 @@
 //! Linux receive path: kernel software RX timestamps (`SO_TIMESTAMPNS`,
-//! CLOCK_REALTIME, nanoseconds) and the arriving TTL or hop limit
+//! CLOCK_REALTIME, nanoseconds, moved onto the agent's timeline with
+//! [`crate::clock::from_wall`]) and the arriving TTL or hop limit
 //! (`IP_RECVTTL`, `IPV6_RECVHOPLIMIT`), read from `recvmsg` control
 //! messages; kernel software TX timestamps (`SO_TIMESTAMPING` with
 //! `TX_SOFTWARE | OPT_ID | OPT_TSONLY`) read back from the error queue;
@@ -31,8 +32,8 @@ pub(crate) const SUPPORT: crate::platform::Support = crate::platform::Support::S
 pub(crate) const KERNEL_RX_TIMESTAMPS: bool = true;
 
 /// `SO_TIMESTAMPNS` and `SO_TIMESTAMPING`'s software stamps are
-/// `ktime_get_real`: CLOCK_REALTIME in ns, the clock t1 and t3 are read
-/// from too.
+/// `ktime_get_real`: CLOCK_REALTIME in ns, converted onto the timeline
+/// (`CLOCK_BOOTTIME`) that t1 and t3 are read from.
 pub(crate) const CLOCK: TimestampClock = TimestampClock::KernelRealtimeNs;
 
 /// `clock_getres(CLOCK_REALTIME)` in ns (1 with high-resolution timers);
@@ -45,9 +46,9 @@ pub(crate) fn clock_resolution_ns() -> u64 {
         .unwrap_or(0)
 }
 
-/// Now on the probe clock: CLOCK_REALTIME, unix ns.
+/// Now on the probe clock: the agent's timeline.
 pub(crate) fn now_ns() -> u64 {
-    boltwatch_common::clock::now_unix_ns()
+    crate::clock::now_ns()
 }
 
 /// Asks the kernel for RX timestamps and TTLs on `sock`. Timestamps are
@@ -70,11 +71,9 @@ pub(crate) fn recv(sock: &UdpSocket, buf: &mut [u8], nonblocking: bool) -> io::R
     let cmsg = vec![0u8; CMSG_ROOM];
     recv_with(sock, buf, cmsg, nonblocking, |c, out| {
             match c {
-                ControlMessageOwned::ScmTimestampns(ts) => {
-                    out.kernel_rx_unix_ns = timespec_ns(&ts);
-                }
+                ControlMessageOwned::ScmTimestampns(ts) => on_timeline(out, timespec_ns(&ts)),
                 ControlMessageOwned::ScmTimestampsns(ts) if out.kernel_rx_unix_ns.is_none() => {
-                    out.kernel_rx_unix_ns = timespec_ns(&ts.system);
+                    on_timeline(out, timespec_ns(&ts.system))
                 }
                 ControlMessageOwned::Ipv4Ttl(t) | ControlMessageOwned::Ipv6HopLimit(t) => {
                     out.ttl = u8::try_from(t).ok();
@@ -82,6 +81,16 @@ pub(crate) fn recv(sock: &UdpSocket, buf: &mut [u8], nonblocking: bool) -> io::R
                 _ => {}
             }
     })
+}
+
+/// Puts a wall-clock kernel stamp on the timeline, with the step
+/// generation it was converted under.
+fn on_timeline(out: &mut Received, wall_ns: Option<u64>) {
+    if let Some(wall) = wall_ns {
+        let (t, generation) = crate::clock::from_wall(wall);
+        out.kernel_rx_unix_ns = Some(t);
+        out.generation = Some(generation);
+    }
 }
 
 /// Turns on kernel software TX timestamps, keyed by a per-socket counter
@@ -97,9 +106,9 @@ pub(crate) fn enable_tx_timestamps(sock: &UdpSocket) -> bool {
     setsockopt(sock, Timestamping, &flags).is_ok()
 }
 
-/// Reads every queued TX timestamp as `(counter, unix ns)` into `out`.
-/// Never blocks.
-pub(crate) fn read_tx_timestamps(sock: &UdpSocket, out: &mut Vec<(u32, u64)>) {
+/// Reads every queued TX timestamp as `(counter, timeline ns, step
+/// generation)` into `out`. Never blocks.
+pub(crate) fn read_tx_timestamps(sock: &UdpSocket, out: &mut Vec<(u32, u64, u64)>) {
     // Bounded: a burst's worth per call; the rest stays queued for the next.
     for _ in 0..64 {
         let mut data = [0u8; 64];
@@ -129,7 +138,8 @@ pub(crate) fn read_tx_timestamps(sock: &UdpSocket, out: &mut Vec<(u32, u64)>) {
             }
         }
         if let (Some(id), Some(ns)) = (id, ns) {
-            out.push((id, ns));
+            let (t, generation) = crate::clock::from_wall(ns);
+            out.push((id, t, generation));
         }
     }
 }
@@ -173,9 +183,9 @@ pub(crate) fn prioritize_current_thread() -> io::Result<()> {
 mod tests {
     use super::*;
 
-    /// A datagram over real loopback: its `SO_TIMESTAMPNS` stamp lies
-    /// between two reads of the probe clock taken before the send and
-    /// after the receive, so both are one clock (CLOCK_REALTIME).
+    /// A datagram over real loopback: its `SO_TIMESTAMPNS` stamp, moved
+    /// onto the timeline, lies between two reads of the probe clock taken
+    /// before the send and after the receive, so both are one clock.
     #[test]
     fn kernel_rx_stamp_is_on_the_probe_clock() {
         let rx = UdpSocket::bind("127.0.0.1:0").unwrap();

@@ -1,20 +1,18 @@
-//! macOS receive path: kernel RX timestamps from `SO_TIMESTAMP_MONOTONIC`
-//! read from `recvmsg` control messages; `IP_BOUND_IF`/`IPV6_BOUND_IF` for
-//! pinning probes to an interface.
+//! macOS receive path: kernel RX timestamps from `SO_TIMESTAMP_CONTINUOUS`
+//! (or, where the kernel refuses that private option,
+//! `SO_TIMESTAMP_MONOTONIC`) read from `recvmsg` control messages;
+//! `IP_BOUND_IF`/`IPV6_BOUND_IF` for pinning probes to an interface.
 //!
 //! Why not `SO_TIMESTAMP`: it is `microtime`, 1 us steps (Libc's
 //! `CLOCK_REALTIME` is `gettimeofday` too), +-2 us on a 40-80 us RTT.
-//! `SO_TIMESTAMP_MONOTONIC` is `mach_absolute_time` taken at the same point
-//! of the stack, 41.7 ns a tick on Apple silicon. So every stamp here, t1
-//! and t3 (userspace reads right before `sendto`) as well as t2 and t4
-//! (kernel RX), is mach ticks converted through one realtime anchor taken
-//! at agent start ([`crate::platform::macos::mach_anchor`]): `t4 - t1` and
-//! `t3 - t2` are both on the monotonic clock and exact to a tick. The
-//! packets' absolute times (and the RTT windows') drift from NTP time by
-//! the host's clock error (ppm) over the agent's life, which STAMP's RTT
-//! does not use; a realtime step after agent start (a clock set at boot
-//! after launchd started the agent) shifts them by the step until the
-//! agent restarts, and leaves the RTTs exact.
+//! `SO_TIMESTAMP_CONTINUOUS` is `mach_continuous_time` taken at the same
+//! point of the stack, 41.7 ns a tick on Apple silicon, and it is the clock
+//! the agent's timeline runs on ([`crate::clock`]), so t2/t4 need no
+//! conversion but the timebase and t1/t3 (userspace reads right before
+//! `sendto`) are on the same clock: `t4 - t1` and `t3 - t2` are exact to a
+//! tick through sleep and wall-clock steps. A `SO_TIMESTAMP_MONOTONIC`
+//! stamp (`mach_absolute_time`, which stops in sleep) gets the time slept
+//! so far added, read when the packet is handled.
 //!
 //! nix has no `IP_RECVTTL` for Apple targets, so the TTL is not reported
 //! and the reflector writes 255.
@@ -40,21 +38,37 @@ pub(crate) const SUPPORT: crate::platform::Support = crate::platform::Support::S
 pub(crate) const KERNEL_RX_TIMESTAMPS: bool = true;
 
 /// The clock every probe timestamp here is read from.
-pub(crate) const CLOCK: TimestampClock = TimestampClock::KernelMonotonicMach;
+pub(crate) const CLOCK: TimestampClock = TimestampClock::KernelContinuousMach;
 
 /// One mach tick in ns, rounded up.
 pub(crate) fn clock_resolution_ns() -> u64 {
-    macos::mach_anchor().resolution_ns()
+    macos::timebase().resolution_ns()
 }
 
-/// Now on the probe clock: mach ticks through the anchor, unix ns.
+/// Now on the probe clock: the agent's timeline.
 pub(crate) fn now_ns() -> u64 {
-    macos::mach_anchor().unix_ns_at(macos::mach_ticks())
+    crate::clock::now_ns()
 }
 
-/// Asks the kernel for monotonic RX timestamps on `sock`.
+/// Asks the kernel for continuous (else monotonic) RX timestamps on `sock`.
 pub(crate) fn enable_rx_metadata(sock: &UdpSocket) -> io::Result<()> {
-    macos::enable_timestamp_monotonic(sock.as_fd())
+    macos::enable_packet_stamps(sock.as_fd())
+}
+
+/// A kernel stamp on the timeline.
+fn on_timeline(stamp: xnu::PacketTicks) -> u64 {
+    let tb = macos::timebase();
+    let continuous_ns = match stamp {
+        xnu::PacketTicks::Continuous(t) => tb.ns(t),
+        xnu::PacketTicks::Absolute(t) => {
+            // The time slept so far: what mach_absolute_time lacks.
+            let slept = tb
+                .ns(macos::mach_continuous_ticks())
+                .saturating_sub(tb.ns(macos::mach_ticks()));
+            tb.ns(t).saturating_add(slept)
+        }
+    };
+    crate::clock::clock().at(continuous_ns)
 }
 
 /// macOS has no SO_TIMESTAMPING: t1 stays a userspace read.
@@ -63,18 +77,18 @@ pub(crate) fn enable_tx_timestamps(_sock: &UdpSocket) -> bool {
 }
 
 /// Never called when [`enable_tx_timestamps`] returned false.
-pub(crate) fn read_tx_timestamps(_sock: &UdpSocket, _out: &mut Vec<(u32, u64)>) {}
+pub(crate) fn read_tx_timestamps(_sock: &UdpSocket, _out: &mut Vec<(u32, u64, u64)>) {}
 
 /// Receives one datagram with its metadata. `nonblocking` returns
 /// `WouldBlock` at once when nothing is queued.
 pub(crate) fn recv(sock: &UdpSocket, buf: &mut [u8], nonblocking: bool) -> io::Result<Received> {
     let cmsg = nix::cmsg_space!(u64);
     recv_with(sock, buf, cmsg, nonblocking, |c, out| {
-        // nix does not know SCM_TIMESTAMP_MONOTONIC on Apple targets.
+        // nix knows neither stamp on Apple targets.
         if let ControlMessageOwned::Unknown(u) = c {
             let h = &u.cmsg_header;
-            if let Some(ticks) = xnu::monotonic_ticks(h.cmsg_level, h.cmsg_type, &u.data_bytes) {
-                out.kernel_rx_unix_ns = Some(macos::mach_anchor().unix_ns_at(ticks));
+            if let Some(stamp) = xnu::packet_ticks(h.cmsg_level, h.cmsg_type, &u.data_bytes) {
+                out.kernel_rx_unix_ns = Some(on_timeline(stamp));
             }
         }
     })

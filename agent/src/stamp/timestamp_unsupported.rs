@@ -29,9 +29,9 @@ pub(crate) fn clock_resolution_ns() -> u64 {
     0
 }
 
-/// Now on the probe clock: the system's realtime clock, unix ns.
+/// Now on the probe clock: the agent's timeline.
 pub(crate) fn now_ns() -> u64 {
-    boltwatch_common::clock::now_unix_ns()
+    crate::clock::now_ns()
 }
 
 /// Nothing to enable.
@@ -45,7 +45,7 @@ pub(crate) fn enable_tx_timestamps(_sock: &UdpSocket) -> bool {
 }
 
 /// Never called when [`enable_tx_timestamps`] returned false.
-pub(crate) fn read_tx_timestamps(_sock: &UdpSocket, _out: &mut Vec<(u32, u64)>) {}
+pub(crate) fn read_tx_timestamps(_sock: &UdpSocket, _out: &mut Vec<(u32, u64, u64)>) {}
 
 /// Receives one datagram; no kernel timestamp, no TTL.
 pub(crate) fn recv(sock: &UdpSocket, buf: &mut [u8], nonblocking: bool) -> io::Result<Received> {
