@@ -181,8 +181,8 @@ fn the_agent_runs_as_the_service_user() {
     let user = service_user();
     assert_eq!(user, "_boltwatch");
     let unit = unit_text(UNITS[0]);
-    assert_eq!(unit_values(&unit, "User"), [user.clone()]);
-    assert_eq!(unit_values(&unit, "Group"), [user.clone()]);
+    assert_eq!(unit_values(&unit, "User"), std::slice::from_ref(&user));
+    assert_eq!(unit_values(&unit, "Group"), std::slice::from_ref(&user));
     assert!(
         unit_values(&unit, "DynamicUser").is_empty(),
         "a dynamic user would shadow the created one"

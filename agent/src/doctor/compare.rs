@@ -248,9 +248,9 @@ pub const PRESSURE_NAMES: [&str; 5] = ["Nominal", "Moderate", "Heavy", "Trapping
 pub fn parse_powermetrics_pressure(text: &str) -> Result<Option<u32>, String> {
     let Some(name) = text
         .lines()
-        .filter_map(|l| l.trim().strip_prefix("Current pressure level:"))
+        .rev()
+        .find_map(|l| l.trim().strip_prefix("Current pressure level:"))
         .map(str::trim)
-        .last()
     else {
         return Ok(None);
     };
