@@ -7,12 +7,16 @@
 //!
 //! `boltwatch_thermal_throttled` is a level: agents that report one
 //! (`Throttle.level_known`) say 1 in every reading of a throttle episode;
-//! older agents' per-reading flag is shown as it is.
+//! older agents' per-reading flag is shown as it is. macOS readings are
+//! judged by their pressure level, throttled from Heavy up
+//! ([`reading_throttled`]), also those of agents that still flagged
+//! Moderate; `boltwatch_thermal_pressure_level` keeps the level itself.
 //! `boltwatch_thermal_throttled_seconds_total` sums, over the node's agent
 //! boots, each boot's newest cumulative throttled seconds.
 
 use std::collections::BTreeMap;
 
+use boltwatch_proto::throttle::reading_throttled;
 use boltwatch_proto::v1::record::Payload;
 use boltwatch_proto::v1::{Record, Throttle};
 
@@ -27,7 +31,7 @@ families! {
     TEMPERATURE = Gauge("boltwatch_temperature_celsius", "celsius", &["node", "sensor"], "Temperature of a sensor, newest reading.");
     THROTTLED = Gauge("boltwatch_thermal_throttled", "", NODE, "1 while the node is thermally throttled: every reading of a throttle episode, newest reading.");
     THROTTLED_SECONDS = Counter("boltwatch_thermal_throttled_seconds_total", "seconds", NODE, "Seconds the node was thermally throttled, summed over its agent boots.");
-    PRESSURE = Gauge("boltwatch_thermal_pressure_level", "", NODE, "Thermal pressure level (0 nominal; macOS levels, 1 on Linux while throttled).");
+    PRESSURE = Gauge("boltwatch_thermal_pressure_level", "", NODE, "Thermal pressure level: macOS 0 nominal, 1 moderate (not throttled), 2 heavy, 3 trapping, 4 sleeping; Linux 0, or 1 while throttled.");
     FREQUENCY_RATIO = Gauge("boltwatch_cpu_frequency_ratio", "", NODE, "Current over maximum CPU frequency, averaged over frequency domains.");
 }
 
@@ -48,12 +52,7 @@ struct ThrottleState {
 impl ThrottleState {
     fn update(&mut self, r: &Record, t: &Throttle) {
         let (boot, seq, at) = (r.boot_id.as_str(), r.seq, At::of(r));
-        let throttled = if t.level_known {
-            t.in_episode
-        } else {
-            t.throttled
-        };
-        self.throttled.update(at, throttled);
+        self.throttled.update(at, reading_throttled(t));
         if t.level_known {
             key::with(
                 &mut self.seconds,

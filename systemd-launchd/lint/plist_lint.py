@@ -5,13 +5,18 @@ Every key must be one the man page documents, with the type it documents;
 KeepAlive's dictionary keys likewise; Label must match the file name; the
 program path must be absolute. Beyond the man page, boltwatch's own rule:
 a job that restarts on failure (KeepAlive SuccessfulExit = false) must set
-BOLTWATCH_CONFIG_ERROR_EXIT_STATUS = 0, or a config error restart-loops.
+BOLTWATCH_CONFIG_ERROR_EXIT_STATUS = 0, or a config error restart-loops;
+UserName and GroupName must be account names (launchd looks them up by
+name, a number is not one); and a job that runs as a user other than root
+must not be told to write (its logs, BOLTWATCH_LOG_FILE, BOLTWATCH_PID_FILE)
+into a directory only root may write, such as /var/run.
 
 Usage: plist_lint.py FILE.plist...   exits 1 and names file and key on a
 problem. Stdlib only (plistlib), so it runs on Linux CI and on a Mac.
 """
 import os
 import plistlib
+import re
 import sys
 
 STR, BOOL, INT, ARR, DICT = str, bool, int, list, dict
@@ -81,6 +86,14 @@ KEEPALIVE = {
 }
 PROCESS_TYPES = {"Background", "Standard", "Adaptive", "Interactive"}
 CONFIG_ERROR_ENV = "BOLTWATCH_CONFIG_ERROR_EXIT_STATUS"
+# An account name as macOS takes one (the _ prefix is the daemon convention).
+ACCOUNT = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
+# Files the job writes: launchd opens the first two as the job's user, the
+# job itself the rest.
+WRITTEN = ("StandardOutPath", "StandardErrorPath")
+WRITTEN_ENV = ("BOLTWATCH_LOG_FILE", "BOLTWATCH_PID_FILE")
+# Directories only root may write on macOS.
+ROOT_ONLY = ("/var/run", "/private/var/run", "/etc", "/private/etc", "/usr", "/Library/LaunchDaemons")
 
 
 def typename(types):
@@ -142,8 +155,30 @@ def lint(path):
         errs.append(
             f"{path}: key EnvironmentVariables.{CONFIG_ERROR_ENV}: must be \"0\" when KeepAlive restarts on failure, or a config error restart-loops"
         )
+    errs += check_user(path, job, env if isinstance(env, dict) else {})
     if ka is True:
         errs.append(f"{path}: key KeepAlive: true restarts even after a clean exit; use a dictionary")
+    return errs
+
+
+def check_user(path, job, env):
+    """UserName/GroupName are names; a non-root job writes nowhere root-only."""
+    errs = []
+    for key in ("UserName", "GroupName"):
+        v = job.get(key)
+        if isinstance(v, str) and not ACCOUNT.match(v):
+            errs.append(f"{path}: key {key}: {v!r} is not an account name")
+    user = job.get("UserName")
+    if not isinstance(user, str) or user == "root":
+        return errs
+    written = [(k, job.get(k)) for k in WRITTEN]
+    written += [(f"EnvironmentVariables.{k}", env.get(k)) for k in WRITTEN_ENV]
+    for key, v in written:
+        if not isinstance(v, str):
+            continue
+        parent = os.path.dirname(v)
+        if any(parent == d or parent.startswith(d + "/") for d in ROOT_ONLY):
+            errs.append(f"{path}: key {key}: {parent} is root's, and the job runs as {user}")
     return errs
 
 

@@ -1,6 +1,10 @@
 //! Service definitions: the launchd plists pass the launchd.plist(5) lint
-//! (which also refuses a job that would restart-loop on a config error), the
-//! lint itself catches what it claims to, and the install scripts parse.
+//! (which also refuses a job that would restart-loop on a config error, or
+//! a non-root job told to write where only root may), the lint itself
+//! catches what it claims to, and the install scripts parse. The Linux
+//! install runs for real, staged into a scratch root (`--root`): it names
+//! the node, creates `/usr/local/bin` and the `_boltwatch` system user, and
+//! refuses a config that still says the example's node name.
 //! The systemd units pass `systemd-analyze verify` with the binaries at the
 //! paths they name and `systemd-analyze security --offline=true` at an
 //! exposure of 2.0 or lower, and a config error stops them for good.
@@ -74,6 +78,30 @@ fn lint_refuses_bad_plists() {
             shipped.replace("<key>SuccessfulExit</key>", "<key>SucessfulExit</key>"),
             "KeepAlive.SucessfulExit",
         ),
+        (
+            "user id instead of a name",
+            shipped.replace(
+                "<key>UserName</key><string>_boltwatch</string>",
+                "<key>UserName</key><string>499</string>",
+            ),
+            "UserName",
+        ),
+        (
+            "non-root job writing its pid file into /var/run",
+            shipped.replace(
+                "/Library/Logs/boltwatch/agent.pid",
+                "/var/run/boltwatch-agent.pid",
+            ),
+            "EnvironmentVariables.BOLTWATCH_PID_FILE",
+        ),
+        (
+            "non-root job logging into /var/run",
+            shipped.replace(
+                "<key>StandardErrorPath</key><string>/Library/Logs/boltwatch/agent.log",
+                "<key>StandardErrorPath</key><string>/private/var/run/agent.log",
+            ),
+            "StandardErrorPath",
+        ),
     ];
     let dir = tempfile::tempdir().unwrap();
     for (what, text, key) in cases {
@@ -111,20 +139,260 @@ fn install_scripts_parse() {
     }
 }
 
-/// Both scripts take their role from the library they source, which
-/// refuses an unknown one before anything is built or installed.
+/// Both scripts take their role and options from the library they source,
+/// which refuses an unknown one before anything is built or installed.
 #[test]
 fn install_scripts_refuse_an_unknown_role() {
     for s in ["install-macos.sh", "install-linux.sh"] {
-        let out = Command::new("bash")
-            .arg(repo().join("systemd-launchd").join(s))
-            .arg("bogus")
-            .output()
-            .expect("bash");
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{s}: {err}");
-        assert!(err.contains("usage:") && err.contains(s), "{s}: {err}");
+        for args in [
+            &["bogus"][..],
+            &["--node"],
+            &["--nodes", "x"],
+            &["--root", "rel"],
+        ] {
+            let out = Command::new("bash")
+                .arg(repo().join("systemd-launchd").join(s))
+                .args(args)
+                .output()
+                .expect("bash");
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{s} {args:?}: {err}");
+            assert!(
+                err.contains("usage:") && err.contains(s) || err.contains("absolute"),
+                "{s} {args:?}: {err}"
+            );
+        }
     }
+}
+
+/// The account the scripts create, as install-common.sh names it.
+fn service_user() -> String {
+    let lib = std::fs::read_to_string(repo().join("systemd-launchd/install-common.sh")).unwrap();
+    let line = lib
+        .lines()
+        .find_map(|l| l.strip_prefix("readonly SERVICE_USER="))
+        .expect("install-common.sh sets SERVICE_USER");
+    line.trim().to_string()
+}
+
+/// The agent runs as the account the scripts create, on both systems.
+#[test]
+fn the_agent_runs_as_the_service_user() {
+    let user = service_user();
+    assert_eq!(user, "_boltwatch");
+    let unit = unit_text(UNITS[0]);
+    assert_eq!(unit_values(&unit, "User"), std::slice::from_ref(&user));
+    assert_eq!(unit_values(&unit, "Group"), std::slice::from_ref(&user));
+    assert!(
+        unit_values(&unit, "DynamicUser").is_empty(),
+        "a dynamic user would shadow the created one"
+    );
+    let plist = repo().join("systemd-launchd/io.boltwatch.agent.plist");
+    for key in ["UserName", "GroupName"] {
+        let script =
+            "import plistlib,sys\nprint(plistlib.load(open(sys.argv[1],'rb')).get(sys.argv[2],''))";
+        let out = Command::new("python3")
+            .args(["-c", script])
+            .arg(&plist)
+            .arg(key)
+            .output()
+            .expect("python3");
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), user, "{key}");
+    }
+}
+
+/// A scratch root for a staged install: this host's account files (so
+/// `useradd --prefix` has something to add to) and nothing else, not even
+/// `/usr/local/bin`.
+fn scratch_root() -> tempfile::TempDir {
+    let root = tempfile::tempdir().unwrap();
+    let etc = root.path().join("etc");
+    std::fs::create_dir_all(&etc).unwrap();
+    for f in ["passwd", "group", "shadow", "gshadow"] {
+        std::fs::copy(Path::new("/etc").join(f), etc.join(f))
+            .unwrap_or_else(|e| panic!("/etc/{f}: {e}"));
+    }
+    root
+}
+
+/// The built debug binaries, where `BOLTWATCH_BIN_DIR` points the script.
+fn bin_dir() -> PathBuf {
+    bin("boltwatch-agent").parent().unwrap().to_path_buf()
+}
+
+fn install_linux(root: &Path, args: &[&str]) -> Output {
+    Command::new("bash")
+        .arg(repo().join("systemd-launchd/install-linux.sh"))
+        .arg("--root")
+        .arg(root)
+        .args(args)
+        .env("BOLTWATCH_BIN_DIR", bin_dir())
+        .output()
+        .expect("bash")
+}
+
+/// The `node = ...` line of an installed config.
+fn node_of(config: &Path) -> String {
+    let text = std::fs::read_to_string(config).unwrap();
+    text.lines()
+        .find(|l| l.starts_with("node"))
+        .unwrap_or_else(|| panic!("no node line in {}", config.display()))
+        .to_string()
+}
+
+fn user_line(root: &Path, user: &str) -> Vec<String> {
+    std::fs::read_to_string(root.join("etc/passwd"))
+        .unwrap()
+        .lines()
+        .filter(|l| l.starts_with(&format!("{user}:")))
+        .map(str::to_string)
+        .collect()
+}
+
+/// A fresh staged install: binaries into a `/usr/local/bin` it had to
+/// create, the unit, the example config under the host's short name, and
+/// the service user as a system account with no login, in the scratch
+/// root's files only. Run again (an upgrade) it keeps the config and does
+/// not add the user twice; `--node` renames the node.
+#[test]
+fn linux_install_names_the_node_and_creates_the_user() {
+    let root = scratch_root();
+    let r = root.path();
+    let user = service_user();
+    let host_had_user = std::fs::read_to_string("/etc/passwd")
+        .unwrap()
+        .contains(&format!("\n{user}:"));
+    let out = install_linux(r, &["agent"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("boltwatch-agent not started"),
+        "{}",
+        text(&out)
+    );
+    assert!(r.join("usr/local/bin/boltwatch-agent").is_file());
+    assert!(r
+        .join("etc/systemd/system/boltwatch-agent.service")
+        .is_file());
+    let host = Command::new("hostname").arg("-s").output().unwrap();
+    let host = String::from_utf8_lossy(&host.stdout).trim().to_string();
+    let config = r.join("etc/boltwatch/agent.toml");
+    assert_eq!(node_of(&config), format!("node = \"{host}\""));
+    let users = user_line(r, &user);
+    assert_eq!(users.len(), 1, "{users:?}");
+    let f: Vec<&str> = users[0].split(':').collect();
+    let uid: u32 = f[2].parse().unwrap();
+    assert!(uid > 0 && uid < 1000, "not a system uid: {}", users[0]);
+    assert_eq!(f[6], "/usr/sbin/nologin", "{}", users[0]);
+    let group = std::fs::read_to_string(r.join("etc/group")).unwrap();
+    assert!(
+        group.contains(&format!("\n{user}:x:{}:", f[3])),
+        "no group {user}"
+    );
+    let host_has_user = std::fs::read_to_string("/etc/passwd")
+        .unwrap()
+        .contains(&format!("\n{user}:"));
+    assert_eq!(
+        host_has_user, host_had_user,
+        "a staged install touched /etc/passwd"
+    );
+
+    // Again, as an upgrade, then with --node.
+    let out = install_linux(r, &["agent"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(node_of(&config), format!("node = \"{host}\""));
+    assert_eq!(user_line(r, &user).len(), 1);
+    let out = install_linux(r, &["--node", "lab-7", "agent"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(node_of(&config), "node = \"lab-7\"");
+    // The rest of the example is as shipped.
+    let example = std::fs::read_to_string(repo().join("agent.example.toml")).unwrap();
+    let installed = std::fs::read_to_string(&config).unwrap();
+    assert_eq!(
+        example
+            .lines()
+            .filter(|l| !l.starts_with("node"))
+            .collect::<Vec<_>>(),
+        installed
+            .lines()
+            .filter(|l| !l.starts_with("node"))
+            .collect::<Vec<_>>()
+    );
+    let out = install_linux(r, &["--node", "a b", "agent"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+}
+
+/// A config kept from an install that put the example live: the script
+/// stops before the unit is installed, naming the file and the line, and
+/// goes on once the line is edited (or `--node` names the node).
+#[test]
+fn linux_install_refuses_the_example_node_name() {
+    let root = scratch_root();
+    let r = root.path();
+    let config = r.join("etc/boltwatch/agent.toml");
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    let example = std::fs::read_to_string(repo().join("agent.example.toml")).unwrap();
+    let line = 1 + example
+        .lines()
+        .position(|l| l == "node = \"mini-a\"")
+        .expect("the example names mini-a");
+    std::fs::write(&config, &example).unwrap();
+    let out = install_linux(r, &["agent"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let want = format!("{}:{line}: node = \"mini-a\"", config.display());
+    assert!(text(&out).contains(&want), "no {want} in:\n{}", text(&out));
+    assert!(
+        !r.join("etc/systemd/system/boltwatch-agent.service")
+            .exists(),
+        "the unit was installed"
+    );
+    std::fs::write(
+        &config,
+        example.replace("node = \"mini-a\"", "node = \"mini-q\""),
+    )
+    .unwrap();
+    let out = install_linux(r, &["agent"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(node_of(&config), "node = \"mini-q\"");
+    // Naming it explicitly is a choice, not the example left live.
+    std::fs::write(&config, &example).unwrap();
+    let out = install_linux(r, &["--node", "mini-a", "agent"]);
+    assert!(out.status.success(), "{}", text(&out));
+}
+
+/// install-macos.sh's id choice (first free id in 400..499 across users
+/// and groups), run on `dscl . -list` output in the documented "name id"
+/// layout.
+#[test]
+fn macos_service_user_gets_the_first_free_id_below_500() {
+    let free = |listing: &str| {
+        let script = format!(
+            "source {}/systemd-launchd/install-common.sh agent && first_free_id",
+            repo().display()
+        );
+        let mut child = Command::new("bash")
+            .args(["-c", &script])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write as _;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(listing.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).trim().to_string(),
+        )
+    };
+    let listing = "_amavisd                                 83\n_www 70\nroot 0\n_oldone 400\n_grp 401\nnobody -2\nalice 501\n";
+    assert_eq!(free(listing), (true, "402".into()));
+    assert_eq!(free(""), (true, "400".into()));
+    let full: String = (400..500).map(|i| format!("u{i} {i}\n")).collect();
+    assert!(!free(&full).0, "no free id must fail");
 }
 
 const UNITS: [&str; 2] = ["boltwatch-agent.service", "boltwatch-collector.service"];

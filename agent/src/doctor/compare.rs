@@ -188,6 +188,113 @@ pub fn parse_powermetrics_temps(text: &str) -> Vec<(String, f64)> {
         .collect()
 }
 
+/// How a check that may be impossible on this machine came out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Check {
+    /// The agent and the tool agree.
+    Pass,
+    /// They differ; says how.
+    Fail(String),
+    /// Nothing independent to compare with here; says why.
+    NotCheckable(String),
+}
+
+/// Tolerance between the agent's hottest CPU sensor and powermetrics' CPU
+/// die temperature (two reads a second apart on a busy die).
+pub const CPU_TEMPERATURE_TOLERANCE: f64 = 5.0;
+
+/// The agent's hottest CPU temperature against what `powermetrics
+/// --samplers smc` gave: its output, or why it failed (the first line of
+/// its stderr included). Intel Macs print "CPU die temperature"; Apple
+/// silicon has no `smc` sampler ("unrecognized sampler: smc") and prints
+/// no die temperature in any sampler, so there the check is not possible
+/// rather than passed or failed.
+pub fn cpu_temperature_check(
+    powermetrics: Result<&str, &str>,
+    agent_cpu_max: Option<f64>,
+) -> Check {
+    let text =
+        match powermetrics {
+            Ok(t) => t,
+            // "powermetrics: unrecognized sampler: smc" (spelt differently in
+            // some reports, hence the tail only).
+            Err(e) if e.contains("sampler: smc") => return Check::NotCheckable(
+                "powermetrics has no SMC sampler on Apple silicon and prints no die temperature"
+                    .into(),
+            ),
+            Err(e) => return Check::NotCheckable(e.to_owned()),
+        };
+    let temps = parse_powermetrics_temps(text);
+    let Some((_, tool)) = temps.iter().find(|(l, _)| l.starts_with("CPU")) else {
+        return Check::NotCheckable("powermetrics printed no CPU die temperature".into());
+    };
+    match agent_cpu_max {
+        None => Check::Fail(format!(
+            "the agent found no CPU sensor; powermetrics {tool:.1} C"
+        )),
+        Some(c) if (c - tool).abs() <= CPU_TEMPERATURE_TOLERANCE => Check::Pass,
+        Some(c) => Check::Fail(format!("agent {c:.1} C, SMC {tool:.1} C")),
+    }
+}
+
+/// The macOS pressure levels by the names powermetrics' `thermal` sampler
+/// prints ("Current pressure level: Nominal"), in notify(3) order
+/// (`OSThermalNotification.h`).
+pub const PRESSURE_NAMES: [&str; 5] = ["Nominal", "Moderate", "Heavy", "Trapping", "Sleeping"];
+
+/// The level of the last "Current pressure level: NAME" line, as its
+/// notify(3) number; `Err` names what was printed when it is no level this
+/// table knows, `Ok(None)` when there is no such line.
+pub fn parse_powermetrics_pressure(text: &str) -> Result<Option<u32>, String> {
+    let Some(name) = text
+        .lines()
+        .rev()
+        .find_map(|l| l.trim().strip_prefix("Current pressure level:"))
+        .map(str::trim)
+    else {
+        return Ok(None);
+    };
+    PRESSURE_NAMES
+        .iter()
+        .position(|n| n.eq_ignore_ascii_case(name))
+        .map(|i| Some(i as u32))
+        .ok_or_else(|| format!("unknown pressure level {name:?}"))
+}
+
+/// The name of a pressure level for the table.
+pub fn pressure_name(level: u32) -> String {
+    PRESSURE_NAMES
+        .get(level as usize)
+        .map_or_else(|| format!("level {level}"), |n| (*n).to_owned())
+}
+
+/// The agent's notify(3) pressure level against powermetrics' `thermal`
+/// sampler, which exists on Intel and Apple silicon alike. The level can
+/// change between the two reads; a difference is reported, not smoothed.
+pub fn pressure_check(powermetrics: Result<&str, &str>, agent: Option<u32>) -> Check {
+    let text = match powermetrics {
+        Ok(t) => t,
+        Err(e) => return Check::NotCheckable(e.to_owned()),
+    };
+    let tool = match parse_powermetrics_pressure(text) {
+        Ok(Some(l)) => l,
+        Ok(None) => return Check::NotCheckable("powermetrics printed no pressure level".into()),
+        Err(e) => return Check::NotCheckable(e),
+    };
+    match agent {
+        None => Check::Fail(format!(
+            "the agent read no pressure level; powermetrics {}",
+            pressure_name(tool)
+        )),
+        Some(a) if a == tool => Check::Pass,
+        Some(a) => Check::Fail(format!(
+            "agent {}, powermetrics {}",
+            pressure_name(a),
+            pressure_name(tool)
+        )),
+    }
+}
+
 /// Readings of one sensor set the agent could not match within `tol`
 /// degrees in `ours`: temperatures drift between two reads, so a match
 /// within a degree or two is the same sensor.
@@ -304,6 +411,93 @@ gif0*      1280  <Link#2>                           0     0          0        0 
                 ("GPU die temperature".to_owned(), 41.0)
             ]
         );
+    }
+
+    /// Real `powermetrics` output from Apple silicon and Intel Macs
+    /// (agent/tests/fixtures/macos/powermetrics/README.md says where each
+    /// came from).
+    fn capture(name: &str) -> String {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/macos/powermetrics")
+            .join(name);
+        std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+    }
+
+    #[test]
+    fn apple_silicon_temperature_is_not_checkable_and_says_why() {
+        let err = capture("apple_silicon_smc.stderr.txt");
+        let e = format!(
+            "/usr/bin/powermetrics --samplers smc exited with exit status: 1: {}",
+            err.trim()
+        );
+        let c = cpu_temperature_check(Err(&e), Some(52.0));
+        assert!(
+            matches!(&c, Check::NotCheckable(w) if w.contains("Apple silicon")),
+            "{c:?}"
+        );
+        // The thermal sampler of an Apple silicon Mac: pressure, no die
+        // temperature, whichever sampler printed it.
+        let thermal = capture("m2_mac14_2_cpu_power_thermal.txt");
+        assert!(parse_powermetrics_temps(&thermal).is_empty());
+        let c = cpu_temperature_check(Ok(&thermal), Some(52.0));
+        assert_eq!(
+            c,
+            Check::NotCheckable("powermetrics printed no CPU die temperature".into())
+        );
+        // Not root: the tool's refusal is the reason.
+        let c = cpu_temperature_check(Err("powermetrics must be invoked as the superuser"), None);
+        assert!(matches!(c, Check::NotCheckable(w) if w.contains("superuser")));
+    }
+
+    #[test]
+    fn intel_temperature_passes_or_fails() {
+        let smc = capture("intel_smc.txt");
+        let temps = parse_powermetrics_temps(&smc);
+        let (_, cpu) = temps
+            .iter()
+            .find(|(l, _)| l == "CPU die temperature")
+            .unwrap();
+        assert_eq!(
+            cpu_temperature_check(Ok(&smc), Some(cpu + 4.0)),
+            Check::Pass
+        );
+        assert!(matches!(
+            cpu_temperature_check(Ok(&smc), Some(cpu + 6.0)),
+            Check::Fail(_)
+        ));
+        assert!(matches!(
+            cpu_temperature_check(Ok(&smc), None),
+            Check::Fail(_)
+        ));
+    }
+
+    #[test]
+    fn pressure_levels_from_real_thermal_samplers() {
+        let m2 = capture("m2_mac14_2_cpu_power_thermal.txt");
+        assert_eq!(parse_powermetrics_pressure(&m2), Ok(Some(0)));
+        assert_eq!(pressure_check(Ok(&m2), Some(0)), Check::Pass);
+        assert_eq!(
+            pressure_check(Ok(&m2), Some(2)),
+            Check::Fail("agent Heavy, powermetrics Nominal".into())
+        );
+        assert!(matches!(pressure_check(Ok(&m2), None), Check::Fail(_)));
+        let m1 = capture("m1_max_thermal.txt");
+        assert_eq!(parse_powermetrics_pressure(&m1), Ok(Some(0)));
+        // The names powermetrics prints for the higher levels.
+        let heavy = "**** Thermal pressure ****\n\nCurrent pressure level: Heavy\n";
+        assert_eq!(parse_powermetrics_pressure(heavy), Ok(Some(2)));
+        assert_eq!(pressure_check(Ok(heavy), Some(2)), Check::Pass);
+        assert!(parse_powermetrics_pressure("Current pressure level: Warm\n").is_err());
+        assert!(matches!(
+            pressure_check(Ok("Current pressure level: Warm\n"), Some(0)),
+            Check::NotCheckable(w) if w.contains("Warm")
+        ));
+        assert!(matches!(
+            pressure_check(Ok("CPU Power: 3 mW\n"), Some(0)),
+            Check::NotCheckable(_)
+        ));
+        assert_eq!(pressure_name(1), "Moderate");
+        assert_eq!(pressure_name(9), "level 9");
     }
 
     #[test]

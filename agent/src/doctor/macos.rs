@@ -1,12 +1,16 @@
 //! macOS checks of `doctor`: carrier from `SIOCGIFMEDIA` against
 //! `ifconfig -v`, the interface MIB counters against `netstat -ibn` read
 //! before and after, temperatures against `powermetrics --samplers smc`
+//! (root only; "not checkable" on Apple silicon, which has no such
+//! sampler), the pressure level against `powermetrics --samplers thermal`
 //! (root only), and the Thunderbolt ports of the agent's system_profiler
 //! parser against the raw JSON. Every tool output lands under `macos/` in
 //! the captures, named as `agent/tests/fixtures/macos/` names them.
 
 use std::os::fd::AsFd;
 use std::path::Path;
+
+use boltwatch_proto::throttle::pressure_throttled;
 
 use super::compare::{self, Counts};
 use super::{show, tool, Captures, Row, Verdict};
@@ -90,7 +94,7 @@ pub(super) fn rows(cap: &Captures, only: &[String]) -> Vec<Row> {
             }
         });
     }
-    rows.push(thermal_row(cap));
+    rows.extend(thermal_rows(cap));
     rows.push(discovery_row(cap));
     rows
 }
@@ -105,24 +109,38 @@ fn unavailable(source: &'static str, subject: &str, tool: &str, why: &str) -> Ro
     }
 }
 
-/// The agent's hottest CPU sensor against powermetrics' CPU die
-/// temperature. The agent reads the SMC core keys (`smc_Tp*`...), falling
-/// back to IOHID, whose readings public reports put 8-10 C under the
-/// SMC's: this row shows which one a Mac gave and how far it is.
-fn thermal_row(cap: &Captures) -> Row {
-    let ours = default_source(Path::new("/sys"))
-        .read()
-        .map(|r| r.sensors)
-        .unwrap_or_default();
+/// What `powermetrics` gave for the thermal rows: run once per sampler,
+/// since one unknown sampler (smc on Apple silicon) fails the whole run.
+fn powermetrics(cap: &Captures, sampler: &str) -> Result<String, String> {
     // powermetrics refuses anyone but root, and says so: that message is
-    // the row's "unavailable" reason.
-    let os = tool(
+    // the row's reason.
+    tool(
         cap,
-        "macos/powermetrics-smc.txt",
+        &format!("macos/powermetrics-{sampler}.txt"),
         "/usr/bin/powermetrics",
-        &["--samplers", "smc", "-i", "1", "-n", "1"],
+        &["--samplers", sampler, "-i", "1", "-n", "1"],
     )
-    .map(|t| compare::parse_powermetrics_temps(&t));
+}
+
+fn verdict(c: compare::Check) -> Verdict {
+    match c {
+        compare::Check::Pass => Verdict::Agree,
+        compare::Check::Fail(w) => Verdict::Disagree(w),
+        compare::Check::NotCheckable(w) => Verdict::NotApplicable(w),
+    }
+}
+
+/// The agent's hottest CPU sensor against powermetrics' CPU die
+/// temperature (Intel), and its pressure level against powermetrics'
+/// (every Mac). The agent reads the SMC core keys (`smc_Tp*`...), falling
+/// back to IOHID, whose readings public reports put 8-10 C under the
+/// SMC's: the temperature row shows which one a Mac gave. On Apple
+/// silicon powermetrics prints no die temperature at all, so that row is
+/// "not checkable" with the reason, never a silent pass.
+fn thermal_rows(cap: &Captures) -> [Row; 2] {
+    let reading = default_source(Path::new("/sys")).read().ok();
+    let ours = reading.as_ref().map(|r| r.sensors.as_slice()).unwrap_or_default();
+    let level = reading.as_ref().and_then(|r| r.throttle.as_ref()).map(|t| t.pressure_level);
     let cpu_ours = ours
         .iter()
         .filter(|s| {
@@ -131,30 +149,41 @@ fn thermal_row(cap: &Captures) -> Row {
         })
         .map(|s| s.celsius)
         .fold(None, |m: Option<f64>, c| Some(m.map_or(c, |m| m.max(c))));
-    let agent = format!(
-        "{} sensors, CPU max {}",
-        ours.len(),
-        cpu_ours.map_or("-".into(), |c| format!("{c:.1} C"))
-    );
-    let verdict = match (&os, cpu_ours) {
-        (Err(e), _) => Verdict::Unavailable(e.clone()),
-        (Ok(t), Some(c)) => match t.iter().find(|(l, _)| l.starts_with("CPU")) {
-            None => Verdict::Unavailable("powermetrics printed no CPU temperature".into()),
-            Some((_, p)) if (p - c).abs() <= 5.0 => Verdict::Agree,
-            Some((_, p)) => Verdict::Disagree(format!("agent {c:.1} C, SMC {p:.1} C")),
-        },
-        (Ok(_), None) => Verdict::Disagree("the agent found no CPU sensor".into()),
-    };
-    Row {
+    let smc = powermetrics(cap, "smc");
+    let temperature = Row {
         source: "thermal",
-        subject: "CPU".into(),
-        agent,
-        os_tool: match &os {
-            Ok(t) => format!("powermetrics smc: {t:?}"),
+        subject: "CPU temperature".into(),
+        agent: format!(
+            "{} sensors, CPU max {}",
+            ours.len(),
+            cpu_ours.map_or("-".into(), |c| format!("{c:.1} C"))
+        ),
+        os_tool: match &smc {
+            Ok(t) => format!("powermetrics smc: {:?}", compare::parse_powermetrics_temps(t)),
             Err(_) => "powermetrics --samplers smc".into(),
         },
-        verdict,
-    }
+        verdict: verdict(compare::cpu_temperature_check(
+            smc.as_deref().map_err(String::as_str),
+            cpu_ours,
+        )),
+    };
+    let thermal = powermetrics(cap, "thermal");
+    let pressure = Row {
+        source: "thermal",
+        subject: "pressure level".into(),
+        agent: level.map_or("none read (notify)".into(), |l| {
+            format!("{} (notify, throttled: {})", compare::pressure_name(l), pressure_throttled(l))
+        }),
+        os_tool: match thermal.as_deref().map(compare::parse_powermetrics_pressure) {
+            Ok(Ok(Some(l))) => format!("powermetrics thermal: {}", compare::pressure_name(l)),
+            _ => "powermetrics --samplers thermal".into(),
+        },
+        verdict: verdict(compare::pressure_check(
+            thermal.as_deref().map_err(String::as_str),
+            level,
+        )),
+    };
+    [temperature, pressure]
 }
 
 /// Connected Thunderbolt ports: the agent's parser against a count taken

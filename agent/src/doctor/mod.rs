@@ -15,7 +15,9 @@
 //!   output read before and after the agent's read, temperatures vs the raw
 //!   sysfs files, discovery n/a, kernel RX timestamps present or not.
 //! - macOS: carrier vs `ifconfig -v`, counters vs `netstat -ibn`,
-//!   temperatures vs `powermetrics --samplers smc` (root only),
+//!   temperatures vs `powermetrics --samplers smc` (root only; Intel only:
+//!   on Apple silicon the row says "not checkable" and why), the thermal
+//!   pressure level vs `powermetrics --samplers thermal` (root only),
 //!   Thunderbolt discovery vs `system_profiler`, kernel RX timestamps.
 //!
 //! Exit status: 0 when no row disagrees, 1 when one does, 2 when the
@@ -81,7 +83,7 @@ pub enum Verdict {
     Agree,
     /// They differ; says how.
     Disagree(String),
-    /// Nothing to compare on this OS or host; says why.
+    /// Nothing to compare on this OS or host ("not checkable"); says why.
     NotApplicable(String),
     /// The tool could not be run (missing, needs root); says why.
     Unavailable(String),
@@ -92,7 +94,7 @@ impl Verdict {
         match self {
             Verdict::Agree => "agree".into(),
             Verdict::Disagree(w) => format!("DISAGREE: {w}"),
-            Verdict::NotApplicable(w) => format!("n/a: {w}"),
+            Verdict::NotApplicable(w) => format!("not checkable: {w}"),
             Verdict::Unavailable(w) => format!("unavailable: {w}"),
         }
     }
@@ -224,10 +226,19 @@ pub(crate) fn tool(
         let _ = cap.save(&format!("{rel}.stderr"), &out.stderr);
     }
     if !out.status.success() {
+        // The tool's own first word on why (powermetrics: "must be invoked
+        // as the superuser", "unrecognized sampler: smc").
+        let why = String::from_utf8_lossy(&out.stderr);
+        let why = why
+            .lines()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("")
+            .trim();
         return Err(format!(
-            "{program} {} exited with {}",
+            "{program} {} exited with {}{}{why}",
             args.join(" "),
-            out.status
+            out.status,
+            if why.is_empty() { "" } else { ": " }
         ));
     }
     String::from_utf8(out.stdout).map_err(|_| format!("{program} printed no UTF-8"))

@@ -10,7 +10,7 @@
 //! idle cores clock down too, so one low read is not enough, and a machine
 //! whose governor parks it low while idle will read as throttled: prefer
 //! `thermal_throttle` where the CPU has it); on macOS the pressure level is
-//! Moderate or above at the read. The seconds of an interval count as
+//! Heavy or above at the read (`boltwatch_proto::throttle`). The seconds of an interval count as
 //! throttled when its reading is.
 
 use std::time::Instant;

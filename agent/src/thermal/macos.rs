@@ -9,8 +9,12 @@
 //! sysinfo collapses, reading 8-10 °C below the SMC core keys on M4.
 //!
 //! There is no documented "throttled" counter on macOS; the pressure level
-//! `com.apple.system.thermalpressurelevel` is the platform's own verdict and
-//! Moderate (1) or above is reported as throttled. CPU frequency (IOReport
+//! `com.apple.system.thermalpressurelevel` is the platform's own verdict.
+//! Heavy (2) or above is reported as throttled
+//! ([`boltwatch_proto::throttle::pressure_throttled`]): Apple maps Moderate
+//! to `NSProcessInfoThermalStateFair`, which asks nothing of apps, and
+//! Heavy to `Serious`, "system performance is reduced". Every level goes
+//! out as `pressure_level`. CPU frequency (IOReport
 //! residency) is not read, so `cpu_frequency_ratio` is absent from macOS
 //! readings rather than a made-up 0.
 #![allow(unsafe_code)]
@@ -20,8 +24,10 @@ use std::path::Path;
 
 use super::smc::iokit::Smc;
 use super::smc::{self as keys, TempKey};
+use boltwatch_proto::throttle::{pressure_throttled, NOTIFY_SOURCE};
+
 use super::{
-    pressure_throttled, FilterStats, SensorSet, SysinfoSensors, ThermalError, ThermalReading,
+    FilterStats, SensorSet, SysinfoSensors, ThermalError, ThermalReading,
     ThermalSource, Throttle, ThrottleLevel,
 };
 use crate::platform::Support;
@@ -101,12 +107,13 @@ impl ThermalSource for MacThermal {
         let sensors = set.into_sensors();
         let now = std::time::Instant::now();
         let throttle = self.pressure_level().map(|level| {
+            let level = u32::try_from(level).unwrap_or(u32::MAX);
             let mut t = Throttle {
                 throttled: pressure_throttled(level),
-                pressure_level: u32::try_from(level).unwrap_or(u32::MAX),
+                pressure_level: level,
                 cpu_frequency_ratio: None,
                 throttle_events: 0,
-                source: "notify".to_string(),
+                source: NOTIFY_SOURCE.to_string(),
                 ..Throttle::default()
             };
             // The pressure level is a level already.

@@ -294,13 +294,6 @@ pub fn cpu_frequency_ratio(pairs: &[(u64, u64)]) -> Option<f64> {
     }
 }
 
-/// Whether a macOS thermal pressure level means throttling: Moderate (1)
-/// and above (`OSThermalNotification.h`: 0 Nominal, 1 Moderate, 2 Heavy,
-/// 3 Trapping, 4 Sleeping).
-pub fn pressure_throttled(level: u64) -> bool {
-    level >= 1
-}
-
 /// Numeric suffix of a sysfs entry (`thermal_zone12` → 12, `temp3_input`
 /// → 3 with prefix `temp`), used to sort entries in kernel order rather
 /// than string order.
@@ -382,13 +375,6 @@ mod tests {
         let r = cpu_frequency_ratio(&[(1_000_000, 2_000_000), (2_000_000, 2_000_000)]).unwrap();
         assert!((r - 0.75).abs() < 1e-9);
         assert_eq!(cpu_frequency_ratio(&[(3, 2)]), Some(1.0));
-    }
-
-    #[test]
-    fn pressure_levels() {
-        assert!(!pressure_throttled(0));
-        assert!(pressure_throttled(1));
-        assert!(pressure_throttled(4));
     }
 
     #[test]

@@ -111,3 +111,37 @@ fn throttled_is_the_level_and_seconds_sum_over_boots() {
     assert_eq!(value(&m, throttled).as_deref(), Some("0"));
     assert_eq!(value(&m, seconds).as_deref(), Some("12.5"));
 }
+
+/// macOS readings: Moderate is kept as the level but is not throttled,
+/// even from an agent that still flagged it; Heavy is throttled.
+#[test]
+fn macos_moderate_is_a_level_not_throttling() {
+    let mac = |level: u32, flagged: bool| {
+        Payload::Thermal(ThermalReading {
+            sensors: vec![],
+            throttle: Some(Throttle {
+                throttled: flagged,
+                pressure_level: level,
+                level_known: true,
+                in_episode: flagged,
+                source: "notify".into(),
+                ..Default::default()
+            }),
+        })
+    };
+    let mut m = Metrics::new();
+    let throttled = "boltwatch_thermal_throttled{node=\"m\"}";
+    let pressure = "boltwatch_thermal_pressure_level{node=\"m\"}";
+    m.apply_record(&rec("m", "b1", 1, 1, mac(1, true)));
+    assert_eq!(
+        value(&m, throttled).as_deref(),
+        Some("0"),
+        "an older agent's Moderate"
+    );
+    assert_eq!(value(&m, pressure).as_deref(), Some("1"));
+    m.apply_record(&rec("m", "b1", 2, 2, mac(2, true)));
+    assert_eq!(value(&m, throttled).as_deref(), Some("1"));
+    assert_eq!(value(&m, pressure).as_deref(), Some("2"));
+    m.apply_record(&rec("m", "b1", 3, 3, mac(1, false)));
+    assert_eq!(value(&m, throttled).as_deref(), Some("0"));
+}
