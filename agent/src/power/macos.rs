@@ -84,7 +84,8 @@ pub struct Notifications {
     inbox: *mut Inbox,
     notify_port: IONotificationPortRef,
     notifier: io_object_t,
-    _source: CFRetained<CFRunLoopSource>,
+    /// Kept alive while it is on the run loop.
+    source: Option<CFRetained<CFRunLoopSource>>,
 }
 
 /// Called by IOKit from inside [`CFRunLoop::run_in_mode`] on the thread that
@@ -129,31 +130,29 @@ impl Notifications {
                 &mut notifier,
             )
         };
-        let fail = |what: &str| {
-            // SAFETY: nothing else holds `inbox` once registration failed.
-            drop(unsafe { Box::from_raw(inbox) });
-            io::Error::other(format!("{what} failed"))
-        };
         if port == 0 || notify_port.is_null() {
-            return Err(fail("IORegisterForSystemPower"));
+            // SAFETY: registration failed, so nothing else holds `inbox`.
+            drop(unsafe { Box::from_raw(inbox) });
+            return Err(io::Error::other("IORegisterForSystemPower failed"));
         }
         // SAFETY: `inbox` is ours; no callback runs before the run loop does.
         unsafe { (*inbox).port = port };
-        // SAFETY: `notify_port` came from the successful call above.
-        let Some(source) = (unsafe { IONotificationPort::run_loop_source(notify_port) }) else {
-            return Err(fail("IONotificationPortGetRunLoopSource"));
-        };
-        let Some(run_loop) = CFRunLoop::current() else {
-            return Err(fail("CFRunLoopGetCurrent"));
-        };
-        // SAFETY: reading an immutable CoreFoundation constant.
-        run_loop.add_source(Some(&source), unsafe { kCFRunLoopDefaultMode });
-        Ok(Notifications {
+        // From here on, dropping `n` deregisters and frees the inbox.
+        let mut n = Notifications {
             inbox,
             notify_port,
             notifier,
-            _source: source,
-        })
+            source: None,
+        };
+        // SAFETY: `notify_port` came from the successful call above.
+        let source = unsafe { IONotificationPort::run_loop_source(notify_port) }
+            .ok_or_else(|| io::Error::other("IONotificationPortGetRunLoopSource failed"))?;
+        let run_loop =
+            CFRunLoop::current().ok_or_else(|| io::Error::other("CFRunLoopGetCurrent failed"))?;
+        // SAFETY: reading an immutable CoreFoundation constant.
+        run_loop.add_source(Some(&source), unsafe { kCFRunLoopDefaultMode });
+        n.source = Some(source);
+        Ok(n)
     }
 
     /// Runs this thread's run loop for up to `timeout` and returns the

@@ -198,7 +198,7 @@ fn a_sleep_too_short_for_the_clocks_is_woken_from_by_the_notification() {
 #[test]
 fn a_clock_that_steps_back_is_no_sleep_and_no_panic() {
     let mut d = SleepDetector::new();
-    let mut m = Machine::new();
+    let m = Machine::new();
     d.on_reading(m.read());
     let mut r = m.read();
     r.suspend_ns = 0;
