@@ -230,6 +230,58 @@ fn prevent_sleep_defaults_on_only_under_launchd() {
 }
 
 #[test]
+fn prevent_sleep_is_unset_by_default_and_a_bad_value_names_file_key_and_line() {
+    use crate::config::{Config, Flags};
+    let build = |text: &str, flags: &[(&str, &str)]| {
+        let doc = Config::parse("agent.toml", text)?;
+        Config::build(Some(&doc), &Flags::from_pairs(flags))
+    };
+    assert_eq!(build("", &[]).unwrap().prevent_sleep, None);
+    assert_eq!(
+        build("prevent_sleep = false\n", &[]).unwrap().prevent_sleep,
+        Some(false)
+    );
+    assert_eq!(
+        build("prevent_sleep = false\n", &[("prevent-sleep", "true")])
+            .unwrap()
+            .prevent_sleep,
+        Some(true),
+        "the flag wins"
+    );
+    let e = build("node = \"a\"\nprevent_sleep = \"maybe\"\n", &[])
+        .unwrap_err()
+        .to_string();
+    for part in ["agent.toml", "prevent_sleep", "2"] {
+        assert!(e.contains(part), "{part} in {e}");
+    }
+}
+
+/// The real clocks of this (awake) Linux machine: the suspend-counting one
+/// is ahead of the other, and a run of readings finds no sleep.
+#[cfg(target_os = "linux")]
+#[test]
+fn the_linux_clocks_show_no_sleep_while_awake() {
+    let mut d = SleepDetector::new();
+    let first = read_clocks().unwrap();
+    assert!(first.suspend_ns >= first.awake_ns, "{first:?}");
+    assert_eq!(d.on_reading(first), vec![]);
+    for _ in 0..20 {
+        std::thread::sleep(Duration::from_millis(5));
+        assert_eq!(d.on_reading(read_clocks().unwrap()), vec![]);
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn linux_has_no_notifications_and_no_assertion_and_says_so() {
+    let e = Notifications::open().unwrap_err();
+    assert_eq!(e.kind(), std::io::ErrorKind::Unsupported);
+    let e = Assertion::take("test").unwrap_err();
+    assert_eq!(e.kind(), std::io::ErrorKind::Unsupported);
+    assert!(e.to_string().contains("prevent_sleep"), "{e}");
+}
+
+#[test]
 fn events_become_records_with_their_kind_and_source() {
     use boltwatch_proto::v1 as pb;
     let p = gap(PowerKind::Wake, 7, 5).to_proto();
