@@ -18,13 +18,14 @@
 //! The per-OS files (chosen as [`crate::platform`] describes) read the
 //! clocks, wait for notifications and hold the sleep-preventing assertion
 //! (`prevent_sleep`); [`message`] says what each IOKit message means and
-//! is tested on every OS.
+//! is tested on every OS; [`pmset`] reads `pmset -g` for `doctor`.
 
 use std::time::Duration;
 
 use boltwatch_proto::v1::{PowerEventKind, PowerEventSource};
 
 pub mod message;
+pub mod pmset;
 
 crate::platform::os_module!(mod imp);
 
