@@ -21,11 +21,15 @@
 //!   struct layouts and ioctl numbers; imports no concern.
 //! - [`support`]: which sources this OS supports, gathered from each
 //!   concern's OS file.
-//! - [`outage`]: the per-peer outage trackers (carrier, probe loss, service); pure.
+//! - [`outage`]: the per-peer outage trackers (carrier, probe loss, service,
+//!   sleep); pure.
+//! - [`power`]: system sleep and wake (the clock gap, macOS power
+//!   notifications) and the `prevent_sleep` assertion, one file per OS.
 //! - [`service`]: TCP connect checks of peer services (SSH).
 //! - [`bandwidth`]: iperf3-compatible bandwidth tests.
 //! - [`run`]: the agent as roles (reflector, senders, link watcher, sampler,
-//!   services, bandwidth, outage tracker, path watch, health, transport),
+//!   services, bandwidth, outage tracker, path watch, power, health,
+//!   transport),
 //!   each started by its own function and stopped by one token; `run(config,
 //!   listeners, shutdown)` is shared by `main`, the lab and the tests.
 //! - [`metrics`]: the node's own Prometheus `/metrics` (`--metrics-listen`),
@@ -49,6 +53,7 @@ pub mod link;
 pub mod metrics;
 pub mod outage;
 pub mod platform;
+pub mod power;
 pub mod run;
 pub mod service;
 pub mod sink;

@@ -11,6 +11,7 @@
 //! | [`link`] | interface counters and throughput, link up, down events, speed, kind, path |
 //! | [`thermal`] | temperatures, throttling, CPU frequency |
 //! | [`outage`] | link and service outage counts and seconds |
+//! | [`power`] | sleeps of the node and the time asleep |
 //! | [`service`] | service checks |
 //! | [`bandwidth`] | bandwidth test results and counters, the thermal verdict of the last test per end |
 //! | [`process`] | `process_*` of the serving process (procfs at scrape time, no records) |
@@ -64,6 +65,7 @@ pub mod histogram;
 pub mod key;
 pub mod link;
 pub mod outage;
+pub mod power;
 pub mod process;
 pub mod rate;
 pub mod rtt;
@@ -121,6 +123,7 @@ record_domains! {
     link: link::LinkMetrics,
     thermal: thermal::ThermalMetrics,
     outage: outage::OutageMetrics,
+    power: power::PowerMetrics,
     service: service::ServiceMetrics,
     bandwidth: bandwidth::BandwidthMetrics,
 }

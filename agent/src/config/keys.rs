@@ -158,6 +158,16 @@ pub const KEYS: &[K] = &[
         },
     )
     .default("3"),
+    K::new(
+        "prevent_sleep",
+        "macOS: hold a `PreventUserIdleSystemSleep` power assertion while the agent runs, so the node does not idle-sleep off the fabric (Linux: not supported, logged)",
+        |c, v| {
+            c.prevent_sleep = Some(v.bool()?);
+            Ok(())
+        },
+    )
+    .flag("prevent-sleep", "BOOL")
+    .default_doc("on under launchd, else off"),
     K::new("spool.dir", "durable spool (one agent per dir)", |c, v| {
         set(&mut c.spool_dir, v.path())
     })
@@ -335,6 +345,7 @@ pub(super) fn blank() -> Config {
         services: Vec::new(),
         service_interval: Duration::ZERO,
         outage_after_missing: 0,
+        prevent_sleep: None,
         bandwidth_enabled: false,
         bandwidth_listen: any,
         bandwidth_interval: Duration::ZERO,

@@ -105,6 +105,9 @@ pub struct Config {
     /// Share of a link's negotiated speed expected of it, for peers
     /// `bandwidth_expected` does not cover (`crate::bandwidth::expect`).
     pub bandwidth_expected_share: Option<f64>,
+    /// Hold the macOS idle-sleep assertion; `None`: only under launchd
+    /// (`crate::power::prevent_sleep_wanted`).
+    pub prevent_sleep: Option<bool>,
 }
 
 impl Default for Config {

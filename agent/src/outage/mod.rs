@@ -35,6 +35,8 @@
 //!   nothing, whenever it arrives.
 //! - Service outages (`SERVICE`) are separate, one per service name: they
 //!   start at the first failed check and end at the first successful one.
+//! - A link outage whose span overlaps a sleep of this node (`sleeps`) has
+//!   cause `SLEEP`: its start record too, when the node is asleep by then.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -43,10 +45,12 @@ use std::sync::Arc;
 use boltwatch_proto::v1::{Outage, OutageCause};
 
 use crate::link::LinkChange;
+use crate::power::PowerEvent;
 use crate::service::ServiceChange;
 use crate::stamp::ProbeEvent;
 
 mod order;
+mod sleeps;
 use order::{Fate, InOrder};
 
 /// Default number of consecutive missing probes that make an outage.
@@ -126,6 +130,8 @@ pub struct OutageTracker {
     services: HashMap<String, OpenService>,
     /// Probe fates, released in sequence order to the run logic.
     fates: InOrder,
+    /// This node's sleeps.
+    sleeps: sleeps::Sleeps,
 }
 
 impl OutageTracker {
@@ -143,6 +149,7 @@ impl OutageTracker {
             last_down: None,
             services: HashMap::new(),
             fates: InOrder::default(),
+            sleeps: sleeps::Sleeps::default(),
         }
     }
 
@@ -345,6 +352,12 @@ impl OutageTracker {
         }
     }
 
+    /// This node slept or woke: outages overlapping a sleep end as `SLEEP`.
+    pub fn on_power(&mut self, event: &PowerEvent) -> Vec<Outage> {
+        self.sleeps.on_event(event);
+        Vec::new()
+    }
+
     fn sent_while_carrier_down(&self, sent: u64) -> bool {
         self.carrier_down_at.is_some_and(|down| sent >= down)
             || self
@@ -353,7 +366,13 @@ impl OutageTracker {
     }
 
     fn record(&self, open: &Open, end: Option<u64>) -> Outage {
-        self.outage(open.id, open.cause(), open.start, end, "")
+        // A start record asks about its start only: asleep by then?
+        let cause = if self.sleeps.overlap(open.start, end.unwrap_or(open.start)) {
+            OutageCause::Sleep
+        } else {
+            open.cause()
+        };
+        self.outage(open.id, cause, open.start, end, "")
     }
 
     fn service_record(&self, service: &str, open: OpenService, end: Option<u64>) -> Outage {
@@ -410,6 +429,8 @@ pub enum OutageInput {
         /// What changed.
         change: ServiceChange,
     },
+    /// This node slept or woke (every peer's tracker).
+    Power(PowerEvent),
 }
 
 /// The trackers of every probed peer, indexed as the peers are configured.
@@ -461,11 +482,16 @@ impl OutageTrackers {
                 .get_mut(peer)
                 .map(|t| t.on_service(&change.service, change.up, change.at_unix_ns))
                 .unwrap_or_default(),
+            OutageInput::Power(event) => {
+                self.0.iter_mut().flat_map(|t| t.on_power(&event)).collect()
+            }
         }
     }
 }
 
 #[cfg(test)]
 mod clock_tests;
+#[cfg(test)]
+mod power_tests;
 #[cfg(test)]
 mod tests;

@@ -16,6 +16,7 @@
 //! | service checks | [`services`] | task per peer and service |
 //! | bandwidth server and scheduler | [`bandwidth`] | thread, task |
 //! | path watch | [`path_watch`] | task per peer |
+//! | sleep and wake, `prevent_sleep` | [`power`] | thread |
 //! | health reporter | [`health_reporter`] | task |
 //! | the node's `/metrics` (`metrics_listen`) | [`metrics_server`] | task |
 //! | spool recovery, then the transport | [`transport`] | blocking thread, then task, until the sinks close |
@@ -36,6 +37,7 @@ mod link_watcher;
 mod metrics_server;
 mod outage_tracker;
 mod path_watch;
+mod power;
 mod reflector;
 mod sampler;
 mod senders;
@@ -208,6 +210,7 @@ impl Agent {
         services::start(&mut crew, &config, &outage);
         bandwidth::start(&mut crew, &config, &topology, listeners.bandwidth, &load)?;
         path_watch::start(&mut crew, &config, &topology);
+        power::start(&mut crew, &config, &outage)?;
         health_reporter::start(&mut crew);
         let hello = topology.hello(&config, &boot_id);
         let tap = match listeners.metrics {

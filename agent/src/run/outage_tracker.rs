@@ -1,7 +1,8 @@
 //! The outage tracker role: one thread owns every peer's
 //! [`OutageTracker`]; the STAMP senders, the link watcher and the service
 //! checks report to it through one channel, each message naming its peer,
-//! and it emits the outages they add up to.
+//! and it emits the outages they add up to. The power role reports this
+//! node's sleeps there too.
 
 use std::sync::mpsc;
 use std::thread::JoinHandle;
@@ -15,6 +16,7 @@ use crate::config::Config;
 use crate::error::Error;
 use crate::link::LinkChange;
 use crate::outage::{on_wall_clock, OutageIds, OutageInput, OutageTracker, OutageTrackers};
+use crate::power::{self, PowerEvent, SleepDetector};
 use crate::service::ServiceChange;
 use crate::sink::Observer;
 use crate::stamp::ProbeEvent;
@@ -49,8 +51,17 @@ pub(super) fn start(crew: &Crew, config: &Config, topology: &Topology) -> Result
     let thread = std::thread::Builder::new()
         .name("outage".into())
         .spawn(move || {
+            let mut sleeps = SleepDetector::new();
             // Ends when every producer (senders, watcher, service checks) is gone.
             for input in rx {
+                // A wake shows in the clocks at once: learn of the sleep
+                // before the first reply after it ends the outage it made.
+                // Read errors are the power role's to report.
+                if let Ok(r) = power::read_clocks() {
+                    for e in sleeps.on_reading(r) {
+                        trackers.apply(OutageInput::Power(e), e.at_unix_ns);
+                    }
+                }
                 let outages = trackers.apply(input, crate::clock::now_ns());
                 if outages.is_empty() {
                     continue;
@@ -88,6 +99,11 @@ impl Tracker {
             peer,
             change,
         })
+    }
+
+    /// Where the power role reports this node's sleeps and wakes.
+    pub fn power(&self) -> Observer<PowerEvent> {
+        Observer::wrapping(self.tx.clone(), OutageInput::Power)
     }
 
     /// Lets go of the input channel: from now on only the producers hold it.

@@ -89,7 +89,7 @@ pub struct OutageDto {
     pub peer: String,
     /// Interface the peer is reached through.
     pub interface: String,
-    /// `carrier`, `probe_loss`, `both` or `service` (the end record's, when
+    /// `carrier`, `probe_loss`, `both`, `sleep` or `service` (the end record's, when
     /// it has ended).
     pub cause: String,
     /// Service name for `service` outages, else null.
@@ -109,6 +109,7 @@ pub fn cause_name(cause: i32) -> String {
         Ok(pb::OutageCause::ProbeLoss) => "probe_loss".into(),
         Ok(pb::OutageCause::Both) => "both".into(),
         Ok(pb::OutageCause::Service) => "service".into(),
+        Ok(pb::OutageCause::Sleep) => "sleep".into(),
         _ => cause.to_string(),
     }
 }

@@ -129,6 +129,15 @@ pub enum PayloadDto {
         /// They agree.
         ok: bool,
     },
+    /// `PowerEvent`: a sleep or wake of the node.
+    Power {
+        /// `POWER_EVENT_KIND_SLEEP` or `POWER_EVENT_KIND_WAKE`.
+        power_kind: String,
+        at_unix_ns: u64,
+        /// For a wake: how long the node slept.
+        slept_ns: u64,
+        source: String,
+    },
     /// `AgentStats`.
     AgentStats {
         malformed_packets: u64,
@@ -305,6 +314,12 @@ impl From<&Payload> for PayloadDto {
                 expected_interface: p.expected_interface.clone(),
                 route_interface: p.route_interface.clone(),
                 ok: p.ok,
+            },
+            Payload::Power(p) => PayloadDto::Power {
+                power_kind: enum_name(p.kind, pb::PowerEventKind::as_str_name),
+                at_unix_ns: p.at_unix_ns,
+                slept_ns: p.slept_ns,
+                source: enum_name(p.source, pb::PowerEventSource::as_str_name),
             },
         }
     }

@@ -97,7 +97,7 @@ pub fn subjects(r: &Record) -> impl Iterator<Item = (Dim, &str)> + Clone + '_ {
             &[],
         ),
         // No label but the node's; `None` is a kind this build cannot name.
-        Some(Payload::AgentStats(_)) | None => ([none; 3], &[]),
+        Some(Payload::AgentStats(_) | Payload::Power(_)) | None => ([none; 3], &[]),
     };
     fixed
         .into_iter()

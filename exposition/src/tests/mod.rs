@@ -13,6 +13,7 @@ mod bandwidth;
 mod kinds;
 mod link;
 mod outage_service;
+mod power;
 mod rtt;
 mod thermal;
 

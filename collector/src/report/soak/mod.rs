@@ -99,7 +99,7 @@ pub struct OutageItem {
     pub node: String,
     /// Peer it concerns.
     pub peer: String,
-    /// `carrier`, `probe_loss`, `both` or `service`.
+    /// `carrier`, `probe_loss`, `both`, `sleep` or `service`.
     pub cause: String,
     /// Service, for service outages.
     pub service: Option<String>,
