@@ -43,6 +43,10 @@ pub const READ_INTERVAL: Duration = Duration::from_millis(100);
 /// longer than that by itself.
 pub const MIN_SLEEP: Duration = Duration::from_secs(1);
 
+/// The name of the `prevent_sleep` assertion, as `pmset -g assertions`
+/// lists it (and `doctor` looks for it).
+pub const ASSERTION_NAME: &str = "boltwatch-agent probing";
+
 /// One reading of the clocks, all in ns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ClockReading {

@@ -20,9 +20,6 @@ use crate::error::Error;
 use crate::power::{self, Assertion, Notice, Notifications, PowerEvent, SleepDetector};
 use crate::sink::{Observer, Sink};
 
-/// The assertion's name in `pmset -g assertions`.
-const ASSERTION_NAME: &str = "boltwatch-agent probing";
-
 pub(super) fn start(crew: &mut Crew, config: &Config, outage: &Tracker) -> Result<(), Error> {
     let launchd = std::env::var(power::LAUNCHD_VAR).ok();
     let prevent = power::prevent_sleep_wanted(config.prevent_sleep, launchd.as_deref());
@@ -97,7 +94,7 @@ impl Role {
 
 /// Takes the assertion, or says why not.
 fn hold() -> Option<Assertion> {
-    match Assertion::take(ASSERTION_NAME) {
+    match Assertion::take(power::ASSERTION_NAME) {
         Ok(a) => {
             info!("holding a PreventUserIdleSystemSleep assertion (prevent_sleep)");
             Some(a)
