@@ -41,7 +41,10 @@ impl NodeAcc {
             e.1 += s.celsius;
             e.2 = e.2.max(s.celsius);
         }
-        let throttled = th.throttle.as_ref().is_some_and(|t| t.throttled);
+        let throttled = th
+            .throttle
+            .as_ref()
+            .is_some_and(boltwatch_proto::throttle::reading_throttled);
         self.readings.push((unix_ns, hottest, throttled));
     }
 
@@ -161,4 +164,33 @@ impl<'a> Throttling<'a> {
 fn inside(e: &[Episode], t: u64) -> bool {
     let i = e.partition_point(|e| e.start_unix_ns <= t);
     i > 0 && t < e[i - 1].end_unix_ns
+}
+
+#[cfg(test)]
+mod tests {
+    use boltwatch_proto::v1::{ThermalReading, Throttle};
+
+    use super::NodeAcc;
+
+    /// The report judges throttling by the one rule
+    /// (`boltwatch_proto::throttle`): an older macOS agent that flagged
+    /// Moderate pressure as throttled was not throttled; Heavy was.
+    #[test]
+    fn macos_moderate_is_not_throttling_in_the_report() {
+        let reading = |level, throttled| ThermalReading {
+            throttle: Some(Throttle {
+                throttled,
+                pressure_level: level,
+                source: boltwatch_proto::throttle::NOTIFY_SOURCE.into(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let mut acc = NodeAcc::default();
+        acc.add(&reading(1, true), 1);
+        acc.add(&reading(2, true), 2);
+        acc.add(&reading(0, false), 3);
+        let throttled: Vec<bool> = acc.readings.iter().map(|r| r.2).collect();
+        assert_eq!(throttled, [false, true, false]);
+    }
 }
