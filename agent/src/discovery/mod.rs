@@ -21,6 +21,7 @@ pub use boltwatch_proto::v1::Interface;
 use crate::platform::{Support, Unsupported};
 
 pub mod parse;
+pub mod scoped;
 
 crate::platform::os_module!(mod imp);
 
