@@ -11,8 +11,10 @@ use boltwatch_common::clock::now_unix_ns;
 use boltwatch_proto::v1::LinkEventSource;
 
 use super::debounce::Tracker;
-use super::state::LinkState;
+use super::ports::{PeerPorts, Tables};
+use super::state::{LinkState, PeerPort};
 use super::watch::Watch;
+use crate::sink::Observer;
 
 /// How often the watcher reconciles against a poll.
 pub const POLL_INTERVAL: Duration = Duration::from_secs(1);
@@ -76,6 +78,16 @@ pub(super) trait LinkOs: Send + 'static {
     /// Tells the link's other end that `name` is back (see
     /// [`super::announce`]); called when its carrier returns.
     fn announce(&mut self, name: &str) -> io::Result<()>;
+    /// The neighbour table and the forwarding tables of `bridges` (member
+    /// -> bridge), for [`PeerPorts`].
+    fn tables(&mut self, bridges: &HashMap<String, String>) -> io::Result<Tables>;
+}
+
+/// The peers whose member ports the watcher follows, and who hears of
+/// them.
+pub(super) struct PortWatch {
+    pub(super) map: PeerPorts,
+    pub(super) observer: Observer<PeerPort>,
 }
 
 /// The interfaces to watch: everything listed when `requested` is empty,
@@ -103,16 +115,18 @@ struct Reconciler<O> {
     tracker: Tracker,
     bridges: HashMap<String, String>,
     names: BTreeSet<String>,
+    ports: Option<PortWatch>,
 }
 
 /// Runs the watcher until `watch` is stopped.
-pub(super) fn run<O: LinkOs>(watch: Watch, os: O) {
+pub(super) fn run<O: LinkOs>(watch: Watch, os: O, ports: Option<PortWatch>) {
     let mut r = Reconciler {
         watch,
         os,
         tracker: Tracker::new(),
         bridges: HashMap::new(),
         names: BTreeSet::new(),
+        ports,
     };
     r.poll(LinkEventSource::Startup);
     let mut last_poll = Instant::now();
@@ -142,6 +156,29 @@ pub(super) fn run<O: LinkOs>(watch: Watch, os: O) {
             }
             r.poll(LinkEventSource::Poll);
             last_poll = Instant::now();
+        }
+    }
+}
+
+impl<O: LinkOs> Reconciler<O> {
+    /// Reads the tables and reports the peers whose member port is new or
+    /// moved. Only where there are bridges: a peer on its own cable
+    /// follows that cable's carrier already.
+    fn follow_ports(&mut self) {
+        let Some(ports) = &mut self.ports else {
+            return;
+        };
+        if self.bridges.is_empty() {
+            return;
+        }
+        match self.os.tables(&self.bridges) {
+            Ok(t) => {
+                for change in ports.map.update(&t) {
+                    tracing::info!(peer = change.peer, port = %change.port, "peer behind bridge member");
+                    ports.observer.observe(change);
+                }
+            }
+            Err(e) => tracing::debug!(error = %e, "neighbour or bridge table read failed"),
         }
     }
 }
@@ -222,6 +259,8 @@ impl<O: LinkOs> Reconciler<O> {
         let inventory = self.os.inventory();
         self.bridges = inventory.bridges;
         self.names = expand(&self.watch.interfaces, &inventory.names, &self.bridges);
+        // Before the states: a port found now routes a drop this poll sees.
+        self.follow_ports();
         let at = now_unix_ns();
         for name in self.names.clone() {
             match self.os.read(&name) {
@@ -274,6 +313,9 @@ mod tests {
             self.announced += 1;
             Ok(())
         }
+        fn tables(&mut self, _bridges: &HashMap<String, String>) -> io::Result<Tables> {
+            Ok(Tables::default())
+        }
     }
 
     fn link_events(rx: &mut tokio::sync::mpsc::UnboundedReceiver<Emitted>) -> Vec<LinkEvent> {
@@ -303,6 +345,7 @@ mod tests {
             tracker: Tracker::new(),
             bridges: HashMap::new(),
             names: BTreeSet::new(),
+            ports: None,
         };
         r.poll(LinkEventSource::Startup);
         let start = link_events(&mut rx);
