@@ -35,9 +35,15 @@ fn bridge_bed() -> TestBed {
         ip(0, &["link", "set", &member, "master", "br0"]);
         let far = bed.link_if(peer, 0).unwrap().to_owned();
         ip(peer, &["addr", "flush", "dev", &far]);
-        ip(peer, &["addr", "add", &format!("{}/24", addr(peer)), "dev", &far]);
+        ip(
+            peer,
+            &["addr", "add", &format!("{}/24", addr(peer)), "dev", &far],
+        );
     }
-    ip(0, &["addr", "add", &format!("{}/24", addr(0)), "dev", "br0"]);
+    ip(
+        0,
+        &["addr", "add", &format!("{}/24", addr(0)), "dev", "br0"],
+    );
     ip(0, &["link", "set", "br0", "up"]);
     bed
 }
@@ -57,7 +63,9 @@ fn start_agent(bed: &TestBed, dir: &std::path::Path, collector: &Collector, i: u
         "--no-services".into(),
         "--no-bandwidth".into(),
         "--spool-dir".into(),
-        dir.join(format!("spool-{}", node_name(i))).display().to_string(),
+        dir.join(format!("spool-{}", node_name(i)))
+            .display()
+            .to_string(),
     ];
     let peers: Vec<usize> = if i == 0 { vec![1, 2] } else { vec![0] };
     for j in peers {
@@ -79,7 +87,10 @@ fn u(v: &Value) -> u64 {
 
 fn outages(c: &Collector, since: u64) -> Vec<Value> {
     let path = format!("/api/v1/outages?node=n0&since={since}");
-    c.json(&path)["outages"].as_array().cloned().unwrap_or_default()
+    c.json(&path)["outages"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
 }
 
 fn received(c: &Collector, peer: usize) -> f64 {
@@ -109,10 +120,14 @@ fn a_member_losing_carrier_is_an_outage_of_the_peer_behind_it_only() {
         received(&collector, 1) >= 10.0 && received(&collector, 2) >= 10.0
     });
     // The watcher has mapped both peers to their members.
-    wait_for("both peers mapped to a port", Duration::from_secs(20), || {
-        let log = agents[0].log_text();
-        ["port=tb1", "port=tb2"].iter().all(|p| log.contains(p))
-    });
+    wait_for(
+        "both peers mapped to a port",
+        Duration::from_secs(20),
+        || {
+            let log = agents[0].log_text();
+            ["port=tb1", "port=tb2"].iter().all(|p| log.contains(p))
+        },
+    );
     let begin = now_unix_ns();
     let down_before = now_unix_ns();
     bed.set_link(0, "tb1", false).unwrap();

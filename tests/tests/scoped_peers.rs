@@ -42,7 +42,10 @@ fn same_address_bed() -> (TestBed, String, String) {
     }
     // The route names the wrong cable for node 2, more specifically than
     // either connected route.
-    ip(0, &["route", "add", &format!("{PEER_ADDR}/32"), "dev", &tb1]);
+    ip(
+        0,
+        &["route", "add", &format!("{PEER_ADDR}/32"), "dev", &tb1],
+    );
     // Node 2's replies arrive on tb2 from an address routed via tb1: a
     // strict reverse-path filter would drop them (macOS has none).
     bed.run(
@@ -62,7 +65,11 @@ fn reflector(bed: &TestBed, node: usize, dir: &std::path::Path) -> Proc {
     let exe = bin("boltwatch-agent");
     let listen = format!("0.0.0.0:{REFLECTOR_PORT}");
     let cmd = bed
-        .exec(node, &exe.to_string_lossy(), ["reflect", "--listen", &listen])
+        .exec(
+            node,
+            &exe.to_string_lossy(),
+            ["reflect", "--listen", &listen],
+        )
         .unwrap();
     let p = Proc::spawn(
         &format!("reflector n{node}"),
@@ -113,7 +120,10 @@ fn ping_to_a_scoped_address_leaves_through_its_interface() {
     // Control: the route sends the probes to node 1, which has no
     // reflector. Without the scope nothing answers.
     let (got, out) = ping(&bed, &format!("{PEER_ADDR}:{REFLECTOR_PORT}"));
-    assert_eq!(got, 0, "unscoped probes must follow the route to {tb1}: {out}");
+    assert_eq!(
+        got, 0,
+        "unscoped probes must follow the route to {tb1}: {out}"
+    );
     let tx_before: u64 = bed
         .read_sysfs(0, &format!("class/net/{tb2}/statistics/tx_packets"))
         .unwrap()
@@ -174,10 +184,7 @@ fn agent_probes_each_scoped_peer_over_its_own_cable() {
     ];
     let cmd = agent(&bed, dir.path(), "n0", &peers);
     let mut a = Proc::spawn("agent n0", cmd, dir.path().join("agent-n0.log"));
-    let url = format!(
-        "http://{}:{METRICS_PORT}/metrics",
-        bed.node(0).mgmt_addr
-    );
+    let url = format!("http://{}:{METRICS_PORT}/metrics", bed.node(0).mgmt_addr);
     let metric = |m: &str, name: &str, peer: &str| {
         sample(m, name, &[("node", "n0"), ("peer", peer)]).unwrap_or(0.0)
     };
@@ -251,12 +258,19 @@ fn check_config_accepts_scoped_peers() {
         "{out:?}"
     );
     let out = check(&["--peer", "b=[fe80::1%en2]:862"]);
-    assert_eq!(out.status.code(), Some(78), "c is no longer a peer: {out:?}");
+    assert_eq!(
+        out.status.code(),
+        Some(78),
+        "c is no longer a peer: {out:?}"
+    );
     std::fs::write(&path, "node = \"a\"\n").unwrap();
     let out = check(&["--peer", "b=[fe80::1%en2]:862"]);
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     let out = check(&["--peer", "b=[fe80::1%en2:862"]);
     assert_eq!(out.status.code(), Some(78), "{out:?}");
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("key `--peer`") && err.contains("missing `]`"), "{err}");
+    assert!(
+        err.contains("key `--peer`") && err.contains("missing `]`"),
+        "{err}"
+    );
 }

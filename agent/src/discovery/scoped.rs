@@ -107,7 +107,10 @@ pub fn split(input: &str) -> Result<(&str, Option<&str>, Option<&str>), ScopeErr
         let (inside, after) = rest.split_once(']').ok_or_else(|| err("missing `]`"))?;
         let port = match after {
             "" => None,
-            p => Some(p.strip_prefix(':').ok_or_else(|| err("expected `]:PORT`"))?),
+            p => Some(
+                p.strip_prefix(':')
+                    .ok_or_else(|| err("expected `]:PORT`"))?,
+            ),
         };
         (inside, port)
     } else if t.matches(':').count() > 1 {
@@ -133,9 +136,7 @@ fn check_interface(s: &str) -> Result<&str, String> {
         return Err("empty interface after `%`".into());
     }
     if s.len() > MAX_IFNAME {
-        return Err(format!(
-            "interface `{s}` is longer than {MAX_IFNAME} bytes"
-        ));
+        return Err(format!("interface `{s}` is longer than {MAX_IFNAME} bytes"));
     }
     if let Some(c) = s
         .chars()
@@ -237,7 +238,12 @@ mod tests {
 
     #[test]
     fn display_reads_back() {
-        for s in ["10.0.0.2:862", "169.254.3.2%en2:862", "[fe80::1%en2]:862", "[::1]:7"] {
+        for s in [
+            "10.0.0.2:862",
+            "169.254.3.2%en2:862",
+            "[fe80::1%en2]:862",
+            "[::1]:7",
+        ] {
             let a = parse(s, None).unwrap();
             assert_eq!(a.to_string(), s);
             assert_eq!(parse(&a.to_string(), None).unwrap(), a);
@@ -246,7 +252,11 @@ mod tests {
 
     #[test]
     fn v6_scope_id_comes_from_the_interface() {
-        let lo = if cfg!(target_os = "macos") { "lo0" } else { "lo" };
+        let lo = if cfg!(target_os = "macos") {
+            "lo0"
+        } else {
+            "lo"
+        };
         let a = parse(&format!("[fe80::1%{lo}]:862"), None).unwrap();
         let SocketAddr::V6(v6) = a.socket_addr().unwrap() else {
             panic!("v6")

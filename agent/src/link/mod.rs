@@ -32,11 +32,13 @@ use crate::platform::Support;
 
 pub mod announce;
 pub mod debounce;
+pub mod ifbridge;
 pub mod kev;
 pub mod neigh;
 pub mod netlink;
 pub mod ports;
 mod reconcile;
+pub mod rtdump;
 mod state;
 mod watch;
 

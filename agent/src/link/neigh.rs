@@ -239,7 +239,10 @@ mod tests {
             let _ = parse(&buf[..cut]);
         }
         let first = u32_at(&buf, 0).unwrap() as usize;
-        assert!(matches!(parse(&buf[..first - 2]), Err(ParseError::Truncated(_))));
+        assert!(matches!(
+            parse(&buf[..first - 2]),
+            Err(ParseError::Truncated(_))
+        ));
         let mut bad = buf.clone();
         bad[..4].copy_from_slice(&4u32.to_ne_bytes());
         assert_eq!(parse(&bad), Err(ParseError::BadLength { at: 0, len: 4 }));

@@ -474,6 +474,6 @@ impl OutageTrackers {
 }
 
 #[cfg(test)]
-mod tests;
-#[cfg(test)]
 mod ports_tests;
+#[cfg(test)]
+mod tests;

@@ -50,7 +50,10 @@ fn a_member_losing_carrier_is_an_outage_of_the_peer_behind_it_only() {
         ("b", "en2")
     );
     assert_eq!(out[0].start_unix_ns, down, "stamped with the event");
-    assert_eq!(OutageCause::try_from(out[0].cause), Ok(OutageCause::Carrier));
+    assert_eq!(
+        OutageCause::try_from(out[0].cause),
+        Ok(OutageCause::Carrier)
+    );
     // c's probes go on being answered: nothing for c.
     let reply = OutageInput::Probe {
         peer: 1,
@@ -63,7 +66,9 @@ fn a_member_losing_carrier_is_an_outage_of_the_peer_behind_it_only() {
     };
     assert!(all.apply(reply, down + 2 * MS).is_empty());
     // The cable back and b answering again ends b's outage, naming en2.
-    assert!(all.apply(change("en2", true, down + 500 * MS), down).is_empty());
+    assert!(all
+        .apply(change("en2", true, down + 500 * MS), down)
+        .is_empty());
     let reply = OutageInput::Probe {
         peer: 0,
         event: crate::stamp::ProbeEvent::Reply {

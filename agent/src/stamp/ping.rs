@@ -267,7 +267,10 @@ mod tests {
         assert_eq!(p("[fe80::1%en2]:9000"), "[fe80::1%en2]:9000");
         assert_eq!(p("fe80::1%en2"), "[fe80::1%en2]:862");
         let e = parse_target("host%en2").unwrap_err().to_string();
-        assert!(e.contains("host%en2") && e.contains("address `host`"), "{e}");
+        assert!(
+            e.contains("host%en2") && e.contains("address `host`"),
+            "{e}"
+        );
     }
 
     #[test]

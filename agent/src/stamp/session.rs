@@ -127,7 +127,10 @@ impl Session {
                 Err(e) if target.bind_required => {
                     return Err(io::Error::new(
                         e.kind(),
-                        format!("cannot bind STAMP probes to {dev} (the scope of {}): {e}", target.peer),
+                        format!(
+                            "cannot bind STAMP probes to {dev} (the scope of {}): {e}",
+                            target.peer
+                        ),
                     ))
                 }
                 Err(e) => warn!(device = %dev, peer = %target.peer, error = %e,

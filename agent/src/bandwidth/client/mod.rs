@@ -15,9 +15,9 @@ use super::engine::{self, DataSocket, Engine, EngineConfig, Snapshot, StreamSpec
 use super::error::BandwidthError;
 use super::iperf3::{self, Mode, Params, Results, State};
 use boltwatch_proto::v1::{BandwidthInterval, BandwidthResult, Direction, Protocol};
+use connect::Dest;
 pub use results::bps;
 pub(crate) use results::our_results;
-use connect::Dest;
 use results::{build_results, Measured, Sampled};
 use std::io::Write;
 use std::net::{TcpStream, UdpSocket};
