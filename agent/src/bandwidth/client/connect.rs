@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use socket2::{Domain, Protocol, Socket, Type};
 
-use super::BandwidthError;
+use crate::bandwidth::error::BandwidthError;
 use crate::discovery::scoped::ScopedAddr;
 
 /// Where the client connects: the address (IPv6 scope id filled) and the
