@@ -2,8 +2,8 @@
 //! `br0` whose two member veths (`tb1`, `tb2`) are the cables to nodes 1
 //! and 2, all three on one subnet, as three Mac minis on `bridge0` are.
 //! Taking one member down must be a carrier outage of the peer behind it
-//! only, stamped with the link event and naming the member, while the
-//! other peer's probes go on being answered.
+//! only, stamped with the link event and naming the member (in the record
+//! and on `/metrics`), while the other peer's probes go on being answered.
 //!
 //! Needs root and iproute2; without them it fails, it never skips.
 
@@ -182,4 +182,16 @@ fn a_member_losing_carrier_is_an_outage_of_the_peer_behind_it_only() {
         .map(|r| u(&r["unix_ns"]))
         .collect::<Vec<_>>();
     assert_eq!(tb1_down, vec![start], "{events}");
+    // /metrics names the member too, and only for n1.
+    let m = collector.metrics();
+    let carrier = |peer: &str, interface: &str| {
+        sample(
+            &m,
+            "boltwatch_carrier_outages_total",
+            &[("node", "n0"), ("peer", peer), ("interface", interface)],
+        )
+    };
+    assert_eq!(carrier("n1", "tb1"), Some(1.0), "{m}");
+    assert_eq!(carrier("n1", "br0"), None, "{m}");
+    assert_eq!(carrier("n2", "tb2"), None, "{m}");
 }
