@@ -382,6 +382,93 @@ mod tests {
         assert_eq!(r.os.announced, 1, "a returned carrier is announced once");
     }
 
+    /// A bridge with members en2 and en3 whose tables put the peer at
+    /// 10.0.0.2 behind `port` (none: the tables say nothing).
+    struct Bridged {
+        port: Option<&'static str>,
+        reads: u32,
+    }
+
+    impl LinkOs for Bridged {
+        fn events(&mut self, _nonblocking: bool) -> io::Result<Vec<OsEvent>> {
+            Err(io::ErrorKind::WouldBlock.into())
+        }
+        fn inventory(&mut self) -> Inventory {
+            Inventory {
+                names: v(&["bridge0", "en2", "en3"]),
+                bridges: [("en2", "bridge0"), ("en3", "bridge0")]
+                    .map(|(m, b)| (m.to_string(), b.to_string()))
+                    .into(),
+            }
+        }
+        fn read(&mut self, _name: &str) -> io::Result<LinkState> {
+            Ok(LinkState {
+                carrier: Some(true),
+                admin_up: true,
+                ..LinkState::default()
+            })
+        }
+        fn announce(&mut self, _name: &str) -> io::Result<()> {
+            Ok(())
+        }
+        fn tables(&mut self, _bridges: &HashMap<String, String>) -> io::Result<Tables> {
+            self.reads += 1;
+            let mac = [2, 0, 0, 0, 0, 0x0b];
+            let mut t = Tables::default();
+            t.neighbours.insert("10.0.0.2".parse().unwrap(), mac);
+            if let Some(p) = self.port {
+                t.ports.insert(mac, p.to_string());
+            }
+            Ok(t)
+        }
+    }
+
+    #[test]
+    fn polls_report_a_peers_port_when_found_and_when_it_moves() {
+        let (sink, _rx) = Sink::new();
+        let (tx, ports) = std::sync::mpsc::channel();
+        let mut r = Reconciler {
+            watch: Watch {
+                interfaces: vec!["bridge0".into()],
+                sink,
+                observer: None,
+                stop: Arc::new(AtomicBool::new(false)),
+            },
+            os: Bridged {
+                port: None,
+                reads: 0,
+            },
+            tracker: Tracker::new(),
+            bridges: HashMap::new(),
+            names: BTreeSet::new(),
+            ports: Some(PortWatch {
+                map: PeerPorts::new(vec![
+                    "10.0.0.2".parse().unwrap(),
+                    "10.0.0.3".parse().unwrap(),
+                ]),
+                observer: tx.into(),
+            }),
+        };
+        r.poll(LinkEventSource::Startup);
+        assert!(ports.try_recv().is_err(), "no port known yet");
+        r.os.port = Some("en2");
+        r.poll(LinkEventSource::Poll);
+        r.poll(LinkEventSource::Poll);
+        let port = |p: &str| PeerPort {
+            peer: 0,
+            port: p.into(),
+        };
+        assert_eq!(ports.try_iter().collect::<Vec<_>>(), vec![port("en2")]);
+        r.os.port = Some("en3");
+        r.poll(LinkEventSource::Poll);
+        assert_eq!(ports.try_iter().collect::<Vec<_>>(), vec![port("en3")]);
+        assert_eq!(r.os.reads, 4, "the tables are read on every poll");
+        // Without peers to follow the tables are not read.
+        r.ports = None;
+        r.poll(LinkEventSource::Poll);
+        assert_eq!(r.os.reads, 4);
+    }
+
     fn v(names: &[&str]) -> Vec<String> {
         names.iter().map(|s| s.to_string()).collect()
     }
