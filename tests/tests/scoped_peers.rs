@@ -207,6 +207,16 @@ fn agent_probes_each_scoped_peer_over_its_own_cable() {
         0.0,
         "{last}"
     );
+    // The path check follows the bind too: the unbound route to n2's
+    // address names tb1, yet n2's path is tb2 and fine.
+    let path = |peer: &str| {
+        sample(
+            &last,
+            "boltwatch_path_ok",
+            &[("node", "n0"), ("peer", peer)],
+        )
+    };
+    assert_eq!((path("n1"), path("n2")), (Some(1.0), Some(1.0)), "{last}");
     a.terminate();
 }
 
