@@ -141,13 +141,20 @@ fn ping_cmd(args: PingArgs) -> anyhow::Result<ExitCode> {
     if args.interval.is_zero() || args.timeout.is_zero() {
         anyhow::bail!("interval and timeout must be positive");
     }
-    let target = ping::parse_target(&args.target)?;
+    let scoped = ping::parse_target(&args.target)?;
+    let bind_device = match (scoped.interface.clone(), args.interface) {
+        (Some(scope), Some(i)) if scope != i => {
+            anyhow::bail!("{scoped} is scoped to {scope}, --interface says {i}")
+        }
+        (scope, i) => scope.or(i),
+    };
+    let target = scoped.socket_addr()?;
     let opts = PingOptions {
         target,
         count: args.count,
         interval: args.interval,
         timeout: args.timeout,
-        bind_device: args.interface,
+        bind_device,
         kernel_tx: !args.userspace_tx,
     };
     let report = ping::ping(

@@ -177,6 +177,7 @@ fn run_sender(
         addr,
         interface: "lo".into(),
         bind_device: None,
+        bind_required: false,
     };
     let opts = SenderOptions {
         observer: Some(otx.into()),

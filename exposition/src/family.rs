@@ -77,6 +77,8 @@ pub mod labels {
     pub const NODE_INTERFACE: &[&str] = &["node", "interface"];
     /// Per service checked on a peer.
     pub const NODE_PEER_SERVICE: &[&str] = &["node", "peer", "service"];
+    /// A peer and the interface whose carrier it follows.
+    pub const NODE_PEER_INTERFACE: &[&str] = &["node", "peer", "interface"];
     /// A process's own series.
     pub const NONE: &[&str] = &[];
 }

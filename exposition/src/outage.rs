@@ -7,7 +7,10 @@
 //! end arrives. Service outages go to
 //! `boltwatch_service_outages_total{node,peer,service}` and
 //! `boltwatch_service_outage_seconds_total` instead, so link availability
-//! is not diluted by a stopped daemon. Every probed or path-checked link
+//! is not diluted by a stopped daemon. Ended outages with carrier loss are
+//! also counted in `boltwatch_carrier_outages_total{node,peer,interface}`,
+//! which names the cable: a peer behind a bridge's member port has that
+//! port as its outages' interface. Every probed or path-checked link
 //! and every checked service has its series at 0 before its first outage.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -24,6 +27,7 @@ pub const KINDS: &[&str] = &["outage"];
 families! {
     LINK_COUNT = Counter("boltwatch_outages_total", "", labels::NODE_PEER, "Link outages towards the peer (carrier loss or consecutive lost probes), counted when they start.");
     LINK_SECONDS = Counter("boltwatch_outage_seconds_total", "seconds", labels::NODE_PEER, "Duration of ended link outages towards the peer, added when each ends.");
+    CARRIER_COUNT = Counter("boltwatch_carrier_outages_total", "", labels::NODE_PEER_INTERFACE, "Ended link outages towards the peer whose cause includes carrier loss, by the interface that lost it (for a peer behind a bridge, the member port it sits behind), counted when they end.");
     SERVICE_COUNT = Counter("boltwatch_service_outages_total", "", labels::NODE_PEER_SERVICE, "Service outages (failed TCP connect checks) on the peer, counted when they start.");
     SERVICE_SECONDS = Counter("boltwatch_service_outage_seconds_total", "seconds", labels::NODE_PEER_SERVICE, "Duration of ended service outages on the peer, added when each ends.");
 }
@@ -38,6 +42,8 @@ struct Totals {
 #[derive(Debug, Default, Clone)]
 pub struct OutageMetrics {
     links: BTreeMap<NodePeer, Totals>,
+    /// (node, peer, interface) -> ended carrier outages.
+    carriers: BTreeMap<(String, String, String), u64>,
     services: BTreeMap<NodePeerService, Totals>,
     /// (node, boot, outage id) -> whether the end was accounted.
     seen: HashMap<(String, String, u64), bool>,
@@ -63,6 +69,11 @@ impl OutageMetrics {
         };
         totals.count += u64::from(first);
         totals.seconds += seconds;
+        let carrier = [OutageCause::Carrier as i32, OutageCause::Both as i32].contains(&o.cause);
+        if end_now && carrier {
+            let k = (r.node.clone(), o.peer.clone(), o.interface.clone());
+            *self.carriers.entry(k).or_default() += 1;
+        }
     }
 }
 
@@ -89,6 +100,10 @@ impl Domain for OutageMetrics {
         e.family(
             &LINK_SECONDS,
             links.iter().map(|(k, t)| (pair(k), t.seconds)),
+        );
+        e.family(
+            &CARRIER_COUNT,
+            self.carriers.iter().map(|(k, n)| (triple(k), *n)),
         );
         let services: Vec<_> = with_known(&self.services, &subjects.services).collect();
         e.family(

@@ -79,8 +79,8 @@ pub fn plan_config(
 pub struct PeerServer {
     /// Peer node name.
     pub peer: String,
-    /// Its bandwidth server.
-    pub addr: SocketAddr,
+    /// Its bandwidth server (a scope binds the test to that interface).
+    pub addr: crate::discovery::scoped::ScopedAddr,
     /// Local interface towards it (for the record).
     pub interface: String,
     /// Throughput expected of the link.
@@ -229,7 +229,7 @@ impl Scheduler {
             interface: target.interface.clone(),
             ..ClientOptions::default()
         };
-        let server = target.addr;
+        let server = target.addr.addr;
         let expected = expected_now(target, &self.opts.link_speed, &mut self.speed_unknown).await;
         let start_unix_ns = now_unix_ns();
         let mut during = DuringTest::default();
@@ -332,7 +332,7 @@ async fn expected_now(
     if !target.expected.needs_speed() {
         return target.expected.bits_per_second(0);
     }
-    let (reader, iface, addr) = (speed.clone(), target.interface.clone(), target.addr);
+    let (reader, iface, addr) = (speed.clone(), target.interface.clone(), target.addr.addr);
     let bps = tokio::task::spawn_blocking(move || reader.read(&iface, addr))
         .await
         .unwrap_or(0);
@@ -439,7 +439,7 @@ mod tests {
         };
         let peers = vec![PeerServer {
             peer: "p".into(),
-            addr,
+            addr: addr.into(),
             interface: "lo".into(),
             expected: Expected::Share(0.6),
         }];

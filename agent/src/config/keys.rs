@@ -79,7 +79,7 @@ pub const KEYS: &[K] = &[
     .default_doc("off"),
     K::new(
         "peers",
-        "peer reflector to probe, `NAME=ADDR` (a list, or a `[peers]` table)",
+        "peer reflector to probe, `NAME=ADDR` (a list, or a `[peers]` table); `IP%IF:PORT` or `[IPv6%IF]:PORT` binds the probes to interface `IF`",
         |c, v| {
             c.peers = v.entries_of(parse::peer)?;
             let mut names = BTreeSet::new();
@@ -258,16 +258,14 @@ pub const KEYS: &[K] = &[
     .was("bandwidth_duty_cycle"),
     K::new(
         "bandwidth.peers",
-        "a peer's bandwidth server, `NAME = \"ADDR\"`",
+        "a peer's bandwidth server, `NAME = \"ADDR\"` (`ADDR%IF` binds the test to interface `IF`)",
         |c, v| {
             c.bandwidth_peers =
                 v.entries()?
                     .iter()
                     .map(|e| {
                         let (name, addr) = e.split_once('=').unwrap_or((e, ""));
-                        let a: SocketAddr = addr.trim().parse().map_err(|err| {
-                            format!("`{name}`: `{addr}`: {err} (expected IP:PORT)")
-                        })?;
+                        let a = parse::scoped_addr(addr).map_err(|err| format!("`{name}`: {err}"))?;
                         Ok((name.trim().to_string(), a))
                     })
                     .collect::<Result<BTreeMap<_, _>, String>>()?;

@@ -11,6 +11,8 @@ use std::time::Duration;
 use boltwatch_common::config::{self as common, ConfigError, Document};
 use boltwatch_common::log::LogFormat;
 
+use crate::discovery::scoped::ScopedAddr;
+
 /// The `run` flags, one per key that has a flag (see [`super::keys`]).
 pub type Flags = common::Flags<Config>;
 
@@ -21,6 +23,19 @@ pub struct PeerConfig {
     pub name: String,
     /// Its STAMP reflector address.
     pub addr: SocketAddr,
+    /// The interface scope of the address (`ADDR%IF`): the probes are
+    /// bound to it and it is the peer's interface (no route lookup).
+    pub interface: Option<String>,
+}
+
+impl PeerConfig {
+    /// The address with its scope.
+    pub fn scoped(&self) -> ScopedAddr {
+        ScopedAddr {
+            addr: self.addr,
+            interface: self.interface.clone(),
+        }
+    }
 }
 
 /// A TCP service to check on every peer.
@@ -93,7 +108,7 @@ pub struct Config {
     pub bandwidth_duty_cycle: f64,
     /// Per-peer bandwidth server addresses; a peer not listed is tested at
     /// its STAMP address's IP on our own `bandwidth_listen` port.
-    pub bandwidth_peers: BTreeMap<String, SocketAddr>,
+    pub bandwidth_peers: BTreeMap<String, ScopedAddr>,
     /// Networks whose hosts may run tests against our bandwidth server
     /// besides the configured peers (and loopback). Everyone else is
     /// refused: the server sends whatever rate a client asks for.
@@ -130,16 +145,20 @@ impl Config {
     }
 
     /// Where `peer`'s bandwidth server is: its `bandwidth.peers` entry, else
-    /// its STAMP IP with our own bandwidth port (5202 when ours is 0).
-    pub fn bandwidth_addr(&self, peer: &PeerConfig) -> SocketAddr {
+    /// its STAMP IP and scope with our own bandwidth port (5202 when ours
+    /// is 0).
+    pub fn bandwidth_addr(&self, peer: &PeerConfig) -> ScopedAddr {
         if let Some(a) = self.bandwidth_peers.get(&peer.name) {
-            return *a;
+            return a.clone();
         }
         let port = match self.bandwidth_listen.port() {
             0 => crate::bandwidth::DEFAULT_PORT,
             p => p,
         };
-        SocketAddr::new(peer.addr.ip(), port)
+        ScopedAddr {
+            addr: SocketAddr::new(peer.addr.ip(), port),
+            interface: peer.interface.clone(),
+        }
     }
 
     /// Parses config text; `file` is only used in error messages.

@@ -6,6 +6,7 @@ use std::path::Path;
 use boltwatch_common::config::ConfigError;
 
 use super::model::{PeerConfig, ServiceConfig};
+use crate::discovery::scoped::{self, ScopedAddr};
 
 /// Reads a bearer token file: the first non-empty line, trimmed. An empty
 /// file or a token with characters not allowed in a header is an error.
@@ -57,7 +58,7 @@ pub(super) fn service(s: &str) -> Result<ServiceConfig, String> {
     })
 }
 
-/// `NAME=IP:PORT`.
+/// `NAME=IP:PORT`, `NAME=IP%IF:PORT` or `NAME=[IPv6%IF]:PORT`.
 pub(super) fn peer(s: &str) -> Result<PeerConfig, String> {
     let (name, addr) = s
         .split_once('=')
@@ -66,14 +67,19 @@ pub(super) fn peer(s: &str) -> Result<PeerConfig, String> {
     if name.is_empty() {
         return Err(format!("`{s}`: empty peer name"));
     }
-    let addr = addr
-        .trim()
-        .parse()
-        .map_err(|e| format!("`{s}`: address `{addr}`: {e} (expected IP:PORT)"))?;
+    let a = scoped_addr(addr).map_err(|e| format!("`{name}`: {e}"))?;
     Ok(PeerConfig {
         name: name.to_string(),
-        addr,
+        addr: a.addr,
+        interface: a.interface,
     })
+}
+
+/// An address with a port and an optional interface scope (the forms of
+/// [`crate::discovery::scoped`]).
+pub(super) fn scoped_addr(s: &str) -> Result<ScopedAddr, String> {
+    scoped::parse(s.trim(), None)
+        .map_err(|e| format!("{e} (expected IP:PORT, IP%IF:PORT or [IPv6%IF]:PORT)"))
 }
 
 /// A CIDR, e.g. `10.0.0.0/24`.

@@ -31,7 +31,8 @@ fn full_file_parses() {
         c.peers,
         vec![PeerConfig {
             name: "b".into(),
-            addr: "10.0.0.2:862".parse().unwrap()
+            addr: "10.0.0.2:862".parse().unwrap(),
+            interface: None,
         }]
     );
     assert_eq!(c.sysfs_root, PathBuf::from("/tmp/sys"));
@@ -324,4 +325,99 @@ fn bandwidth_expected_globally_or_per_peer() {
         e.starts_with("agent.toml:3: key `bandwidth.expected`"),
         "{e}"
     );
+}
+
+#[test]
+fn scoped_peer_addresses_are_accepted() {
+    let c = with_flags(
+        "[peers]\nb = \"169.254.3.2%en2:862\"\n",
+        &[("peer", "e=169.254.9.9%bridge0:8620")],
+    )
+    .unwrap();
+    let got: Vec<(String, String, Option<String>)> = c
+        .peers
+        .iter()
+        .map(|p| (p.name.clone(), p.addr.to_string(), p.interface.clone()))
+        .collect();
+    let want =
+        |n: &str, a: &str, i: Option<&str>| (n.to_string(), a.to_string(), i.map(String::from));
+    assert_eq!(
+        got,
+        vec![want("e", "169.254.9.9:8620", Some("bridge0")),],
+        "a --peer replaces the file's peers"
+    );
+    let c = parse(
+        "[peers]\nb = \"169.254.3.2%en2:862\"\nc = \"[fe80::1%en3]:862\"\nd = \"10.0.0.4:862\"\n\
+         [bandwidth.peers]\nc = \"[fe80::1%en3]:7000\"\n",
+    )
+    .unwrap();
+    let got: Vec<_> = c
+        .peers
+        .iter()
+        .map(|p| (p.name.clone(), p.addr.to_string(), p.interface.clone()))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            want("b", "169.254.3.2:862", Some("en2")),
+            want("c", "[fe80::1]:862", Some("en3")),
+            want("d", "10.0.0.4:862", None),
+        ]
+    );
+    // A peer's bandwidth server inherits its scope unless listed.
+    assert_eq!(
+        c.bandwidth_addr(&c.peers[0]).to_string(),
+        "169.254.3.2%en2:5202"
+    );
+    assert_eq!(
+        c.bandwidth_addr(&c.peers[1]).to_string(),
+        "[fe80::1%en3]:7000"
+    );
+    assert_eq!(c.bandwidth_addr(&c.peers[2]).to_string(), "10.0.0.4:5202");
+}
+
+#[test]
+fn bad_scoped_addresses_name_file_key_and_line() {
+    for (text, key, line, why) in [
+        (
+            "node=\"a\"\npeers = [\"b=10.0.0.2%:862\"]\n",
+            "peers",
+            2,
+            "empty interface",
+        ),
+        // A table's errors point at its header.
+        (
+            "[peers]\nb = \"[fe80::1%en2:862\"\n",
+            "peers",
+            1,
+            "missing `]`",
+        ),
+        (
+            "[peers]\nb = \"10.0.0.2%en2\"\n",
+            "peers",
+            1,
+            "expected a port",
+        ),
+        (
+            "\n[peers]\nb = \"10.0.0.2%sixteen-bytes-if:862\"\n",
+            "peers",
+            2,
+            "longer than 15",
+        ),
+        (
+            "[peers]\nb = \"10.0.0.2:862\"\n[bandwidth.peers]\nb = \"10.0.0.2%e n2:7000\"\n",
+            "bandwidth.peers",
+            3,
+            "contains ' '",
+        ),
+    ] {
+        let e = err(text);
+        let head = format!("agent.toml:{line}: key `{key}`");
+        assert!(e.starts_with(&head), "{text:?}: {e}");
+        assert!(e.contains(why), "{text:?}: {e}");
+    }
+    let e = with_flags("", &[("peer", "b=fe80::1%en2:862")])
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("<flags>:0: key `--peer`"), "{e}");
 }

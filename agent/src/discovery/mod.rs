@@ -21,6 +21,7 @@ pub use boltwatch_proto::v1::Interface;
 use crate::platform::{Support, Unsupported};
 
 pub mod parse;
+pub mod scoped;
 
 crate::platform::os_module!(mod imp);
 
@@ -48,6 +49,22 @@ pub mod kind {
     pub const WIFI: &str = "wifi";
     /// Anything else (tun, dummy, vlan, ...).
     pub const OTHER: &str = "other";
+}
+
+/// The interface traffic to a scoped peer leaves through: a socket bound
+/// to `device` (as the probes are) can only leave through `device`, so the
+/// answer is `device` when the kernel has a route for `peer` out of it,
+/// and an error when it has none (the interface is gone, or has no
+/// address to send from).
+pub fn bound_route_interface(peer: SocketAddr, device: &str) -> io::Result<String> {
+    let bind: SocketAddr = match peer {
+        SocketAddr::V4(_) => (Ipv4Addr::UNSPECIFIED, 0).into(),
+        SocketAddr::V6(_) => (Ipv6Addr::UNSPECIFIED, 0).into(),
+    };
+    let socket = UdpSocket::bind(bind)?;
+    crate::stamp::imp::bind_device(&socket, device, peer.is_ipv6())?;
+    socket.connect(peer)?;
+    Ok(device.to_string())
 }
 
 /// The local interface the kernel routes traffic for `peer` through.

@@ -21,7 +21,9 @@ use nix::sys::socket::{
 use nix::sys::time::TimeVal;
 
 use super::announce::{gratuitous_arp, ETH_P_ARP};
+use super::neigh::{self, AF_BRIDGE, AF_INET, AF_INET6};
 use super::netlink::{self, RTM_DELLINK};
+use super::ports::Tables;
 use super::reconcile::{Inventory, LinkOs, OsEvent, RECV_TIMEOUT};
 use super::state::LinkState;
 use crate::platform::Support;
@@ -127,6 +129,27 @@ impl LinkOs for Linux {
         read_state(&self.class_net.join(name))
     }
 
+    fn tables(&mut self, bridges: &HashMap<String, String>) -> io::Result<Tables> {
+        let mut t = Tables::default();
+        for family in [AF_INET, AF_INET6] {
+            t.neighbours
+                .extend(dump_neighbours(family)?.iter().filter_map(|n| n.resolved()));
+        }
+        for n in dump_neighbours(AF_BRIDGE)? {
+            let Some((mac, port, _)) = n.learnt() else {
+                continue;
+            };
+            let Ok(name) = nix::net::if_::if_indextoname(port) else {
+                continue;
+            };
+            let name = name.to_string_lossy().into_owned();
+            if bridges.contains_key(&name) {
+                t.ports.insert(mac, name);
+            }
+        }
+        Ok(t)
+    }
+
     fn announce(&mut self, name: &str) -> io::Result<()> {
         let Some(packet) = &self.packet else {
             return Ok(());
@@ -153,6 +176,42 @@ impl LinkOs for Linux {
         }
         Ok(())
     }
+}
+
+/// Most `recv()`s one dump may take: a table of thousands of entries fits
+/// in a few dozen 64 KiB buffers; a kernel that never ends the dump must
+/// not hold the watcher.
+const DUMP_RECVS: usize = 256;
+
+/// One `RTM_GETNEIGH` dump of `family`, on a socket of its own (the event
+/// socket's multicast messages must not interleave with it).
+fn dump_neighbours(family: u8) -> io::Result<Vec<neigh::Neighbour>> {
+    let fd = socket(
+        AddressFamily::Netlink,
+        SockType::Raw,
+        SockFlag::SOCK_CLOEXEC,
+        SockProtocol::NetlinkRoute,
+    )?;
+    let tv = TimeVal::new(1, 0);
+    setsockopt(&fd, sockopt::ReceiveTimeout, &tv)?;
+    bind(fd.as_raw_fd(), &NetlinkAddr::new(0, 0))?;
+    nix::sys::socket::send(
+        fd.as_raw_fd(),
+        &neigh::dump_request(family, 1),
+        MsgFlags::empty(),
+    )?;
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut out = Vec::new();
+    for _ in 0..DUMP_RECVS {
+        let n = recv(fd.as_raw_fd(), &mut buf, MsgFlags::empty())?;
+        let batch = neigh::parse(&buf[..n])
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+        out.extend(batch.entries);
+        if batch.done || n == 0 {
+            return Ok(out);
+        }
+    }
+    Err(io::Error::other("neighbour dump did not end"))
 }
 
 /// Sends one ARP packet out of interface `index` to the broadcast address.

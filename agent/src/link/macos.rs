@@ -16,17 +16,21 @@
 //! event socket also missed is invisible here (Linux counts it).
 #![allow(unsafe_code)]
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+use std::mem::{offset_of, size_of};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::path::Path;
 
 use nix::net::if_::InterfaceFlags;
 use nix::sys::socket::{recv, setsockopt, sockopt, MsgFlags};
 use nix::sys::time::TimeVal;
 
+use super::ifbridge::{self, BridgeAddr};
 use super::kev::{self, KevKind};
+use super::ports::Tables;
 use super::reconcile::{Inventory, LinkOs, OsEvent, RECV_TIMEOUT};
+use super::rtdump;
 use super::state::LinkState;
 use crate::platform::macos::{ioctl_socket, media_status, KevRequest, SIOCSKEVFILT};
 use crate::platform::{xnu, Support};
@@ -140,6 +144,21 @@ impl LinkOs for Mac {
         Ok(())
     }
 
+    fn tables(&mut self, bridges: &HashMap<String, String>) -> io::Result<Tables> {
+        let mut t = Tables::default();
+        for family in [libc::AF_INET, libc::AF_INET6] {
+            t.neighbours
+                .extend(rtdump::parse_llinfo(&llinfo_dump(family)?));
+        }
+        let names: BTreeSet<&String> = bridges.values().collect();
+        for bridge in names {
+            for a in bridge_addrs(self.media.as_fd(), bridge)? {
+                t.ports.insert(a.mac, a.port);
+            }
+        }
+        Ok(t)
+    }
+
     fn read(&mut self, name: &str) -> io::Result<LinkState> {
         let flags = admin_flags();
         let Some(f) = flags.get(name) else {
@@ -198,4 +217,136 @@ fn admin_flags() -> HashMap<String, InterfaceFlags> {
         Err(e) => tracing::warn!(error = %e, "getifaddrs failed"),
     }
     m
+}
+
+/// `struct ifbareq` (`bsd/net/if_bridgevar.h`, inside `#pragma pack(4)`);
+/// the kernel fills an array of them, read as bytes by
+/// [`ifbridge::parse_ifbareqs`], which this layout must match.
+#[repr(C, packed(4))]
+#[allow(dead_code)]
+struct IfbAreq {
+    ifba_ifsname: [libc::c_char; ifbridge::IFNAMSIZ],
+    ifba_expire: libc::c_ulong,
+    ifba_flags: u8,
+    ifba_dst: [u8; 6],
+    ifba_vlan: u16,
+}
+const _: () = assert!(size_of::<IfbAreq>() == ifbridge::IFBAREQ_SIZE);
+const _: () = assert!(offset_of!(IfbAreq, ifba_expire) == ifbridge::IFBAREQ_EXPIRE);
+const _: () = assert!(offset_of!(IfbAreq, ifba_flags) == ifbridge::IFBAREQ_FLAGS);
+const _: () = assert!(offset_of!(IfbAreq, ifba_dst) == ifbridge::IFBAREQ_DST);
+const _: () = assert!(offset_of!(IfbAreq, ifba_vlan) == ifbridge::IFBAREQ_VLAN);
+
+/// `struct ifbaconf` (`bsd/net/if_bridgevar.h`, inside `#pragma pack(4)`).
+#[repr(C, packed(4))]
+struct IfbAconf {
+    ifbac_len: u32,
+    ifbac_buf: *mut u8,
+}
+const _: () = assert!(size_of::<IfbAconf>() == ifbridge::IFBACONF_SIZE);
+const _: () = assert!(offset_of!(IfbAconf, ifbac_buf) == ifbridge::IFBACONF_BUF);
+
+/// `struct ifdrv` (`bsd/net/if.h`).
+#[repr(C)]
+struct IfDrv {
+    ifd_name: [libc::c_char; ifbridge::IFNAMSIZ],
+    ifd_cmd: libc::c_ulong,
+    ifd_len: libc::size_t,
+    ifd_data: *mut libc::c_void,
+}
+const _: () = assert!(size_of::<IfDrv>() == ifbridge::IFDRV_SIZE);
+
+/// Most times the address buffer doubles: 64 entries, then up to 16384.
+const RTS_GROWTHS: usize = 8;
+
+/// The forwarding table of `bridge` (`SIOCGDRVSPEC`/`BRDGRTS`, what
+/// `ifconfig bridgeN addr` prints).
+fn bridge_addrs(sock: BorrowedFd<'_>, bridge: &str) -> io::Result<Vec<BridgeAddr>> {
+    let mut name = [0 as libc::c_char; ifbridge::IFNAMSIZ];
+    if bridge.len() >= name.len() {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "bridge name too long"));
+    }
+    for (d, s) in name.iter_mut().zip(bridge.bytes()) {
+        *d = s as libc::c_char;
+    }
+    let mut cap = 64 * ifbridge::IFBAREQ_SIZE;
+    for _ in 0..RTS_GROWTHS {
+        let mut buf = vec![0u8; cap];
+        let mut conf = IfbAconf {
+            ifbac_len: cap as u32,
+            ifbac_buf: buf.as_mut_ptr(),
+        };
+        let mut drv = IfDrv {
+            ifd_name: name,
+            ifd_cmd: ifbridge::BRDGRTS as libc::c_ulong,
+            ifd_len: size_of::<IfbAconf>(),
+            ifd_data: (&mut conf as *mut IfbAconf).cast(),
+        };
+        // SAFETY: SIOCGDRVSPEC reads and writes a `struct ifdrv` (layout
+        // asserted above) whose `ifd_data` points at a `struct ifbaconf`
+        // whose buffer is `cap` writable bytes; all outlive the call.
+        let rc = unsafe {
+            libc::ioctl(
+                sock.as_raw_fd(),
+                ifbridge::SIOCGDRVSPEC as libc::c_ulong,
+                &mut drv as *mut IfDrv,
+            )
+        };
+        if rc < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let filled = conf.ifbac_len as usize;
+        // A full buffer may have had more to say: ask again, larger.
+        if filled < cap {
+            buf.truncate(filled);
+            return Ok(ifbridge::parse_ifbareqs(&buf));
+        }
+        cap *= 2;
+    }
+    Err(io::Error::other(format!("{bridge}: address table too large")))
+}
+
+/// `NET_RT_FLAGS` (`bsd/sys/socket.h`).
+const NET_RT_FLAGS: libc::c_int = 2;
+/// `RTF_LLINFO` (`bsd/net/route.h`): entries with link-level information.
+const RTF_LLINFO: libc::c_int = 0x400;
+const _: () = assert!(size_of::<libc::rt_msghdr>() == rtdump::RT_MSGHDR_SIZE);
+const _: () = assert!(offset_of!(libc::rt_msghdr, rtm_addrs) == rtdump::RTM_ADDRS);
+
+/// The ARP (`AF_INET`) or NDP (`AF_INET6`) table as routing messages.
+fn llinfo_dump(family: libc::c_int) -> io::Result<Vec<u8>> {
+    let mut mib = [libc::CTL_NET, libc::PF_ROUTE, 0, family, NET_RT_FLAGS, RTF_LLINFO];
+    // The table may grow between the size query and the read: retry.
+    for _ in 0..4 {
+        let mut len: libc::size_t = 0;
+        // SAFETY: a size query: null buffer, `len` a valid out pointer.
+        let rc = unsafe {
+            libc::sysctl(mib.as_mut_ptr(), 6, std::ptr::null_mut(), &mut len, std::ptr::null_mut(), 0)
+        };
+        if rc < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let mut buf = vec![0u8; len + len / 4 + 1024];
+        let mut got = buf.len();
+        // SAFETY: `buf` is `got` writable bytes and outlives the call.
+        let rc = unsafe {
+            libc::sysctl(
+                mib.as_mut_ptr(),
+                6,
+                buf.as_mut_ptr().cast(),
+                &mut got,
+                std::ptr::null_mut(),
+                0,
+            )
+        };
+        if rc == 0 {
+            buf.truncate(got);
+            return Ok(buf);
+        }
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::ENOMEM) {
+            return Err(e);
+        }
+    }
+    Err(io::Error::other("neighbour table kept growing"))
 }

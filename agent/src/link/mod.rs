@@ -8,7 +8,10 @@
 //! bridge expansion are in `reconcile` and the dedupe rules in
 //! [`debounce`] (both pure of OS calls), the message
 //! parsers in [`netlink`] (Linux rtnetlink) and [`kev`] (macOS
-//! `kern_event_msg`), both pure and tested on fixture bytes on any OS. The
+//! `kern_event_msg`), both pure and tested on fixture bytes on any OS.
+//! Which member port of a bridge each peer sits behind is [`ports`]' pure
+//! map, fed from the neighbour and forwarding tables ([`neigh`] parses
+//! Linux's, [`ifbridge`] and [`rtdump`] macOS'). The
 //! per-OS files (chosen as [`crate::platform`] describes) only make OS
 //! calls: `linux.rs` (`NETLINK_ROUTE`, `RTMGRP_LINK`, sysfs reads) and
 //! `macos.rs` (`PF_SYSTEM` kernel events, `SIOCGIFMEDIA`, `getifaddrs`);
@@ -29,14 +32,18 @@ use crate::platform::Support;
 
 pub mod announce;
 pub mod debounce;
+pub mod ifbridge;
 pub mod kev;
+pub mod neigh;
 pub mod netlink;
+pub mod ports;
 mod reconcile;
+pub mod rtdump;
 mod state;
 mod watch;
 
 pub use reconcile::POLL_INTERVAL;
-pub use state::{LinkChange, LinkState};
+pub use state::{LinkChange, LinkState, PeerPort};
 use watch::Watch;
 
 crate::platform::os_module!(mod imp);
@@ -112,6 +119,35 @@ pub fn spawn_watcher(
     sink: Sink,
     observer: Option<Observer<LinkChange>>,
 ) -> std::io::Result<WatcherHandle> {
+    spawn(interfaces, sysfs_root, sink, observer, None)
+}
+
+/// As [`spawn_watcher`], and on every poll also finds the bridge member
+/// port each of `peers` (their IPs, in configured order) sits behind (see
+/// [`ports`]), telling `ports` when one is first known or moves, before
+/// any link change of the same poll.
+pub fn spawn_watcher_for_peers(
+    interfaces: Vec<String>,
+    sysfs_root: PathBuf,
+    sink: Sink,
+    observer: Option<Observer<LinkChange>>,
+    peers: Vec<std::net::IpAddr>,
+    ports: Observer<PeerPort>,
+) -> std::io::Result<WatcherHandle> {
+    let ports = reconcile::PortWatch {
+        map: ports::PeerPorts::new(peers),
+        observer: ports,
+    };
+    spawn(interfaces, sysfs_root, sink, observer, Some(ports))
+}
+
+fn spawn(
+    interfaces: Vec<String>,
+    sysfs_root: PathBuf,
+    sink: Sink,
+    observer: Option<Observer<LinkChange>>,
+    ports: Option<reconcile::PortWatch>,
+) -> std::io::Result<WatcherHandle> {
     let os = imp::open(&sysfs_root)?;
     let stop = Arc::new(AtomicBool::new(false));
     let watch = Watch {
@@ -130,7 +166,7 @@ pub fn spawn_watcher(
             if let Err(e) = crate::stamp::imp::prioritize_current_thread() {
                 tracing::debug!(error = %e, "link watcher keeps its scheduling priority");
             }
-            reconcile::run(watch, os)
+            reconcile::run(watch, os, ports)
         })?;
     Ok(WatcherHandle {
         stop,

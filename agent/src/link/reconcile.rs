@@ -10,8 +10,10 @@ use std::time::{Duration, Instant};
 use boltwatch_proto::v1::LinkEventSource;
 
 use super::debounce::Tracker;
-use super::state::LinkState;
+use super::ports::{PeerPorts, Tables};
+use super::state::{LinkState, PeerPort};
 use super::watch::Watch;
+use crate::sink::Observer;
 
 /// How often the watcher reconciles against a poll.
 pub const POLL_INTERVAL: Duration = Duration::from_secs(1);
@@ -75,6 +77,16 @@ pub(super) trait LinkOs: Send + 'static {
     /// Tells the link's other end that `name` is back (see
     /// [`super::announce`]); called when its carrier returns.
     fn announce(&mut self, name: &str) -> io::Result<()>;
+    /// The neighbour table and the forwarding tables of `bridges` (member
+    /// -> bridge), for [`PeerPorts`].
+    fn tables(&mut self, bridges: &HashMap<String, String>) -> io::Result<Tables>;
+}
+
+/// The peers whose member ports the watcher follows, and who hears of
+/// them.
+pub(super) struct PortWatch {
+    pub(super) map: PeerPorts,
+    pub(super) observer: Observer<PeerPort>,
 }
 
 /// The interfaces to watch: everything listed when `requested` is empty,
@@ -102,16 +114,18 @@ struct Reconciler<O> {
     tracker: Tracker,
     bridges: HashMap<String, String>,
     names: BTreeSet<String>,
+    ports: Option<PortWatch>,
 }
 
 /// Runs the watcher until `watch` is stopped.
-pub(super) fn run<O: LinkOs>(watch: Watch, os: O) {
+pub(super) fn run<O: LinkOs>(watch: Watch, os: O, ports: Option<PortWatch>) {
     let mut r = Reconciler {
         watch,
         os,
         tracker: Tracker::new(),
         bridges: HashMap::new(),
         names: BTreeSet::new(),
+        ports,
     };
     r.poll(LinkEventSource::Startup);
     let mut last_poll = Instant::now();
@@ -141,6 +155,29 @@ pub(super) fn run<O: LinkOs>(watch: Watch, os: O) {
             }
             r.poll(LinkEventSource::Poll);
             last_poll = Instant::now();
+        }
+    }
+}
+
+impl<O: LinkOs> Reconciler<O> {
+    /// Reads the tables and reports the peers whose member port is new or
+    /// moved. Only where there are bridges: a peer on its own cable
+    /// follows that cable's carrier already.
+    fn follow_ports(&mut self) {
+        let Some(ports) = &mut self.ports else {
+            return;
+        };
+        if self.bridges.is_empty() {
+            return;
+        }
+        match self.os.tables(&self.bridges) {
+            Ok(t) => {
+                for change in ports.map.update(&t) {
+                    tracing::info!(peer = change.peer, port = %change.port, "peer behind bridge member");
+                    ports.observer.observe(change);
+                }
+            }
+            Err(e) => tracing::debug!(error = %e, "neighbour or bridge table read failed"),
         }
     }
 }
@@ -221,6 +258,8 @@ impl<O: LinkOs> Reconciler<O> {
         let inventory = self.os.inventory();
         self.bridges = inventory.bridges;
         self.names = expand(&self.watch.interfaces, &inventory.names, &self.bridges);
+        // Before the states: a port found now routes a drop this poll sees.
+        self.follow_ports();
         let at = crate::clock::now_ns();
         for name in self.names.clone() {
             match self.os.read(&name) {
@@ -273,6 +312,9 @@ mod tests {
             self.announced += 1;
             Ok(())
         }
+        fn tables(&mut self, _bridges: &HashMap<String, String>) -> io::Result<Tables> {
+            Ok(Tables::default())
+        }
     }
 
     fn link_events(rx: &mut tokio::sync::mpsc::UnboundedReceiver<Emitted>) -> Vec<LinkEvent> {
@@ -302,6 +344,7 @@ mod tests {
             tracker: Tracker::new(),
             bridges: HashMap::new(),
             names: BTreeSet::new(),
+            ports: None,
         };
         r.poll(LinkEventSource::Startup);
         let start = link_events(&mut rx);
@@ -336,6 +379,93 @@ mod tests {
         assert!(up[0].carrier);
         assert_eq!(up[0].source, LinkEventSource::Poll as i32);
         assert_eq!(r.os.announced, 1, "a returned carrier is announced once");
+    }
+
+    /// A bridge with members en2 and en3 whose tables put the peer at
+    /// 10.0.0.2 behind `port` (none: the tables say nothing).
+    struct Bridged {
+        port: Option<&'static str>,
+        reads: u32,
+    }
+
+    impl LinkOs for Bridged {
+        fn events(&mut self, _nonblocking: bool) -> io::Result<Vec<OsEvent>> {
+            Err(io::ErrorKind::WouldBlock.into())
+        }
+        fn inventory(&mut self) -> Inventory {
+            Inventory {
+                names: v(&["bridge0", "en2", "en3"]),
+                bridges: [("en2", "bridge0"), ("en3", "bridge0")]
+                    .map(|(m, b)| (m.to_string(), b.to_string()))
+                    .into(),
+            }
+        }
+        fn read(&mut self, _name: &str) -> io::Result<LinkState> {
+            Ok(LinkState {
+                carrier: Some(true),
+                admin_up: true,
+                ..LinkState::default()
+            })
+        }
+        fn announce(&mut self, _name: &str) -> io::Result<()> {
+            Ok(())
+        }
+        fn tables(&mut self, _bridges: &HashMap<String, String>) -> io::Result<Tables> {
+            self.reads += 1;
+            let mac = [2, 0, 0, 0, 0, 0x0b];
+            let mut t = Tables::default();
+            t.neighbours.insert("10.0.0.2".parse().unwrap(), mac);
+            if let Some(p) = self.port {
+                t.ports.insert(mac, p.to_string());
+            }
+            Ok(t)
+        }
+    }
+
+    #[test]
+    fn polls_report_a_peers_port_when_found_and_when_it_moves() {
+        let (sink, _rx) = Sink::new();
+        let (tx, ports) = std::sync::mpsc::channel();
+        let mut r = Reconciler {
+            watch: Watch {
+                interfaces: vec!["bridge0".into()],
+                sink,
+                observer: None,
+                stop: Arc::new(AtomicBool::new(false)),
+            },
+            os: Bridged {
+                port: None,
+                reads: 0,
+            },
+            tracker: Tracker::new(),
+            bridges: HashMap::new(),
+            names: BTreeSet::new(),
+            ports: Some(PortWatch {
+                map: PeerPorts::new(vec![
+                    "10.0.0.2".parse().unwrap(),
+                    "10.0.0.3".parse().unwrap(),
+                ]),
+                observer: tx.into(),
+            }),
+        };
+        r.poll(LinkEventSource::Startup);
+        assert!(ports.try_recv().is_err(), "no port known yet");
+        r.os.port = Some("en2");
+        r.poll(LinkEventSource::Poll);
+        r.poll(LinkEventSource::Poll);
+        let port = |p: &str| PeerPort {
+            peer: 0,
+            port: p.into(),
+        };
+        assert_eq!(ports.try_iter().collect::<Vec<_>>(), vec![port("en2")]);
+        r.os.port = Some("en3");
+        r.poll(LinkEventSource::Poll);
+        assert_eq!(ports.try_iter().collect::<Vec<_>>(), vec![port("en3")]);
+        assert_eq!(r.os.reads, 4, "the tables are read on every poll");
+        // Without peers to follow the tables are not read.
+        r.ports = None;
+        r.poll(LinkEventSource::Poll);
+        assert_eq!(r.os.reads, 4);
     }
 
     fn v(names: &[&str]) -> Vec<String> {

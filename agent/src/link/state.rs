@@ -50,3 +50,13 @@ pub struct LinkChange {
     /// Where it was observed.
     pub source: LinkEventSource,
 }
+
+/// The member port a peer's traffic leaves through, found in the bridge's
+/// forwarding table; sent when it is first known and whenever it moves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PeerPort {
+    /// Index of the peer among the configured peers.
+    pub peer: usize,
+    /// The member port (`en2`), never the bridge.
+    pub port: String,
+}

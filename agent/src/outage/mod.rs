@@ -44,7 +44,7 @@ use std::sync::Arc;
 
 use boltwatch_proto::v1::{Outage, OutageCause};
 
-use crate::link::LinkChange;
+use crate::link::{LinkChange, PeerPort};
 use crate::power::PowerEvent;
 use crate::service::ServiceChange;
 use crate::stamp::ProbeEvent;
@@ -118,6 +118,9 @@ struct MissingRun {
 pub struct OutageTracker {
     peer: String,
     interface: String,
+    /// The bridge member port the peer sits behind, once known: its
+    /// carrier is the peer's too, and the records name it.
+    port: Option<String>,
     k: u32,
     ids: OutageIds,
     open: Option<Open>,
@@ -141,6 +144,7 @@ impl OutageTracker {
         OutageTracker {
             peer: peer.to_owned(),
             interface: interface.to_owned(),
+            port: None,
             k: k.max(1),
             ids,
             open: None,
@@ -287,10 +291,18 @@ impl OutageTracker {
         }
     }
 
-    /// The carrier of `interface` went up or down at `at_unix_ns`. Changes of
-    /// other interfaces are ignored.
+    /// The peer sits behind bridge member `port` ([`PeerPort`]): from now
+    /// on that port's carrier is the peer's as well as the bridge's, and
+    /// the records name the port.
+    pub fn set_port(&mut self, port: &str) {
+        self.port = Some(port.to_owned());
+    }
+
+    /// The carrier of `interface` (the peer's own, or the member port it
+    /// sits behind) went up or down at `at_unix_ns`. Changes of other
+    /// interfaces are ignored.
     pub fn on_carrier(&mut self, interface: &str, up: bool, at_unix_ns: u64) -> Vec<Outage> {
-        if interface != self.interface {
+        if interface != self.interface && Some(interface) != self.port.as_deref() {
             return Vec::new();
         }
         if up {
@@ -389,7 +401,7 @@ impl OutageTracker {
     ) -> Outage {
         Outage {
             peer: self.peer.clone(),
-            interface: self.interface.clone(),
+            interface: self.port.clone().unwrap_or_else(|| self.interface.clone()),
             cause: cause as i32,
             start_unix_ns,
             end_unix_ns,
@@ -422,6 +434,8 @@ pub enum OutageInput {
     },
     /// A link watcher notification.
     Link(LinkChange),
+    /// The link watcher found the bridge member port a peer sits behind.
+    Port(PeerPort),
     /// A service check of one peer changed state.
     Service {
         /// Index of the peer.
@@ -477,6 +491,12 @@ impl OutageTrackers {
                 .iter_mut()
                 .flat_map(|t| t.on_link_change(&change))
                 .collect(),
+            OutageInput::Port(p) => {
+                if let Some(t) = self.0.get_mut(p.peer) {
+                    t.set_port(&p.port);
+                }
+                Vec::new()
+            }
             OutageInput::Service { peer, change } => self
                 .0
                 .get_mut(peer)
@@ -491,6 +511,8 @@ impl OutageTrackers {
 
 #[cfg(test)]
 mod clock_tests;
+#[cfg(test)]
+mod ports_tests;
 #[cfg(test)]
 mod power_tests;
 #[cfg(test)]

@@ -12,11 +12,16 @@ use crate::config::Config;
 use crate::link;
 
 pub(super) fn start(crew: &mut Crew, config: &Config, topology: &Topology, outage: &Tracker) {
-    let watcher = link::spawn_watcher(
+    // Every peer's IP, in the tracker's order: a peer reached over a
+    // bridge follows the member port it sits behind.
+    let peers = config.peers.iter().map(|p| p.addr.ip()).collect();
+    let watcher = link::spawn_watcher_for_peers(
         topology.interfaces.clone(),
         config.sysfs_root.clone(),
         crew.sink.clone(),
         Some(outage.links()),
+        peers,
+        outage.ports(),
     );
     match watcher {
         Ok(w) => crew.joins("link watcher", move || {

@@ -93,6 +93,11 @@ impl Tracker {
         Observer::wrapping(self.tx.clone(), OutageInput::Link)
     }
 
+    /// Where the link watcher reports the bridge member port of a peer.
+    pub fn ports(&self) -> Observer<crate::link::PeerPort> {
+        Observer::wrapping(self.tx.clone(), OutageInput::Port)
+    }
+
     /// Where the service checks of peer `peer` report changes.
     pub fn services(&self, peer: usize) -> Observer<ServiceChange> {
         Observer::wrapping(self.tx.clone(), move |change| OutageInput::Service {

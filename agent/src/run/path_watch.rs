@@ -21,9 +21,13 @@ const REPEAT_AFTER: u32 = 12;
 
 pub(super) fn start(crew: &mut Crew, config: &Config, topology: &Topology) {
     for (p, cfg) in topology.peers.iter().zip(&config.peers) {
+        // A scoped peer's probes are bound to its scope: its path is the
+        // route out of that interface, not the unbound route (which may
+        // name another cable with the same link-local subnet).
+        let addr = cfg.scoped().socket_addr().unwrap_or(cfg.addr);
         let watch = watch_path(
             p.name.clone(),
-            cfg.addr,
+            (addr, cfg.interface.clone()),
             p.interface.clone(),
             crew.sink.clone(),
         );
@@ -39,17 +43,26 @@ struct Route {
     interface: String,
 }
 
-async fn watch_path(peer: String, addr: SocketAddr, expected: String, sink: Sink) {
+async fn watch_path(
+    peer: String,
+    (addr, scope): (SocketAddr, Option<String>),
+    expected: String,
+    sink: Sink,
+) {
     let mut tick = tokio::time::interval(EVERY);
     let mut last: Option<Route> = None;
     let mut since_emit = 0u32;
     loop {
         tick.tick().await;
-        let interface = tokio::task::spawn_blocking(move || discovery::route_interface(addr))
-            .await
-            .ok()
-            .and_then(Result::ok)
-            .unwrap_or_default();
+        let scope = scope.clone();
+        let interface = tokio::task::spawn_blocking(move || match scope {
+            Some(dev) => discovery::bound_route_interface(addr, &dev),
+            None => discovery::route_interface(addr),
+        })
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .unwrap_or_default();
         let ok = !interface.is_empty() && interface == expected;
         let route = Route { ok, interface };
         since_emit += 1;

@@ -18,11 +18,18 @@ pub(super) fn start(
     outage: &Tracker,
 ) -> Result<(), Error> {
     for (i, (peer, cfg)) in topology.peers.iter().zip(&config.peers).enumerate() {
+        // A scoped address binds to its scope, and must: without the bind
+        // its probes would take whichever cable the route names.
+        let addr = cfg.scoped().socket_addr().map_err(|source| Error::Spawn {
+            what: format!("STAMP sender to {}", peer.name),
+            source,
+        })?;
         let target = Target {
             peer: peer.name.clone(),
-            addr: cfg.addr,
+            addr,
             interface: peer.interface.clone(),
-            bind_device: config.interface.clone(),
+            bind_device: cfg.interface.clone().or_else(|| config.interface.clone()),
+            bind_required: cfg.interface.is_some(),
         };
         let opts = SenderOptions {
             observer: Some(outage.probes(i)),

@@ -50,10 +50,12 @@ fn two_peer_config(
             PeerConfig {
                 name: "self".into(),
                 addr: stamp,
+                interface: None,
             },
             PeerConfig {
                 name: "hole".into(),
                 addr: hole,
+                interface: None,
             },
         ],
         probe_interval: Duration::from_millis(10),

@@ -29,7 +29,9 @@ impl Topology {
             .peers
             .iter()
             .map(|p| {
-                let interface = match &config.interface {
+                // A scoped peer's interface is its scope: the probes are
+                // bound to it whatever the routing table says.
+                let interface = match p.interface.as_ref().or(config.interface.as_ref()) {
                     Some(i) => i.clone(),
                     None => discovery::route_interface(p.addr).unwrap_or_else(|e| {
                         warn!(peer = %p.name, addr = %p.addr, error = %e, "no route to peer yet");
@@ -38,7 +40,7 @@ impl Topology {
                 };
                 Peer {
                     name: p.name.clone(),
-                    address: p.addr.to_string(),
+                    address: p.scoped().to_string(),
                     interface,
                 }
             })

@@ -17,6 +17,7 @@ use super::packet::DEFAULT_PORT;
 use super::session::{Outcome, Session};
 use super::stats::{Accumulator, Summary};
 use super::target::Target;
+use crate::discovery::scoped::{self, ScopedAddr};
 use crate::health::Health;
 
 /// What to ping and how.
@@ -30,7 +31,8 @@ pub struct PingOptions {
     pub interval: Duration,
     /// A probe unanswered after this long is lost.
     pub timeout: Duration,
-    /// Pin the probes to this device (best effort).
+    /// Pin the probes to this device; a failed bind is an error (the
+    /// operator named the device).
     pub bind_device: Option<String>,
     /// Use the kernel's TX timestamp as t1 where the OS has one; false
     /// forces the userspace read (to measure what the choice is worth).
@@ -72,8 +74,20 @@ pub enum TargetError {
 }
 
 /// Parses `ADDR[:PORT]`: `10.0.0.2`, `10.0.0.2:9000`, `::1`, `[::1]:9000`,
-/// `host`, `host:9000`. The port defaults to 862; names are resolved.
-pub fn parse_target(input: &str) -> Result<SocketAddr, TargetError> {
+/// `host`, `host:9000`, and with an interface scope `169.254.1.2%en2`,
+/// `fe80::1%en2`, `[fe80::1%en2]:9000` (an IP, not a name). The port
+/// defaults to 862; names are resolved.
+pub fn parse_target(input: &str) -> Result<ScopedAddr, TargetError> {
+    if input.contains('%') {
+        return scoped::parse(input, Some(DEFAULT_PORT)).map_err(|e| TargetError::Resolve {
+            input: input.to_string(),
+            reason: e.reason,
+        });
+    }
+    resolve_target(input).map(ScopedAddr::from)
+}
+
+fn resolve_target(input: &str) -> Result<SocketAddr, TargetError> {
     if let Ok(sa) = input.parse::<SocketAddr>() {
         return Ok(sa);
     }
@@ -110,6 +124,7 @@ pub fn ping(
         addr: opts.target,
         interface: String::new(),
         bind_device: opts.bind_device.clone(),
+        bind_required: true,
     };
     let mut session = Session::open(
         &target,
@@ -248,6 +263,14 @@ mod tests {
         assert_eq!(p("[::1]:9000"), "[::1]:9000");
         assert_eq!(p("localhost:9000").rsplit(':').next(), Some("9000"));
         assert!(parse_target("no such host.invalid").is_err());
+        assert_eq!(p("169.254.1.2%en2"), "169.254.1.2%en2:862");
+        assert_eq!(p("[fe80::1%en2]:9000"), "[fe80::1%en2]:9000");
+        assert_eq!(p("fe80::1%en2"), "[fe80::1%en2]:862");
+        let e = parse_target("host%en2").unwrap_err().to_string();
+        assert!(
+            e.contains("host%en2") && e.contains("address `host`"),
+            "{e}"
+        );
     }
 
     #[test]

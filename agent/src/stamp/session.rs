@@ -122,9 +122,19 @@ impl Session {
         };
         let socket = UdpSocket::bind(SocketAddr::new(any, 0))?;
         if let Some(dev) = &target.bind_device {
-            if let Err(e) = imp::bind_device(&socket, dev, v6) {
-                warn!(device = %dev, peer = %target.peer, error = %e,
-                    "cannot bind STAMP probes to the device; the routing table decides");
+            match imp::bind_device(&socket, dev, v6) {
+                Ok(()) => {}
+                Err(e) if target.bind_required => {
+                    return Err(io::Error::new(
+                        e.kind(),
+                        format!(
+                            "cannot bind STAMP probes to {dev} (the scope of {}): {e}",
+                            target.peer
+                        ),
+                    ))
+                }
+                Err(e) => warn!(device = %dev, peer = %target.peer, error = %e,
+                    "cannot bind STAMP probes to the device; the routing table decides"),
             }
         }
         imp::enable_rx_metadata(&socket)?;

@@ -14,7 +14,11 @@ pub struct Target {
     /// `interface` label of its records).
     pub interface: String,
     /// If set, pin the socket to this device (`SO_BINDTODEVICE` on Linux,
-    /// `IP_BOUND_IF` on macOS). Best effort: a failure is logged and the
-    /// routing table decides.
+    /// `IP_BOUND_IF` on macOS).
     pub bind_device: Option<String>,
+    /// A failed bind is an error (the device is the scope of the peer's
+    /// address: without it the probes would take another cable). When
+    /// false the bind is best effort: logged, and the routing table
+    /// decides (the `interface` key).
+    pub bind_required: bool,
 }

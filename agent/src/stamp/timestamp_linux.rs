@@ -151,7 +151,11 @@ fn timespec_ns(ts: &nix::sys::time::TimeSpec) -> Option<u64> {
 
 /// `SO_BINDTODEVICE`: probes leave through `device` whatever the routing
 /// table says. Needs CAP_NET_RAW.
-pub(crate) fn bind_device(sock: &UdpSocket, device: &str, _v6: bool) -> io::Result<()> {
+pub(crate) fn bind_device<S: std::os::fd::AsFd>(
+    sock: &S,
+    device: &str,
+    _v6: bool,
+) -> io::Result<()> {
     socket2::SockRef::from(sock).bind_device(Some(device.as_bytes()))
 }
 

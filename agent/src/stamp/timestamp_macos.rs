@@ -95,7 +95,11 @@ pub(crate) fn recv(sock: &UdpSocket, buf: &mut [u8], nonblocking: bool) -> io::R
 }
 
 /// `IP_BOUND_IF` / `IPV6_BOUND_IF`: probes leave through `device`.
-pub(crate) fn bind_device(sock: &UdpSocket, device: &str, v6: bool) -> io::Result<()> {
+pub(crate) fn bind_device<S: std::os::fd::AsFd>(
+    sock: &S,
+    device: &str,
+    v6: bool,
+) -> io::Result<()> {
     let index = nix::net::if_::if_nametoindex(device).map_err(io::Error::from)?;
     let index = NonZeroU32::new(index);
     let s = socket2::SockRef::from(sock);

@@ -60,7 +60,7 @@ pub(crate) fn recv(sock: &UdpSocket, buf: &mut [u8], nonblocking: bool) -> io::R
 }
 
 /// Not supported on this target.
-pub(crate) fn bind_device(_sock: &UdpSocket, _device: &str, _v6: bool) -> io::Result<()> {
+pub(crate) fn bind_device<S>(_sock: &S, _device: &str, _v6: bool) -> io::Result<()> {
     Err(Unsupported::new(Source::KernelTimestamps).into())
 }
 

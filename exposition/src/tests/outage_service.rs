@@ -64,6 +64,39 @@ fn outages_count_at_start_and_add_seconds_at_end() {
     assert_eq!(value(&m, &secs).as_deref(), Some("2"));
 }
 
+/// Ended carrier outages by the interface that lost carrier: a peer behind
+/// a bridge member names the member.
+#[test]
+fn carrier_outages_name_their_interface_when_they_end() {
+    use OutageCause::*;
+    let mut m = Metrics::new();
+    let on = |port: &str| {
+        format!("boltwatch_carrier_outages_total{{node=\"a\",peer=\"b\",interface=\"{port}\"}}")
+    };
+    let s = 1_000 * SEC;
+    let mut seq = 0;
+    let mut apply = |m: &mut Metrics, p: Payload| {
+        seq += 1;
+        m.apply_record(&rec("a", "b1", seq, seq, p));
+    };
+    let at = |id, cause, port: &str, end| {
+        let Payload::Outage(mut o) = outage(id, cause, "", s, end) else {
+            unreachable!()
+        };
+        o.interface = port.into();
+        Payload::Outage(o)
+    };
+    apply(&mut m, at(1, Carrier, "en2", None));
+    assert_eq!(value(&m, &on("en2")), None, "counted when it ends");
+    apply(&mut m, at(1, Carrier, "en2", Some(s + SEC)));
+    apply(&mut m, at(1, Carrier, "en2", Some(s + SEC)));
+    assert_eq!(value(&m, &on("en2")).as_deref(), Some("1"), "once");
+    // Widened to BOTH: carrier loss was part of it.
+    apply(&mut m, at(2, Both, "en3", Some(s + 2 * SEC)));
+    apply(&mut m, at(3, ProbeLoss, "en3", Some(s + 3 * SEC)));
+    assert_eq!(value(&m, &on("en3")).as_deref(), Some("1"));
+}
+
 #[test]
 fn service_checks_keep_the_last_good_connect_time() {
     let svc = |up, connect_ns| {

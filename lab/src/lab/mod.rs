@@ -339,6 +339,7 @@ fn agent_config(
             .map(|j| PeerConfig {
                 name: names[j].clone(),
                 addr: addrs[j],
+                interface: None,
             })
             .collect(),
         probe_interval: opts.probe_interval,
@@ -438,7 +439,7 @@ fn lab_bandwidth(
         .zip(bw_addrs)
         .enumerate()
         .filter(|(j, _)| *j != i)
-        .map(|(_, (n, a))| (n.clone(), *a))
+        .map(|(_, (n, a))| (n.clone(), (*a).into()))
         .collect();
     c.bandwidth_enabled = interval.is_some();
     if let Some(iv) = interval {
@@ -472,7 +473,7 @@ mod tests {
         assert!(!c.bandwidth_enabled, "no tests without an interval");
         assert_eq!(c.bandwidth_listen, addrs[1]);
         assert_eq!(c.bandwidth_peers.len(), 2);
-        assert_eq!(c.bandwidth_peers["lab-3"], addrs[2]);
+        assert_eq!(c.bandwidth_peers["lab-3"].addr, addrs[2]);
         let c = lab_bandwidth(
             AgentConfig::default(),
             Some(Duration::from_secs(8)),

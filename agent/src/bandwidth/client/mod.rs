@@ -6,6 +6,7 @@
 //! `spawn_blocking`, the CLI calls it directly. Every wait on the peer has a
 //! timeout, so a vanished server costs at most the setup timeout.
 
+mod connect;
 mod results;
 
 use super::addr::{resolve, DEFAULT_PORT};
@@ -14,11 +15,12 @@ use super::engine::{self, DataSocket, Engine, EngineConfig, Snapshot, StreamSpec
 use super::error::BandwidthError;
 use super::iperf3::{self, Mode, Params, Results, State};
 use boltwatch_proto::v1::{BandwidthInterval, BandwidthResult, Direction, Protocol};
+use connect::Dest;
 pub use results::bps;
 pub(crate) use results::our_results;
 use results::{build_results, Measured, Sampled};
 use std::io::Write;
-use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::net::{TcpStream, UdpSocket};
 use std::time::{Duration, Instant};
 
 /// How long any setup step may wait for the server.
@@ -35,7 +37,8 @@ pub const DEFAULT_UDP_BLOCK: usize = 1448;
 /// What to test.
 #[derive(Debug, Clone)]
 pub struct ClientOptions {
-    /// Server, "host", "host:port" or "[v6]:port".
+    /// Server, "host", "host:port" or "[v6]:port"; "ip%if:port" or
+    /// "[v6%if]:port" binds the test to interface `if`.
     pub server: String,
     /// Port used when `server` has none.
     pub default_port: u16,
@@ -115,7 +118,7 @@ pub fn run_client(
     observer: &mut dyn ClientObserver,
 ) -> Result<Vec<BandwidthResult>, BandwidthError> {
     check_options(&opts)?;
-    let addr = resolve(&opts.server, opts.default_port)?;
+    let dest = Dest::new(&resolve(&opts.server, opts.default_port)?)?;
     let udp = opts.udp_rate_bps.is_some();
     let block = opts.block_size.unwrap_or(if udp {
         DEFAULT_UDP_BLOCK
@@ -124,11 +127,11 @@ pub fn run_client(
     });
     let params = test_params(&opts, udp, block);
     let start_unix_ns = boltwatch_common::clock::now_unix_ns();
-    let mut ctrl = connect_control(addr)?;
+    let mut ctrl = connect_control(&dest)?;
     let cookie = iperf3::make_cookie(&mut rand::rng());
     ctrl.write_all(&cookie)?;
     let test = ClientTest {
-        addr,
+        dest: dest.clone(),
         cookie,
         opts: &opts,
         udp,
@@ -144,7 +147,7 @@ pub fn run_client(
     let mut engine: Option<Engine> = None;
     let (measured, peer) = test.converse(&mut ctrl, observer, &mut engine)?;
     let template = BandwidthResult {
-        peer_address: addr.to_string(),
+        peer_address: dest.shown().to_string(),
         start_unix_ns,
         ..result_template(&opts)
     };
@@ -189,14 +192,9 @@ fn test_params(opts: &ClientOptions, udp: bool, block: usize) -> Params {
     }
 }
 
-/// The control connection to `addr`, with the setup timeouts.
-fn connect_control(addr: SocketAddr) -> Result<TcpStream, BandwidthError> {
-    let ctrl = TcpStream::connect_timeout(&addr, SETUP_TIMEOUT).map_err(|source| {
-        BandwidthError::Connect {
-            addr: addr.to_string(),
-            source,
-        }
-    })?;
+/// The control connection to `dest`, with the setup timeouts.
+fn connect_control(dest: &Dest) -> Result<TcpStream, BandwidthError> {
+    let ctrl = dest.tcp(SETUP_TIMEOUT)?;
     ctrl.set_nodelay(true)?;
     ctrl.set_read_timeout(Some(SETUP_TIMEOUT))?;
     ctrl.set_write_timeout(Some(SETUP_TIMEOUT))?;
@@ -205,7 +203,7 @@ fn connect_control(addr: SocketAddr) -> Result<TcpStream, BandwidthError> {
 
 /// One test as the client runs it, once the control connection is up.
 struct ClientTest<'a> {
-    addr: SocketAddr,
+    dest: Dest,
     cookie: [u8; iperf3::COOKIE_SIZE],
     opts: &'a ClientOptions,
     udp: bool,
@@ -234,7 +232,7 @@ impl ClientTest<'_> {
             match state {
                 State::ParamExchange => write_frame(ctrl, &self.params.to_json())?,
                 State::CreateStreams => {
-                    specs = create_streams(self.addr, &self.cookie, self.opts, self.udp)?;
+                    specs = create_streams(&self.dest, &self.cookie, self.opts, self.udp)?;
                 }
                 State::TestStart => {}
                 State::TestRunning => {
@@ -314,7 +312,7 @@ pub(crate) fn result_template(opts: &ClientOptions) -> BandwidthResult {
 }
 
 fn create_streams(
-    addr: SocketAddr,
+    dest: &Dest,
     cookie: &[u8; iperf3::COOKIE_SIZE],
     opts: &ClientOptions,
     udp: bool,
@@ -330,14 +328,9 @@ fn create_streams(
             Mode::Bidir => i < p,
         };
         let socket = if udp {
-            DataSocket::Udp(udp_connect(addr, opts.window)?)
+            DataSocket::Udp(udp_connect(dest, opts.window)?)
         } else {
-            let mut s = TcpStream::connect_timeout(&addr, SETUP_TIMEOUT).map_err(|source| {
-                BandwidthError::Connect {
-                    addr: addr.to_string(),
-                    source,
-                }
-            })?;
+            let mut s = dest.tcp(SETUP_TIMEOUT)?;
             s.set_write_timeout(Some(SETUP_TIMEOUT))?;
             s.write_all(cookie)?;
             engine::tune_tcp(&s, opts.window)?;
@@ -352,14 +345,8 @@ fn create_streams(
     Ok(out)
 }
 
-fn udp_connect(addr: SocketAddr, window: Option<usize>) -> Result<UdpSocket, BandwidthError> {
-    let local: SocketAddr = if addr.is_ipv4() {
-        "0.0.0.0:0".parse().expect("literal")
-    } else {
-        "[::]:0".parse().expect("literal")
-    };
-    let s = UdpSocket::bind(local)?;
-    s.connect(addr)?;
+fn udp_connect(dest: &Dest, window: Option<usize>) -> Result<UdpSocket, BandwidthError> {
+    let s = dest.udp()?;
     engine::tune_udp(&s, window)?;
     // The datagram may be lost; retry a few times within the setup budget.
     s.set_read_timeout(Some(Duration::from_secs(2)))?;
