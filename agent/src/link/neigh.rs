@@ -12,7 +12,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use super::netlink::ParseError;
+use super::netlink::{attributes, messages, u16_at, u32_at, ParseError};
 
 const NLMSG_HDR: usize = 16;
 const NDMSG: usize = 12;
@@ -94,22 +94,6 @@ pub fn dump_request(family: u8, seq: u32) -> Vec<u8> {
     b
 }
 
-fn u16_at(b: &[u8], at: usize) -> Result<u16, ParseError> {
-    b.get(at..at + 2)
-        .map(|s| u16::from_ne_bytes([s[0], s[1]]))
-        .ok_or(ParseError::Truncated(at))
-}
-
-fn u32_at(b: &[u8], at: usize) -> Result<u32, ParseError> {
-    b.get(at..at + 4)
-        .map(|s| u32::from_ne_bytes([s[0], s[1], s[2], s[3]]))
-        .ok_or(ParseError::Truncated(at))
-}
-
-const fn align4(n: usize) -> usize {
-    (n + 3) & !3
-}
-
 /// What one buffer of a dump held: the entries, and whether the dump's
 /// `NLMSG_DONE` (or an `NLMSG_ERROR` ending it) was in it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -123,23 +107,13 @@ pub struct Batch {
 /// Parses one `recv()` of a neighbour dump.
 pub fn parse(buf: &[u8]) -> Result<Batch, ParseError> {
     let mut out = Batch::default();
-    let mut off = 0;
-    while off + NLMSG_HDR <= buf.len() {
-        let len = u32_at(buf, off)? as usize;
-        let kind = u16_at(buf, off + 4)?;
-        if len < NLMSG_HDR {
-            return Err(ParseError::BadLength { at: off, len });
-        }
-        let msg = buf
-            .get(off..off + len)
-            .ok_or(ParseError::Truncated(buf.len()))?;
+    for (kind, msg, off) in messages(buf)? {
         match kind {
             RTM_NEWNEIGH => out.entries.push(parse_one(msg, off)?),
             // NLMSG_DONE, NLMSG_ERROR: the dump ends either way.
             2 | 3 => out.done = true,
             _ => {}
         }
-        off += align4(len);
     }
     Ok(out)
 }
@@ -156,16 +130,7 @@ fn parse_one(msg: &[u8], base: usize) -> Result<Neighbour, ParseError> {
         mac: None,
         master: None,
     };
-    let mut at = NLMSG_HDR + NDMSG;
-    while at + 4 <= msg.len() {
-        let len = u16_at(msg, at)? as usize;
-        let ty = u16_at(msg, at + 2)? & 0x3fff;
-        if len < 4 {
-            return Err(ParseError::BadLength { at: base + at, len });
-        }
-        let payload = msg
-            .get(at + 4..at + len)
-            .ok_or(ParseError::Truncated(base + msg.len()))?;
+    for (ty, payload) in attributes(msg, NLMSG_HDR + NDMSG, base)? {
         match ty {
             NDA_DST => {
                 n.ip = match payload.len() {
@@ -178,7 +143,6 @@ fn parse_one(msg: &[u8], base: usize) -> Result<Neighbour, ParseError> {
             NDA_MASTER => n.master = Some(u32_at(payload, 0)?),
             _ => {}
         }
-        at += align4(len);
     }
     Ok(n)
 }

@@ -74,13 +74,15 @@ pub fn oper_state_name(v: u8) -> &'static str {
     }
 }
 
-fn u16_at(b: &[u8], at: usize) -> Result<u16, ParseError> {
+/// The `u16` at `at` (host byte order).
+pub(super) fn u16_at(b: &[u8], at: usize) -> Result<u16, ParseError> {
     b.get(at..at + 2)
         .map(|s| u16::from_ne_bytes([s[0], s[1]]))
         .ok_or(ParseError::Truncated(at))
 }
 
-fn u32_at(b: &[u8], at: usize) -> Result<u32, ParseError> {
+/// The `u32` at `at` (host byte order).
+pub(super) fn u32_at(b: &[u8], at: usize) -> Result<u32, ParseError> {
     b.get(at..at + 4)
         .map(|s| u32::from_ne_bytes([s[0], s[1], s[2], s[3]]))
         .ok_or(ParseError::Truncated(at))
@@ -90,9 +92,13 @@ const fn align4(n: usize) -> usize {
     (n + 3) & !3
 }
 
-/// Parses every link message in `buf`; other message types (errors, done,
-/// address messages) are skipped.
-pub fn parse(buf: &[u8]) -> Result<Vec<LinkMessage>, ParseError> {
+/// One netlink message: `(nlmsg_type, the whole message, its offset in
+/// the buffer)`.
+pub(super) type Message<'a> = (u16, &'a [u8], usize);
+
+/// Every netlink message in one `recv()`; the one framing rule of every
+/// rtnetlink parser (links here, neighbours in `neigh`).
+pub(super) fn messages(buf: &[u8]) -> Result<Vec<Message<'_>>, ParseError> {
     let mut out = Vec::new();
     let mut off = 0;
     while off + NLMSG_HDR <= buf.len() {
@@ -104,12 +110,47 @@ pub fn parse(buf: &[u8]) -> Result<Vec<LinkMessage>, ParseError> {
         let msg = buf
             .get(off..off + len)
             .ok_or(ParseError::Truncated(buf.len()))?;
+        out.push((kind, msg, off));
+        off += align4(len);
+    }
+    Ok(out)
+}
+
+/// The `rtattr`s of `msg` from offset `from` on, as `(type, payload)`,
+/// the nested/byte-order flag bits dropped; `base` is `msg`'s offset in
+/// the buffer, for errors.
+pub(super) fn attributes(
+    msg: &[u8],
+    from: usize,
+    base: usize,
+) -> Result<Vec<(u16, &[u8])>, ParseError> {
+    let mut out = Vec::new();
+    let mut at = from;
+    while at + 4 <= msg.len() {
+        let len = u16_at(msg, at)? as usize;
+        let ty = u16_at(msg, at + 2)? & 0x3fff; // drop NLA_F_NESTED/NET_BYTEORDER
+        if len < 4 {
+            return Err(ParseError::BadLength { at: base + at, len });
+        }
+        let payload = msg
+            .get(at + 4..at + len)
+            .ok_or(ParseError::Truncated(base + msg.len()))?;
+        out.push((ty, payload));
+        at += align4(len);
+    }
+    Ok(out)
+}
+
+/// Parses every link message in `buf`; other message types (errors, done,
+/// address messages) are skipped.
+pub fn parse(buf: &[u8]) -> Result<Vec<LinkMessage>, ParseError> {
+    let mut out = Vec::new();
+    for (kind, msg, off) in messages(buf)? {
         match kind {
             RTM_NEWLINK | RTM_DELLINK => out.push(parse_link(kind, msg, off)?),
             NLMSG_NOOP | NLMSG_ERROR | NLMSG_DONE => {}
             _ => {}
         }
-        off += align4(len);
     }
     Ok(out)
 }
@@ -126,16 +167,7 @@ fn parse_link(kind: u16, msg: &[u8], base: usize) -> Result<LinkMessage, ParseEr
     let mut carrier = None;
     let mut up_count = 0;
     let mut down_count = 0;
-    let mut at = NLMSG_HDR + IFINFOMSG;
-    while at + 4 <= msg.len() {
-        let len = u16_at(msg, at)? as usize;
-        let ty = u16_at(msg, at + 2)? & 0x3fff; // drop NLA_F_NESTED/NET_BYTEORDER
-        if len < 4 {
-            return Err(ParseError::BadLength { at: base + at, len });
-        }
-        let payload = msg
-            .get(at + 4..at + len)
-            .ok_or(ParseError::Truncated(base + msg.len()))?;
+    for (ty, payload) in attributes(msg, NLMSG_HDR + IFINFOMSG, base)? {
         match ty {
             IFLA_IFNAME => {
                 let end = payload
@@ -151,7 +183,6 @@ fn parse_link(kind: u16, msg: &[u8], base: usize) -> Result<LinkMessage, ParseEr
             IFLA_CARRIER_DOWN_COUNT => down_count = u32_at(payload, 0)? as u64,
             _ => {}
         }
-        at += align4(len);
     }
     let admin_up = flags & IFF_UP != 0;
     Ok(LinkMessage {
