@@ -9,7 +9,8 @@
 //! which the test rewrites while the agent runs.
 //!
 //! What it shows, on the agent's own `/metrics` (`metrics_listen`) and on
-//! a real collector fed by it:
+//! a real collector fed by it (the agent probes node 1 through the port,
+//! so the port is one of its interfaces, as in a cluster):
 //! - a healthy TB4 link (2 + 2 lanes of 20 Gb/s) is not downshifted;
 //! - one lane per direction is (below capability), with the lanes and
 //!   the link speed following; restoring two lanes clears it;
@@ -104,8 +105,10 @@ fn start_agent(bed: &TestBed, dir: &Path, collector: &Collector, sysfs: &SysfsFi
         "collector = \"http://{host}:{grpc}\"\nlisten = \"0.0.0.0:8620\"\n\
          metrics_listen = \"0.0.0.0:{METRICS_PORT}\"\n\
          sysfs_root = \"{sysfs}\"\ncounters_interval = \"500ms\"\n\
-         [services]\ntcp = []\n[bandwidth]\nenabled = false\n",
+         [services]\ntcp = []\n[bandwidth]\nenabled = false\n\
+         [peers]\npeer-b = \"{peer}:8620\"\n",
         host = bed.node(0).host_addr,
+        peer = bed.link_addr(1, 0).unwrap(),
         grpc = collector.grpc.port(),
         sysfs = sysfs.root().display(),
     );
