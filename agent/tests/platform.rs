@@ -337,6 +337,11 @@ mod linux {
         let tb0 = &links[1];
         assert_eq!(tb0.xdomain.as_deref(), Some("0-1"));
         assert_eq!(tb0.peer_name.as_deref(), Some("linux-b"));
+        assert_eq!(
+            tb0.peer_uid.as_deref(),
+            Some("d6010000-0042-8c17-83cf-2a1d2f0ba621")
+        );
+        assert_eq!(en05.peer_uid, None, "no unique_id file");
         assert_eq!(tb0.rx_lane_bits_per_second, 20_000_000_000);
         assert_eq!(tb0.bits_per_second(), 40_000_000_000);
         assert_eq!(tb0.generation, "3");

@@ -17,11 +17,20 @@
 //!   The sum over boots starts at 0 when the collector starts.
 //! - Speed and kind come from the node's `Hello` first; a counters reading
 //!   with a known speed replaces the speed.
+//! - A Thunderbolt fabric link event (source `FABRIC`) says nothing of
+//!   carrier; it sets the port's lanes, lane speeds and downshift verdict
+//!   (`boltwatch_link_downshifted`, 1 while the agent judges the port
+//!   downshifted, whichever rule), replaces the speed with the slower
+//!   direction's lanes times lane speed when both are known, and the
+//!   generation of `boltwatch_link_info` with the one the port showed
+//!   ("5" once it ran 40 Gb/s lanes).
 
 use std::collections::BTreeMap;
 
 use boltwatch_proto::v1::record::Payload;
-use boltwatch_proto::v1::{Interface, InterfaceCounters, LinkEventSource, Record};
+use boltwatch_proto::v1::{
+    Downshift, Interface, InterfaceCounters, LinkEvent, LinkEventSource, Record, ThunderboltPort,
+};
 
 use crate::domain::{Domain, NodePeer, Subjects};
 use crate::family::{families, labels, pair, At, Exposition, Family, Newest};
@@ -56,6 +65,9 @@ families! {
     UP = Gauge("boltwatch_link_up", "", NI, "1 when the interface has carrier, from link events and counters, newest observation.");
     DOWN_EVENTS = Counter("boltwatch_link_down_events_total", "", NI, "Carrier losses of the interface: the kernel's carrier_down_count growth or the down events seen, whichever is larger, summed over agent boots.");
     SPEED = Gauge("boltwatch_link_speed_bytes_per_second", "bytes_per_second", NI, "Link speed of the interface as reported by the OS or Thunderbolt discovery.");
+    DOWNSHIFTED = Gauge("boltwatch_link_downshifted", "", NI, "1 when the Thunderbolt port negotiated fewer lanes or slower lanes than its generation supports or than it negotiated earlier in the agent's boot, else 0.");
+    LANES = Gauge("boltwatch_link_lanes", "", &["node", "interface", "direction"], "Lanes the Thunderbolt port negotiated, per direction.");
+    LANE_SPEED = Gauge("boltwatch_link_lane_speed_bytes_per_second", "bytes_per_second", &["node", "interface", "direction"], "Speed of one lane of the Thunderbolt port as negotiated, per direction.");
     INFO = Gauge("boltwatch_link_info", "", &["node", "interface", "kind", "generation"], "Interface kind and Thunderbolt generation from the agent's discovery; always 1.");
     PATH_OK = Gauge("boltwatch_path_ok", "", labels::NODE_PEER, "1 when the route to the peer leaves through the expected interface.");
 }
@@ -105,6 +117,8 @@ struct Iface {
     downs: BTreeMap<String, DownCount>,
     speed: Newest<u64>,
     info: Option<Discovered>,
+    /// The newest fabric reading of a Thunderbolt port.
+    fabric: Newest<ThunderboltPort>,
 }
 
 /// State behind the link and interface families.
@@ -135,6 +149,40 @@ impl LinkMetrics {
                     // wins.
                     s.speed.seed(i.speed_bits_per_second);
                 }
+            });
+        }
+    }
+
+    fn link_event(&mut self, r: &Record, e: &LinkEvent) {
+        if e.source == LinkEventSource::Fabric as i32 {
+            if let Some(tb) = &e.thunderbolt {
+                self.iface(&r.node, &e.interface, |s| Self::fabric(s, r, tb));
+            }
+            return;
+        }
+        self.iface(&r.node, &e.interface, |s| {
+            s.up.update(At::of(r), e.carrier);
+            let d = s.downs.entry(r.boot_id.clone()).or_default();
+            d.widen(e.carrier_down_count);
+            let startup = e.source == LinkEventSource::Startup as i32;
+            if !e.carrier && !startup {
+                d.events += 1;
+            }
+        });
+    }
+
+    fn fabric(s: &mut Iface, r: &Record, tb: &ThunderboltPort) {
+        s.fabric.update(At::of(r), tb.clone());
+        let rx = tb.rx_lane_bits_per_second * u64::from(tb.rx_lanes);
+        let tx = tb.tx_lane_bits_per_second * u64::from(tb.tx_lanes);
+        if rx > 0 && tx > 0 {
+            s.speed.update(At::of(r), rx.min(tx));
+        }
+        if !tb.generation.is_empty() {
+            let kind = s.info.as_ref().map(|d| d.kind.clone());
+            s.info = Some(Discovered {
+                kind: kind.unwrap_or_else(|| "thunderbolt".to_string()),
+                generation: tb.generation.clone(),
             });
         }
     }
@@ -170,20 +218,45 @@ impl LinkMetrics {
     }
 }
 
+impl LinkMetrics {
+    fn render_fabric(e: &mut Exposition, ifs: &BTreeMap<NodeIf, Iface>) {
+        let ports = || {
+            ifs.iter()
+                .filter_map(|((n, i), s)| Some((n.as_str(), i.as_str(), s.fabric.get()?)))
+        };
+        e.family(
+            &DOWNSHIFTED,
+            ports().map(|(n, i, tb)| {
+                let down = tb.downshift != Downshift::Unspecified as i32;
+                ([n, i], u64::from(down))
+            }),
+        );
+        e.family(
+            &LANES,
+            ports().flat_map(|(n, i, tb)| {
+                [
+                    ([n, i, "receive"], u64::from(tb.rx_lanes)),
+                    ([n, i, "transmit"], u64::from(tb.tx_lanes)),
+                ]
+            }),
+        );
+        e.family(
+            &LANE_SPEED,
+            // The schema's bits, exported in bytes (base unit).
+            ports().flat_map(|(n, i, tb)| {
+                [
+                    ([n, i, "receive"], tb.rx_lane_bits_per_second as f64 / 8.0),
+                    ([n, i, "transmit"], tb.tx_lane_bits_per_second as f64 / 8.0),
+                ]
+            }),
+        );
+    }
+}
+
 impl Domain for LinkMetrics {
     fn apply(&mut self, r: &Record, subjects: &mut Subjects) {
         match &r.payload {
-            Some(Payload::LinkEvent(e)) => {
-                self.iface(&r.node, &e.interface, |s| {
-                    s.up.update(At::of(r), e.carrier);
-                    let d = s.downs.entry(r.boot_id.clone()).or_default();
-                    d.widen(e.carrier_down_count);
-                    let startup = e.source == LinkEventSource::Startup as i32;
-                    if !e.carrier && !startup {
-                        d.events += 1;
-                    }
-                });
-            }
+            Some(Payload::LinkEvent(e)) => self.link_event(r, e),
             Some(Payload::Counters(c)) => self.counters(r, c),
             Some(Payload::Path(p)) => {
                 let key = (r.node.clone(), p.peer.clone());
@@ -232,6 +305,7 @@ impl Domain for LinkMetrics {
             ifs.iter()
                 .filter_map(|(k, s)| Some((pair(k), *s.speed.get()? as f64 / 8.0))),
         );
+        Self::render_fabric(e, ifs);
         e.family(
             &INFO,
             ifs.iter().filter_map(|((n, i), s)| {
@@ -255,6 +329,7 @@ impl Domain for LinkMetrics {
                 s.up = Newest::default();
                 s.speed = Newest::default();
                 s.info = None;
+                s.fabric = Newest::default();
             }
         }
         self.paths.retain(|(n, _), _| n != node);

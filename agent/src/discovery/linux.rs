@@ -200,6 +200,7 @@ fn thunderbolt_link(root: &Path, name: &str, dir: &Path) -> ThunderboltLink {
     link.tx_lanes = read_num(&xd.join("tx_lanes")).unwrap_or(0);
     link.generation = generation(root, &xd);
     link.peer_name = read_trimmed(&xd.join("device_name")).filter(|s| !s.is_empty());
+    link.peer_uid = read_trimmed(&xd.join("unique_id")).filter(|s| !s.is_empty());
     link.xdomain = xd.file_name().map(|n| n.to_string_lossy().into_owned());
     link
 }

@@ -9,8 +9,9 @@
 //! runs `networksetup`, `ifconfig` and `system_profiler` (slow: call it off
 //! the probe path) and [`parse`] holds their pure, fixture-tested parsers;
 //! `unsupported.rs` describes interfaces from `getifaddrs` alone and fails
-//! the Thunderbolt look-up with [`Unsupported`]. Watching links come and
-//! go is `link`'s job, not this one's.
+//! the Thunderbolt look-up with [`Unsupported`]. [`downshift`] judges,
+//! purely, whether a Thunderbolt port negotiated less than it can. Watching
+//! links come and go is `link`'s job, not this one's.
 
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
@@ -20,6 +21,7 @@ pub use boltwatch_proto::v1::Interface;
 
 use crate::platform::{Support, Unsupported};
 
+pub mod downshift;
 pub mod parse;
 pub mod scoped;
 
@@ -197,6 +199,8 @@ pub struct ThunderboltLink {
     pub xdomain: Option<String>,
     /// The remote host's name (`device_name`), if known.
     pub peer_name: Option<String>,
+    /// The remote host's UUID (`unique_id`), if known.
+    pub peer_uid: Option<String>,
     /// Receive speed per lane, bits per second (0 unknown).
     pub rx_lane_bits_per_second: u64,
     /// Transmit speed per lane, bits per second (0 unknown).

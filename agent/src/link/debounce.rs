@@ -101,6 +101,7 @@ impl Tracker {
             carrier_down_count: state.carrier_down_count,
             source: source as i32,
             bridge: bridge.to_owned(),
+            thunderbolt: None,
         };
         let change = LinkChange {
             interface: interface.to_owned(),

@@ -2,6 +2,15 @@
 //! thermals every `thermal_interval`, on one thread. Both are blocking file
 //! or sysctl reads that must stay off the async runtime and off the probe
 //! threads.
+//!
+//! The Thunderbolt fabric (every `thunderbolt-net` port's negotiated lanes
+//! and lane speeds, Linux sysfs) is read with the counters: a handful of
+//! small files per port. Ports are looked up afresh each time, so a cable
+//! plugged in after the start is seen. A port's first reading and every
+//! change of its state (lanes, speeds, peer, downshift verdict from
+//! [`discovery::downshift`]) go out as a link event of source `FABRIC`.
+//! Where the OS has no such reading (macOS, whose ports come from
+//! `system_profiler`, too slow for this loop) it is tried once.
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -9,12 +18,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use boltwatch_proto::v1::record::Payload;
+use boltwatch_proto::v1::{LinkEvent, LinkEventSource};
 use tokio_util::sync::CancellationToken;
-use tracing::warn;
+use tracing::{debug, warn};
 
 use super::crew::Crew;
 use super::topology::Topology;
 use crate::config::Config;
+use crate::discovery::{self, downshift::Fabric};
 use crate::error::Error;
 use crate::health::Health;
 use crate::sink::Sink;
@@ -57,10 +68,16 @@ impl Sampler {
         let start = Instant::now();
         let mut next_counters = start;
         let mut next_thermal = start;
+        let mut fabric = Some(Fabric::default());
         while !stop.is_cancelled() {
             let now = Instant::now();
             if now >= next_counters {
                 next_counters += self.counters_every;
+                if let Some(f) = fabric.as_mut() {
+                    if !self.read_fabric(f) {
+                        fabric = None;
+                    }
+                }
                 for name in &self.interfaces {
                     match counter_src.read(name) {
                         Ok(c) => {
@@ -90,5 +107,28 @@ impl Sampler {
             let wake = next_counters.min(next_thermal);
             std::thread::sleep(wake.saturating_duration_since(Instant::now()).min(MAX_NAP));
         }
+    }
+
+    /// Reads every Thunderbolt port and emits the changed ones; false when
+    /// this OS has no such reading (then it is not tried again).
+    fn read_fabric(&self, fabric: &mut Fabric) -> bool {
+        let links = match discovery::thunderbolt_interfaces(&self.root) {
+            Ok(links) => links,
+            Err(e) => {
+                debug!(error = %e, "no Thunderbolt fabric reading on this OS");
+                return false;
+            }
+        };
+        for link in &links {
+            if let Some(port) = fabric.observe(link) {
+                self.sink.emit(Payload::LinkEvent(LinkEvent {
+                    interface: link.interface.clone(),
+                    source: LinkEventSource::Fabric as i32,
+                    thunderbolt: Some(port),
+                    ..LinkEvent::default()
+                }));
+            }
+        }
+        true
     }
 }

@@ -2,7 +2,9 @@
 //! and path.
 
 use super::*;
-use boltwatch_proto::v1::{Interface, InterfaceCounters, LinkEvent, LinkEventSource, PathCheck};
+use boltwatch_proto::v1::{
+    Downshift, Interface, InterfaceCounters, LinkEvent, LinkEventSource, PathCheck, ThunderboltPort,
+};
 
 const TB0: &str = "{node=\"a\",interface=\"tb0\"}";
 const S: u64 = 1_000_000_000;
@@ -179,5 +181,91 @@ fn path_follows_the_newest_check_and_creates_the_outage_series() {
     assert_eq!(
         value(&m, &format!("boltwatch_bandwidth_tests_total{ab}")),
         None
+    );
+}
+
+fn fabric(lanes: u32, lane_gbps: u64, generation: &str, downshift: Downshift) -> Payload {
+    Payload::LinkEvent(LinkEvent {
+        interface: "tb0".into(),
+        source: LinkEventSource::Fabric as i32,
+        thunderbolt: Some(ThunderboltPort {
+            rx_lanes: lanes,
+            tx_lanes: lanes,
+            rx_lane_bits_per_second: lane_gbps * S,
+            tx_lane_bits_per_second: lane_gbps * S,
+            generation: generation.into(),
+            downshift: downshift as i32,
+            ..Default::default()
+        }),
+        ..Default::default()
+    })
+}
+
+#[test]
+fn fabric_events_set_lanes_speeds_downshift_and_generation_not_carrier() {
+    let mut m = Metrics::new();
+    feed(
+        &mut m,
+        "b1",
+        vec![
+            (1, link_event(true, 0, LinkEventSource::Startup)),
+            (2, fabric(2, 40, "5", Downshift::Unspecified)),
+        ],
+    );
+    let get = |m: &Metrics, name: &str, extra: &str| {
+        let series = format!("{name}{{node=\"a\",interface=\"tb0\"{extra}}}");
+        value(m, &series)
+    };
+    let rx = ",direction=\"receive\"";
+    let tx = ",direction=\"transmit\"";
+    assert_eq!(
+        get(&m, "boltwatch_link_downshifted", "").as_deref(),
+        Some("0")
+    );
+    assert_eq!(get(&m, "boltwatch_link_lanes", rx).as_deref(), Some("2"));
+    assert_eq!(
+        get(&m, "boltwatch_link_lane_speed_bytes_per_second", tx).as_deref(),
+        Some("5000000000")
+    );
+    let speed = "boltwatch_link_speed_bytes_per_second";
+    assert_eq!(get(&m, speed, "").as_deref(), Some("10000000000"));
+    let info = ",kind=\"thunderbolt\",generation=\"5\"";
+    assert_eq!(get(&m, "boltwatch_link_info", info).as_deref(), Some("1"));
+
+    // Down to one 20 Gb/s lane: downshifted, the speed follows, and
+    // carrier is untouched and no down event is counted.
+    feed(
+        &mut m,
+        "b1",
+        vec![(3, fabric(1, 20, "5", Downshift::BelowCapability))],
+    );
+    assert_eq!(
+        get(&m, "boltwatch_link_downshifted", "").as_deref(),
+        Some("1")
+    );
+    assert_eq!(get(&m, "boltwatch_link_lanes", tx).as_deref(), Some("1"));
+    assert_eq!(get(&m, speed, "").as_deref(), Some("2500000000"));
+    assert_eq!(get(&m, "boltwatch_link_up", "").as_deref(), Some("1"));
+    let downs = get(&m, "boltwatch_link_down_events_total", "");
+    assert_eq!(downs.as_deref(), Some("0"));
+
+    // A late, older reading does not undo the newer one.
+    feed(
+        &mut m,
+        "b1",
+        vec![(2, fabric(2, 40, "5", Downshift::Unspecified))],
+    );
+    assert_eq!(
+        get(&m, "boltwatch_link_downshifted", "").as_deref(),
+        Some("1")
+    );
+    feed(
+        &mut m,
+        "b1",
+        vec![(4, fabric(2, 40, "5", Downshift::Unspecified))],
+    );
+    assert_eq!(
+        get(&m, "boltwatch_link_downshifted", "").as_deref(),
+        Some("0")
     );
 }

@@ -43,6 +43,7 @@ pub const CONTRACT: &[&str] = &[
     "boltwatch_path_ok",
     "boltwatch_link_speed_bytes_per_second",
     "boltwatch_link_info",
+    "boltwatch_link_downshifted",
     "boltwatch_thermal_throttled",
     "boltwatch_thermal_throttled_seconds_total",
     "boltwatch_thermal_pressure_level",
