@@ -12,7 +12,7 @@
 //! | outage tracker | [`outage_tracker`] | thread, fed by one channel |
 //! | STAMP sender, one per peer | [`senders`] | thread per peer |
 //! | link watcher | [`link_watcher`] | thread |
-//! | counter and thermal sampler | [`sampler`] | thread |
+//! | counter, thermal and Thunderbolt-port (fabric) sampler | [`sampler`] | thread |
 //! | service checks | [`services`] | task per peer and service |
 //! | bandwidth server and scheduler | [`bandwidth`] | thread, task |
 //! | path watch | [`path_watch`] | task per peer |

@@ -53,6 +53,9 @@ pub enum PayloadDto {
         carrier_down_count: u64,
         source: String,
         bridge: String,
+        /// The port's negotiated lanes and speeds (fabric events only).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        thunderbolt: Option<ThunderboltDto>,
     },
     /// `InterfaceCounters`.
     Counters {
@@ -151,7 +154,37 @@ pub enum PayloadDto {
         stamp_refused_own_address: u64,
         stamp_refused_rate_limited: u64,
         unsupported_sources: Vec<String>,
+        clock_steps: u64,
     },
+}
+
+/// A Thunderbolt port as a fabric link event reports it.
+#[derive(Debug, Serialize)]
+#[allow(missing_docs)] // Field names and meanings are the .proto's.
+pub struct ThunderboltDto {
+    pub rx_lanes: u32,
+    pub tx_lanes: u32,
+    pub rx_lane_bits_per_second: u64,
+    pub tx_lane_bits_per_second: u64,
+    pub generation: String,
+    pub downshift: String,
+    pub peer_name: String,
+    pub peer_uid: String,
+}
+
+impl From<&pb::ThunderboltPort> for ThunderboltDto {
+    fn from(t: &pb::ThunderboltPort) -> ThunderboltDto {
+        ThunderboltDto {
+            rx_lanes: t.rx_lanes,
+            tx_lanes: t.tx_lanes,
+            rx_lane_bits_per_second: t.rx_lane_bits_per_second,
+            tx_lane_bits_per_second: t.tx_lane_bits_per_second,
+            generation: t.generation.clone(),
+            downshift: enum_name(t.downshift, pb::Downshift::as_str_name),
+            peer_name: t.peer_name.clone(),
+            peer_uid: t.peer_uid.clone(),
+        }
+    }
 }
 
 /// One temperature sensor.
@@ -217,6 +250,7 @@ impl From<&Payload> for PayloadDto {
                 carrier_down_count: e.carrier_down_count,
                 source: enum_name(e.source, pb::LinkEventSource::as_str_name),
                 bridge: e.bridge.clone(),
+                thunderbolt: e.thunderbolt.as_ref().map(ThunderboltDto::from),
             },
             Payload::Counters(c) => PayloadDto::Counters {
                 interface: c.interface.clone(),
@@ -308,6 +342,7 @@ impl From<&Payload> for PayloadDto {
                 stamp_refused_own_address: s.stamp_refused_own_address,
                 stamp_refused_rate_limited: s.stamp_refused_rate_limited,
                 unsupported_sources: s.unsupported_sources.clone(),
+                clock_steps: s.clock_steps,
             },
             Payload::Path(p) => PayloadDto::Path {
                 peer: p.peer.clone(),
@@ -369,5 +404,30 @@ mod tests {
         let v = serde_json::to_value(PayloadDto::from(&o)).unwrap();
         assert_eq!(v["cause"], "42");
         assert!(v["end_unix_ns"].is_null());
+    }
+
+    #[test]
+    fn fabric_link_events_show_the_port_and_others_do_not() {
+        let e = |thunderbolt| {
+            let p = Payload::LinkEvent(pb::LinkEvent {
+                interface: "thunderbolt0".into(),
+                source: pb::LinkEventSource::Fabric as i32,
+                thunderbolt,
+                ..Default::default()
+            });
+            serde_json::to_value(PayloadDto::from(&p)).unwrap()
+        };
+        let v = e(Some(pb::ThunderboltPort {
+            rx_lanes: 1,
+            tx_lanes: 2,
+            generation: "4".into(),
+            downshift: pb::Downshift::BelowCapability as i32,
+            ..Default::default()
+        }));
+        assert_eq!(v["source"], "LINK_EVENT_SOURCE_FABRIC");
+        assert_eq!(v["thunderbolt"]["rx_lanes"], 1);
+        assert_eq!(v["thunderbolt"]["generation"], "4");
+        assert_eq!(v["thunderbolt"]["downshift"], "DOWNSHIFT_BELOW_CAPABILITY");
+        assert!(e(None).get("thunderbolt").is_none());
     }
 }
