@@ -12,7 +12,7 @@ use nix::time::{clock_gettime, ClockId};
 
 use super::{ClockReading, Notice};
 
-/// The three clocks, read back to back.
+/// The two clocks, read back to back, and the timeline of the second.
 pub fn read_clocks() -> io::Result<ClockReading> {
     let ns = |id: ClockId| -> io::Result<u64> {
         let t = clock_gettime(id).map_err(io::Error::from)?;
@@ -20,10 +20,14 @@ pub fn read_clocks() -> io::Result<ClockReading> {
             .saturating_mul(1_000_000_000)
             .saturating_add(t.tv_nsec() as u64))
     };
+    let awake_ns = ns(ClockId::CLOCK_MONOTONIC)?;
+    let suspend_ns = ns(ClockId::CLOCK_BOOTTIME)?;
     Ok(ClockReading {
-        awake_ns: ns(ClockId::CLOCK_MONOTONIC)?,
-        suspend_ns: ns(ClockId::CLOCK_BOOTTIME)?,
-        unix_ns: crate::clock::now_ns(),
+        awake_ns,
+        suspend_ns,
+        // The timeline runs on this very clock (CLOCK_BOOTTIME): placing the
+        // event from this read keeps it on the slept time it measured.
+        unix_ns: crate::clock::clock().at(suspend_ns),
     })
 }
 

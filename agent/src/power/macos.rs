@@ -54,7 +54,7 @@ const _: () = assert!(size_of::<isize>() == size_of::<*mut c_void>());
 /// `pmset sleepnow` still sleeps the machine.
 const PREVENT_USER_IDLE_SYSTEM_SLEEP: &str = "PreventUserIdleSystemSleep";
 
-/// The three clocks, read back to back.
+/// The two clocks, read back to back, and the timeline of the second.
 pub fn read_clocks() -> io::Result<ClockReading> {
     let ns = |id: libc::clockid_t| -> io::Result<u64> {
         let t = clock_gettime(ClockId::from_raw(id)).map_err(io::Error::from)?;
@@ -62,10 +62,14 @@ pub fn read_clocks() -> io::Result<ClockReading> {
             .saturating_mul(1_000_000_000)
             .saturating_add(t.tv_nsec() as u64))
     };
+    let awake_ns = ns(libc::CLOCK_UPTIME_RAW)?;
+    let suspend_ns = ns(libc::CLOCK_MONOTONIC_RAW)?;
     Ok(ClockReading {
-        awake_ns: ns(libc::CLOCK_UPTIME_RAW)?,
-        suspend_ns: ns(libc::CLOCK_MONOTONIC_RAW)?,
-        unix_ns: crate::clock::now_ns(),
+        awake_ns,
+        suspend_ns,
+        // The timeline runs on this very clock (mach_continuous_time): placing the
+        // event from this read keeps it on the slept time it measured.
+        unix_ns: crate::clock::clock().at(suspend_ns),
     })
 }
 
