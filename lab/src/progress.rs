@@ -14,7 +14,6 @@ use boltwatch_collector::report::summary::LinkStats;
 use boltwatch_proto::v1::record::Payload;
 use boltwatch_proto::v1::Record;
 use boltwatch_store::StoreReader;
-use prost::Message;
 
 /// How the status is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,8 +54,9 @@ impl Style {
 pub struct Tally {
     rtt: LinkStats,
     records: u64,
-    /// Sort key of the last record read: the next read starts after it.
-    cursor: Option<(u64, String, String, u64)>,
+    /// Arrival-order position of the last record read: the next read
+    /// starts after it.
+    cursor: i64,
 }
 
 impl Tally {
@@ -86,32 +86,31 @@ impl Tally {
     /// Reads what the store gained since the last call. A store the
     /// collector has not created yet reads as empty.
     pub async fn refresh(&mut self, store: &StoreReader) {
-        let after = self.cursor.clone();
+        let after = self.cursor;
+        // Arrival order, not record time: a record stamped before one
+        // already read (another node's, or an agent's last window flushed
+        // at shutdown) still arrives after it, and a cursor on record time
+        // would skip it.
         let read = store
             .read(move |c| {
-                let filter = boltwatch_store::RecordFilter {
-                    kind: Some("rtt".into()),
-                    limit: u32::MAX,
-                    ..Default::default()
-                };
-                let mut rows = Vec::new();
-                let key = after
-                    .as_ref()
-                    .map(|(t, n, b, s)| (*t, n.as_str(), b.as_str(), *s));
-                c.each_record(&filter, key, |r| {
-                    rows.push(r);
-                    true
-                })?;
-                Ok((rows, c.total_records()?))
+                let mut logged = Vec::new();
+                let mut pos = after;
+                loop {
+                    let chunk = c.log_after(pos, boltwatch_store::LOG_CHUNK)?;
+                    let Some(last) = chunk.last() else { break };
+                    pos = last.pos;
+                    logged.extend(chunk);
+                }
+                Ok((logged, c.total_records()?))
             })
             .await;
-        let Ok((rows, total)) = read else { return };
+        let Ok((logged, total)) = read else { return };
         self.records = total;
-        for row in rows {
-            if let Ok(r) = Record::decode(row.raw.as_slice()) {
-                self.add(&r);
+        for l in logged {
+            if let Some(r) = &l.record {
+                self.add(r);
             }
-            self.cursor = Some((row.unix_ns, row.node, row.boot_id, row.seq));
+            self.cursor = l.pos;
         }
     }
 }
