@@ -48,6 +48,7 @@ pub mod counters;
 pub mod discovery;
 pub mod doctor;
 pub mod error;
+pub mod fabric;
 pub mod health;
 pub mod link;
 pub mod metrics;

@@ -12,6 +12,7 @@
 //! | [`thermal`] | temperatures, throttling, CPU frequency |
 //! | [`outage`] | link and service outage counts and seconds |
 //! | [`power`] | sleeps of the node and the time asleep |
+//! | [`fabric`] | fabric checks (settings that take a cluster down) and RDMA port state |
 //! | [`service`] | service checks |
 //! | [`bandwidth`] | bandwidth test results and counters, the thermal verdict of the last test per end |
 //! | [`process`] | `process_*` of the serving process (procfs at scrape time, no records) |
@@ -59,6 +60,7 @@
 pub mod agent;
 pub mod bandwidth;
 mod domain;
+pub mod fabric;
 pub mod family;
 pub mod gzip;
 pub mod histogram;
@@ -124,6 +126,7 @@ record_domains! {
     thermal: thermal::ThermalMetrics,
     outage: outage::OutageMetrics,
     power: power::PowerMetrics,
+    fabric: fabric::FabricMetrics,
     service: service::ServiceMetrics,
     bandwidth: bandwidth::BandwidthMetrics,
 }

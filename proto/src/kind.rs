@@ -39,7 +39,8 @@ mod tests {
                 "outage",
                 "agent_stats",
                 "path",
-                "power"
+                "power",
+                "fabric_check"
             ]
         );
         assert_eq!(
@@ -57,7 +58,7 @@ mod tests {
 
     #[test]
     fn tags_are_the_schema_field_numbers_and_clearing_keeps_the_kind() {
-        assert_eq!(PAYLOAD_TAGS, [10, 11, 12, 13, 14, 15, 16, 17, 18, 19]);
+        assert_eq!(PAYLOAD_TAGS, [10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20]);
         let mut p = Payload::LinkEvent(LinkEvent {
             interface: "en0".into(),
             carrier: true,

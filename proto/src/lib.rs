@@ -7,6 +7,8 @@
 //!   every field).
 //! - [`kind`]: the payload-kind names (store column, metrics label, API
 //!   filter), generated from the schema's `Record.payload` oneof.
+//! - [`fabric`]: the fabric checks' names (the agent runs them, the
+//!   collector exports the names it knows).
 //! - [`histogram`]: the RTT histogram bucket layout shared by the agent
 //!   (which fills it) and the collector (which exports it to Prometheus).
 //! - [`merge`]: the one rule for merging RTT window statistics (store
@@ -15,6 +17,7 @@
 //!   throttled.
 #![deny(missing_docs)]
 
+pub mod fabric;
 pub mod histogram;
 pub mod kind;
 pub mod merge;

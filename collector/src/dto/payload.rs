@@ -141,6 +141,18 @@ pub enum PayloadDto {
         slept_ns: u64,
         source: String,
     },
+    /// `FabricCheck`: one setting or state check of the node.
+    FabricCheck {
+        /// The check's stable name (docs/fabric.md).
+        check: String,
+        /// The interface it is about, empty for the whole node.
+        interface: String,
+        ok: bool,
+        /// What was measured.
+        detail: String,
+        /// The RDMA device of a port check, else empty.
+        device: String,
+    },
     /// `AgentStats`.
     AgentStats {
         malformed_packets: u64,
@@ -355,6 +367,13 @@ impl From<&Payload> for PayloadDto {
                 at_unix_ns: p.at_unix_ns,
                 slept_ns: p.slept_ns,
                 source: enum_name(p.source, pb::PowerEventSource::as_str_name),
+            },
+            Payload::FabricCheck(c) => PayloadDto::FabricCheck {
+                check: c.check.clone(),
+                interface: c.interface.clone(),
+                ok: c.ok,
+                detail: c.detail.clone(),
+                device: c.device.clone(),
             },
         }
     }

@@ -96,6 +96,15 @@ pub fn subjects(r: &Record) -> impl Iterator<Item = (Dim, &str)> + Clone + '_ {
             ],
             &[],
         ),
+        // The RDMA device is a per-port name: budgeted as an interface.
+        Some(Payload::FabricCheck(c)) => (
+            [
+                (Dim::Interface, &c.interface),
+                (Dim::Interface, &c.device),
+                none,
+            ],
+            &[],
+        ),
         // No label but the node's; `None` is a kind this build cannot name.
         Some(Payload::AgentStats(_) | Payload::Power(_)) | None => ([none; 3], &[]),
     };

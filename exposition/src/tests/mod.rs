@@ -10,6 +10,7 @@ use crate::RecordMetrics as Metrics;
 
 mod agent;
 mod bandwidth;
+mod fabric;
 mod kinds;
 mod link;
 mod outage_service;
