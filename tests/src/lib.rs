@@ -11,6 +11,7 @@
 //!
 //! # Layout
 //! - [`bed`]: [`TestBed`], the namespaces, links and fault injection.
+//! - [`bridged`]: the bed reshaped as three nodes on one node's bridge.
 //! - [`cmd`]: running the tools, [`BedError`], root and tool checks.
 //! - [`nft`]: the loss ruleset and the drop-counter parser; pure.
 //! - [`sysfs`]: [`SysfsFixture`], fixture `/sys` trees for agents.
@@ -28,6 +29,7 @@
 #![deny(missing_docs)]
 
 pub mod bed;
+pub mod bridged;
 pub mod cluster;
 pub mod cmd;
 pub mod grafana;

@@ -56,7 +56,8 @@ fn now() -> f64 {
 }
 
 /// n0's /sys: its link interface (40 Gbit/s), a thermal zone, cpufreq at
-/// two thirds of the maximum, and a throttle counter.
+/// two thirds of the maximum, a throttle counter, and an active soft-RoCE
+/// device on the link (for the fabric row's RDMA panel).
 fn thermal_fixture() -> SysfsFixture {
     let f = SysfsFixture::new().unwrap();
     let tb = NetIf {
@@ -71,6 +72,9 @@ fn thermal_fixture() -> SysfsFixture {
     f.write(&format!("{policy}/cpuinfo_max_freq"), "3000000")
         .unwrap();
     f.write(THROTTLE_COUNT, "0").unwrap();
+    let port = "class/infiniband/rxe0/ports/1";
+    f.write(&format!("{port}/state"), "4: ACTIVE").unwrap();
+    f.write(&format!("{port}/gid_attrs/ndevs/0"), "tb1").unwrap();
     f
 }
 

@@ -168,6 +168,27 @@ pub const KEYS: &[K] = &[
     )
     .flag("prevent-sleep", "BOOL")
     .default_doc("on under launchd, else off"),
+    K::new(
+        "fabric.check_interval",
+        "time between fabric check rounds (settings that take a cluster down; docs/fabric.md)",
+        |c, v| set(&mut c.fabric_check_interval, v.duration(secs(1)..=DAY)),
+    )
+    .default("60s"),
+    K::new(
+        "fabric.tcp_clock_margin",
+        "macOS: the `uptime_under_tcp_limit` check fails this long before 49 days 17 hours of uptime",
+        |c, v| set(&mut c.fabric_tcp_clock_margin, v.duration(Duration::ZERO..=30 * DAY)),
+    )
+    .default("3d"),
+    K::new(
+        "fabric.expect_rdma",
+        "report `rdma_ready` (failing) even where RDMA is switched off",
+        |c, v| {
+            c.fabric_expect_rdma = v.bool()?;
+            Ok(())
+        },
+    )
+    .default("false"),
     K::new("spool.dir", "durable spool (one agent per dir)", |c, v| {
         set(&mut c.spool_dir, v.path())
     })
@@ -344,6 +365,9 @@ pub(super) fn blank() -> Config {
         service_interval: Duration::ZERO,
         outage_after_missing: 0,
         prevent_sleep: None,
+        fabric_check_interval: Duration::ZERO,
+        fabric_tcp_clock_margin: Duration::ZERO,
+        fabric_expect_rdma: false,
         bandwidth_enabled: false,
         bandwidth_listen: any,
         bandwidth_interval: Duration::ZERO,

@@ -123,6 +123,12 @@ pub struct Config {
     /// Hold the macOS idle-sleep assertion; `None`: only under launchd
     /// (`crate::power::prevent_sleep_wanted`).
     pub prevent_sleep: Option<bool>,
+    /// Time between fabric check rounds (`crate::fabric`).
+    pub fabric_check_interval: Duration,
+    /// The uptime check fails this long before the TCP clock limit.
+    pub fabric_tcp_clock_margin: Duration,
+    /// Report `rdma_ready` even where RDMA is switched off.
+    pub fabric_expect_rdma: bool,
 }
 
 impl Default for Config {

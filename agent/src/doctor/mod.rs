@@ -35,6 +35,7 @@ use clap::Parser;
 use serde::Serialize;
 
 pub mod compare;
+mod fabric;
 
 crate::platform::os_module!(mod imp);
 
@@ -263,6 +264,7 @@ pub fn run(args: &Args, w: &mut dyn io::Write) -> io::Result<Report> {
     let cap = Captures { root: out.clone() };
     let mut rows = imp::rows(&cap, &args.interfaces);
     rows.push(kernel_timestamps());
+    rows.extend(fabric::rows(&args.interfaces));
     let report = Report {
         os: std::env::consts::OS,
         out,

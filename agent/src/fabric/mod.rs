@@ -218,8 +218,17 @@ pub fn gather(links: &[String], sysfs_root: &Path) -> Facts {
         pmset: imp::pmset(),
         dhcp: imp::dhcp(links),
         uptime: imp::uptime(),
-        rdma: imp::rdma(sysfs_root),
+        rdma: imp::rdma(sysfs_root).map(|r| with_generations(r, sysfs_root)),
     }
+}
+
+/// Each port's Thunderbolt generation, from discovery of its interface, so
+/// a Thunderbolt 4 port's inactive device is said to be one.
+fn with_generations(mut r: Rdma, sysfs_root: &Path) -> Rdma {
+    for p in r.ports.iter_mut().filter(|p| !p.interface.is_empty()) {
+        p.generation = crate::discovery::describe(&p.interface, sysfs_root).generation;
+    }
+    r
 }
 
 /// Where the default routes leave: the route the kernel picks for a
@@ -255,4 +264,38 @@ fn bridges(links: &[String], sysfs_root: &Path) -> Vec<Bridge> {
             name: i.name,
         })
         .collect()
+}
+
+/// Which outcomes to send this round: those whose verdict changed (or is
+/// new), and all of them every `repeat_every` rounds so a collector that
+/// lost state learns them again. Pure; the role holds one.
+#[derive(Debug, Default)]
+pub struct Emitter {
+    last: BTreeMap<(Check, String, String), bool>,
+    rounds: u32,
+}
+
+impl Emitter {
+    /// Every this many rounds, all outcomes are sent.
+    pub const REPEAT_EVERY: u32 = 10;
+
+    /// The outcomes of this round to send, and those that are failing for
+    /// the first time (new, or ok last round).
+    pub fn round<'o>(&mut self, outcomes: &'o [Outcome]) -> (Vec<&'o Outcome>, Vec<&'o Outcome>) {
+        let all = self.rounds % Self::REPEAT_EVERY == 0;
+        self.rounds = self.rounds.wrapping_add(1);
+        let mut send = Vec::new();
+        let mut failed = Vec::new();
+        for o in outcomes {
+            let key = (o.check, o.interface.clone(), o.device.clone());
+            let before = self.last.insert(key, o.ok);
+            if before != Some(false) && !o.ok {
+                failed.push(o);
+            }
+            if all || before != Some(o.ok) {
+                send.push(o);
+            }
+        }
+        (send, failed)
+    }
 }

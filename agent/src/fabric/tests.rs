@@ -244,3 +244,33 @@ fn linux_sysfs_rdma_ports_pair_with_their_netdevs() {
     assert!(find(&out, Check::RdmaReady, "").ok);
     assert!(imp::rdma(&fixture("sys")).is_none());
 }
+
+#[test]
+fn the_emitter_sends_all_first_then_changes_then_all_every_tenth_round() {
+    let facts = mini_as_shipped();
+    let failing = evaluate(&facts, settings());
+    let mut fixed = facts.clone();
+    fixed.pmset = Some(Pmset {
+        sleep: Some(0),
+        autorestart: Some(0),
+        womp: None,
+    });
+    let after_fix = evaluate(&fixed, settings());
+    let mut e = Emitter::default();
+    let (send, turned) = e.round(&failing);
+    assert_eq!(send.len(), failing.len());
+    assert_eq!(turned.len(), failing.len(), "failing from the start");
+    // Unchanged: nothing sent.
+    assert!(e.round(&failing).0.is_empty());
+    // sleep fixed: only that check is sent.
+    let (send, _) = e.round(&after_fix);
+    assert_eq!(send.len(), 1);
+    assert_eq!(send[0].check, Check::SleepDisabled);
+    // It breaks again: sent and reported as turned failing.
+    let (send, turned) = e.round(&failing);
+    assert_eq!((send.len(), turned.len()), (1, 1));
+    for _ in 4..Emitter::REPEAT_EVERY {
+        assert!(e.round(&failing).0.is_empty());
+    }
+    assert_eq!(e.round(&failing).0.len(), failing.len());
+}

@@ -18,7 +18,7 @@
 //! The per-OS files (chosen as [`crate::platform`] describes) read the
 //! clocks, wait for notifications and hold the sleep-preventing assertion
 //! (`prevent_sleep`); [`message`] says what each IOKit message means and
-//! is tested on every OS; [`pmset`] reads `pmset -g` for `doctor`.
+//! is tested on every OS; [`pmset`] reads `pmset -g` for the fabric checks.
 
 use std::time::Duration;
 

@@ -16,6 +16,7 @@
 //! | service checks | [`services`] | task per peer and service |
 //! | bandwidth server and scheduler | [`bandwidth`] | thread, task |
 //! | path watch | [`path_watch`] | task per peer |
+//! | fabric checks (settings that take a cluster down) | [`fabric`] | task |
 //! | sleep and wake, `prevent_sleep` | [`power`] | thread |
 //! | health reporter | [`health_reporter`] | task |
 //! | the node's `/metrics` (`metrics_listen`) | [`metrics_server`] | task |
@@ -32,6 +33,7 @@
 
 mod bandwidth;
 mod crew;
+mod fabric;
 mod health_reporter;
 mod link_watcher;
 mod metrics_server;
@@ -210,6 +212,7 @@ impl Agent {
         services::start(&mut crew, &config, &outage);
         bandwidth::start(&mut crew, &config, &topology, listeners.bandwidth, &load)?;
         path_watch::start(&mut crew, &config, &topology);
+        fabric::start(&mut crew, &config, &topology);
         power::start(&mut crew, &config, &outage)?;
         health_reporter::start(&mut crew);
         let hello = topology.hello(&config, &boot_id);

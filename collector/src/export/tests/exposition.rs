@@ -53,6 +53,10 @@ const LABELS: &[&str] = &[
     "end",
     "kind",
     "generation",
+    // A fabric check's name (only names the build knows are exported) and
+    // an RDMA device (budgeted as an interface at ingest).
+    "check",
+    "device",
     "version",
     "os",
     "boot_id",
