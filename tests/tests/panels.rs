@@ -74,7 +74,8 @@ fn thermal_fixture() -> SysfsFixture {
     f.write(THROTTLE_COUNT, "0").unwrap();
     let port = "class/infiniband/rxe0/ports/1";
     f.write(&format!("{port}/state"), "4: ACTIVE").unwrap();
-    f.write(&format!("{port}/gid_attrs/ndevs/0"), "tb1").unwrap();
+    f.write(&format!("{port}/gid_attrs/ndevs/0"), "tb1")
+        .unwrap();
     f
 }
 

@@ -44,6 +44,9 @@ pub const CONTRACT: &[&str] = &[
     "boltwatch_link_speed_bytes_per_second",
     "boltwatch_link_info",
     "boltwatch_link_downshifted",
+    // The fabric under the link.
+    "boltwatch_fabric_check_ok",
+    "boltwatch_rdma_port_up",
     "boltwatch_thermal_throttled",
     "boltwatch_thermal_throttled_seconds_total",
     "boltwatch_thermal_pressure_level",

@@ -145,6 +145,7 @@ fn grafana_dashboard_is_well_formed() {
         "Temperatures",
         "Services",
         "Agent",
+        "Fabric",
     ];
     assert_eq!(rows.len(), expected.len(), "rows {rows:?}");
     for (row, prefix) in rows.iter().zip(expected) {

@@ -86,6 +86,11 @@ fn series(name: &str) -> u64 {
         links
     } else if m.starts_with("boltwatch_interface_") || m.starts_with("boltwatch_link_") {
         NODES * INTERFACES
+    } else if m == "boltwatch_fabric_check_ok" {
+        // Five checks of the node, four per interface (docs/fabric.md).
+        NODES * (5 + 4 * INTERFACES)
+    } else if m == "boltwatch_rdma_port_up" {
+        NODES * INTERFACES
     } else if m == "boltwatch_temperature_celsius" {
         NODES * SENSORS
     } else if m.starts_with("boltwatch_agent_") || m == "boltwatch_records_received_total" {
