@@ -21,7 +21,7 @@ use crate::platform::{Support, Unsupported};
 crate::platform::os_module!(mod imp);
 
 #[cfg(target_os = "macos")]
-pub use imp::MibCounters;
+pub use imp::{multicast_packets, MibCounters};
 #[cfg(target_os = "linux")]
 pub use imp::SysfsCounters;
 #[cfg(not(any(target_os = "linux", target_os = "macos")))]
