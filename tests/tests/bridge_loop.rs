@@ -48,9 +48,11 @@ fn loop_bed() -> TestBed {
     run(
         0,
         "ip",
-        &["link", "add", SECOND[0], "type", "veth", "peer", "name", SECOND[1], "netns", &peer_ns],
+        &[
+            "link", "add", SECOND[0], "type", "veth", "peer", "name", SECOND[1], "netns", &peer_ns,
+        ],
     );
-    for node in 0..2 {
+    for (node, second) in SECOND.into_iter().enumerate() {
         run(
             node,
             "ip",
@@ -58,7 +60,7 @@ fn loop_bed() -> TestBed {
         );
         let first = bed.link_if(node, 1 - node).unwrap().to_owned();
         run(node, "ip", &["addr", "flush", "dev", &first]);
-        for member in [first.as_str(), SECOND[node]] {
+        for member in [first.as_str(), second] {
             run(node, "ip", &["link", "set", member, "master", "brl"]);
             run(node, "ip", &["link", "set", member, "up"]);
             bed.rate(node, member, RATE)

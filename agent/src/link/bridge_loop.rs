@@ -126,9 +126,8 @@ impl Bridge {
     fn observe(&mut self, poll: Poll<'_>) -> Option<Verdict> {
         let rates = self.rates(poll.at_ns, poll.flood);
         let moves = self.moves(poll.at_ns, poll.ports);
-        let storm = rates.is_some_and(|(fin, own)| {
-            fin >= FLOOD_MIN_PPS && fin >= FLOOD_RATIO * own.max(1.0)
-        });
+        let storm = rates
+            .is_some_and(|(fin, own)| fin >= FLOOD_MIN_PPS && fin >= FLOOD_RATIO * own.max(1.0));
         let suspicious = storm || moves >= MOVES_MIN;
         let was = self.suspected.unwrap_or(false);
         let now = if suspicious != was {
@@ -233,7 +232,14 @@ mod tests {
 
     #[test]
     fn a_storm_raises_after_two_polls_and_clears_after_five() {
-        let (mut d, mut t, mut c) = (LoopDetector::new(), 0, Flood { flood_in: 0, own_out: 0 });
+        let (mut d, mut t, mut c) = (
+            LoopDetector::new(),
+            0,
+            Flood {
+                flood_in: 0,
+                own_out: 0,
+            },
+        );
         let first = run(&mut d, &mut t, &mut c, 10, (40, 30), quiet);
         assert_eq!(first.len(), 1, "only the first verdict: {first:?}");
         assert!(!first[0].1.suspected);
@@ -252,7 +258,14 @@ mod tests {
 
     #[test]
     fn one_suspicious_poll_between_clean_ones_does_not_flap() {
-        let (mut d, mut t, mut c) = (LoopDetector::new(), 0, Flood { flood_in: 0, own_out: 0 });
+        let (mut d, mut t, mut c) = (
+            LoopDetector::new(),
+            0,
+            Flood {
+                flood_in: 0,
+                own_out: 0,
+            },
+        );
         run(&mut d, &mut t, &mut c, 3, (10, 10), quiet);
         for _ in 0..5 {
             assert!(run(&mut d, &mut t, &mut c, 1, (9000, 10), quiet).is_empty());
@@ -271,7 +284,14 @@ mod tests {
     fn a_busy_node_flooding_itself_is_no_loop() {
         // 3000 flooded packets a second in, 2000 sent by the node: below
         // the ratio (a node that multicasts a lot hears a lot back).
-        let (mut d, mut t, mut c) = (LoopDetector::new(), 0, Flood { flood_in: 0, own_out: 0 });
+        let (mut d, mut t, mut c) = (
+            LoopDetector::new(),
+            0,
+            Flood {
+                flood_in: 0,
+                own_out: 0,
+            },
+        );
         let v = run(&mut d, &mut t, &mut c, 20, (3000, 2000), quiet);
         assert_eq!(v.len(), 1);
         assert!(!v[0].1.suspected);
@@ -282,7 +302,14 @@ mod tests {
 
     #[test]
     fn a_mac_learnt_on_two_members_in_turn_raises_and_one_move_does_not() {
-        let (mut d, mut t, mut c) = (LoopDetector::new(), 0, Flood { flood_in: 0, own_out: 0 });
+        let (mut d, mut t, mut c) = (
+            LoopDetector::new(),
+            0,
+            Flood {
+                flood_in: 0,
+                own_out: 0,
+            },
+        );
         run(&mut d, &mut t, &mut c, 3, (0, 0), quiet);
         // N recabled from en3 to en4 once: one move, no loop.
         let moved = |_| table(&[(M, "en2"), (N, "en4")]);
@@ -331,7 +358,14 @@ mod tests {
         for s in 10..20 {
             assert_eq!(d.observe("br0", poll(s, None)), None);
             assert_eq!(
-                d.observe("br0", Poll { at_ns: s * S, flood: None, ports: None }),
+                d.observe(
+                    "br0",
+                    Poll {
+                        at_ns: s * S,
+                        flood: None,
+                        ports: None
+                    }
+                ),
                 None
             );
         }
@@ -363,6 +397,9 @@ mod tests {
         }
         assert_eq!(raised, vec![true]);
         d.retain(&["br1"]);
-        assert!(d.observe("br0", poll(9, 0)).is_some(), "a new first verdict");
+        assert!(
+            d.observe("br0", poll(9, 0)).is_some(),
+            "a new first verdict"
+        );
     }
 }
