@@ -24,6 +24,9 @@
 //!   direction's lanes times lane speed when both are known, and the
 //!   generation of `boltwatch_link_info` with the one the port showed
 //!   ("5" once it ran 40 Gb/s lanes).
+//! - A bridge loop link event (source `BRIDGE_LOOP`, the interface being
+//!   the bridge) says nothing of carrier either; it sets
+//!   `boltwatch_bridge_loop_suspected` to the agent's newest verdict.
 
 use std::collections::BTreeMap;
 
@@ -69,6 +72,7 @@ families! {
     LANES = Gauge("boltwatch_link_lanes", "", &["node", "interface", "direction"], "Lanes the Thunderbolt port negotiated, per direction.");
     LANE_SPEED = Gauge("boltwatch_link_lane_speed_bytes_per_second", "bytes_per_second", &["node", "interface", "direction"], "Speed of one lane of the Thunderbolt port as negotiated, per direction.");
     INFO = Gauge("boltwatch_link_info", "", &["node", "interface", "kind", "generation"], "Interface kind and Thunderbolt generation from the agent's discovery; always 1.");
+    LOOP_SUSPECTED = Gauge("boltwatch_bridge_loop_suspected", "", NI, "1 while the agent suspects frames circulate through the bridge (flooded frames far above the node's own, or learnt MACs moving between members), else 0.");
     PATH_OK = Gauge("boltwatch_path_ok", "", labels::NODE_PEER, "1 when the route to the peer leaves through the expected interface.");
 }
 
@@ -119,6 +123,8 @@ struct Iface {
     info: Option<Discovered>,
     /// The newest fabric reading of a Thunderbolt port.
     fabric: Newest<ThunderboltPort>,
+    /// The newest bridge loop verdict, for a bridge.
+    bridge_loop: Newest<bool>,
 }
 
 /// State behind the link and interface families.
@@ -157,6 +163,15 @@ impl LinkMetrics {
         if e.source == LinkEventSource::Fabric as i32 {
             if let Some(tb) = &e.thunderbolt {
                 self.iface(&r.node, &e.interface, |s| Self::fabric(s, r, tb));
+            }
+            return;
+        }
+        if e.source == LinkEventSource::BridgeLoop as i32 {
+            if let Some(l) = &e.bridge_loop {
+                let suspected = l.suspected;
+                self.iface(&r.node, &e.interface, |s| {
+                    s.bridge_loop.update(At::of(r), suspected)
+                });
             }
             return;
         }
@@ -307,6 +322,11 @@ impl Domain for LinkMetrics {
         );
         Self::render_fabric(e, ifs);
         e.family(
+            &LOOP_SUSPECTED,
+            ifs.iter()
+                .filter_map(|(k, s)| Some((pair(k), u64::from(*s.bridge_loop.get()?)))),
+        );
+        e.family(
             &INFO,
             ifs.iter().filter_map(|((n, i), s)| {
                 let d = s.info.as_ref()?;
@@ -330,6 +350,7 @@ impl Domain for LinkMetrics {
                 s.speed = Newest::default();
                 s.info = None;
                 s.fabric = Newest::default();
+                s.bridge_loop = Newest::default();
             }
         }
         self.paths.retain(|(n, _), _| n != node);

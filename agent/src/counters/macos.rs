@@ -103,6 +103,21 @@ fn media_carrier(interface: &str) -> Option<bool> {
     xnu::carrier_from_media(media_status(sock.as_fd(), interface).ok())
 }
 
+/// `(received, sent)` multicast packets of `interface`, broadcast
+/// included (xnu counts both in `ifi_imcasts`/`ifi_omcasts`), for the
+/// bridge loop detector; not part of [`InterfaceCounters`].
+pub fn multicast_packets(interface: &str) -> Result<(u64, u64), CountersError> {
+    let c_name = CString::new(interface)
+        .map_err(|_| CountersError::NoSuchInterface(interface.to_string()))?;
+    // SAFETY: `c_name` is a valid NUL-terminated string for the call.
+    let ifindex = unsafe { libc::if_nametoindex(c_name.as_ptr()) };
+    if ifindex == 0 {
+        return Err(CountersError::NoSuchInterface(interface.to_string()));
+    }
+    let d = ifmib(ifindex, interface)?.ifmd_data;
+    Ok((d.ifi_imcasts, d.ifi_omcasts))
+}
+
 impl CounterSource for MibCounters {
     fn read(&mut self, interface: &str) -> Result<InterfaceCounters, CountersError> {
         let c_name = CString::new(interface)

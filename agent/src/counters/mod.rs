@@ -20,12 +20,12 @@ use crate::platform::{Support, Unsupported};
 
 crate::platform::os_module!(mod imp);
 
-#[cfg(target_os = "macos")]
-pub use imp::MibCounters;
 #[cfg(target_os = "linux")]
 pub use imp::SysfsCounters;
 #[cfg(not(any(target_os = "linux", target_os = "macos")))]
 pub use imp::UnsupportedCounters;
+#[cfg(target_os = "macos")]
+pub use imp::{multicast_packets, MibCounters};
 
 /// The files under a Linux interface's sysfs `statistics/` directory the
 /// reader requires (a missing one fails the read). Fixture builders write

@@ -102,6 +102,7 @@ impl Tracker {
             source: source as i32,
             bridge: bridge.to_owned(),
             thunderbolt: None,
+            bridge_loop: None,
         };
         let change = LinkChange {
             interface: interface.to_owned(),

@@ -21,6 +21,7 @@ use nix::sys::socket::{
 use nix::sys::time::TimeVal;
 
 use super::announce::{gratuitous_arp, ETH_P_ARP};
+use super::bridge_loop::Flood;
 use super::neigh::{self, AF_BRIDGE, AF_INET, AF_INET6};
 use super::netlink::{self, RTM_DELLINK};
 use super::ports::Tables;
@@ -148,6 +149,23 @@ impl LinkOs for Linux {
             }
         }
         Ok(t)
+    }
+
+    fn flood(&mut self, bridge: &str, _members: &[String]) -> io::Result<Flood> {
+        // veth and thunderbolt-net count no multicast (`statistics/multicast`
+        // stays 0), so the bridge's own receive count stands in: every
+        // flooded frame is also passed up to the bridge device, once per
+        // round it makes in a loop, while the host sent it once.
+        let stats = self.class_net.join(bridge).join("statistics");
+        let count = |name: &str| -> io::Result<u64> {
+            read_trimmed(&stats.join(name))?
+                .parse()
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+        };
+        Ok(Flood {
+            flood_in: count("rx_packets")?,
+            own_out: count("tx_packets")?,
+        })
     }
 
     fn announce(&mut self, name: &str) -> io::Result<()> {

@@ -26,6 +26,7 @@ use nix::net::if_::InterfaceFlags;
 use nix::sys::socket::{recv, setsockopt, sockopt, MsgFlags};
 use nix::sys::time::TimeVal;
 
+use super::bridge_loop::Flood;
 use super::ifbridge::{self, BridgeAddr};
 use super::kev::{self, KevKind};
 use super::ports::Tables;
@@ -142,6 +143,19 @@ impl LinkOs for Mac {
     /// have.
     fn announce(&mut self, _name: &str) -> io::Result<()> {
         Ok(())
+    }
+
+    fn flood(&mut self, bridge: &str, members: &[String]) -> io::Result<Flood> {
+        // xnu counts broadcast with multicast (`ifi_imcasts`/`ifi_omcasts`,
+        // `ether_input`/`ether_output`): the members' received ones are
+        // what the loop floods, the bridge's sent ones what the node said.
+        let mut flood_in = 0u64;
+        for m in members {
+            let (rx, _) = crate::counters::multicast_packets(m).map_err(io::Error::other)?;
+            flood_in = flood_in.wrapping_add(rx);
+        }
+        let (_, own_out) = crate::counters::multicast_packets(bridge).map_err(io::Error::other)?;
+        Ok(Flood { flood_in, own_out })
     }
 
     fn tables(&mut self, bridges: &HashMap<String, String>) -> io::Result<Tables> {

@@ -11,7 +11,9 @@
 //! `kern_event_msg`), both pure and tested on fixture bytes on any OS.
 //! Which member port of a bridge each peer sits behind is [`ports`]' pure
 //! map, fed from the neighbour and forwarding tables ([`neigh`] parses
-//! Linux's, [`ifbridge`] and [`rtdump`] macOS'). The
+//! Linux's, [`ifbridge`] and [`rtdump`] macOS'); the same forwarding
+//! tables and each bridge's flood counters feed [`bridge_loop`], the pure
+//! detector of frames circulating through a bridge. The
 //! per-OS files (chosen as [`crate::platform`] describes) only make OS
 //! calls: `linux.rs` (`NETLINK_ROUTE`, `RTMGRP_LINK`, sysfs reads) and
 //! `macos.rs` (`PF_SYSTEM` kernel events, `SIOCGIFMEDIA`, `getifaddrs`);
@@ -31,6 +33,7 @@ use crate::sink::{Observer, Sink};
 use crate::platform::Support;
 
 pub mod announce;
+pub mod bridge_loop;
 pub mod debounce;
 pub mod ifbridge;
 pub mod kev;

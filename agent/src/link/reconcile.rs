@@ -3,13 +3,15 @@
 //! the watched set, and the [`Tracker`] deciding what becomes a record.
 //! The OS file behind [`LinkOs`] only reads sockets and files.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io;
 use std::time::{Duration, Instant};
 
 use boltwatch_proto::v1::LinkEventSource;
 
+use super::bridge_loop::{Flood, LoopDetector, Poll};
 use super::debounce::Tracker;
+use super::neigh::Mac;
 use super::ports::{PeerPorts, Tables};
 use super::state::{LinkState, PeerPort};
 use super::watch::Watch;
@@ -80,6 +82,9 @@ pub(super) trait LinkOs: Send + 'static {
     /// The neighbour table and the forwarding tables of `bridges` (member
     /// -> bridge), for [`PeerPorts`].
     fn tables(&mut self, bridges: &HashMap<String, String>) -> io::Result<Tables>;
+    /// The flood counters of `bridge`, whose member ports are `members`,
+    /// for the [`LoopDetector`].
+    fn flood(&mut self, bridge: &str, members: &[String]) -> io::Result<Flood>;
 }
 
 /// The peers whose member ports the watcher follows, and who hears of
@@ -115,6 +120,7 @@ struct Reconciler<O> {
     bridges: HashMap<String, String>,
     names: BTreeSet<String>,
     ports: Option<PortWatch>,
+    loops: LoopDetector,
 }
 
 /// Runs the watcher until `watch` is stopped.
@@ -126,6 +132,7 @@ pub(super) fn run<O: LinkOs>(watch: Watch, os: O, ports: Option<PortWatch>) {
         bridges: HashMap::new(),
         names: BTreeSet::new(),
         ports,
+        loops: LoopDetector::new(),
     };
     r.poll(LinkEventSource::Startup);
     let mut last_poll = Instant::now();
@@ -160,24 +167,64 @@ pub(super) fn run<O: LinkOs>(watch: Watch, os: O, ports: Option<PortWatch>) {
 }
 
 impl<O: LinkOs> Reconciler<O> {
-    /// Reads the tables and reports the peers whose member port is new or
-    /// moved. Only where there are bridges: a peer on its own cable
-    /// follows that cable's carrier already.
-    fn follow_ports(&mut self) {
-        let Some(ports) = &mut self.ports else {
-            return;
-        };
+    /// Reads the tables once for both of their readers: the peers whose
+    /// member port is new or moved, and the loop detector. Only where
+    /// there are bridges: a peer on its own cable follows that cable's
+    /// carrier already, and a loop needs a bridge.
+    fn read_bridges(&mut self) {
         if self.bridges.is_empty() {
+            self.loops.retain(&[]);
             return;
         }
-        match self.os.tables(&self.bridges) {
-            Ok(t) => {
-                for change in ports.map.update(&t) {
-                    tracing::info!(peer = change.peer, port = %change.port, "peer behind bridge member");
-                    ports.observer.observe(change);
-                }
+        let tables = match self.os.tables(&self.bridges) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                tracing::debug!(error = %e, "neighbour or bridge table read failed");
+                None
             }
-            Err(e) => tracing::debug!(error = %e, "neighbour or bridge table read failed"),
+        };
+        if let (Some(ports), Some(t)) = (&mut self.ports, &tables) {
+            for change in ports.map.update(t) {
+                tracing::info!(peer = change.peer, port = %change.port, "peer behind bridge member");
+                ports.observer.observe(change);
+            }
+        }
+        self.watch_loops(tables.as_ref());
+    }
+
+    /// Feeds every watched bridge's counters and learnt MACs to the loop
+    /// detector and reports its verdicts.
+    fn watch_loops(&mut self, tables: Option<&Tables>) {
+        let mut members: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+        for (member, bridge) in &self.bridges {
+            if self.watch.wants(bridge) {
+                members.entry(bridge).or_default().push(member.clone());
+            }
+        }
+        let at = crate::clock::now_ns();
+        let present: Vec<&str> = members.keys().copied().collect();
+        self.loops.retain(&present);
+        for (bridge, members) in &members {
+            let flood = self
+                .os
+                .flood(bridge, members)
+                .map_err(|e| tracing::debug!(%bridge, error = %e, "bridge flood counters unread"))
+                .ok();
+            let ports: Option<HashMap<Mac, String>> = tables.map(|t| {
+                t.ports
+                    .iter()
+                    .filter(|(_, p)| members.contains(p))
+                    .map(|(m, p)| (*m, p.clone()))
+                    .collect()
+            });
+            let poll = Poll {
+                at_ns: at,
+                flood,
+                ports: ports.as_ref(),
+            };
+            if let Some(v) = self.loops.observe(bridge, poll) {
+                self.watch.report_loop(at, bridge, v);
+            }
         }
     }
 }
@@ -259,7 +306,7 @@ impl<O: LinkOs> Reconciler<O> {
         self.bridges = inventory.bridges;
         self.names = expand(&self.watch.interfaces, &inventory.names, &self.bridges);
         // Before the states: a port found now routes a drop this poll sees.
-        self.follow_ports();
+        self.read_bridges();
         let at = crate::clock::now_ns();
         for name in self.names.clone() {
             match self.os.read(&name) {
@@ -315,6 +362,9 @@ mod tests {
         fn tables(&mut self, _bridges: &HashMap<String, String>) -> io::Result<Tables> {
             Ok(Tables::default())
         }
+        fn flood(&mut self, _bridge: &str, _members: &[String]) -> io::Result<Flood> {
+            Err(io::ErrorKind::Unsupported.into())
+        }
     }
 
     fn link_events(rx: &mut tokio::sync::mpsc::UnboundedReceiver<Emitted>) -> Vec<LinkEvent> {
@@ -345,6 +395,7 @@ mod tests {
             bridges: HashMap::new(),
             names: BTreeSet::new(),
             ports: None,
+            loops: LoopDetector::new(),
         };
         r.poll(LinkEventSource::Startup);
         let start = link_events(&mut rx);
@@ -386,6 +437,9 @@ mod tests {
     struct Bridged {
         port: Option<&'static str>,
         reads: u32,
+        /// The bridge's flood counter, and how much it grows per read.
+        flood_in: u64,
+        flood_step: u64,
     }
 
     impl LinkOs for Bridged {
@@ -420,13 +474,21 @@ mod tests {
             }
             Ok(t)
         }
+        fn flood(&mut self, bridge: &str, members: &[String]) -> io::Result<Flood> {
+            assert_eq!(bridge, "bridge0");
+            let mut m = members.to_vec();
+            m.sort();
+            assert_eq!(m, v(&["en2", "en3"]));
+            self.flood_in += self.flood_step;
+            Ok(Flood {
+                flood_in: self.flood_in,
+                own_out: 0,
+            })
+        }
     }
 
-    #[test]
-    fn polls_report_a_peers_port_when_found_and_when_it_moves() {
-        let (sink, _rx) = Sink::new();
-        let (tx, ports) = std::sync::mpsc::channel();
-        let mut r = Reconciler {
+    fn bridged(sink: Sink, ports: Option<PortWatch>) -> Reconciler<Bridged> {
+        Reconciler {
             watch: Watch {
                 interfaces: vec!["bridge0".into()],
                 sink,
@@ -436,18 +498,58 @@ mod tests {
             os: Bridged {
                 port: None,
                 reads: 0,
+                flood_in: 0,
+                flood_step: 0,
             },
             tracker: Tracker::new(),
             bridges: HashMap::new(),
             names: BTreeSet::new(),
-            ports: Some(PortWatch {
-                map: PeerPorts::new(vec![
-                    "10.0.0.2".parse().unwrap(),
-                    "10.0.0.3".parse().unwrap(),
-                ]),
-                observer: tx.into(),
-            }),
+            ports,
+            loops: LoopDetector::new(),
+        }
+    }
+
+    #[test]
+    fn a_flooding_bridge_is_reported_as_a_loop_event_and_its_end_too() {
+        let (sink, mut rx) = Sink::new();
+        let mut r = bridged(sink, None);
+        let loop_events = |rx: &mut _| -> Vec<(String, bool)> {
+            link_events(rx)
+                .into_iter()
+                .filter(|e| e.source == LinkEventSource::BridgeLoop as i32)
+                .map(|e| (e.interface, e.bridge_loop.unwrap().suspected))
+                .collect()
         };
+        r.poll(LinkEventSource::Startup);
+        assert_eq!(loop_events(&mut rx), vec![("bridge0".into(), false)]);
+        // Millions of flooded frames between two polls, none sent: two
+        // such polls raise the verdict, once.
+        r.os.flood_step = 10_000_000;
+        for _ in 0..4 {
+            std::thread::sleep(Duration::from_millis(2));
+            r.poll(LinkEventSource::Poll);
+        }
+        assert_eq!(loop_events(&mut rx), vec![("bridge0".into(), true)]);
+        r.os.flood_step = 0;
+        for _ in 0..crate::link::bridge_loop::CLEAR_AFTER {
+            std::thread::sleep(Duration::from_millis(2));
+            r.poll(LinkEventSource::Poll);
+        }
+        assert_eq!(loop_events(&mut rx), vec![("bridge0".into(), false)]);
+    }
+
+    #[test]
+    fn polls_report_a_peers_port_when_found_and_when_it_moves() {
+        let (sink, _rx) = Sink::new();
+        let (tx, ports) = std::sync::mpsc::channel();
+        let watch = PortWatch {
+            map: PeerPorts::new(vec![
+                "10.0.0.2".parse().unwrap(),
+                "10.0.0.3".parse().unwrap(),
+            ]),
+            observer: tx.into(),
+        };
+        let mut r = bridged(sink, Some(watch));
         r.poll(LinkEventSource::Startup);
         assert!(ports.try_recv().is_err(), "no port known yet");
         r.os.port = Some("en2");
@@ -462,10 +564,10 @@ mod tests {
         r.poll(LinkEventSource::Poll);
         assert_eq!(ports.try_iter().collect::<Vec<_>>(), vec![port("en3")]);
         assert_eq!(r.os.reads, 4, "the tables are read on every poll");
-        // Without peers to follow the tables are not read.
+        // Without peers to follow the loop detector still reads them.
         r.ports = None;
         r.poll(LinkEventSource::Poll);
-        assert_eq!(r.os.reads, 4);
+        assert_eq!(r.os.reads, 5);
     }
 
     fn v(names: &[&str]) -> Vec<String> {

@@ -2,9 +2,12 @@
 //! fails with [`Unsupported`], so the agent logs it instead of watching
 //! nothing in silence.
 
+use std::collections::HashMap;
 use std::io;
 use std::path::Path;
 
+use super::bridge_loop::Flood;
+use super::ports::Tables;
 use super::reconcile::{Inventory, LinkOs, OsEvent};
 use super::state::LinkState;
 use crate::platform::{Source, Support, Unsupported};
@@ -31,6 +34,12 @@ impl LinkOs for Never {
         match *self {}
     }
     fn announce(&mut self, _name: &str) -> io::Result<()> {
+        match *self {}
+    }
+    fn tables(&mut self, _bridges: &HashMap<String, String>) -> io::Result<Tables> {
+        match *self {}
+    }
+    fn flood(&mut self, _bridge: &str, _members: &[String]) -> io::Result<Flood> {
         match *self {}
     }
 }

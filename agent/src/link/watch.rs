@@ -6,7 +6,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use boltwatch_proto::v1::record::Payload;
+use boltwatch_proto::v1::{BridgeLoop, LinkEvent, LinkEventSource};
 
+use super::bridge_loop::Verdict;
 use super::debounce::Accepted;
 use super::state::LinkChange;
 use crate::sink::{Observer, Sink};
@@ -52,6 +54,32 @@ impl Watch {
         self.sink.emit_at(
             crate::clock::read().to_unix(at_ns),
             Payload::LinkEvent(accepted.event),
+        );
+    }
+
+    /// Emits the loop detector's verdict on `bridge`, seen at timeline
+    /// time `at_ns`: a link event of source `BRIDGE_LOOP`, which says
+    /// nothing of carrier.
+    pub(super) fn report_loop(&self, at_ns: u64, bridge: &str, v: Verdict) {
+        if v.suspected {
+            tracing::warn!(%bridge, flood_pps = v.flood_pps, own_pps = v.own_pps, mac_moves = v.mac_moves, "bridge loop suspected");
+        } else {
+            tracing::info!(%bridge, mac_moves = v.mac_moves, "no bridge loop suspected");
+        }
+        let event = LinkEvent {
+            interface: bridge.to_owned(),
+            source: LinkEventSource::BridgeLoop as i32,
+            bridge_loop: Some(BridgeLoop {
+                suspected: v.suspected,
+                flood_packets_per_second: v.flood_pps,
+                own_packets_per_second: v.own_pps,
+                mac_moves: v.mac_moves,
+            }),
+            ..LinkEvent::default()
+        };
+        self.sink.emit_at(
+            crate::clock::read().to_unix(at_ns),
+            Payload::LinkEvent(event),
         );
     }
 }

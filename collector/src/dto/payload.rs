@@ -56,6 +56,10 @@ pub enum PayloadDto {
         /// The port's negotiated lanes and speeds (fabric events only).
         #[serde(skip_serializing_if = "Option::is_none")]
         thunderbolt: Option<ThunderboltDto>,
+        /// The loop detector's verdict on the bridge (bridge loop events
+        /// only).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        bridge_loop: Option<BridgeLoopDto>,
     },
     /// `InterfaceCounters`.
     Counters {
@@ -199,6 +203,27 @@ impl From<&pb::ThunderboltPort> for ThunderboltDto {
     }
 }
 
+/// A bridge loop verdict as a bridge loop link event reports it.
+#[derive(Debug, Serialize)]
+#[allow(missing_docs)] // Field names and meanings are the .proto's.
+pub struct BridgeLoopDto {
+    pub suspected: bool,
+    pub flood_packets_per_second: f64,
+    pub own_packets_per_second: f64,
+    pub mac_moves: u32,
+}
+
+impl From<&pb::BridgeLoop> for BridgeLoopDto {
+    fn from(l: &pb::BridgeLoop) -> BridgeLoopDto {
+        BridgeLoopDto {
+            suspected: l.suspected,
+            flood_packets_per_second: l.flood_packets_per_second,
+            own_packets_per_second: l.own_packets_per_second,
+            mac_moves: l.mac_moves,
+        }
+    }
+}
+
 /// One temperature sensor.
 #[derive(Debug, Serialize)]
 pub struct SensorDto {
@@ -263,6 +288,7 @@ impl From<&Payload> for PayloadDto {
                 source: enum_name(e.source, pb::LinkEventSource::as_str_name),
                 bridge: e.bridge.clone(),
                 thunderbolt: e.thunderbolt.as_ref().map(ThunderboltDto::from),
+                bridge_loop: e.bridge_loop.as_ref().map(BridgeLoopDto::from),
             },
             Payload::Counters(c) => PayloadDto::Counters {
                 interface: c.interface.clone(),
@@ -448,5 +474,26 @@ mod tests {
         assert_eq!(v["thunderbolt"]["generation"], "4");
         assert_eq!(v["thunderbolt"]["downshift"], "DOWNSHIFT_BELOW_CAPABILITY");
         assert!(e(None).get("thunderbolt").is_none());
+        assert!(e(None).get("bridge_loop").is_none());
+    }
+
+    #[test]
+    fn bridge_loop_link_events_show_the_verdict() {
+        let p = Payload::LinkEvent(pb::LinkEvent {
+            interface: "bridge0".into(),
+            source: pb::LinkEventSource::BridgeLoop as i32,
+            bridge_loop: Some(pb::BridgeLoop {
+                suspected: true,
+                flood_packets_per_second: 4000.0,
+                own_packets_per_second: 2.0,
+                mac_moves: 3,
+            }),
+            ..Default::default()
+        });
+        let v = serde_json::to_value(PayloadDto::from(&p)).unwrap();
+        assert_eq!(v["source"], "LINK_EVENT_SOURCE_BRIDGE_LOOP");
+        assert_eq!(v["bridge_loop"]["suspected"], true);
+        assert_eq!(v["bridge_loop"]["flood_packets_per_second"], 4000.0);
+        assert_eq!(v["bridge_loop"]["mac_moves"], 3);
     }
 }

@@ -3,7 +3,8 @@
 
 use super::*;
 use boltwatch_proto::v1::{
-    Downshift, Interface, InterfaceCounters, LinkEvent, LinkEventSource, PathCheck, ThunderboltPort,
+    BridgeLoop, Downshift, Interface, InterfaceCounters, LinkEvent, LinkEventSource, PathCheck,
+    ThunderboltPort,
 };
 
 const TB0: &str = "{node=\"a\",interface=\"tb0\"}";
@@ -268,4 +269,37 @@ fn fabric_events_set_lanes_speeds_downshift_and_generation_not_carrier() {
         get(&m, "boltwatch_link_downshifted", "").as_deref(),
         Some("0")
     );
+}
+
+fn bridge_loop(suspected: bool) -> Payload {
+    Payload::LinkEvent(LinkEvent {
+        interface: "bridge0".into(),
+        source: LinkEventSource::BridgeLoop as i32,
+        bridge_loop: Some(BridgeLoop {
+            suspected,
+            flood_packets_per_second: 5000.0,
+            ..Default::default()
+        }),
+        ..Default::default()
+    })
+}
+
+#[test]
+fn bridge_loop_events_set_the_verdict_not_carrier() {
+    let mut m = Metrics::new();
+    let series = "boltwatch_bridge_loop_suspected{node=\"a\",interface=\"bridge0\"}";
+    let up = "boltwatch_link_up{node=\"a\",interface=\"bridge0\"}";
+    assert_eq!(value(&m, series), None, "no series before a verdict");
+    feed(&mut m, "b1", vec![(1, bridge_loop(false))]);
+    assert_eq!(value(&m, series).as_deref(), Some("0"));
+    assert_eq!(value(&m, up), None, "a verdict is no carrier reading");
+    feed(&mut m, "b1", vec![(3, bridge_loop(true))]);
+    assert_eq!(value(&m, series).as_deref(), Some("1"));
+    // A late replay of the older verdict does not lower it.
+    feed(&mut m, "b1", vec![(2, bridge_loop(false))]);
+    assert_eq!(value(&m, series).as_deref(), Some("1"));
+    feed(&mut m, "b1", vec![(4, bridge_loop(false))]);
+    assert_eq!(value(&m, series).as_deref(), Some("0"));
+    let down = "boltwatch_link_down_events_total{node=\"a\",interface=\"bridge0\"}";
+    assert_eq!(value(&m, down).as_deref(), Some("0"));
 }

@@ -47,6 +47,7 @@ pub const CONTRACT: &[&str] = &[
     // The fabric under the link.
     "boltwatch_fabric_check_ok",
     "boltwatch_rdma_port_up",
+    "boltwatch_bridge_loop_suspected",
     "boltwatch_thermal_throttled",
     "boltwatch_thermal_throttled_seconds_total",
     "boltwatch_thermal_pressure_level",
