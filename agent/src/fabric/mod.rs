@@ -17,14 +17,15 @@ use std::path::Path;
 use std::time::Duration;
 
 use boltwatch_proto::fabric::{Check, TCP_CLOCK_LIMIT_SECS};
-use boltwatch_proto::v1::FabricCheck;
 
+mod outcome;
 pub mod rdma;
 #[cfg(test)]
 mod tests;
 
 crate::platform::os_module!(mod imp);
 
+pub use outcome::{advice, Outcome};
 pub use rdma::{Rdma, RdmaPort};
 
 /// `pmset -g` settings a cluster node needs (`None`: not printed).
@@ -73,68 +74,6 @@ pub struct Settings {
     pub tcp_clock_margin: Duration,
     /// Report `rdma_ready` even where RDMA is switched off.
     pub expect_rdma: bool,
-}
-
-/// One check's result.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Outcome {
-    /// Which check.
-    pub check: Check,
-    /// The interface it is about, empty for the node.
-    pub interface: String,
-    /// The RDMA device, for [`Check::RdmaPortActive`].
-    pub device: String,
-    /// Passes.
-    pub ok: bool,
-    /// What was measured.
-    pub detail: String,
-}
-
-impl Outcome {
-    fn node(check: Check, ok: bool, detail: String) -> Outcome {
-        Outcome::on(check, "", ok, detail)
-    }
-
-    fn on(check: Check, interface: &str, ok: bool, detail: String) -> Outcome {
-        Outcome {
-            check,
-            interface: interface.to_string(),
-            device: String::new(),
-            ok,
-            detail,
-        }
-    }
-
-    /// The record sent for it.
-    pub fn record(&self) -> FabricCheck {
-        FabricCheck {
-            check: self.check.name().to_string(),
-            interface: self.interface.clone(),
-            ok: self.ok,
-            detail: self.detail.clone(),
-            device: self.device.clone(),
-        }
-    }
-
-    /// What to do when it fails: the command or setting that fixes it.
-    pub fn advice(&self) -> &'static str {
-        advice(self.check)
-    }
-}
-
-/// What fixes a failing check. Exhaustive: a new check says its fix.
-pub fn advice(check: Check) -> &'static str {
-    match check {
-        Check::SleepDisabled => "the node idle-sleeps and goes dark (no wake-on-LAN over Thunderbolt): sudo pmset -a sleep 0",
-        Check::AutorestartEnabled => "the node stays off after a power failure: sudo pmset -a autorestart 1",
-        Check::WakeOnNetworkEnabled => "a sleeping node cannot be woken over its Ethernet: sudo pmset -a womp 1",
-        Check::BridgeSinglePort => "a bridge across several cabled Thunderbolt ports forwards like a hub and storms in a ring: disable Thunderbolt Bridge (System Settings > Network) and address each port",
-        Check::NoDefaultRoute => "LAN traffic leaks onto the cable (or cluster traffic onto the LAN): give the Thunderbolt interface a static address with no router",
-        Check::NoDhcpLease => "a DHCP lease on the cable adds a default route through it: configure the Thunderbolt interface manually (no DHCP)",
-        Check::UptimeUnderTcpLimit => "past 49 days 17 hours of uptime new TCP connections fail while ping works: reboot the node in a maintenance window",
-        Check::RdmaReady => "RDMA is off or a port's device is not active: run `rdma_ctl enable` from Recovery on both ends, use Thunderbolt 5 ports, disable Thunderbolt Bridge",
-        Check::RdmaPortActive => "the port's RDMA device is not active: the other end needs RDMA enabled, and Thunderbolt 4 ports never become active",
-    }
 }
 
 /// Every check the facts allow, in [`Check::ALL`] order.
@@ -282,7 +221,7 @@ impl Emitter {
     /// The outcomes of this round to send, and those that are failing for
     /// the first time (new, or ok last round).
     pub fn round<'o>(&mut self, outcomes: &'o [Outcome]) -> (Vec<&'o Outcome>, Vec<&'o Outcome>) {
-        let all = self.rounds % Self::REPEAT_EVERY == 0;
+        let all = self.rounds.is_multiple_of(Self::REPEAT_EVERY);
         self.rounds = self.rounds.wrapping_add(1);
         let mut send = Vec::new();
         let mut failed = Vec::new();

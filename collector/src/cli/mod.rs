@@ -29,4 +29,20 @@ impl StoreArgs {
         let c = Config::build(file.as_ref(), &config::Flags::from_pairs(&pairs))?;
         Ok(c.db_path())
     }
+
+    /// The store's file, which must exist: these commands read or amend a
+    /// store `serve` made and never create one, as one run from the wrong
+    /// directory would otherwise answer from an empty store it just made.
+    pub fn existing_db_path(&self) -> anyhow::Result<PathBuf> {
+        let path = self.db_path()?;
+        if !path.exists() {
+            anyhow::bail!(
+                "no store at {} (the default --data-dir is ./boltwatch-data, \
+                 relative to where this runs); name serve's store with \
+                 --data-dir DIR or --config FILE",
+                path.display()
+            );
+        }
+        Ok(path)
+    }
 }

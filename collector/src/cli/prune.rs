@@ -2,7 +2,7 @@
 //! `serve` uses (beside a running `serve`, too), with the rules of
 //! `retention.raw` (see `boltwatch_store`'s retention).
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use boltwatch_collector::soak::time;
 use boltwatch_store::Db;
 use clap::Args;
@@ -25,10 +25,7 @@ pub struct PruneArgs {
 
 /// Runs `prune`; what it prints.
 pub fn prune(store: &StoreArgs, a: PruneArgs) -> anyhow::Result<String> {
-    let path = store.db_path()?;
-    if !path.exists() {
-        bail!("no store at {}", path.display());
-    }
+    let path = store.existing_db_path()?;
     let cutoff = time::parse(&a.before).map_err(anyhow::Error::msg)?;
     let mut db = Db::open_writer(&path)?;
     // Every endpoint the store has delivered to, configured or not: an

@@ -173,7 +173,7 @@ fn show(conn: &Db, name: &str) -> anyhow::Result<String> {
 
 /// Runs a `soak` operation; returns what to print.
 pub fn soak(store: &StoreArgs, op: SoakOp) -> anyhow::Result<String> {
-    let path = store.db_path()?;
+    let path = store.existing_db_path()?;
     let conn = Db::open_writer(&path).with_context(|| format!("opening {}", path.display()))?;
     let now = now_unix_ns();
     Ok(match op {
@@ -247,7 +247,7 @@ pub fn soak(store: &StoreArgs, op: SoakOp) -> anyhow::Result<String> {
 
 /// Runs `report`; returns whether the verdict passed.
 pub fn report(store: &StoreArgs, a: ReportArgs) -> anyhow::Result<bool> {
-    let path = store.db_path()?;
+    let path = store.existing_db_path()?;
     let conn = load::open_reader(&path)?;
     let now = now_unix_ns();
     let scope = match (&a.soak, t(&a.from)?, t(&a.to)?) {
