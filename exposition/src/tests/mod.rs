@@ -12,6 +12,7 @@ mod agent;
 mod bandwidth;
 mod kinds;
 mod link;
+mod mtu;
 mod outage_service;
 mod power;
 mod rtt;
