@@ -1,13 +1,16 @@
-//! MTU of links (`path` records and the peers and interfaces of each
-//! `Hello`): the path MTU each agent measured in band towards each peer,
-//! and whether the link's two ends disagree.
+//! MTU of links (`path` and `counters` records, and the peers and
+//! interfaces of each `Hello`): the path MTU each agent measured in band
+//! towards each peer, and whether the link's two ends disagree.
 //!
 //! Decisions, so the numbers can be read without the code:
 //! - `boltwatch_path_mtu_bytes{node,peer}` is the newest non-zero
 //!   `PathCheck.path_mtu` (0 is "no discovery finished": no sample).
 //! - An end of a link is the MTU of the interface a node's `Hello` names
-//!   towards the peer (`Hello.peers[].interface` looked up in
-//!   `Hello.interfaces[].mtu`; 0 is unknown). `boltwatch_link_mtu_mismatch
+//!   towards the peer (`Hello.peers[].interface`): the newest
+//!   `InterfaceCounters.mtu` of that interface, else the `Hello`'s
+//!   `interfaces[].mtu` (0 is unknown). The counters come every
+//!   `counters_interval`, so an MTU changed on a running node counts within
+//!   seconds, without waiting for the agent's next stream. `boltwatch_link_mtu_mismatch
 //!   {node,peer}` is 1 when both ends are known and differ, or when a path
 //!   MTU measured either way is below the larger known end (a path below
 //!   either end's MTU: something between them, or the narrower end, drops
@@ -25,9 +28,12 @@ use boltwatch_proto::v1::{Interface, Peer, Record};
 
 use crate::domain::{Domain, NodePeer, Subjects};
 use crate::family::{families, labels, pair, At, Exposition, Newest};
+use crate::key;
+
+type NodeIf = (String, String);
 
 /// The payload kinds [`MtuMetrics`]'s `apply` reads.
-pub const KINDS: &[&str] = &["path"];
+pub const KINDS: &[&str] = &["path", "counters"];
 
 families! {
     PATH_MTU = Gauge("boltwatch_path_mtu_bytes", "bytes", labels::NODE_PEER, "Path MTU towards the peer: the largest packet (IP header included) that reached its reflector and came back whole with don't-fragment set, from the agent's newest in-band discovery.");
@@ -51,11 +57,30 @@ pub fn mismatch(ends: [Option<u32>; 2], paths: [Option<u32>; 2]) -> Option<bool>
     Some(ends_differ || path_narrower)
 }
 
+/// What is known of an interface's MTU.
+#[derive(Debug, Default, Clone)]
+struct IfMtu {
+    /// From the newest `Hello` (0 unknown).
+    hello: u32,
+    /// From the newest counters reading that knew it; wins over the
+    /// `Hello`, which has no time of its own.
+    counters: Newest<u32>,
+}
+
+impl IfMtu {
+    fn get(&self) -> Option<u32> {
+        let m = self.counters.get().copied().unwrap_or(self.hello);
+        (m > 0).then_some(m)
+    }
+}
+
 /// State behind the MTU families.
 #[derive(Debug, Default, Clone)]
 pub struct MtuMetrics {
-    /// MTU of the node's interface towards the peer, from its `Hello`.
-    ends: BTreeMap<NodePeer, u32>,
+    /// The node's interface towards the peer, from its `Hello`.
+    towards: BTreeMap<NodePeer, String>,
+    /// MTU of a node's interfaces.
+    mtus: BTreeMap<NodeIf, IfMtu>,
     /// Newest path MTU from the node towards the peer (0 unknown).
     paths: BTreeMap<NodePeer, Newest<u32>>,
 }
@@ -64,15 +89,16 @@ impl MtuMetrics {
     /// A node's `Hello`: the MTU of the interface towards each peer it
     /// names replaces what an earlier `Hello` said.
     pub fn on_hello(&mut self, node: &str, peers: &[Peer], interfaces: &[Interface]) {
-        self.ends.retain(|(n, _), _| n != node);
+        self.towards.retain(|(n, _), _| n != node);
         for p in peers {
-            let mtu = interfaces
-                .iter()
-                .find(|i| i.name == p.interface)
-                .map_or(0, |i| i.mtu);
-            if mtu > 0 {
-                self.ends.insert((node.to_owned(), p.name.clone()), mtu);
-            }
+            let key = (node.to_owned(), p.name.clone());
+            self.towards.insert(key, p.interface.clone());
+        }
+        for i in interfaces.iter().filter(|i| i.mtu > 0) {
+            let make = || (node.to_owned(), i.name.clone());
+            key::with(&mut self.mtus, key::pair(&(node, &i.name)), make, |m| {
+                m.hello = i.mtu;
+            });
         }
     }
 
@@ -82,7 +108,9 @@ impl MtuMetrics {
     }
 
     fn end(&self, node: &str, peer: &str) -> Option<u32> {
-        self.ends.get(&(node.to_owned(), peer.to_owned())).copied()
+        let iface = self.towards.get(&(node.to_owned(), peer.to_owned()))?;
+        let key = (node.to_owned(), iface.clone());
+        self.mtus.get(&key)?.get()
     }
 
     /// The verdict of the link seen from `node` towards `peer`.
@@ -95,15 +123,25 @@ impl MtuMetrics {
 
 impl Domain for MtuMetrics {
     fn apply(&mut self, r: &Record, _: &mut Subjects) {
-        let Some(Payload::Path(p)) = &r.payload else {
-            return;
-        };
-        // The link domain names the pair a subject (its path series).
-        let key = (r.node.clone(), p.peer.clone());
-        self.paths
-            .entry(key)
-            .or_default()
-            .update(At::of(r), p.path_mtu);
+        match &r.payload {
+            Some(Payload::Path(p)) => {
+                // The link domain names the pair a subject (its path series).
+                let key = (r.node.clone(), p.peer.clone());
+                self.paths
+                    .entry(key)
+                    .or_default()
+                    .update(At::of(r), p.path_mtu);
+            }
+            // Only interfaces a Hello named (as some peer's) are kept: the
+            // counters of others are no end of a link.
+            Some(Payload::Counters(c)) if c.mtu > 0 => {
+                let names = (r.node.as_str(), c.interface.as_str());
+                if let Some(m) = self.mtus.get_mut(key::pair(&names)) {
+                    m.counters.update(At::of(r), c.mtu);
+                }
+            }
+            _ => {}
+        }
     }
 
     fn render(&self, e: &mut Exposition, subjects: &Subjects) {
@@ -125,7 +163,8 @@ impl Domain for MtuMetrics {
     }
 
     fn forget(&mut self, node: &str) {
-        self.ends.retain(|(n, _), _| n != node);
+        self.towards.retain(|(n, _), _| n != node);
+        self.mtus.retain(|(n, _), _| n != node);
         self.paths.retain(|(n, _), _| n != node);
     }
 }

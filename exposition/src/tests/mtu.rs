@@ -87,3 +87,32 @@ fn both_hellos_and_the_paths_make_the_series() {
     m.forget("a");
     assert_eq!(mtu(&m, ab), None);
 }
+
+#[test]
+fn an_mtu_changed_on_a_running_node_counts_from_its_counters() {
+    use boltwatch_proto::v1::InterfaceCounters;
+    let counters = |iface: &str, mtu| {
+        Payload::Counters(InterfaceCounters {
+            interface: iface.into(),
+            mtu,
+            ..Default::default()
+        })
+    };
+    let mut m = Metrics::new();
+    hello(&mut m, "a", "b", 9000);
+    hello(&mut m, "b", "a", 1500);
+    m.apply_record(&rec("a", "b1", 1, 10, path("b", 1500)));
+    let ab = "boltwatch_link_mtu_mismatch{node=\"a\",peer=\"b\"}";
+    assert_eq!(value(&m, ab).as_deref(), Some("1"));
+    // b's operator raises tb0 to 9000; its next counters say so (a reading
+    // of an interface no peer is behind changes nothing).
+    m.apply_record(&rec("b", "b2", 1, 20, counters("en0", 1500)));
+    m.apply_record(&rec("b", "b2", 2, 20, counters("tb0", 9000)));
+    m.apply_record(&rec("a", "b1", 2, 30, path("b", 9000)));
+    assert_eq!(value(&m, ab).as_deref(), Some("0"));
+    // A reading that does not know the MTU (0) keeps the known one; a
+    // later Hello does not undo a newer counters reading.
+    m.apply_record(&rec("b", "b2", 3, 40, counters("tb0", 0)));
+    hello(&mut m, "b", "a", 1500);
+    assert_eq!(value(&m, ab).as_deref(), Some("0"));
+}
