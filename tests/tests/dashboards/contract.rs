@@ -44,6 +44,7 @@ pub const CONTRACT: &[&str] = &[
     "boltwatch_link_speed_bytes_per_second",
     "boltwatch_link_info",
     "boltwatch_link_downshifted",
+    "boltwatch_link_mtu_mismatch",
     "boltwatch_thermal_throttled",
     "boltwatch_thermal_throttled_seconds_total",
     "boltwatch_thermal_pressure_level",
