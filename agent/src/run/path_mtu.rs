@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
-use tracing::{debug, warn};
+use tracing::{debug, info, warn};
 
 use super::crew::Crew;
 use super::senders;
@@ -83,7 +83,10 @@ fn run(round: &Round, every: Duration, stop: &CancellationToken) {
                 return;
             }
             if let Some(mtu) = round.discover(target, stop) {
-                result.send_replace(mtu);
+                let was = result.send_replace(mtu);
+                if was != mtu {
+                    info!(peer = %target.peer, path_mtu = mtu, was, "path MTU changed");
+                }
             }
         }
         next = Instant::now() + every;
