@@ -183,8 +183,9 @@ fn mismatched_ends_show_the_narrow_path_mtu_and_a_mismatch_matched_ends_do_not()
     );
     // The path MTU rides the path records, as the API shows them.
     let records = collector.json("/api/v1/records?node=n0&kind=path&limit=100000");
-    let carried = records["records"].as_array().unwrap().iter().any(|r| {
-        r["payload"]["peer"] == "n1" && r["payload"]["path_mtu"].as_f64() == Some(narrow)
-    });
+    let carried =
+        records["records"].as_array().unwrap().iter().any(|r| {
+            r["payload"]["peer"] == "n1" && r["payload"]["path_mtu"].as_f64() == Some(narrow)
+        });
     assert!(carried, "{records}\n{}", logs());
 }

@@ -44,7 +44,10 @@ fn the_verdict_compares_ends_and_paths() {
     assert_eq!(mismatch([s(9000), s(1500)], [None, None]), Some(true));
     assert_eq!(mismatch([s(1500), s(9000)], [None, None]), Some(true));
     // Equal ends, a path below them either way (a narrower hop between).
-    assert_eq!(mismatch([s(9000), s(9000)], [s(9000), s(9000)]), Some(false));
+    assert_eq!(
+        mismatch([s(9000), s(9000)], [s(9000), s(9000)]),
+        Some(false)
+    );
     assert_eq!(mismatch([s(9000), s(9000)], [s(9000), s(1500)]), Some(true));
     // One end and a path: the path rule alone.
     assert_eq!(mismatch([s(9000), None], [s(9000), None]), Some(false));

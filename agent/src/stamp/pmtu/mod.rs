@@ -222,8 +222,13 @@ mod tests {
         let addr = sock.local_addr().unwrap();
         let stop = CancellationToken::new();
         let health = Arc::new(Health::default());
-        let h = spawn_reflector(sock, health.clone(), stop.clone(), ReflectorOptions::default())
-            .unwrap();
+        let h = spawn_reflector(
+            sock,
+            health.clone(),
+            stop.clone(),
+            ReflectorOptions::default(),
+        )
+        .unwrap();
         let opts = Options {
             ceiling: 9000,
             pace: Duration::from_millis(1),
