@@ -9,6 +9,7 @@
 //! | [`agent`] | agent info, its own drops and refusals |
 //! | [`rtt`] | RTT histograms (at rest and under load), newest-window gauges, probe counters |
 //! | [`link`] | interface counters and throughput, link up, down events, speed, kind, path |
+//! | [`mtu`] | path MTU, MTU mismatch of a link's two ends |
 //! | [`thermal`] | temperatures, throttling, CPU frequency |
 //! | [`outage`] | link and service outage counts and seconds |
 //! | [`power`] | sleeps of the node and the time asleep |
@@ -66,6 +67,7 @@ pub mod gzip;
 pub mod histogram;
 pub mod key;
 pub mod link;
+pub mod mtu;
 pub mod outage;
 pub mod power;
 pub mod process;
@@ -75,7 +77,7 @@ pub mod service;
 pub mod testing;
 pub mod thermal;
 
-use boltwatch_proto::v1::{Interface, Record};
+use boltwatch_proto::v1::{Interface, Peer, Record};
 
 use family::{Exposition, Family};
 
@@ -123,6 +125,7 @@ record_domains! {
     agent: agent::AgentMetrics,
     rtt: rtt::RttMetrics,
     link: link::LinkMetrics,
+    mtu: mtu::MtuMetrics,
     thermal: thermal::ThermalMetrics,
     outage: outage::OutageMetrics,
     power: power::PowerMetrics,
@@ -154,6 +157,12 @@ impl RecordMetrics {
     /// exist from now on, with the speed and kind the agent discovered.
     pub fn on_hello_interfaces(&mut self, node: &str, interfaces: &[Interface]) {
         self.link.on_hello_interfaces(node, interfaces);
+    }
+
+    /// The peers a node's agent probes and its interfaces (its `Hello`):
+    /// the MTU of its end of each link.
+    pub fn on_hello_links(&mut self, node: &str, peers: &[Peer], interfaces: &[Interface]) {
+        self.mtu.on_hello(node, peers, interfaces);
     }
 
     /// Drops the node's gauges, keeps its counters (see [`Domain::forget`]).

@@ -150,6 +150,12 @@ pub const KEYS: &[K] = &[
     })
     .default("5s"),
     K::new(
+        "path_mtu_interval",
+        "time between in-band path MTU discoveries, one peer after another (padded don't-fragment STAMP probes, at most the probe rate)",
+        |c, v| set(&mut c.path_mtu_interval, v.duration(secs(1)..=DAY)),
+    )
+    .default("5m"),
+    K::new(
         "outage_after_missing",
         "consecutive missing probes that open an outage",
         |c, v| {
@@ -354,6 +360,7 @@ pub(super) fn blank() -> Config {
         sysfs_root: PathBuf::new(),
         counters_interval: Duration::ZERO,
         thermal_interval: Duration::ZERO,
+        path_mtu_interval: Duration::ZERO,
         spool_dir: PathBuf::new(),
         spool_max_bytes: 0,
         token_file: None,

@@ -71,6 +71,8 @@ pub struct Config {
     pub counters_interval: Duration,
     /// Time between thermal reads.
     pub thermal_interval: Duration,
+    /// Time between in-band path MTU discoveries towards each peer.
+    pub path_mtu_interval: Duration,
     /// Directory of the durable spool; one agent per directory.
     pub spool_dir: PathBuf,
     /// Cap on the spool's bytes; beyond it the oldest records are dropped

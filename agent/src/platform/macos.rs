@@ -176,14 +176,39 @@ const _: () =
 
 /// Turns on the socket option `option` (an `int` 1 at `SOL_SOCKET`).
 fn enable(sock: BorrowedFd<'_>, option: libc::c_int) -> io::Result<()> {
-    let on: libc::c_int = 1;
-    // SAFETY: `on` is a live c_int and its size is passed with it.
+    set_int(sock, libc::SOL_SOCKET, option, 1)
+}
+
+// The don't-fragment options as libc declares them, pinned to the headers.
+const _: () = assert!(libc::IP_DONTFRAG == xnu::IP_DONTFRAG);
+const _: () = assert!(libc::IPV6_DONTFRAG == xnu::IPV6_DONTFRAG);
+
+/// Sets the don't-fragment bit on what `sock` sends (`IP_DONTFRAG`, and
+/// `IPV6_DONTFRAG` on an IPv6 socket): a datagram larger than the
+/// interface MTU fails with `EMSGSIZE` rather than leaving in fragments.
+pub(crate) fn set_dont_fragment(sock: BorrowedFd<'_>, v6: bool) -> io::Result<()> {
+    let (level, option) = if v6 {
+        (libc::IPPROTO_IPV6, xnu::IPV6_DONTFRAG)
+    } else {
+        (libc::IPPROTO_IP, xnu::IP_DONTFRAG)
+    };
+    set_int(sock, level, option, 1)
+}
+
+/// Sets the `int` socket option `option` at `level`.
+fn set_int(
+    sock: BorrowedFd<'_>,
+    level: libc::c_int,
+    option: libc::c_int,
+    value: libc::c_int,
+) -> io::Result<()> {
+    // SAFETY: `value` is a live c_int and its size is passed with it.
     let rc = unsafe {
         libc::setsockopt(
             sock.as_raw_fd(),
-            libc::SOL_SOCKET,
+            level,
             option,
-            (&on as *const libc::c_int).cast(),
+            (&value as *const libc::c_int).cast(),
             size_of::<libc::c_int>() as libc::socklen_t,
         )
     };

@@ -42,6 +42,11 @@
 //!   sleeps. `osfmk/mach/mach_time.h`: `struct
 //!   mach_timebase_info { uint32_t numer, denom; }`; ns = ticks * numer /
 //!   denom (125/3 on Apple silicon: 41.67 ns a tick).
+//! - `bsd/netinet/in.h`: `#define IP_DONTFRAG 28` ("don't fragment
+//!   packet", an `int` at `IPPROTO_IP`); `bsd/netinet6/in6.h`: `#define
+//!   IPV6_DONTFRAG 62` (the RFC 3542 option, at `IPPROTO_IPV6`). With
+//!   either set, a datagram larger than the interface MTU fails `sendto`
+//!   with `EMSGSIZE` instead of leaving in fragments.
 
 /// `IOCPARM_MASK`: parameter length, 13 bits.
 pub const IOCPARM_MASK: u64 = 0x1fff;
@@ -137,6 +142,11 @@ pub const SCM_TIMESTAMP_MONOTONIC_LEN: usize = 8;
 /// `sizeof(struct mach_timebase_info)`.
 pub const MACH_TIMEBASE_INFO_SIZE: usize = 8;
 
+/// `IP_DONTFRAG` (`bsd/netinet/in.h`).
+pub const IP_DONTFRAG: i32 = 28;
+/// `IPV6_DONTFRAG` (`bsd/netinet6/in6.h`).
+pub const IPV6_DONTFRAG: i32 = 62;
+
 /// `SO_TIMESTAMP_CONTINUOUS` (`bsd/sys/socket_private.h`).
 pub const SO_TIMESTAMP_CONTINUOUS: i32 = 0x40000;
 /// `SCM_TIMESTAMP_CONTINUOUS`: the control message type carrying it, one
@@ -225,6 +235,8 @@ mod tests {
         assert_eq!(SIOCGIFMTU, 0xc020_6933);
         assert_eq!(SO_TIMESTAMP_MONOTONIC, 0x800);
         assert_eq!(SCM_TIMESTAMP_MONOTONIC, 0x4);
+        assert_eq!(IP_DONTFRAG, 0x1c);
+        assert_eq!(IPV6_DONTFRAG, 0x3e);
         // The old, wrong value came from a 48-byte struct.
         assert_ne!(SIOCGIFMEDIA, iowr(b'i', 56, 48));
         assert_eq!(iowr(b'i', 56, 48), 0xc030_6938);

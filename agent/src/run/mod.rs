@@ -15,7 +15,8 @@
 //! | counter, thermal and Thunderbolt-port (fabric) sampler | [`sampler`] | thread |
 //! | service checks | [`services`] | task per peer and service |
 //! | bandwidth server and scheduler | [`bandwidth`] | thread, task |
-//! | path watch | [`path_watch`] | task per peer |
+//! | path MTU discovery, one peer after another | [`path_mtu`] | thread |
+//! | path watch (route and path MTU) | [`path_watch`] | task per peer |
 //! | fabric checks (settings that take a cluster down) | [`fabric`] | task |
 //! | sleep and wake, `prevent_sleep` | [`power`] | thread |
 //! | health reporter | [`health_reporter`] | task |
@@ -38,6 +39,7 @@ mod health_reporter;
 mod link_watcher;
 mod metrics_server;
 mod outage_tracker;
+mod path_mtu;
 mod path_watch;
 mod power;
 mod reflector;
@@ -211,7 +213,8 @@ impl Agent {
         sampler::start(&mut crew, &config, &topology)?;
         services::start(&mut crew, &config, &outage);
         bandwidth::start(&mut crew, &config, &topology, listeners.bandwidth, &load)?;
-        path_watch::start(&mut crew, &config, &topology);
+        let mtus = path_mtu::start(&mut crew, &config, &topology)?;
+        path_watch::start(&mut crew, &config, &topology, mtus);
         fabric::start(&mut crew, &config, &topology);
         power::start(&mut crew, &config, &outage)?;
         health_reporter::start(&mut crew);

@@ -10,6 +10,8 @@
 //! - [`stats`]: a window's RTT samples finished into exact min, mean, max,
 //!   percentiles and a histogram; pure (used by `window` and `ping`).
 //! - [`reflector`]: the reflector thread.
+//! - [`pmtu`]: in-band path MTU discovery with padded, don't-fragment
+//!   test packets (its size search in `pmtu::search` is pure).
 //! - `session`: one session's socket, probe table and send loop, shared by
 //!   the session-sender and `ping`.
 //! - `target`: the peer a session probes ([`Target`]).
@@ -33,6 +35,7 @@ use std::net::SocketAddr;
 
 pub mod packet;
 pub mod ping;
+pub mod pmtu;
 pub mod probe;
 #[cfg(any(target_os = "linux", target_os = "macos"))]
 mod recvmsg;

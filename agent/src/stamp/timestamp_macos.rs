@@ -110,6 +110,13 @@ pub(crate) fn bind_device<S: std::os::fd::AsFd>(
     }
 }
 
+/// Don't fragment (`IP_DONTFRAG` / `IPV6_DONTFRAG`): a datagram larger
+/// than the interface MTU fails with `EMSGSIZE` instead of leaving in
+/// fragments. The reflector's replies and the path MTU probes use it.
+pub(crate) fn set_dont_fragment(sock: &UdpSocket, v6: bool) -> io::Result<()> {
+    macos::set_dont_fragment(sock.as_fd(), v6)
+}
+
 /// Puts the calling thread in the user-interactive QoS class, so probe
 /// threads run on P-cores and ahead of background work rather than
 /// waiting behind it (the macOS counterpart of Linux's nice -10).

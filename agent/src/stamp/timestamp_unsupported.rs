@@ -64,6 +64,11 @@ pub(crate) fn bind_device<S>(_sock: &S, _device: &str, _v6: bool) -> io::Result<
     Err(Unsupported::new(Source::KernelTimestamps).into())
 }
 
+/// Not supported on this target: datagrams may leave in fragments.
+pub(crate) fn set_dont_fragment(_sock: &UdpSocket, _v6: bool) -> io::Result<()> {
+    Err(Unsupported::new(Source::KernelTimestamps).into())
+}
+
 /// No way to raise a thread's priority is known here.
 pub(crate) fn prioritize_current_thread() -> io::Result<()> {
     Err(Unsupported::new(Source::KernelTimestamps).into())

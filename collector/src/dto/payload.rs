@@ -135,6 +135,9 @@ pub enum PayloadDto {
         route_interface: String,
         /// They agree.
         ok: bool,
+        /// Path MTU in octets from the agent's in-band discovery; 0
+        /// unknown.
+        path_mtu: u32,
     },
     /// `PowerEvent`: a sleep or wake of the node.
     Power {
@@ -387,6 +390,7 @@ impl From<&Payload> for PayloadDto {
                 expected_interface: p.expected_interface.clone(),
                 route_interface: p.route_interface.clone(),
                 ok: p.ok,
+                path_mtu: p.path_mtu,
             },
             Payload::Power(p) => PayloadDto::Power {
                 power_kind: enum_name(p.kind, pb::PowerEventKind::as_str_name),

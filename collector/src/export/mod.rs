@@ -57,7 +57,7 @@ pub mod soak;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use boltwatch_proto::v1::{Interface, Record};
+use boltwatch_proto::v1::{Interface, Peer, Record};
 
 use boltwatch_exposition::family::{Exposition, Family};
 use boltwatch_exposition::{agent, process, Domain, RecordMetrics};
@@ -177,6 +177,13 @@ impl Metrics {
         self.connection.on_hello(node);
         self.records.on_node(node, Some(info));
         self.records.on_hello_interfaces(node, interfaces);
+    }
+
+    /// The peers a `Hello` names and its interfaces: the MTU of the
+    /// node's end of each link (series only for links its records name,
+    /// which the series budget bounds).
+    pub fn on_hello_links(&mut self, node: &str, peers: &[Peer], interfaces: &[Interface]) {
+        self.records.on_hello_links(node, peers, interfaces);
     }
 
     /// An agent stream that had sent a valid `Hello` closed.

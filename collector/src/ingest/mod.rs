@@ -336,6 +336,8 @@ impl Ingest {
         let (interfaces, refused) = self.series().interfaces(&hello.node, &hello.interfaces);
         let mut m = self.metrics.lock();
         m.on_hello(&hello.node, info, &interfaces);
+        // Every interface: an end's MTU is no series of its own.
+        m.on_hello_links(&hello.node, &hello.peers, &hello.interfaces);
         m.on_series_refused(series::Dim::Interface, refused as u64);
     }
 

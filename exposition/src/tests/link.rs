@@ -162,6 +162,7 @@ fn path_follows_the_newest_check_and_creates_the_outage_series() {
             expected_interface: "tb0".into(),
             route_interface: if ok { "tb0" } else { "wlan0" }.into(),
             ok,
+            path_mtu: 0,
         })
     };
     let mut m = Metrics::new();

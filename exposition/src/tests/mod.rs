@@ -13,6 +13,7 @@ mod bandwidth;
 mod fabric;
 mod kinds;
 mod link;
+mod mtu;
 mod outage_service;
 mod power;
 mod rtt;

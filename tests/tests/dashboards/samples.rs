@@ -79,6 +79,7 @@ fn series(name: &str) -> u64 {
         "boltwatch_probe_",
         "boltwatch_outage",
         "boltwatch_path_ok",
+        "boltwatch_link_mtu_mismatch",
     ]
     .iter()
     .any(|p| m.starts_with(p))

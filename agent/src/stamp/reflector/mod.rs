@@ -12,6 +12,15 @@
 //! sender subtracts as much of the reflector's own delay as userspace can
 //! see. Shorter datagrams are counted in `health.malformed_packets` and
 //! dropped. The caller binds the socket, so tests bind port 0.
+//!
+//! Replies leave with don't-fragment set: a reply that does not fit the
+//! reflector's interface MTU is dropped (`EMSGSIZE`), never sent in
+//! fragments. A padded path MTU probe ([`super::pmtu`]) thus comes back
+//! only when its size crossed both ways whole; fragments would have made
+//! the sender read a path MTU the reverse direction does not carry. The
+//! reply is never larger than the request (RFC 8762 section 4.3: the
+//! reflected packet keeps the sender's length, padding included), so the
+//! reflector cannot be used to amplify.
 
 mod admission;
 
@@ -65,6 +74,7 @@ pub fn spawn_reflector(
     socket.set_read_timeout(Some(STOP_POLL))?;
     imp::enable_rx_metadata(&socket)?;
     let local = socket.local_addr()?;
+    dont_fragment(&socket, local);
     std::thread::Builder::new()
         .name("stamp-reflector".into())
         .spawn(move || {
@@ -126,6 +136,22 @@ fn run(
         match socket.send_to(&out[..len], from) {
             Ok(_) => Health::incr(&health.reflected_packets),
             Err(e) => debug!(%from, error = %e, "STAMP reflector send failed"),
+        }
+    }
+}
+
+/// Don't fragment the replies (see the module doc); an IPv6 socket may
+/// answer IPv4-mapped peers too, so it sets both families' options. Not
+/// fatal: without it the reflector still answers every probe but padded
+/// ones may come back in fragments.
+fn dont_fragment(socket: &UdpSocket, local: SocketAddr) {
+    let v6 = local.is_ipv6();
+    if let Err(e) = imp::set_dont_fragment(socket, v6) {
+        warn!(error = %e, "STAMP reflector replies may be fragmented");
+    }
+    if v6 {
+        if let Err(e) = imp::set_dont_fragment(socket, false) {
+            debug!(error = %e, "IPv4-mapped STAMP replies may be fragmented");
         }
     }
 }

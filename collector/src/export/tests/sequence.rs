@@ -108,6 +108,7 @@ fn path(peer: &str, ok: bool) -> Payload {
         expected_interface: "tb0".into(),
         route_interface: if ok { "tb0" } else { "wlan0" }.into(),
         ok,
+        path_mtu: 0,
     })
 }
 
