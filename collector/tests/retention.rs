@@ -4,7 +4,7 @@
 //! compacts the single rows a live soak leaves into packs. Either way the
 //! report (by the real binary) and `/metrics` after a restart must be
 //! what they were before, and a pruned record sent again is still a
-//! duplicate.
+//! duplicate. And the store commands never create a store where none is.
 
 mod cli;
 mod common;
@@ -14,7 +14,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use boltwatch_store::testing::rusqlite::{Connection, OpenFlags};
-use cli::collector_cli_ok;
+use cli::{collector_cli, collector_cli_ok};
 use common::{Collector, WAIT};
 use serde_json::Value;
 use sim::{Scenario, S};
@@ -377,4 +377,31 @@ async fn records_that_arrive_behind_the_prune_mark_are_pruned_at_the_next_step()
         .query_row("SELECT sum(records) FROM rollups", [], |r| r.get(0))
         .unwrap();
     assert_eq!(held, 300);
+}
+
+/// Run where no store is, `soak`, `report` and `prune` fail naming the
+/// path they tried and how to name the right one, and create nothing.
+#[test]
+fn store_commands_refuse_a_missing_store_and_create_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs: [&[&str]; 6] = [
+        &["soak", "list"],
+        &["soak", "show", "week"],
+        &["soak", "start", "week"],
+        &["soak", "mark", "week", "load"],
+        &["report", "--soak", "week"],
+        &["prune", "--before", "2026-01-01T00:00:00Z"],
+    ];
+    for args in runs {
+        let out = collector_cli(args, dir.path()).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} succeeded: {err}");
+        let db = dir.path().join("boltwatch.db");
+        assert!(
+            err.contains(&format!("no store at {}", db.display())) && err.contains("--data-dir"),
+            "{args:?}: {err}"
+        );
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert!(left.is_empty(), "{args:?} created {left:?}");
+    }
 }
