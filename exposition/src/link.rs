@@ -71,8 +71,8 @@ families! {
     DOWNSHIFTED = Gauge("boltwatch_link_downshifted", "", NI, "1 when the Thunderbolt port negotiated fewer lanes or slower lanes than its generation supports or than it negotiated earlier in the agent's boot, else 0.");
     LANES = Gauge("boltwatch_link_lanes", "", &["node", "interface", "direction"], "Lanes the Thunderbolt port negotiated, per direction.");
     LANE_SPEED = Gauge("boltwatch_link_lane_speed_bytes_per_second", "bytes_per_second", &["node", "interface", "direction"], "Speed of one lane of the Thunderbolt port as negotiated, per direction.");
-    INFO = Gauge("boltwatch_link_info", "", &["node", "interface", "kind", "generation"], "Interface kind and Thunderbolt generation from the agent's discovery; always 1.");
     LOOP_SUSPECTED = Gauge("boltwatch_bridge_loop_suspected", "", NI, "1 while the agent suspects frames circulate through the bridge (flooded frames far above the node's own, or learnt MACs moving between members), else 0.");
+    INFO = Gauge("boltwatch_link_info", "", &["node", "interface", "kind", "generation"], "Interface kind and Thunderbolt generation from the agent's discovery; always 1.");
     PATH_OK = Gauge("boltwatch_path_ok", "", labels::NODE_PEER, "1 when the route to the peer leaves through the expected interface.");
 }
 
