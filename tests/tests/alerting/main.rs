@@ -36,8 +36,9 @@
 //!
 //! Alertmanager runs the shipped `dashboards/alertmanager/alertmanager.yml`
 //! with only the receiver URLs replaced and its group and repeat intervals
-//! divided by 60 ([`stack::alertmanager_for_test`]); the webhook tells the
-//! pager from chat by the path each receiver posts to.
+//! divided by 60, kept at 5 s or more ([`stack::alertmanager_for_test`]);
+//! the webhook tells the pager from chat by the path each receiver posts
+//! to, and a page is one notification to the pager.
 //!
 //! Needs root, `ip`, `tc`, `nft`, `prometheus` and
 //! `prometheus-alertmanager`; without them it fails, it never skips.
@@ -54,7 +55,8 @@ use stack::{alertmanager_for_test, shorten_for};
 
 #[test]
 fn shorten_for_touches_only_for_lines() {
-    let rules = "      - alert: X\n        expr: up == 0 # for: 3m\n        for: 30m\n        for: 30s\n";
+    let rules =
+        "      - alert: X\n        expr: up == 0 # for: 3m\n        for: 30m\n        for: 30s\n";
     assert_eq!(
         shorten_for(rules),
         "      - alert: X\n        expr: up == 0 # for: 3m\n        for: 30s\n        for: 1s\n"
@@ -88,9 +90,21 @@ fn alertmanager_for_test_touches_only_urls_and_intervals() {
         .filter(|(a, b)| a != b)
         .collect();
     assert_eq!(shipped.lines().count(), test.lines().count());
+    // 5m / 60; 30s / 60 kept at 5s; 1h / 60.
     assert!(differ.iter().any(|(_, b)| b.trim() == "group_interval: 5s"));
+    assert!(differ.iter().any(|(_, b)| b.trim() == "group_wait: 5s"));
+    assert!(differ
+        .iter()
+        .any(|(_, b)| b.trim() == "repeat_interval: 60s"));
     for (a, b) in &differ {
-        let key = |l: &str| l.trim().trim_start_matches("- ").split(':').next().unwrap().to_string();
+        let key = |l: &str| {
+            l.trim()
+                .trim_start_matches("- ")
+                .split(':')
+                .next()
+                .unwrap()
+                .to_string()
+        };
         assert_eq!(key(a), key(b));
         assert!(
             ["url", "group_wait", "group_interval", "repeat_interval"].contains(&key(a).as_str()),

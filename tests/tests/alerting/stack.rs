@@ -49,7 +49,12 @@ pub fn shorten_for(rules: &str) -> String {
 /// webhook `url:` delivers to `hook` under its receiver's name (the path
 /// tells the pager from chat), and every `group_wait`, `group_interval`
 /// and `repeat_interval` is divided by 60, as [`shorten_for`] reads the
-/// rules' minutes as seconds. Nothing else changes.
+/// rules' minutes as seconds, but kept at 5 s or more: rules are
+/// evaluated every 5 s in production and every second here (a factor 5,
+/// not 60), and the 30 s `group_wait` that spans six evaluations there
+/// must still span several here, or the two ends of one cable, firing an
+/// evaluation apart, would split into two groups only in the test.
+/// Nothing else changes.
 pub fn alertmanager_for_test(config: &str, hook: u16) -> String {
     let mut out = String::with_capacity(config.len());
     let mut receiver = None;
@@ -63,11 +68,15 @@ pub fn alertmanager_for_test(config: &str, hook: u16) -> String {
         let dash = if trimmed.starts_with("- ") { "- " } else { "" };
         if key.starts_with("url: ") {
             let name = receiver.as_deref().expect("a url inside a receiver");
-            out.push_str(&format!("{indent}{dash}url: http://127.0.0.1:{hook}/{name}\n"));
-        } else if let Some((k, d)) = key.split_once(": ").filter(|(k, _)| {
-            ["group_wait", "group_interval", "repeat_interval"].contains(k)
-        }) {
-            out.push_str(&format!("{indent}{dash}{k}: {}s\n", sixtieth(d.trim())));
+            out.push_str(&format!(
+                "{indent}{dash}url: http://127.0.0.1:{hook}/{name}\n"
+            ));
+        } else if let Some((k, d)) = key
+            .split_once(": ")
+            .filter(|(k, _)| ["group_wait", "group_interval", "repeat_interval"].contains(k))
+        {
+            let secs = sixtieth(d.trim()).max(5);
+            out.push_str(&format!("{indent}{dash}{k}: {secs}s\n"));
         } else {
             out.push_str(line);
             out.push('\n');
@@ -95,9 +104,11 @@ fn sixtieth(d: &str) -> u64 {
 pub const PAGER: &str = "on-call-pager";
 pub const CHAT: &str = "team-chat";
 
-/// One alert as Alertmanager delivered it, and to which receiver.
+/// One alert as Alertmanager delivered it, to which receiver, in which
+/// notification (one webhook request; numbered from 0 in arrival order).
 #[derive(Debug, Clone)]
 pub struct Delivered {
+    pub notification: usize,
     pub receiver: String,
     pub status: String,
     pub labels: Value,
@@ -133,7 +144,7 @@ impl Webhook {
         let got = Arc::new(Mutex::new(Vec::new()));
         let sink = got.clone();
         std::thread::spawn(move || {
-            for conn in listener.incoming() {
+            for (notification, conn) in listener.incoming().enumerate() {
                 let Ok(mut conn) = conn else { continue };
                 if let Some((path, body)) = read_request(&mut conn) {
                     if let Ok(v) = serde_json::from_slice::<Value>(&body) {
@@ -141,6 +152,7 @@ impl Webhook {
                         let mut g = sink.lock().unwrap();
                         for a in alerts {
                             g.push(Delivered {
+                                notification,
                                 receiver: path.trim_start_matches('/').to_string(),
                                 status: a["status"].as_str().unwrap_or("").to_string(),
                                 labels: a["labels"].clone(),
@@ -238,8 +250,8 @@ pub fn start_alertmanager(dir: &Path, webhook: u16) -> (Proc, u16) {
         .expect("apt-get install prometheus-alertmanager; the test does not skip");
     let port = free_tcp_port();
     let shipped = grafana::dashboards_dir().join("alertmanager/alertmanager.yml");
-    let shipped = std::fs::read_to_string(&shipped)
-        .unwrap_or_else(|e| panic!("{}: {e}", shipped.display()));
+    let shipped =
+        std::fs::read_to_string(&shipped).unwrap_or_else(|e| panic!("{}: {e}", shipped.display()));
     let cfg = dir.join("alertmanager.yml");
     write(&cfg, &alertmanager_for_test(&shipped, webhook));
     let mut cmd = Command::new(bin);
@@ -365,11 +377,12 @@ impl Stack {
     pub fn wait_inactive(&self, alertname: &str, node: &str) {
         let deadline = Instant::now() + WAIT;
         loop {
-            let active = self.prom.api("/api/v1/alerts").map(|d| {
-                d["alerts"].as_array().into_iter().flatten().any(|a| {
-                    a["labels"]["alertname"] == alertname && a["labels"]["node"] == node
-                })
-            });
+            let active =
+                self.prom.api("/api/v1/alerts").map(|d| {
+                    d["alerts"].as_array().into_iter().flatten().any(|a| {
+                        a["labels"]["alertname"] == alertname && a["labels"]["node"] == node
+                    })
+                });
             if active == Ok(false) {
                 return;
             }
