@@ -282,7 +282,7 @@ impl Emitter {
     /// The outcomes of this round to send, and those that are failing for
     /// the first time (new, or ok last round).
     pub fn round<'o>(&mut self, outcomes: &'o [Outcome]) -> (Vec<&'o Outcome>, Vec<&'o Outcome>) {
-        let all = self.rounds % Self::REPEAT_EVERY == 0;
+        let all = self.rounds.is_multiple_of(Self::REPEAT_EVERY);
         self.rounds = self.rounds.wrapping_add(1);
         let mut send = Vec::new();
         let mut failed = Vec::new();
