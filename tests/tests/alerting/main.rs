@@ -7,8 +7,8 @@
 //! `recording.yml` every second; Alertmanager delivers to a webhook this
 //! test serves, and the assertions are on what reaches the webhook.
 //!
-//! The one change to the rules: every `for: Nm` becomes `for: Ns` (minutes
-//! read as seconds, [`stack::shorten_for`]), mechanically, line by line;
+//! The one change to the rules: every `for:` is divided by 60 (`for: Nm`
+//! becomes `for: Ns`, [`stack::shorten_for`]), mechanically, line by line;
 //! the expressions are the shipped ones, byte for byte.
 //!
 //! Prometheus sets `cluster` as a target label of the collector's job, as
@@ -19,14 +19,26 @@
 //! in parallel, each on its own two-node bed ([`pair`]); a shaped link is
 //! a 200 Mbit/s token bucket on both ends, under the 6 Gbit/s expected:
 //! - a shaped link while the tester is throttled: the throttled alert
-//!   names the tester and its peer; the tester's agent killed: agent-down
-//!   fires and its thermal and bandwidth alerts resolve;
+//!   names the tester and its peer, and pages; the tester's agent killed:
+//!   agent-down pages and its thermal and bandwidth alerts resolve in
+//!   Prometheus (inhibited by agent-down in Alertmanager meanwhile);
 //! - the same shaping, no throttling, the expectation a share of the
 //!   veth's negotiated 10 Gbit/s: the plain alert, not the thermal one;
 //! - throttling that began after the last test: no thermal blame;
-//! - the peer throttled: the alert names the peer's end;
+//! - the peer throttled: the alert names the peer's end and pages; the
+//!   peer's agent killed, it ends although the tester's gauge lives on;
 //! - the tester throttled 75 % of the time: the alerts fire;
-//! - a link flap: link-down fires and resolves.
+//! - a link flap: link-down fires and resolves;
+//! - a cable pull (one `ip link set down`): link-down pages, the outage
+//!   fires but Alertmanager holds it inhibited; one page, nothing to chat;
+//! - the peer's agent killed: agent-down pages for it, the tester's
+//!   outage towards it is held inhibited; one page, nothing to chat.
+//!
+//! Alertmanager runs the shipped `dashboards/alertmanager/alertmanager.yml`
+//! with only the receiver URLs replaced and its group and repeat intervals
+//! divided by 60, kept at 5 s or more ([`stack::alertmanager_for_test`]);
+//! the webhook tells the pager from chat by the path each receiver posts
+//! to, and a page is one notification to the pager.
 //!
 //! Needs root, `ip`, `tc`, `nft`, `prometheus` and
 //! `prometheus-alertmanager`; without them it fails, it never skips.
@@ -39,14 +51,15 @@ mod pair;
 mod scenarios;
 mod stack;
 
-use stack::shorten_for;
+use stack::{alertmanager_for_test, shorten_for};
 
 #[test]
-fn shorten_for_touches_only_whole_minute_for_lines() {
-    let rules = "      - alert: X\n        expr: up == 0 # for: 3m\n        for: 30m\n";
+fn shorten_for_touches_only_for_lines() {
+    let rules =
+        "      - alert: X\n        expr: up == 0 # for: 3m\n        for: 30m\n        for: 30s\n";
     assert_eq!(
         shorten_for(rules),
-        "      - alert: X\n        expr: up == 0 # for: 3m\n        for: 30s\n"
+        "      - alert: X\n        expr: up == 0 # for: 3m\n        for: 30s\n        for: 1s\n"
     );
     let shipped = std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../dashboards/prometheus/alerts.yml"),
@@ -65,12 +78,52 @@ fn shorten_for_touches_only_whole_minute_for_lines() {
 }
 
 #[test]
+fn alertmanager_for_test_touches_only_urls_and_intervals() {
+    let shipped = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../dashboards/alertmanager/alertmanager.yml"),
+    )
+    .unwrap();
+    let test = alertmanager_for_test(&shipped, 4242);
+    let differ: Vec<(&str, &str)> = shipped
+        .lines()
+        .zip(test.lines())
+        .filter(|(a, b)| a != b)
+        .collect();
+    assert_eq!(shipped.lines().count(), test.lines().count());
+    // 5m / 60; 30s / 60 kept at 5s; 1h / 60.
+    assert!(differ.iter().any(|(_, b)| b.trim() == "group_interval: 5s"));
+    assert!(differ.iter().any(|(_, b)| b.trim() == "group_wait: 5s"));
+    assert!(differ
+        .iter()
+        .any(|(_, b)| b.trim() == "repeat_interval: 60s"));
+    for (a, b) in &differ {
+        let key = |l: &str| {
+            l.trim()
+                .trim_start_matches("- ")
+                .split(':')
+                .next()
+                .unwrap()
+                .to_string()
+        };
+        assert_eq!(key(a), key(b));
+        assert!(
+            ["url", "group_wait", "group_interval", "repeat_interval"].contains(&key(a).as_str()),
+            "{a} -> {b}"
+        );
+    }
+    for receiver in [stack::PAGER, stack::CHAT] {
+        let url = format!("url: http://127.0.0.1:4242/{receiver}");
+        assert!(test.contains(&url), "{test}");
+    }
+}
+
+#[test]
 fn alert_scenarios_reach_the_webhook() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let stack = stack::Stack::start(d);
     type Scenario = fn(&stack::Stack, &Path) -> pair::Pair;
-    let all: [(&str, Scenario); 6] = [
+    let all: [(&str, Scenario); 8] = [
         (
             "throttled tester, killed",
             scenarios::throttled_tester_then_killed,
@@ -89,6 +142,8 @@ fn alert_scenarios_reach_the_webhook() {
             scenarios::throttled_three_quarters_of_the_time,
         ),
         ("link flap", scenarios::link_flap),
+        ("cable pull", scenarios::cable_pull),
+        ("dead agent", scenarios::dead_agent),
     ];
     let mut failed = Vec::new();
     // Every pair keeps running until the end of the test.
@@ -112,4 +167,6 @@ fn alert_scenarios_reach_the_webhook() {
     let delivered = stack.hook.all();
     let wrong = scenarios::misplaced(&delivered);
     assert!(wrong.is_empty(), "misplaced alerts: {wrong:#?}");
+    let pages = scenarios::one_page_per_cause(&delivered);
+    assert!(pages.is_empty(), "{pages:#?}\ndelivered: {delivered:#?}");
 }

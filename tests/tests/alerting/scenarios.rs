@@ -4,13 +4,14 @@
 //! run ([`misplaced`]), before any pair stops (a stopped agent would page
 //! agent-down).
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use boltwatch_tests::procs::sample;
 
 use super::pair::{End, Expect, Pair, Spec};
-use super::stack::{Delivered, Stack, WAIT};
+use super::stack::{Delivered, Stack, CHAT, PAGER, WAIT};
 
 /// Throttled for the rest of the test.
 const ALWAYS: (Duration, Duration) = (Duration::from_secs(3600), Duration::ZERO);
@@ -50,17 +51,21 @@ fn wait_blamed(stack: &Stack, node: &str, peer: &str, end: &str, throttled: &str
 
 /// A tbf-shaped link under the floor while the tester's throttle fixture
 /// is on: the throttled alert names the tester and its peer. Then the
-/// tester's agent is killed: agent-down fires, and its thermal and
-/// bandwidth alerts resolve once the collector drops its gauges.
+/// tester's agent is killed: agent-down pages, and its thermal and
+/// bandwidth alerts resolve in Prometheus once the collector drops its
+/// gauges (Alertmanager holds them inhibited by agent-down meanwhile, so
+/// their resolution is not sent while it fires).
 pub fn throttled_tester_then_killed(stack: &Stack, dir: &Path) -> Pair {
     let mut pair = start(stack, dir, "hot", "hot-peer", Some(Expect::Gbps(6)));
     pair.throttle(End::Tester, ALWAYS.0, ALWAYS.1);
     wait_blamed(stack, "hot", "hot-peer", "local", "hot");
     stack.wait_alert("firing", THERMAL, "hot");
     pair.kill(End::Tester);
-    stack.wait_alert("firing", "BoltwatchAgentDown", "hot");
-    stack.wait_alert("resolved", LOW_THROTTLED, "hot");
-    stack.wait_alert("resolved", THERMAL, "hot");
+    stack.wait("BoltwatchAgentDown paged for hot", |x| {
+        x.is("firing", "BoltwatchAgentDown", "hot") && x.receiver == PAGER
+    });
+    stack.wait_inactive(LOW_THROTTLED, "hot");
+    stack.wait_inactive(THERMAL, "hot");
     pair
 }
 
@@ -115,11 +120,20 @@ pub fn throttling_after_the_last_test(stack: &Stack, dir: &Path) -> Pair {
     pair
 }
 
-/// The peer is the throttled end: the alert names the peer.
+/// The peer is the throttled end: the alert names the peer, and pages.
+/// Then the peer's agent is killed: the alert, whose evidence is now a
+/// dead agent's last reading (the tester's gauge lives on), ends in
+/// Prometheus.
 pub fn throttled_peer(stack: &Stack, dir: &Path) -> Pair {
     let mut pair = start(stack, dir, "blamer", "hot-end", Some(Expect::Gbps(6)));
     pair.throttle(End::Peer, ALWAYS.0, ALWAYS.1);
     wait_blamed(stack, "blamer", "hot-end", "peer", "hot-end");
+    stack.wait("the throttled alert of blamer paged", |x| {
+        x.is("firing", LOW_THROTTLED, "blamer") && x.receiver == PAGER
+    });
+    pair.kill(End::Peer);
+    stack.wait_alert("firing", "BoltwatchAgentDown", "hot-end");
+    stack.wait_inactive(LOW_THROTTLED, "blamer");
     pair
 }
 
@@ -180,6 +194,104 @@ pub fn link_flap(stack: &Stack, dir: &Path) -> Pair {
     pair
 }
 
+/// One `ip link set down` on the peer's end of a cable: link-down fires on
+/// both nodes and pages once (both in one notification); the tester's
+/// open outage (and the probe loss, drops and route that follow) fire in
+/// Prometheus but Alertmanager holds them inhibited. The link stays down;
+/// [`one_page_per_cause`] counts what reached the receivers once every
+/// scenario has run.
+///
+/// The pull waits for the flap scenario's link-down to be resolved at the
+/// webhook, which ends its Alertmanager group: the pull's two ends then
+/// open a fresh group, as a lone cable pull does in production (with
+/// another link down in the cluster, they may land in two notifications).
+pub fn cable_pull(stack: &Stack, dir: &Path) -> Pair {
+    let pair = start(stack, dir, "pull", "pull-peer", None);
+    stack.wait_alert("resolved", "BoltwatchLinkDown", "flap");
+    let iface = pair.tester_if();
+    stack.wait_metrics("pull's link up and probes answered", |m| {
+        let link = [("node", "pull"), ("interface", iface.as_str())];
+        let probes = [("node", "pull"), ("peer", "pull-peer")];
+        sample(m, "boltwatch_link_up", &link) == Some(1.0)
+            && sample(m, "boltwatch_probe_received_total", &probes).unwrap_or(0.0) > 0.0
+    });
+    pair.set_peer_link(false);
+    for node in ["pull", "pull-peer"] {
+        stack.wait(&format!("BoltwatchLinkDown paged for {node}"), |x| {
+            x.is("firing", "BoltwatchLinkDown", node) && x.receiver == PAGER
+        });
+    }
+    stack.wait_inhibited("BoltwatchOutageOpen", "pull");
+    pair
+}
+
+/// The peer's agent killed: agent-down pages for the peer; the tester's
+/// open outage towards it fires in Prometheus but is held inhibited.
+pub fn dead_agent(stack: &Stack, dir: &Path) -> Pair {
+    let mut pair = start(stack, dir, "dead", "dead-peer", None);
+    stack.wait_metrics("dead's probes answered", |m| {
+        let probes = [("node", "dead"), ("peer", "dead-peer")];
+        sample(m, "boltwatch_probe_received_total", &probes).unwrap_or(0.0) > 0.0
+    });
+    pair.kill(End::Peer);
+    stack.wait("BoltwatchAgentDown paged for dead-peer", |x| {
+        x.is("firing", "BoltwatchAgentDown", "dead-peer") && x.receiver == PAGER
+    });
+    stack.wait_inhibited("BoltwatchOutageOpen", "dead");
+    pair
+}
+
+/// What one cause may send: for each, exactly one page (one pager
+/// notification bringing a firing alert of its nodes that no earlier
+/// notification brought: re-sends and regroupings with other scenarios'
+/// alerts do not count), carrying only its alert kind, and nothing for
+/// its nodes to chat. Returns what is wrong.
+pub fn one_page_per_cause(all: &[Delivered]) -> Vec<String> {
+    let causes = [
+        ("cable pull", ["pull", "pull-peer"], "BoltwatchLinkDown"),
+        ("dead agent", ["dead", "dead-peer"], "BoltwatchAgentDown"),
+    ];
+    let mut wrong = Vec::new();
+    for (cause, nodes, page) in causes {
+        let pages = pages(all, &nodes);
+        let kinds: BTreeSet<&str> = pages.values().flatten().map(|(n, _)| n.as_str()).collect();
+        if pages.len() != 1 || kinds != BTreeSet::from([page]) {
+            wrong.push(format!("{cause}: pages {pages:#?}, want one of {page}"));
+        }
+        let chat = fired(all, CHAT, &nodes);
+        if !chat.is_empty() {
+            wrong.push(format!("{cause}: to chat {chat:?}, want nothing"));
+        }
+    }
+    wrong
+}
+
+/// The pager notifications that brought a new firing alert of `nodes`,
+/// by number, with the alerts each brought first.
+fn pages(all: &[Delivered], nodes: &[&str]) -> BTreeMap<usize, Vec<(String, String)>> {
+    let mut seen = BTreeSet::new();
+    let mut pages: BTreeMap<usize, Vec<(String, String)>> = BTreeMap::new();
+    for x in all {
+        if x.receiver != PAGER || x.status != "firing" || !nodes.contains(&x.label("node")) {
+            continue;
+        }
+        let alert = (x.label("alertname").to_string(), x.labels.to_string());
+        if seen.insert(alert.clone()) {
+            pages.entry(x.notification).or_default().push(alert);
+        }
+    }
+    pages
+}
+
+/// Distinct (alertname, label set) that fired at `receiver` for `nodes`.
+fn fired(all: &[Delivered], receiver: &str, nodes: &[&str]) -> BTreeSet<(String, String)> {
+    all.iter()
+        .filter(|x| x.receiver == receiver && x.status == "firing")
+        .filter(|x| nodes.contains(&x.label("node")))
+        .map(|x| (x.label("alertname").to_string(), x.labels.to_string()))
+        .collect()
+}
+
 /// Alerts that must never have fired: blame in the wrong place, a cool
 /// node paged for heat, a throttled one for the cable, agent-down for a
 /// live agent, and anything without the scrape job's cluster.
@@ -195,7 +307,9 @@ pub fn misplaced(all: &[Delivered]) -> Vec<&Delivered> {
                     THERMAL,
                     &["cool", "blamer", "hot-peer", "cool-peer", "late-peer"],
                 )
-                || (x.labels["alertname"] == "BoltwatchAgentDown" && x.label("node") != "hot")
+                || (x.labels["alertname"] == "BoltwatchAgentDown"
+                    && !["hot", "hot-end", "dead-peer"].contains(&x.label("node")))
+                || (x.receiver != PAGER && x.receiver != CHAT)
                 || x.label("cluster") != super::stack::CLUSTER
         })
         .collect()

@@ -26,20 +26,17 @@ pub const WAIT: Duration = Duration::from_secs(240);
 /// The collector's cluster, a target label of its scrape job.
 pub const CLUSTER: &str = "lab1";
 
-/// The rules with every `for: Nm` read as `for: Ns`. Only `for:` lines
-/// change; any other duration form in a `for:` line fails the test, so
-/// the substitution stays mechanical.
+/// The rules with every `for:` divided by 60: `for: Nm` reads as
+/// `for: Ns`, `for: 30s` as `for: 1s` (rounded up). Only `for:` lines
+/// change; a duration not N followed by s, m or h fails the test, so the
+/// substitution stays mechanical.
 pub fn shorten_for(rules: &str) -> String {
     let mut out = String::with_capacity(rules.len());
     for line in rules.lines() {
         let trimmed = line.trim_start();
         if let Some(d) = trimmed.strip_prefix("for: ") {
             let indent = &line[..line.len() - trimmed.len()];
-            let minutes = d
-                .strip_suffix('m')
-                .and_then(|n| n.parse::<u32>().ok())
-                .unwrap_or_else(|| panic!("`for: {d}` is not in whole minutes"));
-            out.push_str(&format!("{indent}for: {minutes}s\n"));
+            out.push_str(&format!("{indent}for: {}s\n", sixtieth(d.trim())));
         } else {
             out.push_str(line);
             out.push('\n');
@@ -48,9 +45,71 @@ pub fn shorten_for(rules: &str) -> String {
     out
 }
 
-/// One alert as Alertmanager delivered it.
+/// The shipped Alertmanager configuration as the test runs it: every
+/// webhook `url:` delivers to `hook` under its receiver's name (the path
+/// tells the pager from chat), and every `group_wait`, `group_interval`
+/// and `repeat_interval` is divided by 60, as [`shorten_for`] reads the
+/// rules' minutes as seconds, but kept at 5 s or more: rules are
+/// evaluated every 5 s in production and every second here (a factor 5,
+/// not 60), and the 30 s `group_wait` that spans six evaluations there
+/// must still span several here, or the two ends of one cable, firing an
+/// evaluation apart, would split into two groups only in the test.
+/// Nothing else changes.
+pub fn alertmanager_for_test(config: &str, hook: u16) -> String {
+    let mut out = String::with_capacity(config.len());
+    let mut receiver = None;
+    for line in config.lines() {
+        let trimmed = line.trim_start();
+        let indent = &line[..line.len() - trimmed.len()];
+        if let Some(name) = trimmed.strip_prefix("- name: ") {
+            receiver = Some(name.trim().to_string());
+        }
+        let key = trimmed.trim_start_matches("- ");
+        let dash = if trimmed.starts_with("- ") { "- " } else { "" };
+        if key.starts_with("url: ") {
+            let name = receiver.as_deref().expect("a url inside a receiver");
+            out.push_str(&format!(
+                "{indent}{dash}url: http://127.0.0.1:{hook}/{name}\n"
+            ));
+        } else if let Some((k, d)) = key
+            .split_once(": ")
+            .filter(|(k, _)| ["group_wait", "group_interval", "repeat_interval"].contains(k))
+        {
+            let secs = sixtieth(d.trim()).max(5);
+            out.push_str(&format!("{indent}{dash}{k}: {secs}s\n"));
+        } else {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// Seconds in `d` (`30s`, `5m`, `4h`) divided by 60, rounded up.
+fn sixtieth(d: &str) -> u64 {
+    let (n, unit) = d.split_at(d.len() - 1);
+    let n: u64 = n
+        .parse()
+        .unwrap_or_else(|_| panic!("duration {d:?} is not N followed by s, m or h"));
+    let secs = match unit {
+        "s" => n,
+        "m" => n * 60,
+        "h" => n * 3600,
+        _ => panic!("duration {d:?} is not N followed by s, m or h"),
+    };
+    secs.div_ceil(60)
+}
+
+/// The receivers of the shipped configuration.
+pub const PAGER: &str = "on-call-pager";
+pub const CHAT: &str = "team-chat";
+
+/// One alert as Alertmanager delivered it, to which receiver, in which
+/// notification (one webhook request; numbered from 0 in arrival order).
 #[derive(Debug, Clone)]
 pub struct Delivered {
+    pub notification: usize,
+    pub receiver: String,
     pub status: String,
     pub labels: Value,
 }
@@ -85,14 +144,16 @@ impl Webhook {
         let got = Arc::new(Mutex::new(Vec::new()));
         let sink = got.clone();
         std::thread::spawn(move || {
-            for conn in listener.incoming() {
+            for (notification, conn) in listener.incoming().enumerate() {
                 let Ok(mut conn) = conn else { continue };
-                if let Some(body) = read_request(&mut conn) {
+                if let Some((path, body)) = read_request(&mut conn) {
                     if let Ok(v) = serde_json::from_slice::<Value>(&body) {
                         let alerts = v["alerts"].as_array().cloned().unwrap_or_default();
                         let mut g = sink.lock().unwrap();
                         for a in alerts {
                             g.push(Delivered {
+                                notification,
+                                receiver: path.trim_start_matches('/').to_string(),
                                 status: a["status"].as_str().unwrap_or("").to_string(),
                                 labels: a["labels"].clone(),
                             });
@@ -131,10 +192,15 @@ impl Webhook {
     }
 }
 
-/// One HTTP request's body (Content-Length framed, bounded to 1 MiB).
-fn read_request(conn: &mut std::net::TcpStream) -> Option<Vec<u8>> {
+/// One HTTP request's path and body (Content-Length framed, bounded to
+/// 1 MiB).
+fn read_request(conn: &mut std::net::TcpStream) -> Option<(String, Vec<u8>)> {
     conn.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
     let mut r = BufReader::new(conn.try_clone().ok()?);
+    let mut request = String::new();
+    r.read_line(&mut request).ok()?;
+    // "POST /on-call-pager HTTP/1.1"
+    let path = request.split_whitespace().nth(1)?.to_string();
     let mut len = 0usize;
     loop {
         let mut line = String::new();
@@ -156,7 +222,7 @@ fn read_request(conn: &mut std::net::TcpStream) -> Option<Vec<u8>> {
     }
     let mut body = vec![0; len];
     r.read_exact(&mut body).ok()?;
-    Some(body)
+    Some((path, body))
 }
 
 /// The collector for the bed: gRPC on every address, HTTP on loopback,
@@ -183,16 +249,11 @@ pub fn start_alertmanager(dir: &Path, webhook: u16) -> (Proc, u16) {
     let bin = find_tool("prometheus-alertmanager", "prometheus-alertmanager")
         .expect("apt-get install prometheus-alertmanager; the test does not skip");
     let port = free_tcp_port();
+    let shipped = grafana::dashboards_dir().join("alertmanager/alertmanager.yml");
+    let shipped =
+        std::fs::read_to_string(&shipped).unwrap_or_else(|e| panic!("{}: {e}", shipped.display()));
     let cfg = dir.join("alertmanager.yml");
-    write(
-        &cfg,
-        &format!(
-            "route:\n  receiver: hook\n  group_by: ['...']\n  \
-             group_wait: 1s\n  group_interval: 1s\n  repeat_interval: 1h\n\
-             receivers:\n  - name: hook\n    webhook_configs:\n      \
-             - url: http://127.0.0.1:{webhook}/\n        send_resolved: true\n"
-        ),
-    );
+    write(&cfg, &alertmanager_for_test(&shipped, webhook));
     let mut cmd = Command::new(bin);
     cmd.arg(format!("--config.file={}", cfg.display()))
         .arg(format!("--storage.path={}", dir.join("am-data").display()))
@@ -237,6 +298,7 @@ pub struct Stack {
     pub hook: Webhook,
     pub prom: Prometheus,
     _alertmanager: Proc,
+    am_port: u16,
     pub collector: Collector,
 }
 
@@ -250,6 +312,7 @@ impl Stack {
             hook,
             prom,
             _alertmanager: am,
+            am_port,
             collector,
         }
     }
@@ -275,6 +338,61 @@ impl Stack {
             !all.iter().any(|x| x.is(status, alertname, node)),
             "{why}: {all:#?}"
         );
+    }
+
+    /// Waits until Alertmanager holds `alertname` for `node` (so
+    /// Prometheus fired it) and suppresses it by inhibition; fails with
+    /// what Alertmanager holds.
+    pub fn wait_inhibited(&self, alertname: &str, node: &str) {
+        let url = format!("http://127.0.0.1:{}/api/v2/alerts", self.am_port);
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let held: Value = http_get(&url)
+                .ok()
+                .and_then(|(_, body)| serde_json::from_str(&body).ok())
+                .unwrap_or(Value::Null);
+            let inhibited = held.as_array().into_iter().flatten().any(|a| {
+                a["labels"]["alertname"] == alertname
+                    && a["labels"]["node"] == node
+                    && a["status"]["state"] == "suppressed"
+                    && a["status"]["inhibitedBy"]
+                        .as_array()
+                        .is_some_and(|by| !by.is_empty())
+            });
+            if inhibited {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{alertname} for {node} never held inhibited within {WAIT:?}\n\
+                 alertmanager: {held:#}\nprometheus alerts: {}",
+                self.prom.alerts()
+            );
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+
+    /// Waits until Prometheus holds no `alertname` for `node`, pending or
+    /// firing.
+    pub fn wait_inactive(&self, alertname: &str, node: &str) {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let active =
+                self.prom.api("/api/v1/alerts").map(|d| {
+                    d["alerts"].as_array().into_iter().flatten().any(|a| {
+                        a["labels"]["alertname"] == alertname && a["labels"]["node"] == node
+                    })
+                });
+            if active == Ok(false) {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{alertname} for {node} still active after {WAIT:?}: {}",
+                self.prom.alerts()
+            );
+            std::thread::sleep(Duration::from_millis(250));
+        }
     }
 
     /// Waits until `/metrics` satisfies `cond`; fails with the last body.

@@ -15,13 +15,15 @@
 //! `serde_norway` into a tree and read by key, so any valid YAML layout
 //! (block or flow, quoted or plain, `|` or `>`) reads the same.
 //!
-//! Modules: `contract` (the metric list), `files` (reading the files and
+//! Modules: `alertmanager` (the shipped Alertmanager config, checked and
+//! routed by the real amtool), `contract` (the metric list), `files` (reading the files and
 //! running promtool), `rules` (the Prometheus side), `layout` (the Grafana
 //! side), `cluster` (what keeps clusters apart in one expression), `units`
 //! (every panel's unit matches its metric's) and `samples` (the worst-case
 //! samples of every 72-hour query of an 8-node mesh, under Prometheus'
 //! default `query.max-samples`).
 
+mod alertmanager;
 mod cluster;
 mod contract;
 mod files;
