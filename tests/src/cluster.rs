@@ -228,3 +228,28 @@ fn start_agent(
         dir.join(format!("agent-{}.log", node_name(i))),
     )
 }
+
+/// A real agent in bed node `node`, named `name`, run from the config file
+/// text `config` (written to `dir`), its spool and log in `dir`: for the
+/// bed tests that shape one agent's config by hand.
+pub fn agent_from_config(bed: &TestBed, node: usize, name: &str, dir: &Path, config: &str) -> Proc {
+    let path = dir.join(format!("agent-{name}.toml"));
+    std::fs::write(&path, config).unwrap();
+    let args = [
+        "run".to_string(),
+        "--config".into(),
+        path.display().to_string(),
+        "--node".into(),
+        name.into(),
+        "--spool-dir".into(),
+        dir.join(format!("spool-{name}")).display().to_string(),
+    ];
+    let cmd = bed
+        .exec(node, &bin("boltwatch-agent").to_string_lossy(), &args)
+        .unwrap();
+    Proc::spawn(
+        &format!("agent {name}"),
+        cmd,
+        dir.join(format!("agent-{name}.log")),
+    )
+}

@@ -16,7 +16,8 @@
 use std::path::Path;
 use std::time::Duration;
 
-use boltwatch_tests::procs::{bin, http_get, sample, wait_for, Collector, Proc};
+use boltwatch_tests::cluster::agent_from_config;
+use boltwatch_tests::procs::{http_get, sample, wait_for, Collector, Proc};
 use boltwatch_tests::TestBed;
 
 const METRICS_PORT: u16 = 9477;
@@ -81,21 +82,7 @@ fn start_agent(bed: &TestBed, dir: &Path, collector: &Collector) -> Proc {
         host = bed.node(0).host_addr,
         grpc = collector.grpc.port(),
     );
-    let path = dir.join("agent-lp.toml");
-    std::fs::write(&path, cfg).unwrap();
-    let args = [
-        "run".to_string(),
-        "--config".into(),
-        path.display().to_string(),
-        "--node".into(),
-        "lp".into(),
-        "--spool-dir".into(),
-        dir.join("spool-lp").display().to_string(),
-    ];
-    let cmd = bed
-        .exec(0, &bin("boltwatch-agent").to_string_lossy(), &args)
-        .unwrap();
-    Proc::spawn("agent lp", cmd, dir.join("agent-lp.log"))
+    agent_from_config(bed, 0, "lp", dir, &cfg)
 }
 
 /// One ARP broadcast from `node`'s bridge (to an address nobody holds):

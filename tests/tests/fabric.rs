@@ -28,7 +28,8 @@
 use std::path::Path;
 use std::time::Duration;
 
-use boltwatch_tests::procs::{bin, http_get, sample, wait_for, Collector, Proc};
+use boltwatch_tests::cluster::agent_from_config;
+use boltwatch_tests::procs::{http_get, sample, wait_for, Collector, Proc};
 use boltwatch_tests::{SysfsFixture, TestBed};
 
 /// Upper bound on any one wait; reaching it is a failure, not a figure.
@@ -112,21 +113,7 @@ fn start_agent(bed: &TestBed, dir: &Path, collector: &Collector, sysfs: &SysfsFi
         grpc = collector.grpc.port(),
         sysfs = sysfs.root().display(),
     );
-    let path = dir.join("agent-fab.toml");
-    std::fs::write(&path, cfg).unwrap();
-    let args = [
-        "run".to_string(),
-        "--config".into(),
-        path.display().to_string(),
-        "--node".into(),
-        "fab".into(),
-        "--spool-dir".into(),
-        dir.join("spool-fab").display().to_string(),
-    ];
-    let cmd = bed
-        .exec(0, &bin("boltwatch-agent").to_string_lossy(), &args)
-        .unwrap();
-    Proc::spawn("agent fab", cmd, dir.join("agent-fab.log"))
+    agent_from_config(bed, 0, "fab", dir, &cfg)
 }
 
 /// What one `/metrics` text says about the port.

@@ -22,8 +22,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use boltwatch_tests::bridged::{addr, bridge_bed};
-use boltwatch_tests::cluster::REFLECTOR_PORT;
-use boltwatch_tests::procs::{bin, http_get, sample, Collector, Proc};
+use boltwatch_tests::cluster::{agent_from_config, REFLECTOR_PORT};
+use boltwatch_tests::procs::{http_get, sample, Collector, Proc};
 use boltwatch_tests::{SysfsFixture, TestBed};
 
 /// Upper bound on any one wait; reaching it is a failure, not a figure.
@@ -62,21 +62,7 @@ fn start_agent(bed: &TestBed, dir: &Path, collector: &Collector, sysfs: &SysfsFi
         p1 = addr(1),
         p2 = addr(2),
     );
-    let path = dir.join("agent-n0.toml");
-    std::fs::write(&path, cfg).unwrap();
-    let args = [
-        "run".to_string(),
-        "--config".into(),
-        path.display().to_string(),
-        "--node".into(),
-        "n0".into(),
-        "--spool-dir".into(),
-        dir.join("spool-n0").display().to_string(),
-    ];
-    let cmd = bed
-        .exec(0, &bin("boltwatch-agent").to_string_lossy(), &args)
-        .unwrap();
-    Proc::spawn("agent n0", cmd, dir.join("agent-n0.log"))
+    agent_from_config(bed, 0, "n0", dir, &cfg)
 }
 
 /// `boltwatch_fabric_check_ok` of `check` on `interface` in `metrics`.

@@ -21,12 +21,12 @@
 
 use std::collections::VecDeque;
 use std::io;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
+use std::net::{SocketAddr, UdpSocket};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
-use tracing::{debug, info, trace, warn};
+use tracing::{debug, info, trace};
 
 use super::imp;
 use super::packet::{ErrorEstimate, NtpTimestamp, ReflectorPacket, SenderPacket, PACKET_LEN};
@@ -114,29 +114,7 @@ impl Session {
                 "probe interval and timeout must be positive",
             ));
         }
-        let v6 = target.addr.is_ipv6();
-        let any: IpAddr = if v6 {
-            Ipv6Addr::UNSPECIFIED.into()
-        } else {
-            Ipv4Addr::UNSPECIFIED.into()
-        };
-        let socket = UdpSocket::bind(SocketAddr::new(any, 0))?;
-        if let Some(dev) = &target.bind_device {
-            match imp::bind_device(&socket, dev, v6) {
-                Ok(()) => {}
-                Err(e) if target.bind_required => {
-                    return Err(io::Error::new(
-                        e.kind(),
-                        format!(
-                            "cannot bind STAMP probes to {dev} (the scope of {}): {e}",
-                            target.peer
-                        ),
-                    ))
-                }
-                Err(e) => warn!(device = %dev, peer = %target.peer, error = %e,
-                    "cannot bind STAMP probes to the device; the routing table decides"),
-            }
-        }
+        let socket = target.probe_socket("STAMP probes")?;
         imp::enable_rx_metadata(&socket)?;
         let tx_stamps = kernel_tx && imp::enable_tx_timestamps(&socket);
         Ok(Session {

@@ -20,11 +20,10 @@
 pub mod search;
 
 use std::io;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
+use std::net::{SocketAddr, UdpSocket};
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
-use tracing::warn;
 
 use super::imp;
 use super::packet::{ErrorEstimate, NtpTimestamp, ReflectorPacket, SenderPacket, PACKET_LEN};
@@ -99,21 +98,7 @@ struct Prober {
 impl Prober {
     fn open(target: &Target, opts: &Options) -> io::Result<Prober> {
         let v6 = target.addr.is_ipv6();
-        let any: IpAddr = if v6 {
-            Ipv6Addr::UNSPECIFIED.into()
-        } else {
-            Ipv4Addr::UNSPECIFIED.into()
-        };
-        let socket = UdpSocket::bind(SocketAddr::new(any, 0))?;
-        if let Some(dev) = &target.bind_device {
-            // As the RTT session: the path measured is the one it probes.
-            match imp::bind_device(&socket, dev, v6) {
-                Ok(()) => {}
-                Err(e) if target.bind_required => return Err(e),
-                Err(e) => warn!(device = %dev, peer = %target.peer, error = %e,
-                    "cannot bind path MTU probes to the device; the routing table decides"),
-            }
-        }
+        let socket = target.probe_socket("path MTU probes")?;
         // Without don't-fragment the search would measure the local
         // stack's reassembly, not the path.
         imp::set_dont_fragment(&socket, v6)?;
