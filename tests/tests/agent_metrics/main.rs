@@ -1,7 +1,7 @@
 //! Scraping nodes directly: two real agents on loopback (STAMP between
 //! them, scheduled bandwidth tests, an `ssh` service check against a port
-//! this test listens on, thermals and interface counters from a sysfs
-//! fixture) serve their own `/metrics` (`--metrics-listen`) while they
+//! this test listens on, thermals, interface counters and an RDMA port
+//! from a sysfs fixture) serve their own `/metrics` (`--metrics-listen`) while they
 //! stream to a real collector.
 //!
 //! - `promtool check metrics` is clean on each agent's live scrape.
@@ -75,6 +75,13 @@ impl Node {
         let policy = "devices/system/cpu/cpufreq/policy0";
         sysfs
             .write(&format!("{policy}/scaling_cur_freq"), "2400000")
+            .unwrap();
+        // An active soft-RoCE device on the probed interface, so the
+        // fabric row's RDMA panel has a series on the agents too.
+        let port = "class/infiniband/rxe0/ports/1";
+        sysfs.write(&format!("{port}/state"), "4: ACTIVE").unwrap();
+        sysfs
+            .write(&format!("{port}/gid_attrs/ndevs/0"), "lo")
             .unwrap();
         sysfs
             .write(&format!("{policy}/cpuinfo_max_freq"), "3200000")
