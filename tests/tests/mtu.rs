@@ -22,8 +22,8 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use boltwatch_tests::cluster::{node_name, REFLECTOR_PORT};
-use boltwatch_tests::procs::{bin, http_get, sample, Collector, Proc};
+use boltwatch_tests::cluster::{agent_from_config, node_name, REFLECTOR_PORT};
+use boltwatch_tests::procs::{http_get, sample, Collector, Proc};
 use boltwatch_tests::TestBed;
 
 /// Upper bound on any one wait; reaching it is a failure, not a figure.
@@ -74,26 +74,7 @@ fn start_agent(bed: &TestBed, dir: &Path, collector: &Collector, i: usize) -> Pr
         host = bed.node(i).host_addr,
         grpc = collector.grpc.port(),
     );
-    let name = node_name(i);
-    let path = dir.join(format!("agent-{name}.toml"));
-    std::fs::write(&path, cfg).unwrap();
-    let args = [
-        "run".to_string(),
-        "--config".into(),
-        path.display().to_string(),
-        "--node".into(),
-        name.clone(),
-        "--spool-dir".into(),
-        dir.join(format!("spool-{name}")).display().to_string(),
-    ];
-    let cmd = bed
-        .exec(i, &bin("boltwatch-agent").to_string_lossy(), &args)
-        .unwrap();
-    Proc::spawn(
-        &format!("agent {name}"),
-        cmd,
-        dir.join(format!("agent-{name}.log")),
-    )
+    agent_from_config(bed, i, &node_name(i), dir, &cfg)
 }
 
 /// The link `node` -> `peer` as one scrape shows it.

@@ -176,7 +176,7 @@ const _: () =
 
 /// Turns on the socket option `option` (an `int` 1 at `SOL_SOCKET`).
 fn enable(sock: BorrowedFd<'_>, option: libc::c_int) -> io::Result<()> {
-    set_int(sock, libc::SOL_SOCKET, option, 1)
+    super::set_int_sockopt(sock, libc::SOL_SOCKET, option, 1)
 }
 
 // The don't-fragment options as libc declares them, pinned to the headers.
@@ -192,30 +192,7 @@ pub(crate) fn set_dont_fragment(sock: BorrowedFd<'_>, v6: bool) -> io::Result<()
     } else {
         (libc::IPPROTO_IP, xnu::IP_DONTFRAG)
     };
-    set_int(sock, level, option, 1)
-}
-
-/// Sets the `int` socket option `option` at `level`.
-fn set_int(
-    sock: BorrowedFd<'_>,
-    level: libc::c_int,
-    option: libc::c_int,
-    value: libc::c_int,
-) -> io::Result<()> {
-    // SAFETY: `value` is a live c_int and its size is passed with it.
-    let rc = unsafe {
-        libc::setsockopt(
-            sock.as_raw_fd(),
-            level,
-            option,
-            (&value as *const libc::c_int).cast(),
-            size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if rc != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+    super::set_int_sockopt(sock, level, option, 1)
 }
 
 /// Asks the kernel for a receive stamp on every datagram `sock` receives:

@@ -65,6 +65,33 @@ pub(crate) use os_module;
 #[cfg(target_os = "macos")]
 pub(crate) mod macos;
 
+/// Sets the `int` socket option `option` at `level` (what every socket
+/// option the agent sets is: flags, don't-fragment modes).
+#[cfg(unix)]
+#[allow(unsafe_code)]
+pub(crate) fn set_int_sockopt(
+    sock: std::os::fd::BorrowedFd<'_>,
+    level: libc::c_int,
+    option: libc::c_int,
+    value: libc::c_int,
+) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: `value` is a live c_int and its size is passed with it.
+    let rc = unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            level,
+            option,
+            (&value as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// Whether a source works on the OS the agent was built for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Support {

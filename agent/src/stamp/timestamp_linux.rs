@@ -166,27 +166,13 @@ pub(crate) fn bind_device<S: std::os::fd::AsFd>(
 /// ICMP "fragmentation needed" lowered the cached path MTU (`_DO` would
 /// then refuse the very sizes a path MTU search must retry). The
 /// reflector's replies and the path MTU probes use it.
-#[allow(unsafe_code)]
 pub(crate) fn set_dont_fragment(sock: &UdpSocket, v6: bool) -> io::Result<()> {
     let (level, option, value) = if v6 {
         (libc::IPPROTO_IPV6, libc::IPV6_MTU_DISCOVER, libc::IPV6_PMTUDISC_PROBE)
     } else {
         (libc::IPPROTO_IP, libc::IP_MTU_DISCOVER, libc::IP_PMTUDISC_PROBE)
     };
-    // SAFETY: `value` is a live c_int and its size is passed with it.
-    let rc = unsafe {
-        libc::setsockopt(
-            sock.as_raw_fd(),
-            level,
-            option,
-            (&value as *const libc::c_int).cast(),
-            size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if rc != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+    crate::platform::set_int_sockopt(std::os::fd::AsFd::as_fd(sock), level, option, value)
 }
 
 /// Nice value of the probe threads (reflector and senders): a loaded host

@@ -17,12 +17,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use boltwatch_tests::procs::{bin, Proc};
+use boltwatch_tests::cluster::agent_from_config;
+use boltwatch_tests::procs::Proc;
 use boltwatch_tests::{SysfsFixture, TestBed};
 
 use boltwatch_tests::procs::Collector;
 
-use super::stack::write;
 
 /// STAMP reflector port of every agent inside its namespace.
 const STAMP_PORT: u16 = 8620;
@@ -180,25 +180,7 @@ fn start_agent(
             spec.peer
         ));
     }
-    let path = dir.join(format!("agent-{name}.toml"));
-    write(&path, &cfg);
-    let args = [
-        "run".to_string(),
-        "--config".into(),
-        path.display().to_string(),
-        "--node".into(),
-        name.into(),
-        "--spool-dir".into(),
-        dir.join(format!("spool-{name}")).display().to_string(),
-    ];
-    let cmd = bed
-        .exec(index, &bin("boltwatch-agent").to_string_lossy(), &args)
-        .unwrap();
-    Proc::spawn(
-        &format!("agent {name}"),
-        cmd,
-        dir.join(format!("agent-{name}.log")),
-    )
+    agent_from_config(bed, index, name, dir, &cfg)
 }
 
 /// Advances a fixture's throttle counter every 200 ms of each `on` phase
