@@ -26,7 +26,8 @@ pub(super) fn rows(only: &[String]) -> Vec<Row> {
         tcp_clock_margin: d.fabric_tcp_clock_margin,
         expect_rdma: d.fabric_expect_rdma,
     };
-    let outcomes = fabric::evaluate(&fabric::gather(&links, sysfs), settings);
+    let generations = fabric::generations(&links, sysfs);
+    let outcomes = fabric::evaluate(&fabric::gather(&links, sysfs, &generations), settings);
     outcomes.iter().map(row).collect()
 }
 

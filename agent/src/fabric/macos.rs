@@ -49,6 +49,16 @@ pub fn uptime() -> Option<Duration> {
     Some(Duration::new(t.tv_sec() as u64, t.tv_nsec() as u32))
 }
 
+/// The members `ifconfig` lists for a `bridgeN`; none for any other
+/// interface (discovery calls the same names bridges).
+pub fn bridge_members(link: &str, _sysfs_root: &Path) -> Vec<String> {
+    if link.starts_with("bridge") {
+        crate::discovery::bridge_members(link).unwrap_or_default()
+    } else {
+        Vec::new()
+    }
+}
+
 /// `None` before macOS 26.2 (no `rdma_ctl`).
 pub fn rdma(_sysfs_root: &Path) -> Option<Rdma> {
     let status = run("/usr/bin/rdma_ctl", &["status"])?;

@@ -147,9 +147,29 @@ fn list(names: &[String]) -> String {
     }
 }
 
+/// Each link's Thunderbolt generation ("4", "5"; empty when not known),
+/// from discovery: read once by the caller (on macOS discovery runs
+/// `system_profiler`), not on every round.
+pub fn generations(links: &[String], sysfs_root: &Path) -> BTreeMap<String, String> {
+    links
+        .iter()
+        .map(|l| {
+            (
+                l.clone(),
+                crate::discovery::describe(l, sysfs_root).generation,
+            )
+        })
+        .collect()
+}
+
 /// Reads the facts for the cluster links `links` (Linux readers under
-/// `sysfs_root`). Blocking: runs tools and reads files.
-pub fn gather(links: &[String], sysfs_root: &Path) -> Facts {
+/// `sysfs_root`; `generations` from [`generations`]). Blocking: runs tools
+/// and reads files.
+pub fn gather(
+    links: &[String],
+    sysfs_root: &Path,
+    generations: &BTreeMap<String, String>,
+) -> Facts {
     Facts {
         links: links.to_vec(),
         default_routes: default_routes(),
@@ -157,15 +177,15 @@ pub fn gather(links: &[String], sysfs_root: &Path) -> Facts {
         pmset: imp::pmset(),
         dhcp: imp::dhcp(links),
         uptime: imp::uptime(),
-        rdma: imp::rdma(sysfs_root).map(|r| with_generations(r, sysfs_root)),
+        rdma: imp::rdma(sysfs_root).map(|r| with_generations(r, generations)),
     }
 }
 
-/// Each port's Thunderbolt generation, from discovery of its interface, so
-/// a Thunderbolt 4 port's inactive device is said to be one.
-fn with_generations(mut r: Rdma, sysfs_root: &Path) -> Rdma {
-    for p in r.ports.iter_mut().filter(|p| !p.interface.is_empty()) {
-        p.generation = crate::discovery::describe(&p.interface, sysfs_root).generation;
+/// Each port's Thunderbolt generation, that of its interface, so a
+/// Thunderbolt 4 port's inactive device is said to be one.
+fn with_generations(mut r: Rdma, generations: &BTreeMap<String, String>) -> Rdma {
+    for p in r.ports.iter_mut() {
+        p.generation = generations.get(&p.interface).cloned().unwrap_or_default();
     }
     r
 }
@@ -191,16 +211,14 @@ fn bridges(links: &[String], sysfs_root: &Path) -> Vec<Bridge> {
     let mut counters = crate::counters::default_source(sysfs_root);
     links
         .iter()
-        .map(|l| crate::discovery::describe(l, sysfs_root))
-        .filter(|i| !i.members.is_empty())
-        .map(|i| Bridge {
-            members_up: i
-                .members
-                .iter()
+        .map(|l| (l, imp::bridge_members(l, sysfs_root)))
+        .filter(|(_, members)| !members.is_empty())
+        .map(|(l, members)| Bridge {
+            members_up: members
+                .into_iter()
                 .filter(|m| counters.read(m).is_ok_and(|c| c.carrier))
-                .cloned()
                 .collect(),
-            name: i.name,
+            name: l.clone(),
         })
         .collect()
 }

@@ -20,6 +20,10 @@ pub fn uptime() -> Option<Duration> {
     None
 }
 
+pub fn bridge_members(_link: &str, _sysfs_root: &Path) -> Vec<String> {
+    Vec::new()
+}
+
 pub fn rdma(_sysfs_root: &Path) -> Option<Rdma> {
     None
 }

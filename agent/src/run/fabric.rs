@@ -4,6 +4,7 @@
 //! check when it is new, when its verdict changes, and every tenth round.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use boltwatch_proto::v1::record::Payload;
 use tracing::warn;
@@ -37,10 +38,17 @@ async fn check_fabric(
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut emitter = Emitter::default();
+    let context = Arc::new((links, sysfs_root));
+    // The links' generations once: on macOS discovery runs system_profiler.
+    let c = Arc::clone(&context);
+    let generations = tokio::task::spawn_blocking(move || fabric::generations(&c.0, &c.1))
+        .await
+        .unwrap_or_default();
+    let generations = Arc::new(generations);
     loop {
         tick.tick().await;
-        let (links, root) = (links.clone(), sysfs_root.clone());
-        let Ok(facts) = tokio::task::spawn_blocking(move || fabric::gather(&links, &root)).await
+        let (c, g) = (Arc::clone(&context), Arc::clone(&generations));
+        let Ok(facts) = tokio::task::spawn_blocking(move || fabric::gather(&c.0, &c.1, &g)).await
         else {
             continue;
         };

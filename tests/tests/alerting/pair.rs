@@ -23,7 +23,6 @@ use boltwatch_tests::{SysfsFixture, TestBed};
 
 use boltwatch_tests::procs::Collector;
 
-
 /// STAMP reflector port of every agent inside its namespace.
 const STAMP_PORT: u16 = 8620;
 /// Bandwidth server port of every agent inside its namespace.
