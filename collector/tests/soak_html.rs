@@ -94,7 +94,9 @@ async fn html_report_renders_in_chromium() {
     );
     let show = collector(dir.path(), &["soak", "show", "sim"]);
     assert!(
-        show.contains("elapsed 03:00:00") && show.contains("verdict so far: FAIL"),
+        show.contains("soak sim: ended, ran 2026-11-30T00:00:00Z .. ")
+            && show.contains("(03:00:00)")
+            && show.contains("\nverdict: FAIL"),
         "{show}"
     );
     assert!(show.contains("xcode incremental build"), "{show}");

@@ -37,6 +37,11 @@ pub trait DaemonConfig: Schema + HasLogFormat {
     fn read_files(&mut self) -> Result<(), ConfigError>;
     /// The one-line `--check-config` summary.
     fn summary(&self) -> String;
+    /// What `--check-config` warns about without failing: what the daemon
+    /// would survive but an operator wants to know (a peer it cannot reach).
+    fn warnings(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 impl<C: DaemonConfig> ConfigArgs<C> {
@@ -70,6 +75,9 @@ pub fn run<C: DaemonConfig, E: Display>(
     if args.check_config {
         for note in &renamed {
             println!("note: {note}");
+        }
+        for warning in config.warnings() {
+            println!("warning: {warning}");
         }
         println!("{}", config.summary());
         return ExitCode::SUCCESS;

@@ -261,10 +261,24 @@ fn check_config_and_the_launchd_config_error_status() {
         }
         cmd.output().unwrap()
     };
+    // The collector's port listening: no warning; closed: a warning naming
+    // the URL, and the config is still OK (the agent spools meanwhile).
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let config = format!("node = \"a\"\nlisten = \"127.0.0.1:0\"\ncollector = \"{url}\"\n");
+    std::fs::write(&good, config).unwrap();
     let out = agent(&good, true, None);
     assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("config OK: node a"), "{out:?}");
+    assert!(!stdout.contains("warning"), "{out:?}");
+    drop(listener);
+    let out = agent(&good, true, None);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
-        String::from_utf8_lossy(&out.stdout).contains("config OK: node a"),
+        stdout.contains(&format!("warning: collector {url}: cannot reach it"))
+            && stdout.contains("config OK: node a"),
         "{out:?}"
     );
     let out = agent(&bad, true, Some("0"));

@@ -44,6 +44,12 @@ impl boltwatch_common::daemon::DaemonConfig for Config {
         Ok(())
     }
 
+    fn warnings(&self) -> Vec<String> {
+        crate::transport::reach::unreachable(&self.collector)
+            .into_iter()
+            .collect()
+    }
+
     fn summary(&self) -> String {
         format!(
             "config OK: node {}, {} peer(s), collector {}, reflector {}, spool {}",

@@ -156,7 +156,10 @@ fn flags_override_file() {
     let e = with_flags("", &[("spool-max-bytes", "10")])
         .unwrap_err()
         .to_string();
-    assert!(e.starts_with("<flags>:0: key `--spool-max-bytes`"), "{e}");
+    assert!(
+        e.starts_with("command line: flag `--spool-max-bytes`"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -273,7 +276,7 @@ fn infeasible_bandwidth_schedules_name_the_key_that_was_set() {
         .unwrap_err()
         .to_string();
     assert!(
-        e.starts_with("<flags>:0: key `--bandwidth-interval`"),
+        e.starts_with("command line: flag `--bandwidth-interval`"),
         "{e}"
     );
     let e = err("[bandwidth.peers]\nzz = \"10.0.0.9:5202\"\n");
@@ -419,5 +422,5 @@ fn bad_scoped_addresses_name_file_key_and_line() {
     let e = with_flags("", &[("peer", "b=fe80::1%en2:862")])
         .unwrap_err()
         .to_string();
-    assert!(e.starts_with("<flags>:0: key `--peer`"), "{e}");
+    assert!(e.starts_with("command line: flag `--peer`"), "{e}");
 }

@@ -16,6 +16,7 @@
 //! end of the channel is the end of the boot's records.
 
 pub mod backoff;
+pub mod reach;
 
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
@@ -195,10 +196,10 @@ impl Transport {
         let delay = self.backoff.next_delay(rand::random::<f64>());
         match plaintext_to_tls_hint(&self.opts.collector, &e) {
             Some(hint) => {
-                warn!(error = %e, retry_in = ?delay, unacked = self.queue.unacked(), hint, "collector unavailable")
+                warn!(collector = %self.opts.collector, error = %e, retry_in = ?delay, unacked = self.queue.unacked(), hint, "collector unavailable")
             }
             None => {
-                warn!(error = %e, retry_in = ?delay, unacked = self.queue.unacked(), "collector unavailable")
+                warn!(collector = %self.opts.collector, error = %e, retry_in = ?delay, unacked = self.queue.unacked(), "collector unavailable")
             }
         }
         let sleep = tokio::time::sleep(delay);

@@ -134,22 +134,39 @@ fn show(conn: &Db, name: &str) -> anyhow::Result<String> {
     let s = stored::get(conn, name)?;
     let r = load::soak_report(conn, name, now)?;
     let (from, to) = s.range(now);
-    let mut o = format!(
-        "soak {}: {} since {}{}\nelapsed {}, nodes {}\n",
-        s.name,
-        if s.running(now) { "running" } else { "ended" },
-        time::format(s.start_unix_ns),
-        s.end_unix_ns
-            .map(|e| format!(", ended {}", time::format(e)))
-            .unwrap_or_default(),
-        time::format_duration(to - from),
-        if s.nodes.is_empty() {
-            "all".into()
-        } else {
-            s.nodes.join(",")
-        },
-    );
-    o.push_str(&format!("verdict so far: {}\n", r.verdict.word()));
+    let running = s.running(now);
+    let nodes = match s.nodes.is_empty() {
+        true => "all".to_string(),
+        false => s.nodes.join(","),
+    };
+    // Said as a person reads it: a running soak started and has run so
+    // long; an ended one ran from .. to.
+    let mut o = match (running, s.end_unix_ns) {
+        _ if now < s.start_unix_ns => format!(
+            "soak {}: starts {}, nodes {nodes}\n",
+            s.name,
+            time::format(s.start_unix_ns),
+        ),
+        (false, Some(end)) => format!(
+            "soak {}: ended, ran {} .. {} ({}), nodes {nodes}\n",
+            s.name,
+            time::format(s.start_unix_ns),
+            time::format(end),
+            time::format_duration(to - from),
+        ),
+        _ => format!(
+            "soak {}: running since {} ({} so far), nodes {nodes}\n",
+            s.name,
+            time::format(s.start_unix_ns),
+            time::format_duration(to - from),
+        ),
+    };
+    let measured = r.verdict.lines.iter().any(|l| l.measured.is_some());
+    o.push_str(&match (running, measured) {
+        (true, false) => "verdict so far: no data yet\n".to_string(),
+        (true, true) => format!("verdict so far: {}\n", r.verdict.word()),
+        (false, _) => format!("verdict: {}\n", r.verdict.word()),
+    });
     for l in &r.verdict.lines {
         o.push_str(&format!(
             "  {:<30} {:>14} {:>14}  {}\n",

@@ -149,7 +149,7 @@ fn flags_override_file_and_name_the_flag() {
     let e = Config::build(None, &Flags::from_pairs(&[("log-format", "yaml")]))
         .unwrap_err()
         .to_string();
-    assert!(e.starts_with("<flags>:0: key `--log-format`"), "{e}");
+    assert!(e.starts_with("command line: flag `--log-format`"), "{e}");
 }
 
 #[test]

@@ -25,7 +25,7 @@ pub enum ConfigError {
         message: String,
     },
     /// A key is unknown, has the wrong type, or its value is not acceptable.
-    #[error("{file}:{line}: key `{key}`: {message}")]
+    #[error("{}", invalid(file, *line, key, message))]
     Invalid {
         /// File name (or `<flags>`).
         file: String,
@@ -40,6 +40,15 @@ pub enum ConfigError {
 
 /// The file name in errors about command-line flags.
 pub const FLAGS: &str = "<flags>";
+
+/// An invalid value where it was found: `file:line: key ...` for a file,
+/// `command line: flag ...` for a flag (a flag has no line to point at).
+fn invalid(file: &str, line: usize, key: &str, message: &str) -> String {
+    match file == FLAGS {
+        true => format!("command line: flag `{key}`: {message}"),
+        false => format!("{file}:{line}: key `{key}`: {message}"),
+    }
+}
 
 /// 1-based line number of byte `offset` in `text`, always a line the text
 /// has (1 for an empty text).

@@ -252,18 +252,36 @@ impl Document {
                 self.entries.push((i, Value::from_toml(v.get_ref()), line));
                 continue;
             }
+            let message = if is_section {
+                "is a section; expected a table".into()
+            } else {
+                unknown_key::<C>(&path)
+            };
             return Err(ConfigError::Invalid {
                 file: self.name.clone(),
                 line,
                 key: path,
-                message: if is_section {
-                    "is a section; expected a table".into()
-                } else {
-                    "unknown key".into()
-                },
+                message,
             });
         }
         Ok(())
+    }
+}
+
+/// "unknown key", with the nearest known key when it is a typo away: an
+/// edit distance (with transpositions) of at most 2, or a fifth of the
+/// key for long ones. Similarity scores such as Jaro-Winkler reward the
+/// shared `section.` prefix and would suggest any key of the section.
+fn unknown_key<C: Schema>(path: &str) -> String {
+    let best = C::keys()
+        .iter()
+        .map(|d| (strsim::osa_distance(path, d.key), d.key))
+        .min_by_key(|&(distance, _)| distance);
+    match best {
+        Some((distance, key)) if distance <= (path.len() / 5).max(2) => {
+            format!("unknown key; did you mean `{key}`?")
+        }
+        _ => "unknown key".into(),
     }
 }
 

@@ -103,12 +103,22 @@ fn errors_name_file_line_and_key() {
     assert_eq!(e, "f.toml:2: key `bogus`: unknown key");
     let e = parse("[part]\nbogus = 1\n", &[]).unwrap_err().to_string();
     assert_eq!(e, "f.toml:2: key `part.bogus`: unknown key");
+    let e = parse("[part]\nnmaes = []\n", &[]).unwrap_err().to_string();
+    assert_eq!(
+        e,
+        "f.toml:2: key `part.nmaes`: unknown key; did you mean `part.names`?"
+    );
     let e = parse("part = 1\n", &[]).unwrap_err().to_string();
     assert!(e.contains("key `part`: is a section"), "{e}");
     let e = parse("interval = \"fast\"\n", &[]).unwrap_err().to_string();
     assert!(e.starts_with("f.toml:1: key `interval`: `fast`"), "{e}");
     let e = parse("", &[("interval", "0s")]).unwrap_err().to_string();
-    assert!(e.starts_with("<flags>:0: key `--interval`"), "{e}");
+    assert_eq!(
+        e,
+        "command line: flag `--interval`: `0s` is outside 1ms..1m"
+    );
+    let e = parse("interval = \"0ms\"\n", &[]).unwrap_err().to_string();
+    assert_eq!(e, "f.toml:1: key `interval`: `0ms` is outside 1ms..1m");
     let e = parse("x = \n", &[]).unwrap_err().to_string();
     assert!(e.starts_with("f.toml:1: "), "{e}");
 }

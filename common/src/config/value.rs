@@ -128,14 +128,18 @@ impl Value {
 
     /// A duration (`100ms`, `5s`) within `range`.
     pub fn duration(&self, range: std::ops::RangeInclusive<Duration>) -> Result<Duration, String> {
-        let d = crate::duration::parse(self.str()?)?;
+        let text = self.str()?;
+        let d = crate::duration::parse(text)?;
         if range.contains(&d) {
             Ok(d)
         } else {
+            // Echo what was written (`0ms`, not Debug's `0ns`) and the bounds
+            // in the same spelling a config file takes.
             Err(format!(
-                "{d:?} is outside {:?}..{:?}",
-                range.start(),
-                range.end()
+                "`{}` is outside {}..{}",
+                text.trim(),
+                humantime::format_duration(*range.start()),
+                humantime::format_duration(*range.end())
             ))
         }
     }
