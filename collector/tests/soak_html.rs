@@ -136,9 +136,16 @@ async fn html_report_renders_in_chromium() {
     let links = sc.nodes.len() * (sc.nodes.len() - 1);
     assert_eq!(
         charts.len(),
-        2 * links,
-        "an RTT and a bandwidth chart per link"
+        4 * links,
+        "an RTT, a bandwidth, a heatmap and a CDF chart per link"
     );
+    for kind in ["rtt", "bandwidth", "heatmap", "cdf"] {
+        let n = charts
+            .iter()
+            .filter(|s| s.starts_with(&format!(" {kind}\"")))
+            .count();
+        assert_eq!(n, links, "{kind} charts");
+    }
     for svg in &charts {
         let declared: usize = svg
             .split("data-points=\"")
@@ -150,13 +157,28 @@ async fn html_report_renders_in_chromium() {
             .parse()
             .unwrap();
         assert!(declared > 10, "{declared} points");
-        assert_eq!(points(svg), declared);
+        // Lines list their points; the heatmap draws one rect per cell.
+        let cells = svg.matches("<rect class=\"cell ").count();
+        assert_eq!(points(svg) + cells, declared);
     }
+    // Marks are labelled spans on both time charts of every link.
     assert_eq!(
         dom.matches("class=\"mark\"").count(),
-        sc.marks.len() * links
+        2 * sc.marks.len() * links
     );
+    for (_, _, text) in &sc.marks {
+        assert!(dom.contains(&format!(">{text}</text>")), "{text} labelled");
+    }
     assert!(dom.contains("class=\"throttle\"") && dom.contains("class=\"outage\""));
+    // SLO lines, time ticks on round hours, and the reader's summary
+    // first; every section a real table (no Markdown in a <pre>).
+    assert!(dom.contains("class=\"slo\"") && dom.contains(">SLO p99 "));
+    assert!(dom.contains(">01:00</text>") && dom.contains(">02:00</text>"));
+    let summary = dom.find("class=\"summary FAIL\"").expect("the summary paragraph");
+    assert!(summary < dom.find("<table").unwrap());
+    assert!(!dom.contains("<pre>"));
+    assert!(dom.matches("<table").count() >= 8, "the report's sections as tables");
+    assert!(dom.contains("section.link{break-before:page}"));
 
     // The screenshot is not blank, and the console is clean.
     let shot = dir.path().join("report.png");
