@@ -75,9 +75,9 @@ pub fn export(store: &StoreArgs, a: ExportArgs) -> anyhow::Result<Exported> {
     let path = store.existing_db_path()?;
     let db = load::open_reader(&path)?;
     let sink: Box<dyn Write> = match &a.out {
-        Some(p) => Box::new(
-            std::fs::File::create(p).with_context(|| format!("creating {}", p.display()))?,
-        ),
+        Some(p) => {
+            Box::new(std::fs::File::create(p).with_context(|| format!("creating {}", p.display()))?)
+        }
         None => Box::new(std::io::stdout().lock()),
     };
     let mut w = std::io::BufWriter::with_capacity(1 << 16, sink);

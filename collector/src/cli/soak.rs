@@ -288,7 +288,13 @@ fn scope(
 pub fn report(store: &StoreArgs, a: ReportArgs) -> anyhow::Result<bool> {
     let path = store.existing_db_path()?;
     let conn = load::open_reader(&path)?;
-    let current = scope(&conn, a.soak.as_deref(), (t(&a.from)?, t(&a.to)?), &a.nodes, &a.slo)?;
+    let current = scope(
+        &conn,
+        a.soak.as_deref(),
+        (t(&a.from)?, t(&a.to)?),
+        &a.nodes,
+        &a.slo,
+    )?;
     // A baseline range takes the report's nodes and SLO, so the figures
     // compare like with like.
     let base = match (&a.baseline_soak, t(&a.baseline_from)?, t(&a.baseline_to)?) {

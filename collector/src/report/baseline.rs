@@ -172,7 +172,11 @@ mod tests {
         let bw = row("TCP bandwidth mean");
         assert_eq!((bw.baseline, bw.difference), (None, None));
         // Every SLO line of the report, with both results.
-        let slo: Vec<&Delta> = c.rows.iter().filter(|d| d.current_result.is_some()).collect();
+        let slo: Vec<&Delta> = c
+            .rows
+            .iter()
+            .filter(|d| d.current_result.is_some())
+            .collect();
         assert_eq!(slo.len(), now.verdict.lines.len());
         assert!(slo.iter().all(|d| d.figure.starts_with("SLO ")));
         assert_eq!(slo[0].baseline_result, Some(base.verdict.lines[0].word()));

@@ -47,9 +47,7 @@ impl RawFormat {
     /// `r` as one line, with its newline.
     pub fn line(self, r: &RecordDto) -> String {
         match self {
-            RawFormat::Jsonl => {
-                serde_json::to_string(r).expect("a record serializes") + "\n"
-            }
+            RawFormat::Jsonl => serde_json::to_string(r).expect("a record serializes") + "\n",
             RawFormat::Csv => {
                 let payload = r
                     .payload
@@ -116,7 +114,12 @@ mod tests {
         );
         assert!(line.ends_with("}\"\n"), "{line}");
         assert_eq!(
-            RawFormat::Csv.header().unwrap().trim_end().split(',').count(),
+            RawFormat::Csv
+                .header()
+                .unwrap()
+                .trim_end()
+                .split(',')
+                .count(),
             7
         );
     }

@@ -533,16 +533,22 @@ pub fn comparison(c: &Comparison) -> Section {
             .map(|d| {
                 let unit = |v: Option<f64>| {
                     v.map_or("-".into(), |v| {
-                        format!("{v:.3}{}{}", if d.unit.is_empty() { "" } else { " " }, d.unit)
+                        format!(
+                            "{v:.3}{}{}",
+                            if d.unit.is_empty() { "" } else { " " },
+                            d.unit
+                        )
                     })
                 };
-                let word = |w: &Option<&'static str>| w.map(|w| format!(" {w}")).unwrap_or_default();
+                let word =
+                    |w: &Option<&'static str>| w.map(|w| format!(" {w}")).unwrap_or_default();
                 vec![
                     d.figure.clone(),
                     unit(d.current) + &word(&d.current_result),
                     unit(d.baseline) + &word(&d.baseline_result),
                     d.difference.map_or("-".into(), |v| format!("{v:+.3}")),
-                    d.difference_percent.map_or("-".into(), |v| format!("{v:+.1}%")),
+                    d.difference_percent
+                        .map_or("-".into(), |v| format!("{v:+.1}%")),
                 ]
             })
             .collect(),

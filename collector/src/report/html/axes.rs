@@ -92,7 +92,11 @@ impl Scale {
     /// and `extra`.
     pub fn log(vals: impl Iterator<Item = f64>, extra: Option<f64>) -> Scale {
         let (lo, hi) = bounds(vals.chain(extra).filter(|v| *v > 0.0));
-        let (lo, hi) = if lo.is_finite() { (lo, hi) } else { (1.0, 10.0) };
+        let (lo, hi) = if lo.is_finite() {
+            (lo, hi)
+        } else {
+            (1.0, 10.0)
+        };
         let lo = 10f64.powf(lo.log10().floor());
         let hi = 10f64.powf(hi.log10().ceil()).max(lo * 10.0);
         Scale { lo, hi, log: true }
@@ -125,7 +129,11 @@ impl Scale {
             let mut out = Vec::new();
             let mut d = self.lo;
             while d < self.hi * 1.0001 {
-                out.extend([d, 2.0 * d, 5.0 * d].into_iter().filter(|v| *v <= self.hi * 1.0001));
+                out.extend(
+                    [d, 2.0 * d, 5.0 * d]
+                        .into_iter()
+                        .filter(|v| *v <= self.hi * 1.0001),
+                );
                 d *= 10.0;
             }
             return out;
@@ -247,7 +255,10 @@ mod tests {
         };
         let labels: Vec<String> = short.ticks().into_iter().map(|x| x.1).collect();
         assert_eq!(labels[0], "00:15");
-        assert!(labels.iter().all(|l| l.len() == 5 && l.contains(':')), "{labels:?}");
+        assert!(
+            labels.iter().all(|l| l.len() == 5 && l.contains(':')),
+            "{labels:?}"
+        );
     }
 
     #[test]
@@ -260,7 +271,10 @@ mod tests {
         let lin = Scale::linear([12.0, 71.0].into_iter(), Some(60.0));
         let t = lin.ticks();
         assert_eq!(t.first(), Some(&0.0));
-        assert!(t.windows(2).all(|w| (w[1] - w[0] - 20.0).abs() < 1e-9), "{t:?}");
+        assert!(
+            t.windows(2).all(|w| (w[1] - w[0] - 20.0).abs() < 1e-9),
+            "{t:?}"
+        );
         assert_eq!(short(0.05), "0.05");
         assert_eq!(short(20.0), "20");
         assert_eq!(short(2.5), "2.5");

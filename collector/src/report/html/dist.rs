@@ -5,7 +5,7 @@
 use std::fmt::Write;
 
 use super::axes::{frame, short, Scale, Time, H, PAD_B, PAD_L, PAD_R, PAD_T, W};
-use super::esc;
+use super::text::esc;
 use crate::report::soak::Chart;
 use crate::soak::time;
 
@@ -95,10 +95,10 @@ pub fn cdf(o: &mut String, c: &Chart, slo_p99_ms: Option<f64>) {
     }
     let _ = write!(
         body,
-        r#"<text x="4" y="{:.1}" class="unit">share of probes</text><text x="{:.1}" y="{:.1}" class="unit">RTT ms (log)</text><rect class="frame" x="{PAD_L}" y="{y0}" width="{:.1}" height="{:.1}"/>"#,
+        r#"<text x="4" y="{:.1}" class="unit">share of probes</text><text x="{:.1}" y="{:.1}" class="unit" text-anchor="end">RTT ms (log) &rarr;</text><rect class="frame" x="{PAD_L}" y="{y0}" width="{:.1}" height="{:.1}"/>"#,
         y0 - 6.0,
-        W - PAD_R + 4.0,
-        y1 + 14.0,
+        W - PAD_R,
+        y0 - 6.0,
         W - PAD_L - PAD_R,
         y1 - y0
     );

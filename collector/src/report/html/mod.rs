@@ -24,6 +24,7 @@ mod axes;
 mod dist;
 mod series;
 mod summary;
+mod text;
 
 use std::fmt::Write;
 
@@ -31,14 +32,7 @@ use super::render::{self, Section};
 use super::soak::Report;
 use crate::soak::time;
 use series::{Limits, Mark};
-
-/// Escapes text for HTML.
-pub fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
+pub use text::esc;
 
 const STYLE: &str = "body{font:14px system-ui,sans-serif;margin:24px;color:#222;background:#fff;max-width:1000px}
 h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:22px 0 6px}h3{font-size:14px;margin:14px 0 2px}
@@ -50,7 +44,7 @@ svg{display:block;margin:2px 0 4px;background:#fcfcfc}svg text{font-size:11px;fi
 .frame{fill:none;stroke:#999}.grid{stroke:#e4e4e4;stroke-width:1}
 .p50{fill:none;stroke:#1f77b4;stroke-width:1.4}.p99{fill:none;stroke:#ff7f0e;stroke-width:1.2}
 .bw{fill:#2ca02c;stroke:#2ca02c;stroke-width:1.2}polyline.bw{fill:none}.temp{fill:none;stroke:#d62728;stroke-width:1}
-.cdf{fill:none;stroke:#1f77b4;stroke-width:1.6}
+polyline.cdf{fill:none;stroke:#1f77b4;stroke-width:1.6}
 .slo{stroke:#c00;stroke-width:1.2;stroke-dasharray:6 3}svg text.slo-label{fill:#c00;font-weight:600}
 .throttle{fill:#d62728;opacity:.13}.outage{fill:#d00;opacity:.3}.mark{fill:#9467bd;opacity:.16;stroke:#9467bd;stroke-opacity:.9}
 svg text.span-label{font-size:10px}svg text.outage-label{fill:#a00}svg text.throttle-label{fill:#a33}svg text.mark-label{fill:#6a3d9a}

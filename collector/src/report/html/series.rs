@@ -7,7 +7,7 @@
 use std::fmt::Write;
 
 use super::axes::{frame, Scale, Time, H, PAD_B, PAD_L, PAD_T, W};
-use super::esc;
+use super::text::esc;
 use crate::report::soak::Chart;
 use crate::soak::time;
 
@@ -117,7 +117,13 @@ pub fn rtt(o: &mut String, t: &Time, c: &Chart, m: &[Mark], lim: Limits) {
     if let Some(v) = lim.rtt_p99_ms {
         threshold(&mut body, &sc, v, &format!("SLO p99 {v} ms"));
     }
-    svg(o, "rtt", n, &format!("RTT p50 and p99 of {} to {}", c.node, c.peer), &body);
+    svg(
+        o,
+        "rtt",
+        n,
+        &format!("RTT p50 and p99 of {} to {}", c.node, c.peer),
+        &body,
+    );
 }
 
 /// The bandwidth chart (with the temperature when a sensor reported), or
@@ -128,7 +134,8 @@ pub fn bandwidth(o: &mut String, t: &Time, c: &Chart, m: &[Mark], lim: Limits) {
         return;
     }
     let sc = Scale::linear(c.bandwidth.iter().map(|p| p.1), lim.bandwidth_min_gbps);
-    let temp = (!c.temperature.is_empty()).then(|| Scale::linear(c.temperature.iter().map(|p| p.1), None));
+    let temp =
+        (!c.temperature.is_empty()).then(|| Scale::linear(c.temperature.iter().map(|p| p.1), None));
     let mut body = String::new();
     frame(&mut body, t, &sc, "Gbps", temp.as_ref().map(|s| (s, "C")));
     spans(&mut body, t, &c.throttled, "throttle", "throttled");
@@ -147,7 +154,13 @@ pub fn bandwidth(o: &mut String, t: &Time, c: &Chart, m: &[Mark], lim: Limits) {
     if let Some(v) = lim.bandwidth_min_gbps {
         threshold(&mut body, &sc, v, &format!("SLO mean >= {v} Gbps"));
     }
-    svg(o, "bandwidth", n, &format!("bandwidth of {} to {}", c.node, c.peer), &body);
+    svg(
+        o,
+        "bandwidth",
+        n,
+        &format!("bandwidth of {} to {}", c.node, c.peer),
+        &body,
+    );
     if c.bandwidth.is_empty() {
         o.push_str("<p class=\"empty\">No bandwidth test succeeded in this direction.</p>");
     }

@@ -54,9 +54,7 @@ pub fn paragraph(r: &Report) -> String {
     // they came (the largest `miss` first in both cases).
     judged.sort_by(|a, b| {
         let failed = |l: &Line| l.pass == Some(false);
-        failed(b.0)
-            .cmp(&failed(a.0))
-            .then(b.1.total_cmp(&a.1))
+        failed(b.0).cmp(&failed(a.0)).then(b.1.total_cmp(&a.1))
     });
     let reasons: Vec<String> = judged.iter().take(3).map(|(l, _)| reason(l)).collect();
     let failed = judged.iter().filter(|(l, _)| l.pass == Some(false)).count();
@@ -72,7 +70,11 @@ pub fn paragraph(r: &Report) -> String {
         crate::soak::time::format_duration(r.to_unix_ns.saturating_sub(r.from_unix_ns)),
         if links == 1 { "" } else { "s" },
         r.headline.interruptions,
-        if r.headline.interruptions == 1 { "" } else { "s" },
+        if r.headline.interruptions == 1 {
+            ""
+        } else {
+            "s"
+        },
     )
 }
 
@@ -96,22 +98,41 @@ mod tests {
             l.measured = l.threshold.map(|t| if l.op == "<=" { t * 0.5 } else { t });
             l.pass = l.threshold.map(|_| true);
         }
-        let p99 = r.verdict.lines.iter_mut().find(|l| l.key == "rtt_p99").unwrap();
+        let p99 = r
+            .verdict
+            .lines
+            .iter_mut()
+            .find(|l| l.key == "rtt_p99")
+            .unwrap();
         p99.measured = Some(p99.threshold.unwrap() * 1.2);
         p99.pass = Some(false);
-        let worst = r.verdict.lines.iter_mut().find(|l| l.key == "rtt_worst").unwrap();
+        let worst = r
+            .verdict
+            .lines
+            .iter_mut()
+            .find(|l| l.key == "rtt_worst")
+            .unwrap();
         worst.measured = Some(worst.threshold.unwrap() * 3.0);
         worst.pass = Some(false);
         r.verdict.pass = false;
         let p = paragraph(&r);
-        assert!(p.starts_with("FAIL: 2 SLO lines failed. The biggest reasons: RTT worst was"), "{p}");
+        assert!(
+            p.starts_with("FAIL: 2 SLO lines failed. The biggest reasons: RTT worst was"),
+            "{p}"
+        );
         let (worst_at, p99_at) = (p.find("RTT worst").unwrap(), p.find("RTT p99").unwrap());
         assert!(worst_at < p99_at, "{p}");
         assert!(p.contains("above the limit of"), "{p}");
         // A third reason: one of the lines at their threshold exactly.
         assert_eq!(p.matches("; ").count(), 2, "{p}");
-        assert!(p.contains("within the limit of") || p.contains("meeting the minimum of"), "{p}");
-        assert!(p.contains("on 0 directed links, 0 link interruptions."), "{p}");
+        assert!(
+            p.contains("within the limit of") || p.contains("meeting the minimum of"),
+            "{p}"
+        );
+        assert!(
+            p.contains("on 0 directed links, 0 link interruptions."),
+            "{p}"
+        );
     }
 
     #[test]

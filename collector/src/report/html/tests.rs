@@ -68,7 +68,11 @@ fn every_section_is_a_real_table_and_the_summary_leads() {
     let sections = render::sections(&r);
     assert_eq!(p.matches("<table").count(), sections.len());
     for s in &sections {
-        assert!(p.contains(&format!("<h2>{}</h2><table", esc(&s.title))), "{}", s.title);
+        assert!(
+            p.contains(&format!("<h2>{}</h2><table", esc(&s.title))),
+            "{}",
+            s.title
+        );
     }
     let summary = p.find("class=\"summary FAIL\"").unwrap();
     assert!(summary < p.find("<table").unwrap());
@@ -79,7 +83,10 @@ fn every_section_is_a_real_table_and_the_summary_leads() {
         rows: vec![vec!["x".into()]],
     };
     let p = page_with(&r, vec![extra]);
-    let (v, c) = (p.find("id=\"verdict\"").unwrap(), p.find("<h2>compared</h2>").unwrap());
+    let (v, c) = (
+        p.find("id=\"verdict\"").unwrap(),
+        p.find("<h2>compared</h2>").unwrap(),
+    );
     assert!(v < c && c < p.find("class=\"empty\"").unwrap(), "{p}");
 }
 

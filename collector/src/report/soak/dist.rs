@@ -9,12 +9,7 @@ use crate::report::summary::LinkStats;
 /// Bin lengths tried in turn, the first giving at most [`MAX_BINS`] bins:
 /// a quarter hour (the bins of the worst quarter hour, 288 at 72 h), an
 /// hour, six hours, a day.
-const BIN_NS: [u64; 4] = [
-    900 * SEC,
-    3600 * SEC,
-    6 * 3600 * SEC,
-    86_400 * SEC,
-];
+const BIN_NS: [u64; 4] = [900 * SEC, 3600 * SEC, 6 * 3600 * SEC, 86_400 * SEC];
 const SEC: u64 = 1_000_000_000;
 /// At most this many time bins (a page's columns stay wider than a pixel).
 pub const MAX_BINS: u64 = 400;
