@@ -226,7 +226,7 @@ fn check_page(dom: &str, links: usize, marks: &[(u64, Option<u64>, String)]) {
         dom.matches("class=\"mark\"").count(),
         2 * marks.len() * links
     );
-    for (_, _, text) in &marks {
+    for (_, _, text) in marks {
         assert!(dom.contains(&format!(">{text}</text>")), "{text} labelled");
     }
     assert!(dom.contains("class=\"throttle\"") && dom.contains("class=\"outage\""));
