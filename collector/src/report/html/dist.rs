@@ -82,7 +82,7 @@ pub fn cdf(o: &mut String, c: &Chart, slo_p99_ms: Option<f64>) {
             short(v)
         );
     }
-    for q in [0.0, 0.25, 0.5, 0.75, 0.9, 0.99, 1.0] {
+    for q in [0.0, 0.25, 0.5, 0.75, 0.9, 1.0] {
         let y = ys.y(q);
         let _ = write!(
             body,
