@@ -28,8 +28,10 @@ while [ $# -gt 0 ]; do
 done
 command -v taskset >/dev/null || { echo "need taskset (util-linux)" >&2; exit 1; }
 target=${CARGO_TARGET_DIR:-target}
-cargo build --release -q -p boltwatch-collector --bin boltwatch-collector --example soak_sim
-bin=${bin:-$target/release/boltwatch-collector}
+if [ -z "$bin" ]; then
+    cargo build --release -q -p boltwatch-collector --bin boltwatch-collector
+    bin=$target/release/boltwatch-collector
+fi
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 if [ -z "$dir" ]; then
@@ -39,6 +41,7 @@ if [ -f "$dir/boltwatch.db" ]; then
     echo "reusing the store in $dir"
 else
     echo "filling a ${hours}-hour, ${nodes}-node simulated soak into $dir ..."
+    cargo build --release -q -p boltwatch-collector --example soak_sim
     "$target/release/examples/soak_sim" --hours "$hours" --nodes "$nodes" --data-dir "$dir" \
         >"$scratch/sim.txt" 2>"$scratch/sim.log"
     tail -n 2 "$scratch/sim.log"
