@@ -41,6 +41,13 @@ enum Command {
         #[command(flatten)]
         args: cli::soak::ReportArgs,
     },
+    /// The records of a range as CSV or JSON lines, streamed (read-only).
+    Export {
+        #[command(flatten)]
+        store: cli::StoreArgs,
+        #[command(flatten)]
+        args: cli::export::ExportArgs,
+    },
     /// Replace raw RTT summaries and counters before a time by per-minute
     /// rollups now (what `retention.raw` does as they age).
     Prune {
@@ -86,7 +93,7 @@ async fn supervised(store: StoreHandle) {
     daemon::supervise("serving", watchdog).await;
 }
 
-/// Prints an error of a `soak`, `report` or `prune` command: a bad SLO or config
+/// Prints an error of a `soak`, `report`, `export` or `prune` command: a bad SLO or config
 /// file exits 78 like `serve`, anything else 1.
 fn failed(e: anyhow::Error) -> ExitCode {
     eprintln!("boltwatch-collector: {e:#}");
@@ -103,6 +110,20 @@ fn main() -> ExitCode {
         Command::Soak { store, op } => match cli::soak::soak(&store, op) {
             Ok(out) => {
                 print!("{out}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => failed(e),
+        },
+        Command::Export { store, args } => match cli::export::export(&store, args) {
+            Ok(done) => {
+                eprintln!("exported {} records", done.records);
+                if done.rollup_minutes > 0 {
+                    eprintln!(
+                        "{} rolled-up minutes not exported: retention replaced their raw \
+                         RTT summaries and counters by per-minute rollups",
+                        done.rollup_minutes
+                    );
+                }
                 ExitCode::SUCCESS
             }
             Err(e) => failed(e),

@@ -130,35 +130,7 @@ async fn html_report_renders_in_chromium() {
         String::from_utf8_lossy(&dom.stderr)
     );
     let dom = String::from_utf8(dom.stdout).unwrap();
-    let charts: Vec<&str> = dom
-        .split("<svg class=\"chart")
-        .skip(1)
-        .map(|s| s.split("</svg>").next().unwrap())
-        .collect();
-    let links = sc.nodes.len() * (sc.nodes.len() - 1);
-    assert_eq!(
-        charts.len(),
-        2 * links,
-        "an RTT and a bandwidth chart per link"
-    );
-    for svg in &charts {
-        let declared: usize = svg
-            .split("data-points=\"")
-            .nth(1)
-            .unwrap()
-            .split('"')
-            .next()
-            .unwrap()
-            .parse()
-            .unwrap();
-        assert!(declared > 10, "{declared} points");
-        assert_eq!(points(svg), declared);
-    }
-    assert_eq!(
-        dom.matches("class=\"mark\"").count(),
-        sc.marks.len() * links
-    );
-    assert!(dom.contains("class=\"throttle\"") && dom.contains("class=\"outage\""));
+    check_page(&dom, sc.nodes.len() * (sc.nodes.len() - 1), &sc.marks);
 
     // The screenshot is not blank, and the console is clean.
     let shot = dir.path().join("report.png");
@@ -213,4 +185,65 @@ async fn html_report_renders_in_chromium() {
     if let Ok(keep) = std::env::var("BOLTWATCH_KEEP_SCREENSHOT") {
         std::fs::copy(&shot, keep).unwrap();
     }
+}
+
+/// The page as the browser built it (`dom`) for `links` directed links and
+/// `marks`: every chart and its points, the marks, the SLO lines, the
+/// ticks, the summary and the tables.
+fn check_page(dom: &str, links: usize, marks: &[(u64, Option<u64>, String)]) {
+    let charts: Vec<&str> = dom
+        .split("<svg class=\"chart")
+        .skip(1)
+        .map(|s| s.split("</svg>").next().unwrap())
+        .collect();
+    assert_eq!(
+        charts.len(),
+        4 * links,
+        "an RTT, a bandwidth, a heatmap and a CDF chart per link"
+    );
+    for kind in ["rtt", "bandwidth", "heatmap", "cdf"] {
+        let n = charts
+            .iter()
+            .filter(|s| s.starts_with(&format!(" {kind}\"")))
+            .count();
+        assert_eq!(n, links, "{kind} charts");
+    }
+    for svg in &charts {
+        let declared: usize = svg
+            .split("data-points=\"")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(declared > 10, "{declared} points");
+        // Lines list their points; the heatmap draws one rect per cell.
+        let cells = svg.matches("<rect class=\"cell ").count();
+        assert_eq!(points(svg) + cells, declared);
+    }
+    // Marks are labelled spans on both time charts of every link.
+    assert_eq!(
+        dom.matches("class=\"mark\"").count(),
+        2 * marks.len() * links
+    );
+    for (_, _, text) in marks {
+        assert!(dom.contains(&format!(">{text}</text>")), "{text} labelled");
+    }
+    assert!(dom.contains("class=\"throttle\"") && dom.contains("class=\"outage\""));
+    // SLO lines, time ticks on round hours, and the reader's summary
+    // first; every section a real table (no Markdown in a <pre>).
+    assert!(dom.contains("class=\"slo\"") && dom.contains(">SLO p99 "));
+    assert!(dom.contains(">01:00</text>") && dom.contains(">02:00</text>"));
+    let summary = dom
+        .find("class=\"summary FAIL\"")
+        .expect("the summary paragraph");
+    assert!(summary < dom.find("<table").unwrap());
+    assert!(!dom.contains("<pre>"));
+    assert!(
+        dom.matches("<table").count() >= 8,
+        "the report's sections as tables"
+    );
+    assert!(dom.contains("section.link{break-before:page}"));
 }

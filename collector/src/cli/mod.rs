@@ -1,7 +1,8 @@
-//! The store commands of the binary (`soak`, `report`, `prune`): thin
+//! The store commands of the binary (`soak`, `report`, `export`, `prune`): thin
 //! edges that open the store `serve` uses, named by `--data-dir` or
 //! `--config`, with their own connection, so they work while `serve` runs.
 
+pub mod export;
 pub mod prune;
 pub mod soak;
 

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
+use boltwatch_collector::report::baseline;
 use boltwatch_collector::report::format::Format;
 use boltwatch_collector::report::soak::Scope;
 use boltwatch_collector::soak::{load, stored, time, Mark, Slo, Soak};
@@ -101,6 +102,17 @@ pub struct ReportArgs {
     /// Exit with status 3 when the verdict is FAIL.
     #[arg(long)]
     pub check: bool,
+    /// Compare with this soak: each headline and SLO figure beside the
+    /// baseline's, with the difference.
+    #[arg(long, conflicts_with_all = ["baseline_from", "baseline_to"])]
+    baseline_soak: Option<String>,
+    /// Compare with this range (with --baseline-to; the report's nodes
+    /// and SLO).
+    #[arg(long, requires = "baseline_to")]
+    baseline_from: Option<String>,
+    /// The baseline range's end.
+    #[arg(long, requires = "baseline_from")]
+    baseline_to: Option<String>,
 }
 
 /// Exit status of `report --check` on a FAIL verdict (1 is an error).
@@ -262,29 +274,65 @@ pub fn soak(store: &StoreArgs, op: SoakOp) -> anyhow::Result<String> {
     })
 }
 
+/// The scope of a soak (`soak`), or of a range `from..to` with `nodes`
+/// and `slo`.
+fn scope(
+    conn: &Db,
+    soak: Option<&str>,
+    range: (Option<u64>, Option<u64>),
+    nodes: &[String],
+    slo: &Option<PathBuf>,
+) -> anyhow::Result<Scope> {
+    Ok(match (soak, range) {
+        (Some(name), _) => {
+            let s = stored::get(conn, name)?;
+            load::scope_of(conn, &s, now_unix_ns())?
+        }
+        (None, (Some(from), Some(to))) if to > from => Scope {
+            name: format!("{}..{}", time::format(from), time::format(to)),
+            from_unix_ns: from,
+            to_unix_ns: to,
+            nodes: nodes.to_vec(),
+            slo: load_slo(slo)?,
+            marks: Vec::new(),
+        },
+        (None, (Some(_), Some(_))) => bail!("--to must be after --from"),
+        _ => bail!("give --soak NAME or --from T --to T"),
+    })
+}
+
 /// Runs `report`; returns whether the verdict passed.
 pub fn report(store: &StoreArgs, a: ReportArgs) -> anyhow::Result<bool> {
     let path = store.existing_db_path()?;
     let conn = load::open_reader(&path)?;
-    let now = now_unix_ns();
-    let scope = match (&a.soak, t(&a.from)?, t(&a.to)?) {
-        (Some(name), _, _) => {
-            let s = stored::get(&conn, name)?;
-            load::scope_of(&conn, &s, now)?
-        }
-        (None, Some(from), Some(to)) if to > from => Scope {
-            name: format!("{}..{}", time::format(from), time::format(to)),
-            from_unix_ns: from,
-            to_unix_ns: to,
-            nodes: a.nodes.clone(),
-            slo: load_slo(&a.slo)?,
-            marks: Vec::new(),
-        },
-        (None, Some(_), Some(_)) => bail!("--to must be after --from"),
-        _ => bail!("give --soak NAME or --from T --to T"),
+    let current = scope(
+        &conn,
+        a.soak.as_deref(),
+        (t(&a.from)?, t(&a.to)?),
+        &a.nodes,
+        &a.slo,
+    )?;
+    // A baseline range takes the report's nodes and SLO, so the figures
+    // compare like with like.
+    let base = match (&a.baseline_soak, t(&a.baseline_from)?, t(&a.baseline_to)?) {
+        (None, None, None) => None,
+        (soak, from, to) => Some(
+            scope(&conn, soak.as_deref(), (from, to), &current.nodes, &None)
+                .map(|mut s| {
+                    if soak.is_none() {
+                        s.slo = current.slo.clone();
+                    }
+                    s
+                })
+                .context("the baseline")?,
+        ),
     };
-    let r = load::report(&conn, scope)?;
-    let text = a.format.render(&r);
+    let r = load::report(&conn, current)?;
+    let comparison = match base {
+        Some(b) => Some(baseline::compare(&r, &load::report(&conn, b)?)),
+        None => None,
+    };
+    let text = a.format.render_compared(&r, comparison.as_ref());
     write_out(a.out.as_deref(), &text)?;
     Ok(r.verdict.pass)
 }

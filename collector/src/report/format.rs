@@ -1,6 +1,7 @@
 //! The report formats (`report --format`, `?format=` on the API): which
 //! renderer writes each and the HTTP content type it is served as.
 
+use super::baseline::Comparison;
 use super::soak::Report;
 use super::{html, render};
 
@@ -33,11 +34,17 @@ impl std::str::FromStr for Format {
 impl Format {
     /// Renders `r`.
     pub fn render(self, r: &Report) -> String {
+        self.render_compared(r, None)
+    }
+
+    /// Renders `r`, with its comparison with a baseline when given.
+    pub fn render_compared(self, r: &Report, c: Option<&Comparison>) -> String {
+        let extra = || c.map(render::comparison).into_iter().collect();
         match self {
-            Format::Table => render::table(r),
-            Format::Md => render::markdown(r),
-            Format::Json => render::json(r),
-            Format::Html => html::page(r),
+            Format::Table => render::table_with(r, extra()),
+            Format::Md => render::markdown_with(r, extra()),
+            Format::Json => render::json_with(r, c),
+            Format::Html => html::page_with(r, extra()),
         }
     }
 

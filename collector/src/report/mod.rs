@@ -2,10 +2,14 @@
 //! loss and thermal math the lab's closing table prints; [`soak`] builds a
 //! soak's report and verdict; [`render`] writes it as a table, Markdown or
 //! JSON, [`html`] as one self-contained page with SVG charts; [`format`]
-//! names the formats and picks the renderer.
+//! names the formats and picks the renderer; [`baseline`] sets a report
+//! beside a baseline's; [`raw`] writes stored records as CSV or JSON
+//! lines for `export`.
 
+pub mod baseline;
 pub mod format;
 pub mod html;
+pub mod raw;
 pub mod render;
 pub mod soak;
 pub mod summary;

@@ -4,14 +4,20 @@
 
 use std::fmt::Write;
 
+use super::baseline::Comparison;
 use super::soak::{Interruptions, Link, Report, Rtt};
 use crate::soak::time;
 
-/// One titled table.
-struct Section {
-    title: String,
-    header: Vec<&'static str>,
-    rows: Vec<Vec<String>>,
+/// One titled table: every format draws the same list (the HTML page as
+/// real `<table>`s), so a new section shows everywhere by being added to
+/// [`sections`].
+pub struct Section {
+    /// The heading.
+    pub title: String,
+    /// Column names.
+    pub header: Vec<&'static str>,
+    /// Cells, one `Vec` per row, as many as `header`.
+    pub rows: Vec<Vec<String>>,
 }
 
 fn num(v: Option<f64>, digits: usize) -> String {
@@ -57,9 +63,9 @@ fn outage_rows(title: String, i: &Interruptions, rows: &mut Vec<Vec<String>>) {
     }
 }
 
-/// The sections of the text renderings, in order; those without rows are
+/// The sections of every rendering, in order; those without rows are
 /// left out.
-fn sections(r: &Report) -> Vec<Section> {
+pub fn sections(r: &Report) -> Vec<Section> {
     let mut s = vec![
         headline(r),
         verdict(r),
@@ -380,7 +386,8 @@ fn marks(r: &Report) -> Section {
     }
 }
 
-fn title(r: &Report) -> String {
+/// The report's one-line title: soak, range, length, nodes.
+pub fn title(r: &Report) -> String {
     format!(
         "soak {}: {} .. {} ({}), nodes {}",
         r.soak,
@@ -420,8 +427,14 @@ fn md_cell(c: &str) -> String {
 
 /// The aligned-text table.
 pub fn table(r: &Report) -> String {
+    table_with(r, Vec::new())
+}
+
+/// The aligned-text table, `extra` sections (a baseline comparison) after
+/// the headline and verdict.
+pub fn table_with(r: &Report, extra: Vec<Section>) -> String {
     let mut o = format!("{}\n", title(r));
-    for s in sections(r) {
+    for s in with_extra(sections(r), extra) {
         let _ = writeln!(o, "\n{}", s.title);
         let cols = s.header.len();
         let mut w: Vec<usize> = s.header.iter().map(|h| h.len()).collect();
@@ -460,8 +473,13 @@ pub fn table(r: &Report) -> String {
 
 /// Markdown: a heading, then one table per section.
 pub fn markdown(r: &Report) -> String {
+    markdown_with(r, Vec::new())
+}
+
+/// Markdown with `extra` sections, placed as in [`table_with`].
+pub fn markdown_with(r: &Report, extra: Vec<Section>) -> String {
     let mut o = format!("# {}\n", title(r));
-    for s in sections(r) {
+    for s in with_extra(sections(r), extra) {
         let _ = writeln!(o, "\n## {}\n", s.title);
         let _ = writeln!(o, "| {} |", s.header.join(" | "));
         let _ = writeln!(o, "|{}", "---|".repeat(s.header.len()));
@@ -473,9 +491,68 @@ pub fn markdown(r: &Report) -> String {
     o
 }
 
+/// `extra` inserted after the headline and verdict (the first two
+/// sections), where a reader compares the figures they repeat.
+pub fn with_extra(mut s: Vec<Section>, extra: Vec<Section>) -> Vec<Section> {
+    let at = s.len().min(2);
+    s.splice(at..at, extra.into_iter().filter(|x| !x.rows.is_empty()));
+    s
+}
+
 /// Pretty JSON.
 pub fn json(r: &Report) -> String {
-    serde_json::to_string_pretty(r).expect("the report serializes") + "\n"
+    json_with(r, None)
+}
+
+/// Pretty JSON, with the baseline comparison under `baseline` when given.
+pub fn json_with(r: &Report, baseline: Option<&Comparison>) -> String {
+    let mut v = serde_json::to_value(r).expect("the report serializes");
+    if let (Some(c), Some(o)) = (baseline, v.as_object_mut()) {
+        o.insert(
+            "baseline".into(),
+            serde_json::to_value(c).expect("the comparison serializes"),
+        );
+    }
+    serde_json::to_string_pretty(&v).expect("a JSON value serializes") + "\n"
+}
+
+/// The baseline comparison as a section: each figure, the baseline's, the
+/// difference.
+pub fn comparison(c: &Comparison) -> Section {
+    Section {
+        title: format!(
+            "compared with baseline {} ({}): {}",
+            c.baseline,
+            time::format_duration(c.to_unix_ns.saturating_sub(c.from_unix_ns)),
+            c.verdict
+        ),
+        header: vec!["figure", "this", "baseline", "difference", "change %"],
+        rows: c
+            .rows
+            .iter()
+            .map(|d| {
+                let unit = |v: Option<f64>| {
+                    v.map_or("-".into(), |v| {
+                        format!(
+                            "{v:.3}{}{}",
+                            if d.unit.is_empty() { "" } else { " " },
+                            d.unit
+                        )
+                    })
+                };
+                let word =
+                    |w: &Option<&'static str>| w.map(|w| format!(" {w}")).unwrap_or_default();
+                vec![
+                    d.figure.clone(),
+                    unit(d.current) + &word(&d.current_result),
+                    unit(d.baseline) + &word(&d.baseline_result),
+                    d.difference.map_or("-".into(), |v| format!("{v:+.3}")),
+                    d.difference_percent
+                        .map_or("-".into(), |v| format!("{v:+.1}%")),
+                ]
+            })
+            .collect(),
+    }
 }
 
 #[cfg(test)]

@@ -2,7 +2,9 @@
 //! bucket's minimum and maximum kept so a single spike in 72 hours stays
 //! visible.
 
+use super::dist::{cdf, heatmap};
 use super::{ms, Chart, OutageItem, Win};
+use crate::report::summary::LinkStats;
 
 /// Points per chart series after downsampling (each bucket keeps its
 /// minimum and maximum, so up to twice this many).
@@ -20,6 +22,8 @@ pub(super) struct Series<'a> {
     pub throttled: Vec<(u64, u64)>,
     /// The link's outages.
     pub outages: &'a [OutageItem],
+    /// Its probes at rest and under load, merged.
+    pub stats: LinkStats,
 }
 
 /// The chart of `node` -> `peer` over `[from, to)`.
@@ -37,6 +41,8 @@ pub(super) fn chart(node: &str, peer: &str, s: Series<'_>, from: u64, to: u64) -
             .iter()
             .map(|o| (o.start_unix_ns, o.end_unix_ns))
             .collect(),
+        heatmap: heatmap(s.windows, from, to),
+        cdf: cdf(&s.stats),
     }
 }
 

@@ -165,6 +165,7 @@ impl Builder {
                         .unwrap_or_default(),
                     throttled: throttling.spans(node, peer),
                     outages: &outages,
+                    stats: acc.both(),
                 };
                 chart(node, peer, series, from, to)
             })

@@ -30,13 +30,15 @@
 //!   windows expected and stored, sequence holes and drops);
 //! - `correlation`, `headline`, [`verdict`]: what is read off the parts
 //!   (throttled against normal, the seed's table, PASS/FAIL);
-//! - `chart`: the HTML report's series, downsampled.
+//! - `chart`: the HTML report's series, downsampled; `dist`: its heatmap
+//!   and CDF.
 
 mod bandwidth;
 mod build;
 mod chart;
 mod correlation;
 mod coverage;
+mod dist;
 mod finish;
 mod headline;
 mod outages;
@@ -347,6 +349,23 @@ pub struct Chart {
     pub throttled: Vec<(u64, u64)>,
     /// Link outages.
     pub outages: Vec<(u64, u64)>,
+    /// RTT windows per time bin and p99 bucket.
+    pub heatmap: Heatmap,
+    /// Every probe's RTT, `(ms, share at or below)`.
+    pub cdf: Vec<(f64, f64)>,
+}
+
+/// RTT windows counted per time bin and RTT bucket (by each window's p99).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Heatmap {
+    /// The first bin's start (aligned to UTC), unix ns.
+    pub first_unix_ns: u64,
+    /// Bin length, ns.
+    pub bin_ns: u64,
+    /// Bucket edges, ms, ascending (one more than the buckets).
+    pub edges_ms: Vec<f64>,
+    /// Windows, `[bin][bucket]`.
+    pub counts: Vec<Vec<u32>>,
 }
 
 /// The whole report.
