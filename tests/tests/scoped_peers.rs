@@ -280,7 +280,7 @@ fn check_config_accepts_scoped_peers() {
     assert_eq!(out.status.code(), Some(78), "{out:?}");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("key `--peer`") && err.contains("missing `]`"),
+        err.contains("command line: flag `--peer`") && err.contains("missing `]`"),
         "{err}"
     );
 }
