@@ -6,10 +6,12 @@
 //! beside a baseline's; [`raw`] writes stored records as CSV or JSON
 //! lines for `export`.
 
+mod acceptance;
 pub mod baseline;
 pub mod format;
 pub mod html;
 pub mod raw;
 pub mod render;
+pub mod section;
 pub mod soak;
 pub mod summary;

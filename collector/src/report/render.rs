@@ -4,21 +4,12 @@
 
 use std::fmt::Write;
 
+use super::acceptance;
 use super::baseline::Comparison;
 use super::soak::{Interruptions, Link, Report, Rtt};
 use crate::soak::time;
 
-/// One titled table: every format draws the same list (the HTML page as
-/// real `<table>`s), so a new section shows everywhere by being added to
-/// [`sections`].
-pub struct Section {
-    /// The heading.
-    pub title: String,
-    /// Column names.
-    pub header: Vec<&'static str>,
-    /// Cells, one `Vec` per row, as many as `header`.
-    pub rows: Vec<Vec<String>>,
-}
+pub use super::section::Section;
 
 fn num(v: Option<f64>, digits: usize) -> String {
     v.map_or("-".into(), |v| format!("{v:.digits$}"))
@@ -79,6 +70,8 @@ pub fn sections(r: &Report) -> Vec<Section> {
         completeness(r),
         marks(r),
     ];
+    s.splice(2..2, acceptance::leading(r));
+    s.extend(acceptance::trailing(r));
     s.retain(|section| !section.rows.is_empty());
     s
 }

@@ -33,8 +33,8 @@ pub fn scope_of(db: &Db, soak: &Soak, now_ns: u64) -> Result<Scope, SoakError> {
 
 /// Builds the report of `scope` from the store.
 pub fn report(db: &Db, scope: Scope) -> Result<Report, StoreError> {
-    let (from, to) = (scope.from_unix_ns, scope.to_unix_ns);
     let mut b = Builder::new(scope);
+    let (from, to) = b.scan_range();
     db.scan(from, to, |s| match s {
         Scanned::Record {
             node,

@@ -10,6 +10,7 @@
 //! bandwidth_mean_min_gbps = 60
 //! temperature_worst_max_celsius = 45
 //! completeness_min_percent = 99.9
+//! link_availability_min_percent = 99.99
 //! ```
 
 use std::path::Path;
@@ -35,6 +36,17 @@ pub struct Slo {
     pub temperature_worst_max_celsius: Option<f64>,
     /// Lowest data completeness allowed, percent.
     pub completeness_min_percent: f64,
+    /// Lowest link availability (1 - UAS / range) allowed per directed
+    /// link, percent: its complement is the link's error budget. A soak
+    /// stored before the key had none and reads the default.
+    #[serde(default = "default_link_availability")]
+    pub link_availability_min_percent: f64,
+}
+
+/// `link_availability_min_percent`'s default (also for soaks stored
+/// before it).
+fn default_link_availability() -> f64 {
+    99.99
 }
 
 type K = Key<Slo>;
@@ -90,6 +102,15 @@ pub const KEYS: &[K] = &[
         },
     )
     .default("99.9"),
+    K::new(
+        "link_availability_min_percent",
+        "lowest link availability (error budget), %",
+        |c, v| {
+            c.link_availability_min_percent = v.float(0.0..=100.0)?;
+            Ok(())
+        },
+    )
+    .default("99.99"),
 ];
 
 impl Schema for Slo {
@@ -106,6 +127,7 @@ impl Schema for Slo {
             bandwidth_mean_min_gbps: None,
             temperature_worst_max_celsius: None,
             completeness_min_percent: 0.0,
+            link_availability_min_percent: 0.0,
         }
     }
 }
@@ -142,6 +164,16 @@ mod tests {
         assert_eq!(s.availability_min_percent, 99.9);
         assert_eq!(s.completeness_min_percent, 99.9);
         assert_eq!(s.bandwidth_mean_min_gbps, None);
+        assert_eq!(s.link_availability_min_percent, default_link_availability());
+        assert_eq!(s.link_availability_min_percent, 99.99);
+        // A soak stored before the key reads its default.
+        let old: Slo = serde_json::from_str(
+            r#"{"rtt_worst_ms":0.5,"rtt_p99_ms":0.25,"interruptions_max":0,
+                "availability_min_percent":99.9,"bandwidth_mean_min_gbps":null,
+                "temperature_worst_max_celsius":null,"completeness_min_percent":99.9}"#,
+        )
+        .unwrap();
+        assert_eq!(old, Slo::default());
     }
 
     #[test]

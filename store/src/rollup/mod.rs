@@ -94,6 +94,13 @@ pub struct RttMinute {
     /// Per window: 99th percentile.
     #[prost(uint64, repeated, tag = "13")]
     pub p99_ns: Vec<u64>,
+    /// Per window: probes sent (the report's errored-second rules need
+    /// each window's losses; absent in rollups written before it).
+    #[prost(uint64, repeated, tag = "14")]
+    pub sent: Vec<u64>,
+    /// Per window: probes lost.
+    #[prost(uint64, repeated, tag = "15")]
+    pub lost: Vec<u64>,
 }
 
 /// One window as a report reads it.
@@ -111,6 +118,10 @@ pub struct Window {
     pub p50_ns: u64,
     /// 99th percentile.
     pub p99_ns: u64,
+    /// Probes sent.
+    pub sent: u64,
+    /// Probes lost.
+    pub lost: u64,
 }
 
 impl Window {
@@ -128,6 +139,8 @@ impl Window {
             received: r.received,
             p50_ns: r.p50_ns,
             p99_ns: r.p99_ns,
+            sent: r.sent,
+            lost: r.lost,
         }
     }
 }
@@ -142,6 +155,10 @@ impl RttMinute {
             received: self.received[i],
             p50_ns: self.p50_ns[i],
             p99_ns: self.p99_ns[i],
+            // A rollup from before these fields: every reply counted as
+            // sent, no loss known.
+            sent: self.sent.get(i).copied().unwrap_or(self.received[i]),
+            lost: self.lost.get(i).copied().unwrap_or(0),
         })
     }
 
@@ -164,6 +181,8 @@ impl RttMinute {
         self.received.push(w.received);
         self.p50_ns.push(w.p50_ns);
         self.p99_ns.push(w.p99_ns);
+        self.sent.push(w.sent);
+        self.lost.push(w.lost);
     }
 
     /// Keeps `n` as the newest window unless one that started later is

@@ -82,6 +82,16 @@ fn rtt_windows_merge_exactly_and_keep_each_window() {
         (w[2].sum_ns, w[2].received, w[2].p99_ns),
         (445_000, 3, 300_000)
     );
+    // Each window's own probes and losses survive (errored seconds).
+    assert_eq!((w[2].sent, w[2].lost), (4, 1));
+    // A rollup written before them reads as loss-free.
+    let old = RttMinute {
+        sent: Vec::new(),
+        lost: Vec::new(),
+        ..b.clone()
+    };
+    let w: Vec<Window> = old.windows(M).collect();
+    assert_eq!((w[2].sent, w[2].lost), (3, 0));
     assert_eq!(
         b.newest.as_ref().unwrap().window_start_unix_ns,
         M + 2_000_000_000

@@ -16,6 +16,8 @@ pub(super) struct Test {
     pub t: u64,
     /// Throughput (None: failed).
     pub gbps: Option<f64>,
+    /// Length, ns.
+    pub ns: u64,
 }
 
 impl Test {
@@ -41,6 +43,7 @@ impl Test {
                 unix_ns
             },
             gbps: ok.then_some(bw.bits_per_second / 1e9),
+            ns: bw.duration_ns,
         })
     }
 }

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use boltwatch_proto::v1::record::Payload;
 use boltwatch_proto::v1::{Outage, RttSummary, ServiceCheck};
-use boltwatch_store::Minute;
+use boltwatch_store::{Minute, Window as Win};
 
 use super::bandwidth::Test;
 use super::coverage::BootAcc;
@@ -18,6 +18,12 @@ use crate::soak::{Mark, Slo};
 /// link has at most one window a slot of this length, which bounds the
 /// windows a report keeps ([`Builder::window_cap`]).
 const WINDOW_SLOT_NS: u64 = 1_000_000_000;
+
+/// How long after the range's end records are still read: an RTT window
+/// belongs to the range of its start, and its record is stamped when it
+/// closes, so the last windows of a range arrive after it (a minute also
+/// covers a rolled-up minute starting at the end).
+pub const CLOSE_MARGIN_NS: u64 = 60_000_000_000;
 
 /// What a report covers.
 #[derive(Debug, Clone)]
@@ -90,11 +96,24 @@ impl Builder {
         (self.scope.from_unix_ns..self.scope.to_unix_ns).contains(&t)
     }
 
+    /// The record times to read: the range and [`CLOSE_MARGIN_NS`] after.
+    pub fn scan_range(&self) -> (u64, u64) {
+        let (from, to) = (self.scope.from_unix_ns, self.scope.to_unix_ns);
+        (from, to.saturating_add(CLOSE_MARGIN_NS))
+    }
+
     /// One stored record. Records outside the range are ignored except
-    /// outages (which may have started before it).
+    /// outages (which may have started before it) and RTT windows, which
+    /// belong to the range by their start (and count as records by their
+    /// own time, as every record does).
     pub fn add(&mut self, node: &str, boot: &str, seq: u64, unix_ns: u64, p: Option<&Payload>) {
         if self.foreign(node) {
             return;
+        }
+        if let Some(Payload::Rtt(r)) = p {
+            if !self.foreign(&r.peer) && self.in_range(Win::of(r, unix_ns).t) {
+                self.add_rtt(node, r, unix_ns);
+            }
         }
         // An outage towards a node outside the soak is not the soak's: its
         // verdict judges only the links between its own nodes.
@@ -109,7 +128,6 @@ impl Builder {
         }
         self.count(node, boot, (seq, seq), 1);
         match p {
-            Some(Payload::Rtt(r)) if !self.foreign(&r.peer) => self.add_rtt(node, r, unix_ns),
             Some(Payload::Bandwidth(bw)) if !self.foreign(&bw.peer) && self.room(node) => {
                 self.tests.extend(Test::of(node, bw, unix_ns));
             }
@@ -136,16 +154,24 @@ impl Builder {
     /// records it replaced. The store's scan hands over the minutes that
     /// start in the range, so a range that does not start and end on a
     /// minute reads its first and last minutes whole.
+    ///
+    /// Its windows belong to the range by their start: a minute after the
+    /// range gives only the windows that started in it (and none of its
+    /// merged figures, which cannot be split).
     pub fn add_minute(&mut self, m: &Minute<'_>) {
         let node = m.node;
-        if self.foreign(node) || !self.in_range(m.minute) {
+        if self.foreign(node) || m.minute < self.scope.from_unix_ns {
             return;
         }
         let Some(seqs) = m.seq_bounds() else {
             return;
         };
-        self.count(node, m.boot_id, seqs, m.records());
+        let whole = self.in_range(m.minute);
+        if whole {
+            self.count(node, m.boot_id, seqs, m.records());
+        }
         let cap = self.window_cap();
+        let range = self.scope.from_unix_ns..self.scope.to_unix_ns;
         for l in m.links() {
             if self.foreign(l.peer()) {
                 continue;
@@ -153,7 +179,7 @@ impl Builder {
             self.links
                 .entry((node.into(), l.peer().into()))
                 .or_default()
-                .add_minute(&l, cap);
+                .add_minute(&l, m.minute, whole, range.clone(), cap);
         }
     }
 

@@ -95,6 +95,8 @@ mod tests {
             received: 10,
             p50_ns: 1,
             p99_ns: (p99_ms * 1e6) as u64,
+            sent: 10,
+            lost: 0,
         }
     }
 

@@ -39,7 +39,9 @@ impl Builder {
             .map(|((node, peer), acc)| self.link(node, peer, acc, &outages, window))
             .collect();
         let charts = self.charts(&outages, &throttling);
-        let overall = self.overall(&links, &outages, window);
+        let mut overall = self.overall(&links, &outages, window);
+        let mut links = links;
+        let fleet = self.acceptance(&mut links, &mut overall, &outages, &thermal, window);
         let correlation = correlation(
             self.links
                 .iter()
@@ -53,6 +55,7 @@ impl Builder {
             completeness(&overall.coverage, &links, self.records, self.boots.values());
         let headline = headline(&overall, &services, &thermal);
         let verdict = verdict::judge(&self.scope.slo, &overall, &headline, &completeness);
+        let verdict = verdict::with_budget(verdict, &links);
         Report {
             soak: self.scope.name.clone(),
             from_unix_ns: from,
@@ -68,6 +71,7 @@ impl Builder {
             completeness,
             marks: self.scope.marks.clone(),
             verdict,
+            fleet,
             charts,
         }
     }
@@ -121,6 +125,8 @@ impl Builder {
             bandwidth: bandwidth(self.tests_of(node, peer)),
             interruptions: interruptions(outages::of_link(outages, Some((node, peer)))),
             coverage: coverage::of_link(&acc.windows, own.or(window), from, to),
+            // Filled in by `acceptance`.
+            ..Link::default()
         }
     }
 
@@ -142,6 +148,7 @@ impl Builder {
             bandwidth: bandwidth(self.tests.iter()),
             interruptions: interruptions(outages::of_link(outages, None)),
             coverage: coverage::overall(links, window),
+            ..Link::default()
         }
     }
 

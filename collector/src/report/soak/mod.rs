@@ -33,6 +33,9 @@
 //! - `chart`: the HTML report's series, downsampled; `dist`: its heatmap
 //!   and CDF.
 
+mod above;
+mod acceptance;
+mod availability;
 mod bandwidth;
 mod build;
 mod chart;
@@ -40,8 +43,11 @@ mod correlation;
 mod coverage;
 mod dist;
 mod finish;
+mod fleet;
 mod headline;
+mod hourly;
 mod outages;
+mod quarter;
 mod rtt;
 mod thermal;
 pub mod verdict;
@@ -77,6 +83,10 @@ pub struct Rtt {
     pub p99_ms: Option<f64>,
     /// Exact largest, ms.
     pub worst_ms: Option<f64>,
+    /// 90th percentile, ms (one histogram bucket).
+    pub p90_ms: Option<f64>,
+    /// 99.9th percentile, ms (one histogram bucket).
+    pub p999_ms: Option<f64>,
 }
 
 /// Bandwidth tests of a direction.
@@ -171,6 +181,14 @@ pub struct Link {
     pub interruptions: Interruptions,
     /// RTT-window coverage.
     pub coverage: Coverage,
+    /// Unavailable and errored seconds, availability, error budget.
+    pub availability: Availability,
+    /// Time beyond the RTT and bandwidth thresholds.
+    pub above_threshold: Above,
+    /// One row per UTC hour of the range.
+    pub hourly: Vec<Hour>,
+    /// The worst UTC-aligned quarter hour (None: no windows).
+    pub worst_quarter: Option<Quarter>,
 }
 
 /// One checked service.
@@ -399,9 +417,122 @@ pub struct Report {
     pub marks: Vec<Mark>,
     /// PASS/FAIL per SLO line.
     pub verdict: Verdict,
+    /// Links and nodes worst-first, and the time every link was good.
+    pub fleet: Fleet,
     /// Chart series (HTML only).
     #[serde(skip)]
     pub charts: Vec<Chart>,
+}
+
+/// A link's availability over the range, counted in RTT-window seconds
+/// (`availability`): a window overlapping one of the link's outages is
+/// unavailable (UAS); otherwise one that lost a probe is errored (ES), and
+/// severely errored (SES, a subset of ES) when it lost at least 30 % of the
+/// probes it sent.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Availability {
+    /// Unavailable seconds.
+    pub uas_seconds: f64,
+    /// Errored seconds (outside outages).
+    pub es_seconds: f64,
+    /// Severely errored seconds (a subset of ES).
+    pub ses_seconds: f64,
+    /// 1 - UAS / range, percent.
+    pub availability_percent: Option<f64>,
+    /// UAS / ((1 - min/100) * range), percent; over 100 the budget is
+    /// blown (None: a zero budget with UAS).
+    pub budget_consumed_percent: Option<f64>,
+    /// Outages (overlapping ones merged).
+    pub outages: u64,
+    /// The longest, s.
+    pub longest_outage_seconds: f64,
+    /// Mean time between failures: up time / outages, s.
+    pub mtbf_seconds: Option<f64>,
+    /// Mean time to repair: down time / outages, s.
+    pub mttr_seconds: Option<f64>,
+}
+
+/// Time beyond the SLO's thresholds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Above {
+    /// Seconds of RTT windows whose p99 exceeds `rtt_p99_ms`.
+    pub rtt_p99_seconds: f64,
+    /// Their share of the range, percent.
+    pub rtt_p99_percent: Option<f64>,
+    /// Bandwidth tests below `bandwidth_mean_min_gbps` (None: not set).
+    pub bandwidth_tests: Option<u64>,
+    /// Their seconds.
+    pub bandwidth_seconds: Option<f64>,
+    /// Their share of the range, percent.
+    pub bandwidth_percent: Option<f64>,
+}
+
+/// One UTC hour of a link (clipped to the range).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Hour {
+    /// Start (the hour's, or the range's), unix ns.
+    pub start_unix_ns: u64,
+    /// Probes sent.
+    pub probes: u64,
+    /// Probes lost.
+    pub lost: u64,
+    /// Lost over sent, percent.
+    pub loss_percent: f64,
+    /// Median, ms (one histogram bucket).
+    pub p50_ms: Option<f64>,
+    /// 99th percentile, ms (one histogram bucket).
+    pub p99_ms: Option<f64>,
+    /// Exact largest, ms.
+    pub worst_ms: Option<f64>,
+    /// Errored seconds.
+    pub es_seconds: f64,
+    /// Unavailable seconds.
+    pub uas_seconds: f64,
+}
+
+/// A UTC-aligned quarter hour (:00, :15, :30, :45) and what happened in it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Quarter {
+    /// Start, unix ns.
+    pub start_unix_ns: u64,
+    /// Unavailable seconds.
+    pub uas_seconds: f64,
+    /// Severely errored seconds.
+    pub ses_seconds: f64,
+    /// Errored seconds.
+    pub es_seconds: f64,
+    /// The highest window p99, ms.
+    pub p99_ms: Option<f64>,
+    /// Outages, marks, throttling and bandwidth tests overlapping it.
+    pub events: Vec<String>,
+}
+
+/// One link or node in the fleet ranking.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Rank {
+    /// `a -> b`, or a node's name.
+    pub name: String,
+    /// Unavailable seconds.
+    pub uas_seconds: f64,
+    /// Severely errored seconds.
+    pub ses_seconds: f64,
+    /// RTT p99, ms (a node: its links' highest).
+    pub p99_ms: Option<f64>,
+}
+
+/// The fleet: links and nodes worst-first (most UAS, then SES, then the
+/// highest p99), and how long every link was good at once.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Fleet {
+    /// Links, worst first.
+    pub links: Vec<Rank>,
+    /// Nodes (the links from and to each), worst first.
+    pub nodes: Vec<Rank>,
+    /// Seconds in which every link had a window, available and with its
+    /// p99 within `rtt_p99_ms`.
+    pub all_good_seconds: f64,
+    /// Their share of the range, percent.
+    pub all_good_percent: Option<f64>,
 }
 
 /// One SLO line.

@@ -2,9 +2,13 @@
 //! load apart, each window kept for coverage and charts) and the report's
 //! figures of a merged set.
 
+use std::collections::BTreeMap;
+use std::ops::Range;
+
 use boltwatch_proto::v1::RttSummary;
 use boltwatch_store::MinuteLink;
 
+use super::hourly::hour_of;
 use super::{ms, Rtt, Win};
 use crate::report::summary::LinkStats;
 
@@ -17,6 +21,9 @@ pub(super) struct LinkAcc {
     pub load: LinkStats,
     /// Every window (sorted and deduplicated by [`LinkAcc::sort`]).
     pub windows: Vec<Win>,
+    /// The windows merged per UTC hour of their start (a rolled-up
+    /// minute's, of the minute), for the per-hour table.
+    pub hours: BTreeMap<u64, LinkStats>,
     /// Windows with distinct starts reached the range's cap: no more
     /// are kept.
     full: bool,
@@ -31,18 +38,35 @@ impl LinkAcc {
         } else {
             self.rest.add(r);
         }
-        self.keep(Win::of(r, unix_ns), cap);
+        let w = Win::of(r, unix_ns);
+        self.hours.entry(hour_of(w.t)).or_default().add(r);
+        self.keep(w, cap);
     }
 
-    /// A rolled-up minute's windows of this link.
-    pub fn add_minute(&mut self, l: &MinuteLink<'_>, cap: usize) {
-        if let Some((s, windows)) = l.rest() {
-            self.rest.add_merged(s, windows);
+    /// A rolled-up minute's windows of this link, the minute starting at
+    /// `minute`: its merged figures when `whole` (the minute is the
+    /// range's), and the windows that start in `range`.
+    pub fn add_minute(
+        &mut self,
+        l: &MinuteLink<'_>,
+        minute: u64,
+        whole: bool,
+        range: Range<u64>,
+        cap: usize,
+    ) {
+        if whole {
+            let hour = self.hours.entry(hour_of(minute)).or_default();
+            for (s, windows) in [l.rest(), l.load()].into_iter().flatten() {
+                hour.add_merged(s, windows);
+            }
+            if let Some((s, windows)) = l.rest() {
+                self.rest.add_merged(s, windows);
+            }
+            if let Some((s, windows)) = l.load() {
+                self.load.add_merged(s, windows);
+            }
         }
-        if let Some((s, windows)) = l.load() {
-            self.load.add_merged(s, windows);
-        }
-        for w in l.windows() {
+        for w in l.windows().filter(|w| range.contains(&w.t)) {
             self.keep(w, cap);
         }
     }
@@ -91,5 +115,7 @@ pub(super) fn rtt(s: &LinkStats) -> Rtt {
         p50_ms: s.quantile_ns(0.5).map(ms),
         p99_ms: s.quantile_ns(0.99).map(ms),
         worst_ms: (s.merged.received > 0).then(|| ms(s.merged.max_ns as f64)),
+        p90_ms: s.quantile_ns(0.9).map(ms),
+        p999_ms: s.quantile_ns(0.999).map(ms),
     }
 }

@@ -95,3 +95,30 @@ pub fn judge(slo: &Slo, overall: &Link, h: &Headline, c: &Completeness) -> Verdi
         lines,
     }
 }
+
+/// `v` with the error-budget line: the most any link consumed of its
+/// budget (`link_availability_min_percent`), FAIL over 100 %. A link whose
+/// budget is zero and spent has no figure and fails as "no data".
+pub fn with_budget(mut v: Verdict, links: &[Link]) -> Verdict {
+    let consumed = links
+        .iter()
+        .map(|l| l.availability.budget_consumed_percent.unwrap_or(f64::NAN))
+        .reduce(|a, b| {
+            if a.is_nan() || b.is_nan() {
+                f64::NAN
+            } else {
+                a.max(b)
+            }
+        });
+    let l = line(
+        "error_budget",
+        "error budget consumed (worst link)",
+        "%",
+        "<=",
+        consumed.filter(|c| !c.is_nan()),
+        Some(100.0),
+    );
+    v.pass &= l.pass != Some(false);
+    v.lines.push(l);
+    v
+}
