@@ -381,3 +381,77 @@ fn a_nodes_kept_sparse_records_follow_the_range_not_the_records() {
     assert_eq!(many.thermal["a"].sensors.len(), super::thermal::MAX_SENSORS);
     assert_eq!(many.thermal["a"].readings[0].1, Some(29.99));
 }
+
+#[test]
+fn windows_belong_to_the_range_by_their_start() {
+    // Records stamped when their window closes: the last window of the
+    // range is stamped at its end, the window before the range inside it.
+    let mut b = Builder::new(scope(&["a", "b"]));
+    for (seq, start) in (999..1010).enumerate() {
+        let p = rtt("b", start * S, &[80_000; 10], false);
+        b.add(
+            "a",
+            "boot",
+            seq as u64 + 1,
+            (start + 1) * S + 2_000_000,
+            Some(&p),
+        );
+    }
+    let (from, to) = b.scan_range();
+    assert_eq!((from, to), (1000 * S, 1010 * S + build::CLOSE_MARGIN_NS));
+    let r = b.finish();
+    let ab = link(&r, "a", "b");
+    assert_eq!((ab.coverage.expected, ab.coverage.stored), (10, 10));
+    assert!(ab.coverage.gaps.is_empty(), "{:?}", ab.coverage.gaps);
+    assert_eq!(ab.rtt.windows, 10);
+    // b -> a sent nothing: the completeness is a's windows over both.
+    assert_eq!(r.completeness.stored_windows, 10);
+}
+
+#[test]
+fn availability_budget_and_worst_quarter_of_the_hand_built_report() {
+    let r = report();
+    // a -> b: the outage that began before the range covers window 1000;
+    // b -> a: the one still open covers window 1009.
+    let ab = link(&r, "a", "b");
+    let a = &ab.availability;
+    assert_eq!(
+        (a.uas_seconds, a.es_seconds, a.ses_seconds),
+        (1.0, 0.0, 0.0)
+    );
+    assert!((a.availability_percent.unwrap() - 90.0).abs() < 1e-9);
+    // 10 s at 99.99 %: a budget of 1 ms, spent 1000 times over.
+    assert!((a.budget_consumed_percent.unwrap() - 100_000.0).abs() < 1e-3);
+    assert_eq!((a.outages, a.longest_outage_seconds), (1, 1.0));
+    assert_eq!(link(&r, "b", "a").availability.uas_seconds, 1.0);
+    assert_eq!(r.overall.availability.uas_seconds, 2.0);
+    let line = r
+        .verdict
+        .lines
+        .iter()
+        .find(|l| l.key == "error_budget")
+        .unwrap();
+    assert_eq!(line.pass, Some(false));
+    // Its worst quarter hour starts at 900 s (UTC-aligned) and names the
+    // outage, b's throttling and the three tests between a and b.
+    let q = ab.worst_quarter.as_ref().unwrap();
+    assert_eq!((q.start_unix_ns, q.uas_seconds), (900 * S, 1.0));
+    assert_eq!(q.p99_ms, Some(0.16));
+    assert_eq!(q.events.len(), 3, "{:?}", q.events);
+    assert!(q.events[0].starts_with("outage a -> b (probe_loss)"));
+    assert!(q.events[1].starts_with("b throttled"));
+    assert_eq!(
+        q.events[2],
+        "3 bandwidth test(s), 1 failed, lowest 60.0 Gbps"
+    );
+    // One hour row, its figures those of the whole range.
+    assert_eq!(ab.hourly.len(), 1);
+    assert_eq!(ab.hourly[0].probes, ab.rtt.probes);
+    assert_eq!(ab.hourly[0].uas_seconds, 1.0);
+    // Both links lost a second: neither is ahead on UAS or SES, so the
+    // higher p99 (a -> b under load) ranks first.
+    assert_eq!(r.fleet.links[0].name, "a -> b");
+    // Window 7 of a -> b is missing and windows 1000 and 1009 are
+    // unavailable: 7 of 10 seconds had every link good.
+    assert_eq!(r.fleet.all_good_seconds, 7.0);
+}
