@@ -22,6 +22,7 @@ use boltwatch_proto::v1::{
     ServiceCheck, TemperatureSensor, ThermalReading, Throttle,
 };
 
+pub mod errored;
 mod send;
 
 pub use send::run;
@@ -64,6 +65,9 @@ pub struct Scenario {
     pub spike: (u64, u64),
     /// Marks (at, until, text).
     pub marks: Vec<(u64, Option<u64>, String)>,
+    /// Errored windows by (from index, to index, start, probes lost):
+    /// [`errored`].
+    pub errored: Vec<(usize, usize, u64, u64)>,
     /// Keep every RTT sample for the percentile truth.
     pub keep_samples: bool,
 }
@@ -108,6 +112,7 @@ impl Scenario {
                 ),
                 (at(0.65), None, "NFS copy 200 GB".into()),
             ],
+            errored: errored::standard(at),
             keep_samples: true,
         }
     }
@@ -162,6 +167,12 @@ pub struct LinkTruth {
     pub gbps: Vec<f64>,
     /// (start, end) of link outages, exact.
     pub outages: Vec<(u64, u64)>,
+    /// Unavailable, errored and severely errored windows (1 s each).
+    pub uas: u64,
+    pub es: u64,
+    pub ses: u64,
+    /// Per UTC quarter hour: (UAS, SES, ES, highest window p99 ns).
+    pub quarters: BTreeMap<u64, (u64, u64, u64, u64)>,
 }
 
 /// Everything the report must reproduce.
@@ -224,8 +235,10 @@ fn second(sc: &Scenario, i: usize, t: u64, g: &mut NodeGen, truth: &mut Truth) {
         let load = in_test(i, j) || in_test(j, i);
         let out = sc.link_out(i, j, t);
         let mut rtts: Vec<u64> = Vec::new();
+        let drop = errored::lost(sc, i, j, t);
         if !out {
-            for k in 0..PROBES {
+            // The first `drop` probes of an errored window are lost.
+            for k in drop..PROBES {
                 let h = mix((t / S) << 16 ^ (i * 31 + j) as u64 ^ k << 48);
                 let mut v = 70_000 + h % 40_000 + if load { 50_000 } else { 0 };
                 if i == 0 && j == 1 && t == sc.spike.1 && k == 3 {
@@ -251,6 +264,13 @@ fn second(sc: &Scenario, i: usize, t: u64, g: &mut NodeGen, truth: &mut Truth) {
                 .copied()
                 .unwrap_or(0)
         };
+        errored::count(
+            link,
+            t,
+            out,
+            PROBES - rtts.len() as u64,
+            if rtts.is_empty() { 0 } else { p(0.99) },
+        );
         let rtt = Payload::Rtt(RttSummary {
             peer: peer.clone(),
             window_start_unix_ns: t,
