@@ -248,7 +248,11 @@ async fn availability_from_the_definitions_with_an_own_generator() {
         // Every window of the range is stored, the last ones included.
         assert_eq!(l["coverage"]["stored"].as_u64(), Some(LEN), "{name}");
         assert_eq!(l["coverage"]["expected"].as_u64(), Some(LEN), "{name}");
-        assert_eq!(l["coverage"]["gaps"].as_array().map(Vec::len), Some(0), "{name}");
+        assert_eq!(
+            l["coverage"]["gaps"].as_array().map(Vec::len),
+            Some(0),
+            "{name}"
+        );
     }
     assert_eq!(
         r["overall"]["availability"]["uas_seconds"].as_f64(),

@@ -5,7 +5,7 @@
 //! definitions at the end.
 
 use super::section::Section;
-use super::soak::{Link, Report, Rtt};
+use super::soak::{Link, Quarter, Report, Rtt};
 use crate::soak::time;
 
 fn num(v: Option<f64>, digits: usize) -> String {
@@ -49,6 +49,7 @@ pub fn leading(r: &Report) -> Vec<Section> {
         availability(r),
         fleet(r),
         worst_quarter(r),
+        what_happened(r),
         above(r),
         distribution(r),
     ]
@@ -127,36 +128,48 @@ fn fleet(r: &Report) -> Section {
     }
 }
 
+/// The links' worst quarter hours, all links' first.
+fn quarters(r: &Report) -> impl Iterator<Item = (&Link, &Quarter)> {
+    [&r.overall]
+        .into_iter()
+        .chain(&r.links)
+        .filter_map(|l| Some((l, l.worst_quarter.as_ref()?)))
+}
+
 fn worst_quarter(r: &Report) -> Section {
     Section {
         title: "worst quarter hour (UTC :00/:15/:30/:45)".into(),
-        header: vec![
-            "link",
-            "start",
-            "UAS s",
-            "SES s",
-            "ES s",
-            "p99 ms",
-            "what happened",
-        ],
-        rows: [&r.overall]
-            .into_iter()
-            .chain(&r.links)
-            .filter_map(|l| {
-                let q = l.worst_quarter.as_ref()?;
-                Some(vec![
+        header: vec!["link", "start", "UAS s", "SES s", "ES s", "p99 ms"],
+        rows: quarters(r)
+            .map(|(l, q)| {
+                vec![
                     name(l),
                     time::format(q.start_unix_ns),
                     sec(q.uas_seconds),
                     sec(q.ses_seconds),
                     sec(q.es_seconds),
                     num(q.p99_ms, 3),
-                    if q.events.is_empty() {
-                        "nothing recorded".into()
-                    } else {
-                        q.events.join("; ")
-                    },
-                ])
+                ]
+            })
+            .collect(),
+    }
+}
+
+/// One cell a row (a first column reads left-aligned in the table).
+fn what_happened(r: &Report) -> Section {
+    Section {
+        title: "what happened in each worst quarter hour".into(),
+        header: vec!["link: event"],
+        rows: quarters(r)
+            .flat_map(|(l, q)| {
+                let events = if q.events.is_empty() {
+                    vec!["nothing recorded".to_string()]
+                } else {
+                    q.events.clone()
+                };
+                events
+                    .into_iter()
+                    .map(move |e| vec![format!("{}: {e}", name(l))])
             })
             .collect(),
     }
@@ -255,11 +268,75 @@ fn definitions(r: &Report) -> Section {
     ];
     Section {
         title: "definitions".into(),
-        header: vec!["term", "meaning"],
+        header: vec!["term: meaning"],
         rows: rows
             .iter()
             .filter(|_| !r.links.is_empty())
-            .map(|(a, b)| vec![a.to_string(), b.to_string()])
+            .map(|(a, b)| vec![format!("{a}: {b}")])
             .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::soak::{Availability, Fleet, Rank};
+
+    fn report() -> Report {
+        let link = Link {
+            node: "a".into(),
+            peer: "b".into(),
+            availability: Availability {
+                uas_seconds: 37.0,
+                es_seconds: 2.5,
+                availability_percent: Some(99.9),
+                budget_consumed_percent: None,
+                ..Default::default()
+            },
+            worst_quarter: Some(Quarter {
+                start_unix_ns: 900_000_000_000,
+                uas_seconds: 37.0,
+                events: vec!["mark \"x\"".into()],
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        Report {
+            links: vec![link],
+            overall: Link {
+                node: "*".into(),
+                peer: "*".into(),
+                ..Default::default()
+            },
+            fleet: Fleet {
+                links: vec![Rank {
+                    name: "a -> b".into(),
+                    uas_seconds: 37.0,
+                    ..Default::default()
+                }],
+                all_good_seconds: 10.0,
+                all_good_percent: Some(100.0),
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn sections_carry_the_figures() {
+        let r = report();
+        let s = leading(&r);
+        let a = &s[0].rows[0];
+        assert_eq!(a[..5], ["a -> b", "37", "2.500", "0", "99.9000%"]);
+        assert_eq!(a[5], "blown", "a zero budget spent has no figure");
+        assert_eq!(s[1].rows[0][..3], ["link 1", "a -> b", "37"]);
+        assert_eq!(s[1].rows[1][..3], ["all links good", "10 s", "100%"]);
+        assert_eq!(s[2].rows.len(), 1, "the overall has no quarter: one row");
+        assert_eq!(s[2].rows[0][1], "1970-01-01T00:15:00Z");
+        assert_eq!(s[3].rows, [["a -> b: mark \"x\""]]);
+        let t = trailing(&r);
+        assert_eq!(t[0].rows.len(), 0, "no hours without a range");
+        assert!(t[1].rows[0][0].starts_with("UAS: unavailable second"));
+        assert!(trailing(&Report::default())[1].rows.is_empty());
     }
 }
