@@ -16,7 +16,11 @@
 //! - Completeness counts RTT windows: expected `(to - from) / window` per
 //!   link (the link's most common window length), stored, and the gaps
 //!   (runs of missing windows); plus sequence holes per agent boot and the
-//!   agents' own spool drops.
+//!   agents' own spool drops. A window belongs to the range by its start
+//!   (its record is stamped when it closes, after the range for the last).
+//! - UAS, ES and SES, availability, error budget, the worst quarter hour,
+//!   time above threshold and the fleet view: as docs/soaks-and-reports.md
+//!   defines them ([`Availability`] repeats the classes).
 //!
 //! This file holds the report's shape (and the unit helpers); the work is
 //! one concern per module, imports going one way (the builder and the
@@ -31,7 +35,12 @@
 //! - `correlation`, `headline`, [`verdict`]: what is read off the parts
 //!   (throttled against normal, the seed's table, PASS/FAIL);
 //! - `chart`: the HTML report's series, downsampled; `dist`: its heatmap
-//!   and CDF.
+//!   and CDF;
+//! - `acceptance`: the acceptance figures one step per concern:
+//!   `availability` (each window's class, tallies, availability, budget,
+//!   MTBF/MTTR), `above` (time above the thresholds), `hourly` (the
+//!   per-hour table), `quarter` (the worst quarter hour and its events),
+//!   `fleet` (the ranking and the time every link was good).
 
 mod above;
 mod acceptance;
