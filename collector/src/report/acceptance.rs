@@ -15,7 +15,7 @@ fn num(v: Option<f64>, digits: usize) -> String {
 /// A percentage that shows how far from 100 it is (99.9990 is not 100).
 fn pct(v: Option<f64>) -> String {
     match v {
-        Some(v) if v == 100.0 => "100%".into(),
+        Some(100.0) => "100%".into(),
         Some(v) => format!("{v:.4}%"),
         None => "-".into(),
     }

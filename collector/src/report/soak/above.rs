@@ -49,10 +49,14 @@ pub(super) fn overall<'a>(links: impl Iterator<Item = &'a Above>, range_ns: u64)
         }
     }
     let all = secs(range_ns) * n as f64;
-    let share = |s: f64| (all > 0.0).then(|| 100.0 * s / all);
-    a.rtt_p99_percent = share(a.rtt_p99_seconds);
-    a.bandwidth_percent = a.bandwidth_seconds.and_then(share);
+    a.rtt_p99_percent = share_of(a.rtt_p99_seconds, all);
+    a.bandwidth_percent = a.bandwidth_seconds.and_then(|s| share_of(s, all));
     a
+}
+
+/// `s` seconds as a percentage of `all` (None of nothing).
+fn share_of(s: f64, all: f64) -> Option<f64> {
+    (all > 0.0).then_some(100.0 * s / all)
 }
 
 #[cfg(test)]
