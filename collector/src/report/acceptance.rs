@@ -5,7 +5,7 @@
 //! definitions at the end.
 
 use super::section::Section;
-use super::soak::{Link, Quarter, Report, Rtt};
+use super::soak::{Hour, Link, Quarter, Report, Rtt};
 use crate::soak::time;
 
 fn num(v: Option<f64>, digits: usize) -> String {
@@ -228,14 +228,22 @@ fn distribution(r: &Report) -> Section {
 }
 
 fn hourly(r: &Report) -> Section {
+    hours("per hour, all links".into(), &r.overall.hourly)
+}
+
+/// One link's per-hour table (the HTML page shows it under the link's
+/// charts; the text formats keep to all links together).
+pub fn link_hourly(l: &Link) -> Section {
+    hours(format!("per hour, {}", name(l)), &l.hourly)
+}
+
+fn hours(title: String, hours: &[Hour]) -> Section {
     Section {
-        title: "per hour, all links".into(),
+        title,
         header: vec![
             "hour", "probes", "loss %", "p50 ms", "p99 ms", "worst ms", "ES s", "UAS s",
         ],
-        rows: r
-            .overall
-            .hourly
+        rows: hours
             .iter()
             .map(|h| {
                 vec![

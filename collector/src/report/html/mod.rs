@@ -28,6 +28,7 @@ mod text;
 
 use std::fmt::Write;
 
+use super::acceptance;
 use super::render::{self, Section};
 use super::soak::Report;
 use crate::soak::time;
@@ -137,6 +138,13 @@ fn links(o: &mut String, r: &Report) {
         if !c.cdf.is_empty() {
             o.push_str("<h3>RTT distribution of every probe (CDF)</h3>");
             dist::cdf(o, c, lim.rtt_p99_ms);
+        }
+        let link = r
+            .links
+            .iter()
+            .find(|l| l.node == c.node && l.peer == c.peer);
+        if let Some(l) = link.filter(|l| !l.hourly.is_empty()) {
+            table(o, &acceptance::link_hourly(l), None);
         }
         o.push_str("</section>");
     }

@@ -113,3 +113,29 @@ fn empty_series_give_a_sentence_not_an_empty_axis() {
     assert!(p.contains("no bandwidth chart"));
     assert_eq!(p.matches("<svg").count(), 2, "{p}");
 }
+
+#[test]
+fn each_link_has_its_hourly_table_under_its_charts() {
+    let mut r = report(100 * S);
+    r.charts.push(chart());
+    r.links.push(crate::report::soak::Link {
+        node: "<a>".into(),
+        peer: "b".into(),
+        hourly: vec![crate::report::soak::Hour {
+            probes: 1234,
+            uas_seconds: 7.0,
+            ..Default::default()
+        }],
+        ..Default::default()
+    });
+    let p = page(&r);
+    let link = p.find("<section class=\"link\">").unwrap();
+    let hourly = p
+        .find("<h2>per hour, &lt;a&gt; -&gt; b</h2>")
+        .expect("the link's hours");
+    let detail = p.find("<section class=\"detail\">").unwrap();
+    assert!(link < hourly && hourly < detail);
+    assert!(
+        p[hourly..detail].contains("<td>1234</td>") && p[hourly..detail].contains("<td>7</td>")
+    );
+}
