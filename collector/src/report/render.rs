@@ -79,6 +79,15 @@ pub fn sections(r: &Report) -> Vec<Section> {
         completeness(r),
         marks(r),
     ];
+    s.extend(
+        super::findings::all(r)
+            .into_iter()
+            .map(|(title, header, rows)| Section {
+                title,
+                header,
+                rows,
+            }),
+    );
     s.retain(|section| !section.rows.is_empty());
     s
 }

@@ -10,6 +10,7 @@
 //! bandwidth_mean_min_gbps = 60
 //! temperature_worst_max_celsius = 45
 //! completeness_min_percent = 99.9
+//! interface_errors_max = 0
 //! ```
 
 use std::path::Path;
@@ -35,6 +36,10 @@ pub struct Slo {
     pub temperature_worst_max_celsius: Option<f64>,
     /// Lowest data completeness allowed, percent.
     pub completeness_min_percent: f64,
+    /// Most receive and transmit errors the soak's interfaces may grow by
+    /// (a soak stored before the key existed reads the default).
+    #[serde(default)]
+    pub interface_errors_max: u64,
 }
 
 type K = Key<Slo>;
@@ -90,6 +95,15 @@ pub const KEYS: &[K] = &[
         },
     )
     .default("99.9"),
+    K::new(
+        "interface_errors_max",
+        "most interface errors grown (receive and transmit, all interfaces)",
+        |c, v| {
+            c.interface_errors_max = v.int(0..=i64::MAX)? as u64;
+            Ok(())
+        },
+    )
+    .default("0"),
 ];
 
 impl Schema for Slo {
@@ -106,6 +120,7 @@ impl Schema for Slo {
             bandwidth_mean_min_gbps: None,
             temperature_worst_max_celsius: None,
             completeness_min_percent: 0.0,
+            interface_errors_max: 0,
         }
     }
 }
@@ -142,6 +157,13 @@ mod tests {
         assert_eq!(s.availability_min_percent, 99.9);
         assert_eq!(s.completeness_min_percent, 99.9);
         assert_eq!(s.bandwidth_mean_min_gbps, None);
+        assert_eq!(s.interface_errors_max, 0);
+        let s = Slo::parse("slo.toml", "interface_errors_max = 3\n").unwrap();
+        assert_eq!(s.interface_errors_max, 3);
+        // A soak stored before the key existed.
+        let old = r#"{"rtt_worst_ms":0.5,"rtt_p99_ms":0.25,"interruptions_max":0,"availability_min_percent":99.9,"bandwidth_mean_min_gbps":null,"temperature_worst_max_celsius":null,"completeness_min_percent":99.9}"#;
+        let s: Slo = serde_json::from_str(old).unwrap();
+        assert_eq!(s.interface_errors_max, 0);
     }
 
     #[test]

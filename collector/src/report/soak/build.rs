@@ -5,11 +5,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use boltwatch_proto::v1::record::Payload;
-use boltwatch_proto::v1::{Outage, RttSummary, ServiceCheck};
+use boltwatch_proto::v1::{Hello, Outage, RttSummary, ServiceCheck};
 use boltwatch_store::Minute;
 
 use super::bandwidth::Test;
 use super::coverage::BootAcc;
+use super::facts::Facts;
 use super::rtt::LinkAcc;
 use super::thermal::NodeAcc;
 use crate::soak::{Mark, Slo};
@@ -60,6 +61,8 @@ pub struct Builder {
     pub(super) seen: BTreeSet<String>,
     /// node -> items of its sparse records kept ([`Builder::room`]).
     kept: BTreeMap<String, u64>,
+    /// Counters, Hellos, agent load, restarts and link events.
+    pub(super) facts: Facts,
 }
 
 impl Builder {
@@ -77,6 +80,15 @@ impl Builder {
             records: 0,
             seen: BTreeSet::new(),
             kept: BTreeMap::new(),
+            facts: Facts::default(),
+        }
+    }
+
+    /// A `Hello` the store kept of `node` (its agent started at `started`):
+    /// the inventory's OS, agent version and interfaces.
+    pub fn add_hello(&mut self, node: &str, started: u64, h: &Hello) {
+        if !self.foreign(node) {
+            self.facts.hello(node, started, h, self.scope.to_unix_ns);
         }
     }
 
@@ -108,6 +120,9 @@ impl Builder {
             return;
         }
         self.count(node, boot, (seq, seq), 1);
+        if !matches!(p, Some(Payload::Counters(_))) || self.room(node) {
+            self.facts.add(node, boot, unix_ns, p, &self.scope.marks);
+        }
         match p {
             Some(Payload::Rtt(r)) if !self.foreign(&r.peer) => self.add_rtt(node, r, unix_ns),
             Some(Payload::Bandwidth(bw)) if !self.foreign(&bw.peer) && self.room(node) => {

@@ -9,6 +9,7 @@ use super::build::Builder;
 use super::chart::{chart, Series};
 use super::correlation::correlation;
 use super::coverage::{self, completeness, mode};
+use super::facts::Context;
 use super::headline::headline;
 use super::outages::{self, interruptions};
 use super::rtt::{rtt, LinkAcc};
@@ -53,6 +54,18 @@ impl Builder {
             completeness(&overall.coverage, &links, self.records, self.boots.values());
         let headline = headline(&overall, &services, &thermal);
         let verdict = verdict::judge(&self.scope.slo, &overall, &headline, &completeness);
+        let facts = std::mem::take(&mut self.facts).finish(Context {
+            nodes: &nodes.iter().cloned().collect::<Vec<_>>(),
+            links: &links,
+            series: self.series(),
+            outages: &outages,
+            thermal: &thermal,
+            marks: &self.scope.marks,
+            from,
+            to,
+        });
+        let errors = verdict::interface_errors(&self.scope.slo, &facts.counters);
+        let verdict = verdict::with_line(verdict, errors);
         Report {
             soak: self.scope.name.clone(),
             from_unix_ns: from,
@@ -69,7 +82,26 @@ impl Builder {
             marks: self.scope.marks.clone(),
             verdict,
             charts,
+            changepoints: facts.changepoints,
+            counter_growth: facts.counters,
+            inventory: facts.inventory,
+            overhead: facts.overhead,
         }
+    }
+
+    /// Each link's windows and successful bandwidth tests, for its
+    /// changepoints.
+    fn series(&self) -> Vec<(&str, &str, &[super::Win], Vec<(u64, f64)>)> {
+        self.links
+            .iter()
+            .map(|((node, peer), acc)| {
+                let tests = self
+                    .tests_of(node, peer)
+                    .filter_map(|t| Some((t.t, t.gbps?)))
+                    .collect();
+                (node.as_str(), peer.as_str(), acc.windows.as_slice(), tests)
+            })
+            .collect()
     }
 
     /// The soak's nodes, or (none named) every node seen in range.

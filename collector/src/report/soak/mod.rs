@@ -32,17 +32,28 @@
 //!   (throttled against normal, the seed's table, PASS/FAIL);
 //! - `chart`: the HTML report's series, downsampled; `dist`: its heatmap
 //!   and CDF.
+//! - `facts`: what the acceptance parts read (counters, Hellos, agent
+//!   stats, restarts, link events), handed to `changepoint` and `shifts`
+//!   (level changes of each link and the event beside each), `counters`
+//!   (growth), `inventory` (ends side by side) and `overhead` (the soak's
+//!   own cost).
 
 mod bandwidth;
 mod build;
+mod changepoint;
 mod chart;
 mod correlation;
+pub mod counters;
 mod coverage;
 mod dist;
+mod facts;
 mod finish;
 mod headline;
+pub mod inventory;
 mod outages;
+pub mod overhead;
 mod rtt;
+pub mod shifts;
 mod thermal;
 pub mod verdict;
 
@@ -402,6 +413,14 @@ pub struct Report {
     /// Chart series (HTML only).
     #[serde(skip)]
     pub charts: Vec<Chart>,
+    /// Changepoints of each link's RTT level and bandwidth.
+    pub changepoints: Vec<shifts::Shift>,
+    /// Error, drop and carrier counter growth per node and interface.
+    pub counter_growth: Vec<counters::Growth>,
+    /// What the agents reported of the hardware and software under test.
+    pub inventory: inventory::Inventory,
+    /// What the soak itself cost.
+    pub overhead: overhead::Overhead,
 }
 
 /// One SLO line.

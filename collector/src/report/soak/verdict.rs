@@ -3,6 +3,7 @@
 //! holes); a line without a threshold (bandwidth and temperature have no
 //! default) is shown and does not decide.
 
+use super::counters::Growth;
 use super::{Completeness, Headline, Line, Link, Verdict};
 use crate::soak::Slo;
 
@@ -94,4 +95,26 @@ pub fn judge(slo: &Slo, overall: &Link, h: &Headline, c: &Completeness) -> Verdi
         pass: lines.iter().all(|l| l.pass != Some(false)),
         lines,
     }
+}
+
+/// The interface-errors line: receive and transmit errors grown over the
+/// range on every interface of the soak's nodes (no readings: no data).
+pub fn interface_errors(slo: &Slo, growth: &[Growth]) -> Line {
+    let measured =
+        (!growth.is_empty()).then(|| growth.iter().map(|g| g.growth.errors()).sum::<u64>() as f64);
+    line(
+        "interface_errors",
+        "interface errors grown",
+        "",
+        "<=",
+        measured,
+        Some(slo.interface_errors_max as f64),
+    )
+}
+
+/// `v` with `l` added, its overall result judged again.
+pub fn with_line(mut v: Verdict, l: Line) -> Verdict {
+    v.pass = v.pass && l.pass != Some(false);
+    v.lines.push(l);
+    v
 }
