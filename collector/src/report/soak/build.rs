@@ -5,8 +5,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use boltwatch_proto::v1::record::Payload;
-use boltwatch_proto::v1::{Hello, Outage, RttSummary, ServiceCheck};
+use boltwatch_proto::v1::{Hello, Outage, Record, RttSummary, ServiceCheck};
 use boltwatch_store::Minute;
+use prost::Message;
 
 use super::bandwidth::Test;
 use super::coverage::BootAcc;
@@ -160,6 +161,15 @@ impl Builder {
             return;
         };
         self.count(node, m.boot_id, seqs, m.records());
+        // A counters minute keeps its newest reading whole: read as that
+        // reading (stored bytes passed validation).
+        if let Some((t, raw)) = m.counters() {
+            let p = Record::decode(raw).ok().and_then(|r| r.payload);
+            if self.room(node) {
+                self.facts
+                    .add(node, m.boot_id, t, p.as_ref(), &self.scope.marks);
+            }
+        }
         let cap = self.window_cap();
         for l in m.links() {
             if self.foreign(l.peer()) {

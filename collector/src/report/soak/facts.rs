@@ -1,11 +1,11 @@
 //! The acceptance parts of the report that read records the rest does
 //! not: counter growth, the inventory, the probe overhead, and the events
-//! the changepoints are set beside (agent restarts, link events). One
+//! the changepoints are set beside (agent restarts, from the stored
+//! `Hello`s' start times, and link events). One
 //! accumulator fed by [`super::Builder::add`], and the parts computed from
 //! it and the finished links by [`Facts::finish`]; each part's logic is in
 //! its own module.
 
-use std::collections::BTreeMap;
 
 use boltwatch_proto::v1::record::Payload;
 use boltwatch_proto::v1::{BandwidthResult, Hello, LinkEvent};
@@ -27,8 +27,8 @@ pub(super) struct Facts {
     counters: CountersAcc,
     inventory: InventoryAcc,
     overhead: OverheadAcc,
-    /// (node, boot) -> its first record in range.
-    boots: BTreeMap<(String, String), u64>,
+    /// (node, agent start) of every stored `Hello`.
+    starts: Vec<(String, u64)>,
     /// Carrier changes reported: (t, node, words).
     link_events: Vec<(u64, String, String)>,
 }
@@ -58,12 +58,11 @@ impl Facts {
     /// A stored `Hello` (read beside the records).
     pub fn hello(&mut self, node: &str, started: u64, h: &Hello, to: u64) {
         self.inventory.hello(node, started, h, to);
+        self.starts.push((node.to_string(), started));
     }
 
     /// A record in range.
     pub fn add(&mut self, node: &str, boot: &str, t: u64, p: Option<&Payload>, marks: &[Mark]) {
-        let first = self.boots.entry((node.into(), boot.into())).or_insert(t);
-        *first = (*first).min(t);
         match p {
             Some(Payload::Counters(c)) => {
                 self.counters.add(node, c, t);
@@ -126,19 +125,17 @@ impl Facts {
                 ev.extend(shifts::span(&[&th.node], e.start_unix_ns, end, &what));
             }
         }
-        // Every boot of a node after its first in range is a restart.
-        let mut seen: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
-        for ((node, _), t) in &self.boots {
-            seen.entry(node).or_default().push(*t);
-        }
-        for (node, mut starts) in seen {
-            starts.sort_unstable();
-            ev.extend(starts.iter().skip(1).map(|t| Event {
-                t: *t,
-                nodes: vec![node.to_string()],
-                what: format!("agent restart on {node}"),
-            }));
-        }
+        // An agent that started inside the range restarted (or started).
+        ev.extend(
+            self.starts
+                .iter()
+                .filter(|(_, t)| (c.from..c.to).contains(t))
+                .map(|(node, t)| Event {
+                    t: *t,
+                    nodes: vec![node.clone()],
+                    what: format!("agent restart on {node}"),
+                }),
+        );
         ev.extend(self.link_events.iter().map(|(t, node, what)| Event {
             t: *t,
             nodes: vec![node.clone()],
