@@ -23,6 +23,7 @@ use boltwatch_proto::v1::{
 };
 
 mod send;
+pub mod shift;
 
 pub use send::run;
 
@@ -66,6 +67,9 @@ pub struct Scenario {
     pub marks: Vec<(u64, Option<u64>, String)>,
     /// Keep every RTT sample for the percentile truth.
     pub keep_samples: bool,
+    /// A level shift on one link (and with it interface counters, Hellos
+    /// with an MTU mismatch, agent load): [`shift`].
+    pub shift: Option<shift::Shift>,
 }
 
 fn align(t: u64, grid: u64) -> u64 {
@@ -109,6 +113,15 @@ impl Scenario {
                 (at(0.65), None, "NFS copy 200 GB".into()),
             ],
             keep_samples: true,
+            // Starts with the NFS copy, lasts 45 minutes.
+            shift: Some(shift::Shift {
+                from: 1,
+                to: 2,
+                start: at(0.65),
+                end: at(0.65) + 45 * 60 * S,
+                rtt: 1.3,
+                bandwidth: 0.75,
+            }),
         }
     }
 
@@ -180,6 +193,8 @@ pub struct Truth {
     pub ssh: BTreeMap<(String, String), (u64, u64)>,
     pub bw_throttled: Vec<f64>,
     pub bw_normal: Vec<f64>,
+    /// Counter growth and the MTU mismatch ([`shift`]).
+    pub acceptance: shift::Acceptance,
 }
 
 /// One node's records, in order, with the truth updated as they are made.
@@ -191,6 +206,9 @@ struct NodeGen {
     thermal_n: u64,
     thermal_max: f64,
     dropped: bool,
+    /// When this boot's agent started.
+    started: u64,
+    counters: shift::CounterGen,
 }
 
 /// Generates node `i`'s records of one simulated second `t` into `g`.
@@ -231,6 +249,7 @@ fn second(sc: &Scenario, i: usize, t: u64, g: &mut NodeGen, truth: &mut Truth) {
                 if i == 0 && j == 1 && t == sc.spike.1 && k == 3 {
                     v = sc.spike.0;
                 }
+                v = shift::rtt(sc, i, j, t, v);
                 rtts.push(v);
             }
         }
@@ -282,6 +301,7 @@ fn second(sc: &Scenario, i: usize, t: u64, g: &mut NodeGen, truth: &mut Truth) {
             let gbps = 70.0 - if throttled { 6.5 } else { 0.0 }
                 + (mix(t ^ k) % 1000) as f64 / 1000.0
                 - 0.5;
+            let gbps = shift::bandwidth(sc, i, j, t, gbps);
             link.tests += 1;
             if fail {
                 link.failed += 1;
@@ -419,15 +439,23 @@ fn second(sc: &Scenario, i: usize, t: u64, g: &mut NodeGen, truth: &mut Truth) {
     }
     if (t - sc.start) % STATS == STATS - S {
         let dropped = if i == 1 && t > sc.drop_at { DROPPED } else { 0 };
+        let (cpu_seconds, resident_bytes) = shift::agent(i, (t - g.started) / S);
         push(
             g,
             truth,
             Payload::AgentStats(AgentStats {
                 dropped_records: dropped,
+                cpu_seconds,
+                resident_bytes,
                 ..Default::default()
             }),
         );
     }
+    let mut counters = std::mem::take(&mut g.counters);
+    for p in shift::extra(sc, i, t, &mut counters, truth) {
+        push(g, truth, p);
+    }
+    g.counters = counters;
 }
 
 /// A collector storing in `dir`, its rate limit out of the way, with the

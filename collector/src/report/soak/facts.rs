@@ -6,7 +6,6 @@
 //! it and the finished links by [`Facts::finish`]; each part's logic is in
 //! its own module.
 
-
 use boltwatch_proto::v1::record::Payload;
 use boltwatch_proto::v1::{BandwidthResult, Hello, LinkEvent};
 

@@ -211,14 +211,21 @@ fn judge(agents: &[Agent], links: &[LinkLoad], during_marks: u64) -> (bool, Stri
             why.push(format!("the agent on {} used {c:.1} % of a core", a.node));
         }
     }
-    for l in links {
-        let share = l.probe_share_percent.unwrap_or(0.0) + l.test_share_percent.unwrap_or(0.0);
-        if share > LINK_NOTICE_PERCENT {
-            why.push(format!(
-                "probes and tests took {share:.2} % of {} -> {}'s capacity",
-                l.node, l.peer
-            ));
-        }
+    let busy: Vec<(f64, &LinkLoad)> = links
+        .iter()
+        .map(|l| {
+            let share = l.probe_share_percent.unwrap_or(0.0) + l.test_share_percent.unwrap_or(0.0);
+            (share, l)
+        })
+        .filter(|(share, _)| *share > LINK_NOTICE_PERCENT)
+        .collect();
+    if let Some((most, l)) = busy.iter().max_by(|a, b| a.0.total_cmp(&b.0)) {
+        why.push(format!(
+            "probes and tests took over {LINK_NOTICE_PERCENT} % of the capacity of {} links (most: {most:.2} % of {} -> {})",
+            busy.len(),
+            l.node,
+            l.peer
+        ));
     }
     if why.is_empty() {
         return (
