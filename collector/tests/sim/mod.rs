@@ -113,15 +113,7 @@ impl Scenario {
                 (at(0.65), None, "NFS copy 200 GB".into()),
             ],
             keep_samples: true,
-            // Starts with the NFS copy, lasts 45 minutes.
-            shift: Some(shift::Shift {
-                from: 1,
-                to: 2,
-                start: at(0.65),
-                end: at(0.65) + 45 * 60 * S,
-                rtt: 1.3,
-                bandwidth: 0.75,
-            }),
+            shift: None,
         }
     }
 
@@ -439,7 +431,7 @@ fn second(sc: &Scenario, i: usize, t: u64, g: &mut NodeGen, truth: &mut Truth) {
     }
     if (t - sc.start) % STATS == STATS - S {
         let dropped = if i == 1 && t > sc.drop_at { DROPPED } else { 0 };
-        let (cpu_seconds, resident_bytes) = shift::agent(i, (t - g.started) / S);
+        let (cpu_seconds, resident_bytes) = shift::agent(sc, i, (t - g.started) / S);
         push(
             g,
             truth,

@@ -77,15 +77,15 @@ pub struct Growth {
     pub node: String,
     /// Interface.
     pub interface: String,
-    /// Readings in range.
-    pub readings: u64,
     /// Counter resets seen (a counter went down).
     pub resets: u64,
     /// Growth of each counter.
     pub growth: Counts,
 }
 
-/// Every interface's readings.
+/// Every interface's readings. (How many is not reported: under raw
+/// retention a minute keeps its newest reading only, and a report over
+/// rolled-up minutes must read as the one over raw records.)
 #[derive(Debug, Default)]
 pub(super) struct CountersAcc {
     /// (node, interface) -> (time, counts).
@@ -113,7 +113,6 @@ impl CountersAcc {
                 Growth {
                     node: node.clone(),
                     interface: interface.clone(),
-                    readings: v.len() as u64,
                     resets,
                     growth,
                 }
@@ -177,7 +176,6 @@ mod tests {
         a.add("b", &reading("en0", 9, 9, 9, 9), 10);
         let g = a.growth();
         assert_eq!(g.len(), 2);
-        assert_eq!(g[0].readings, 6);
         assert_eq!(g[0].resets, 1);
         assert_eq!(
             g[0].growth,
