@@ -209,5 +209,16 @@ async fn acceptance_parts_reproduce_the_simulated_truth() {
     ] {
         assert!(table.contains(want), "{want} not in\n{table}");
     }
+    // The page: each table real HTML, the shifted link's note under its
+    // charts.
+    let html = collector_cli_ok(&["report", "--soak", "sim", "--format", "html"], dir.path());
+    for want in [
+        "<p class=\"note changepoints\">Changepoints: RTT p50 +30.0 % at ",
+        "<h2>inventory: link ends side by side</h2><table>",
+        "<td>MISMATCH: mtu</td>",
+        "<h2>counter growth over the range</h2>",
+    ] {
+        assert!(html.contains(want), "{want} not in the page");
+    }
     c.stop().await;
 }
