@@ -152,11 +152,14 @@ fn events(sc: &Scenario, i: usize, j: usize, a: u64, b: u64) -> [u64; 5] {
     e
 }
 
-/// Each node interface's counter state: (base, since the last reset, the
-/// last reading's time).
+/// One interface's counter state: (base, since the last reset, the last
+/// reading's time).
+type Counter = ([u64; 5], [u64; 5], Option<u64>);
+
+/// Each of a node's interfaces' counter state, by peer.
 #[derive(Debug, Default)]
 pub struct CounterGen {
-    state: BTreeMap<usize, ([u64; 5], [u64; 5], Option<u64>)>,
+    state: BTreeMap<usize, Counter>,
 }
 
 /// The records node `i` adds at `t`: its counters every [`COUNTERS`].

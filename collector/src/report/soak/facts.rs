@@ -40,12 +40,16 @@ pub(super) struct Parts {
     pub overhead: Overhead,
 }
 
+/// One link's series: (node, peer, its windows sorted, its successful
+/// tests as `(start, Gbps)`).
+pub(super) type LinkSeries<'a> = (&'a str, &'a str, &'a [Win], Vec<(u64, f64)>);
+
 /// What [`Facts::finish`] reads of the rest of the report.
 pub(super) struct Context<'a> {
     pub nodes: &'a [String],
     pub links: &'a [Link],
     /// (node, peer) -> the link's windows (sorted) and successful tests.
-    pub series: Vec<(&'a str, &'a str, &'a [Win], Vec<(u64, f64)>)>,
+    pub series: Vec<LinkSeries<'a>>,
     pub outages: &'a [OutageItem],
     pub thermal: &'a [Thermal],
     pub marks: &'a [Mark],

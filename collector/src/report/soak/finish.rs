@@ -9,7 +9,7 @@ use super::build::Builder;
 use super::chart::{chart, Series};
 use super::correlation::correlation;
 use super::coverage::{self, completeness, mode};
-use super::facts::Context;
+use super::facts::{Context, LinkSeries};
 use super::headline::headline;
 use super::outages::{self, interruptions};
 use super::rtt::{rtt, LinkAcc};
@@ -91,7 +91,7 @@ impl Builder {
 
     /// Each link's windows and successful bandwidth tests, for its
     /// changepoints.
-    fn series(&self) -> Vec<(&str, &str, &[super::Win], Vec<(u64, f64)>)> {
+    fn series(&self) -> Vec<LinkSeries<'_>> {
         self.links
             .iter()
             .map(|((node, peer), acc)| {
