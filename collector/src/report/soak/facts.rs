@@ -148,27 +148,23 @@ impl Facts {
     }
 
     /// The acceptance parts.
-    pub fn finish(mut self, c: Context<'_>) -> Parts {
+    pub fn finish(self, c: Context<'_>) -> Parts {
         let events = self.events(&c);
-        let mut changepoints = Vec::new();
-        for (node, peer, windows, mut tests) in c.series.iter().cloned() {
-            let rtt = shifts::per_minute(
-                windows
-                    .iter()
-                    .filter(|w| w.received > 0)
-                    .map(|w| (w.t, w.p50_ns as f64 / 1e6)),
-            );
-            let rtt_p50 = ("rtt_p50", "ms", shifts::RTT);
-            changepoints.extend(shifts::find((node, peer), rtt_p50, &rtt, &events));
-            tests.sort_by_key(|p| p.0);
-            let bw = ("bandwidth", "Gbps", shifts::BANDWIDTH);
-            changepoints.extend(shifts::find((node, peer), bw, &tests, &events));
-        }
+        let changepoints = changepoints(&c, &events);
+        // Each pair once, whichever direction was measured.
         let pairs: Vec<(String, String)> = c
             .links
             .iter()
-            .filter(|l| l.node < l.peer)
-            .map(|l| (l.node.clone(), l.peer.clone()))
+            .map(|l| {
+                let (a, b) = (l.node.clone(), l.peer.clone());
+                if a < b {
+                    (a, b)
+                } else {
+                    (b, a)
+                }
+            })
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
             .collect();
         let inventory = self.inventory.finish(c.nodes, &pairs);
         let speed = |node: &str, peer: &str| {
@@ -197,11 +193,32 @@ impl Facts {
         let overhead = self
             .overhead
             .finish(c.nodes, &loads, c.to.saturating_sub(c.from));
+        let mut counters = self.counters;
         Parts {
             changepoints,
-            counters: self.counters.growth(),
+            counters: counters.growth(),
             inventory,
             overhead,
         }
     }
+}
+
+/// The changepoints of every link's RTT level and bandwidth, each beside
+/// the nearest of `events`.
+fn changepoints(c: &Context<'_>, events: &[Event]) -> Vec<Shift> {
+    let mut out = Vec::new();
+    for (node, peer, windows, mut tests) in c.series.iter().cloned() {
+        let rtt = shifts::per_minute(
+            windows
+                .iter()
+                .filter(|w| w.received > 0)
+                .map(|w| (w.t, w.p50_ns as f64 / 1e6)),
+        );
+        let rtt_p50 = ("rtt_p50", "ms", shifts::RTT);
+        out.extend(shifts::find((node, peer), rtt_p50, &rtt, events));
+        tests.sort_by_key(|p| p.0);
+        let bw = ("bandwidth", "Gbps", shifts::BANDWIDTH);
+        out.extend(shifts::find((node, peer), bw, &tests, events));
+    }
+    out
 }
