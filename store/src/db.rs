@@ -15,7 +15,7 @@ use crate::retention::Pruned;
 use crate::scan::Scanned;
 use crate::schema::Pages;
 use crate::soaks::{MarkRow, SoakRow, SoakUsage};
-use crate::types::{BootRow, RecordFilter, StoredRecord};
+use crate::types::{BootRow, HelloRow, RecordFilter, StoredRecord};
 use crate::{log, queries, retention, scan, schema, soaks};
 
 /// How long a command's write waits for the collector's writer (whose
@@ -150,6 +150,11 @@ impl Db {
     /// Every boot of every node.
     pub fn boots(&self) -> Result<Vec<BootRow>, StoreError> {
         Ok(queries::list_boots(&self.conn)?)
+    }
+
+    /// Every boot's stored `Hello` (see [`queries::hellos`]).
+    pub fn hellos(&self) -> Result<Vec<HelloRow>, StoreError> {
+        Ok(queries::hellos(&self.conn)?)
     }
 
     /// The report's scan of `[from_ns, to_ns)`: raw records in time order,

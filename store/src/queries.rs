@@ -106,6 +106,29 @@ pub fn upsert_hello(conn: &Connection, h: &HelloRow, now_ns: u64) -> rusqlite::R
     Ok(())
 }
 
+/// Every boot's `Hello` as stored (boots seen only through records have
+/// none), by node and the agent's start: what a report's inventory reads.
+pub fn hellos(conn: &Connection) -> rusqlite::Result<Vec<HelloRow>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT node, boot_id, coalesce(agent_version, ''), coalesce(os, ''),
+                coalesce(hostname, ''), coalesce(started_unix_ns, 0), hello
+         FROM boots WHERE hello IS NOT NULL
+         ORDER BY node, coalesce(started_unix_ns, 0), first_seen_unix_ns",
+    )?;
+    let rows = stmt.query_map([], |r| {
+        Ok(HelloRow {
+            node: r.get(0)?,
+            boot_id: r.get(1)?,
+            agent_version: r.get(2)?,
+            os: r.get(3)?,
+            hostname: r.get(4)?,
+            started_unix_ns: r.get::<_, i64>(5)? as u64,
+            hello: r.get(6)?,
+        })
+    })?;
+    rows.collect()
+}
+
 /// Watermarks of a node's boots that hold records, most recent boot first
 /// (by the agent's start time, else first sight), at most `limit`.
 pub fn watermarks(conn: &Connection, node: &str, limit: u32) -> rusqlite::Result<Vec<Watermark>> {
@@ -424,6 +447,13 @@ mod tests {
         assert_eq!(ids, ["new", "old"]);
         assert_eq!(w[1].highest_seq, 7);
         assert_eq!(watermarks(&c, "a", 1).unwrap().len(), 1);
+        // Every stored Hello, by the agent's start; a boot known only from
+        // records has none.
+        add_boot_records(&c, "b", "records-only", 1, 1, 1).unwrap();
+        let h = hellos(&c).unwrap();
+        let ids: Vec<_> = h.iter().map(|h| h.boot_id.as_str()).collect();
+        assert_eq!(ids, ["old", "new", "empty"]);
+        assert_eq!(h[1], hello("new", 200));
     }
 
     #[test]

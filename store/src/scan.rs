@@ -62,6 +62,13 @@ impl<'a> Minute<'a> {
         self.rollup.seq_bounds()
     }
 
+    /// Its counters: the minute's newest `InterfaceCounters` record, whole
+    /// (encoded), and its time; None for an RTT minute.
+    pub fn counters(&self) -> Option<(u64, &'a [u8])> {
+        let r = self.rollup;
+        (!r.last_record.is_empty()).then_some((r.last_unix_ns, r.last_record.as_slice()))
+    }
+
     /// Its RTT, per (peer, interface).
     pub fn links(&self) -> impl Iterator<Item = MinuteLink<'a>> + 'a {
         let minute = self.minute;

@@ -4,10 +4,12 @@
 //! JSON, [`html`] as one self-contained page with SVG charts; [`format`]
 //! names the formats and picks the renderer; [`baseline`] sets a report
 //! beside a baseline's; [`raw`] writes stored records as CSV or JSON
-//! lines for `export`.
+//! lines for `export`; [`findings`] lays out the acceptance sections
+//! (changepoints, counter growth, inventory, probe overhead).
 
 mod acceptance;
 pub mod baseline;
+pub mod findings;
 pub mod format;
 pub mod html;
 pub mod raw;

@@ -72,6 +72,15 @@ pub fn sections(r: &Report) -> Vec<Section> {
     ];
     s.splice(2..2, acceptance::leading(r));
     s.extend(acceptance::trailing(r));
+    s.extend(
+        super::findings::all(r)
+            .into_iter()
+            .map(|(title, header, rows)| Section {
+                title,
+                header,
+                rows,
+            }),
+    );
     s.retain(|section| !section.rows.is_empty());
     s
 }

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use boltwatch_proto::v1::Record;
+use boltwatch_proto::v1::{Hello, Record};
 use boltwatch_store::{Db, Scanned, StoreError};
 use prost::Message;
 
@@ -35,6 +35,13 @@ pub fn scope_of(db: &Db, soak: &Soak, now_ns: u64) -> Result<Scope, SoakError> {
 pub fn report(db: &Db, scope: Scope) -> Result<Report, StoreError> {
     let mut b = Builder::new(scope);
     let (from, to) = b.scan_range();
+    // The inventory's Hellos (stored bytes passed validation; one that
+    // does not decode is left out).
+    for h in db.hellos()? {
+        if let Ok(hello) = Hello::decode(h.hello.as_slice()) {
+            b.add_hello(&h.node, h.started_unix_ns, &hello);
+        }
+    }
     db.scan(from, to, |s| match s {
         Scanned::Record {
             node,

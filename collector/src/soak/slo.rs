@@ -11,6 +11,7 @@
 //! temperature_worst_max_celsius = 45
 //! completeness_min_percent = 99.9
 //! link_availability_min_percent = 99.99
+//! interface_errors_max = 0
 //! ```
 
 use std::path::Path;
@@ -47,6 +48,10 @@ pub struct Slo {
 /// before it).
 fn default_link_availability() -> f64 {
     99.99
+    /// Most receive and transmit errors the soak's interfaces may grow by
+    /// (a soak stored before the key existed reads the default).
+    #[serde(default)]
+    pub interface_errors_max: u64,
 }
 
 type K = Key<Slo>;
@@ -111,6 +116,14 @@ pub const KEYS: &[K] = &[
         },
     )
     .default("99.99"),
+        "interface_errors_max",
+        "most interface errors grown (receive and transmit, all interfaces)",
+        |c, v| {
+            c.interface_errors_max = v.int(0..=i64::MAX)? as u64;
+            Ok(())
+        },
+    )
+    .default("0"),
 ];
 
 impl Schema for Slo {
@@ -128,6 +141,7 @@ impl Schema for Slo {
             temperature_worst_max_celsius: None,
             completeness_min_percent: 0.0,
             link_availability_min_percent: 0.0,
+            interface_errors_max: 0,
         }
     }
 }
@@ -174,6 +188,13 @@ mod tests {
         )
         .unwrap();
         assert_eq!(old, Slo::default());
+        assert_eq!(s.interface_errors_max, 0);
+        let s = Slo::parse("slo.toml", "interface_errors_max = 3\n").unwrap();
+        assert_eq!(s.interface_errors_max, 3);
+        // A soak stored before the key existed.
+        let old = r#"{"rtt_worst_ms":0.5,"rtt_p99_ms":0.25,"interruptions_max":0,"availability_min_percent":99.9,"bandwidth_mean_min_gbps":null,"temperature_worst_max_celsius":null,"completeness_min_percent":99.9}"#;
+        let s: Slo = serde_json::from_str(old).unwrap();
+        assert_eq!(s.interface_errors_max, 0);
     }
 
     #[test]

@@ -24,6 +24,7 @@ use boltwatch_proto::v1::{
 
 pub mod errored;
 mod send;
+pub mod shift;
 
 pub use send::run;
 
@@ -70,6 +71,9 @@ pub struct Scenario {
     pub errored: Vec<(usize, usize, u64, u64)>,
     /// Keep every RTT sample for the percentile truth.
     pub keep_samples: bool,
+    /// A level shift on one link (and with it interface counters, Hellos
+    /// with an MTU mismatch, agent load): [`shift`].
+    pub shift: Option<shift::Shift>,
 }
 
 fn align(t: u64, grid: u64) -> u64 {
@@ -114,6 +118,7 @@ impl Scenario {
             ],
             errored: errored::standard(at),
             keep_samples: true,
+            shift: None,
         }
     }
 
@@ -191,6 +196,8 @@ pub struct Truth {
     pub ssh: BTreeMap<(String, String), (u64, u64)>,
     pub bw_throttled: Vec<f64>,
     pub bw_normal: Vec<f64>,
+    /// Counter growth and the MTU mismatch ([`shift`]).
+    pub acceptance: shift::Acceptance,
 }
 
 /// One node's records, in order, with the truth updated as they are made.
@@ -202,6 +209,9 @@ struct NodeGen {
     thermal_n: u64,
     thermal_max: f64,
     dropped: bool,
+    /// When this boot's agent started.
+    started: u64,
+    counters: shift::CounterGen,
 }
 
 /// Generates node `i`'s records of one simulated second `t` into `g`.
@@ -244,6 +254,7 @@ fn second(sc: &Scenario, i: usize, t: u64, g: &mut NodeGen, truth: &mut Truth) {
                 if i == 0 && j == 1 && t == sc.spike.1 && k == 3 {
                     v = sc.spike.0;
                 }
+                v = shift::rtt(sc, i, j, t, v);
                 rtts.push(v);
             }
         }
@@ -302,6 +313,7 @@ fn second(sc: &Scenario, i: usize, t: u64, g: &mut NodeGen, truth: &mut Truth) {
             let gbps = 70.0 - if throttled { 6.5 } else { 0.0 }
                 + (mix(t ^ k) % 1000) as f64 / 1000.0
                 - 0.5;
+            let gbps = shift::bandwidth(sc, i, j, t, gbps);
             link.tests += 1;
             if fail {
                 link.failed += 1;
@@ -439,15 +451,23 @@ fn second(sc: &Scenario, i: usize, t: u64, g: &mut NodeGen, truth: &mut Truth) {
     }
     if (t - sc.start) % STATS == STATS - S {
         let dropped = if i == 1 && t > sc.drop_at { DROPPED } else { 0 };
+        let (cpu_seconds, resident_bytes) = shift::agent(sc, i, (t - g.started) / S);
         push(
             g,
             truth,
             Payload::AgentStats(AgentStats {
                 dropped_records: dropped,
+                cpu_seconds,
+                resident_bytes,
                 ..Default::default()
             }),
         );
     }
+    let mut counters = std::mem::take(&mut g.counters);
+    for p in shift::extra(sc, i, t, &mut counters, truth) {
+        push(g, truth, p);
+    }
+    g.counters = counters;
 }
 
 /// A collector storing in `dir`, its rate limit out of the way, with the

@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use boltwatch_proto::v1::Record;
 
 use super::*;
-use crate::common::{self, Agent};
+use crate::common::Agent;
 
 /// Runs the scenario into the collector at `grpc`, about `batch` records a
 /// message (a simulated second adds a few beyond it); returns the truth.
@@ -23,8 +23,10 @@ pub async fn run(sc: &Scenario, grpc: SocketAddr, batch: usize) -> Truth {
             thermal_n: 0,
             thermal_max: f64::NEG_INFINITY,
             dropped: false,
+            started: sc.start,
+            counters: Default::default(),
         };
-        let mut agent = open(grpc, &sc.nodes[i], &g.boot).await;
+        let mut agent = open(grpc, shift::hello(sc, i, &g.boot, g.started)).await;
         let mut t = sc.start;
         while t < sc.end() {
             if sc.down(i, t) {
@@ -36,7 +38,8 @@ pub async fn run(sc: &Scenario, grpc: SocketAddr, batch: usize) -> Truth {
                 boot_no += 1;
                 g.boot = format!("{}-boot-{boot_no}", sc.nodes[i]);
                 g.seq = 0;
-                agent = open(grpc, &sc.nodes[i], &g.boot).await;
+                g.started = t;
+                agent = open(grpc, shift::hello(sc, i, &g.boot, g.started)).await;
                 continue;
             }
             second(sc, i, t, &mut g, &mut truth);
@@ -67,10 +70,8 @@ pub async fn run(sc: &Scenario, grpc: SocketAddr, batch: usize) -> Truth {
     truth
 }
 
-async fn open(grpc: SocketAddr, node: &str, boot: &str) -> Agent {
-    let mut a = Agent::open(grpc, common::hello(node, boot))
-        .await
-        .expect("stream opened");
+async fn open(grpc: SocketAddr, hello: boltwatch_proto::v1::Hello) -> Agent {
+    let mut a = Agent::open(grpc, hello).await.expect("stream opened");
     a.next().await.expect("welcome");
     a
 }

@@ -23,6 +23,7 @@
 mod axes;
 mod dist;
 mod series;
+mod shifts;
 mod summary;
 mod text;
 
@@ -131,6 +132,7 @@ fn links(o: &mut String, r: &Report) {
         series::rtt(o, &t, c, &marks, lim);
         o.push_str("<h3>TCP bandwidth and temperature</h3>");
         series::bandwidth(o, &t, c, &marks, lim);
+        shifts::note(o, r, &c.node, &c.peer);
         if !c.heatmap.counts.is_empty() {
             o.push_str("<h3>RTT windows over time (heatmap)</h3>");
             dist::heatmap(o, &t, c);

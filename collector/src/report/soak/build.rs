@@ -5,11 +5,13 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use boltwatch_proto::v1::record::Payload;
-use boltwatch_proto::v1::{Outage, RttSummary, ServiceCheck};
+use boltwatch_proto::v1::{Hello, Outage, Record, RttSummary, ServiceCheck};
 use boltwatch_store::{Minute, Window as Win};
+use prost::Message;
 
 use super::bandwidth::Test;
 use super::coverage::BootAcc;
+use super::facts::Facts;
 use super::rtt::LinkAcc;
 use super::thermal::NodeAcc;
 use crate::soak::{Mark, Slo};
@@ -66,6 +68,8 @@ pub struct Builder {
     pub(super) seen: BTreeSet<String>,
     /// node -> items of its sparse records kept ([`Builder::room`]).
     kept: BTreeMap<String, u64>,
+    /// Counters, Hellos, agent load, restarts and link events.
+    pub(super) facts: Facts,
 }
 
 impl Builder {
@@ -83,6 +87,15 @@ impl Builder {
             records: 0,
             seen: BTreeSet::new(),
             kept: BTreeMap::new(),
+            facts: Facts::default(),
+        }
+    }
+
+    /// A `Hello` the store kept of `node` (its agent started at `started`):
+    /// the inventory's OS, agent version and interfaces.
+    pub fn add_hello(&mut self, node: &str, started: u64, h: &Hello) {
+        if !self.foreign(node) {
+            self.facts.hello(node, started, h, self.scope.to_unix_ns);
         }
     }
 
@@ -127,6 +140,9 @@ impl Builder {
             return;
         }
         self.count(node, boot, (seq, seq), 1);
+        if !matches!(p, Some(Payload::Counters(_))) || self.room(node) {
+            self.facts.add(node, boot, unix_ns, p, &self.scope.marks);
+        }
         match p {
             Some(Payload::Bandwidth(bw)) if !self.foreign(&bw.peer) && self.room(node) => {
                 self.tests.extend(Test::of(node, bw, unix_ns));
@@ -169,6 +185,15 @@ impl Builder {
         let whole = self.in_range(m.minute);
         if whole {
             self.count(node, m.boot_id, seqs, m.records());
+            // A counters minute keeps its newest reading whole: read as
+            // that reading (stored bytes passed validation).
+            if let Some((t, raw)) = m.counters() {
+                let p = Record::decode(raw).ok().and_then(|r| r.payload);
+                if self.room(node) {
+                    self.facts
+                        .add(node, m.boot_id, t, p.as_ref(), &self.scope.marks);
+                }
+            }
         }
         let cap = self.window_cap();
         let range = self.scope.from_unix_ns..self.scope.to_unix_ns;

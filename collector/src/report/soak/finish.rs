@@ -9,6 +9,7 @@ use super::build::Builder;
 use super::chart::{chart, Series};
 use super::correlation::correlation;
 use super::coverage::{self, completeness, mode};
+use super::facts::{Context, LinkSeries};
 use super::headline::headline;
 use super::outages::{self, interruptions};
 use super::rtt::{rtt, LinkAcc};
@@ -56,6 +57,18 @@ impl Builder {
         let headline = headline(&overall, &services, &thermal);
         let verdict = verdict::judge(&self.scope.slo, &overall, &headline, &completeness);
         let verdict = verdict::with_budget(verdict, &links);
+        let facts = std::mem::take(&mut self.facts).finish(Context {
+            nodes: &nodes.iter().cloned().collect::<Vec<_>>(),
+            links: &links,
+            series: self.series(),
+            outages: &outages,
+            thermal: &thermal,
+            marks: &self.scope.marks,
+            from,
+            to,
+        });
+        let errors = verdict::interface_errors(&self.scope.slo, &facts.counters);
+        let verdict = verdict::with_line(verdict, errors);
         Report {
             soak: self.scope.name.clone(),
             from_unix_ns: from,
@@ -73,7 +86,26 @@ impl Builder {
             verdict,
             fleet,
             charts,
+            changepoints: facts.changepoints,
+            counter_growth: facts.counters,
+            inventory: facts.inventory,
+            overhead: facts.overhead,
         }
+    }
+
+    /// Each link's windows and successful bandwidth tests, for its
+    /// changepoints.
+    fn series(&self) -> Vec<LinkSeries<'_>> {
+        self.links
+            .iter()
+            .map(|((node, peer), acc)| {
+                let tests = self
+                    .tests_of(node, peer)
+                    .filter_map(|t| Some((t.t, t.gbps?)))
+                    .collect();
+                (node.as_str(), peer.as_str(), acc.windows.as_slice(), tests)
+            })
+            .collect()
     }
 
     /// The soak's nodes, or (none named) every node seen in range.

@@ -40,24 +40,35 @@
 //!   `availability` (each window's class, tallies, availability, budget,
 //!   MTBF/MTTR), `above` (time above the thresholds), `hourly` (the
 //!   per-hour table), `quarter` (the worst quarter hour and its events),
-//!   `fleet` (the ranking and the time every link was good).
+//!   `fleet` (the ranking and the time every link was good);
+//! - `facts`: what the acceptance parts read (counters, Hellos, agent
+//!   stats, restarts, link events), handed to `changepoint` and `shifts`
+//!   (level changes of each link and the event beside each), `counters`
+//!   (growth), `inventory` (ends side by side) and `overhead` (the soak's
+//!   own cost).
 
 mod above;
 mod acceptance;
 mod availability;
 mod bandwidth;
 mod build;
+mod changepoint;
 mod chart;
 mod correlation;
+pub mod counters;
 mod coverage;
 mod dist;
+mod facts;
 mod finish;
 mod fleet;
 mod headline;
 mod hourly;
+pub mod inventory;
 mod outages;
+pub mod overhead;
 mod quarter;
 mod rtt;
+pub mod shifts;
 mod thermal;
 pub mod verdict;
 
@@ -431,6 +442,14 @@ pub struct Report {
     /// Chart series (HTML only).
     #[serde(skip)]
     pub charts: Vec<Chart>,
+    /// Changepoints of each link's RTT level and bandwidth.
+    pub changepoints: Vec<shifts::Shift>,
+    /// Error, drop and carrier counter growth per node and interface.
+    pub counter_growth: Vec<counters::Growth>,
+    /// What the agents reported of the hardware and software under test.
+    pub inventory: inventory::Inventory,
+    /// What the soak itself cost.
+    pub overhead: overhead::Overhead,
 }
 
 /// A link's availability over the range, counted in RTT-window seconds

@@ -3,6 +3,7 @@
 //! holes); a line without a threshold (bandwidth and temperature have no
 //! default) is shown and does not decide.
 
+use super::counters::Growth;
 use super::{Completeness, Headline, Line, Link, Verdict};
 use crate::soak::Slo;
 
@@ -99,7 +100,7 @@ pub fn judge(slo: &Slo, overall: &Link, h: &Headline, c: &Completeness) -> Verdi
 /// `v` with the error-budget line: the most any link consumed of its
 /// budget (`link_availability_min_percent`), FAIL over 100 %. A link whose
 /// budget is zero and spent has no figure and fails as "no data".
-pub fn with_budget(mut v: Verdict, links: &[Link]) -> Verdict {
+pub fn with_budget(v: Verdict, links: &[Link]) -> Verdict {
     let consumed = links
         .iter()
         .map(|l| l.availability.budget_consumed_percent.unwrap_or(f64::NAN))
@@ -118,7 +119,27 @@ pub fn with_budget(mut v: Verdict, links: &[Link]) -> Verdict {
         consumed.filter(|c| !c.is_nan()),
         Some(100.0),
     );
-    v.pass &= l.pass != Some(false);
+    with_line(v, l)
+}
+
+/// The interface-errors line: receive and transmit errors grown over the
+/// range on every interface of the soak's nodes (no readings: no data).
+pub fn interface_errors(slo: &Slo, growth: &[Growth]) -> Line {
+    let measured =
+        (!growth.is_empty()).then(|| growth.iter().map(|g| g.growth.errors()).sum::<u64>() as f64);
+    line(
+        "interface_errors",
+        "interface errors grown",
+        "",
+        "<=",
+        measured,
+        Some(slo.interface_errors_max as f64),
+    )
+}
+
+/// `v` with `l` added, its overall result judged again.
+pub fn with_line(mut v: Verdict, l: Line) -> Verdict {
+    v.pass = v.pass && l.pass != Some(false);
     v.lines.push(l);
     v
 }
