@@ -41,6 +41,8 @@ pub const CONTRACT: &[&str] = &[
     "boltwatch_outages_total",
     "boltwatch_outage_seconds_total",
     "boltwatch_path_ok",
+    // What a failed path check saw (BoltwatchPathNotOk's text).
+    "boltwatch_path_route_info",
     "boltwatch_link_speed_bytes_per_second",
     "boltwatch_link_info",
     "boltwatch_link_downshifted",
