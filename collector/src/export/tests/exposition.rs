@@ -61,6 +61,8 @@ const LABELS: &[&str] = &[
     // check saw (boltwatch_path_route_info).
     "route_interface",
     "state",
+    // A watched TLS certificate file's path.
+    "file",
     "version",
     "os",
     "boot_id",
