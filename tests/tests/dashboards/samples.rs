@@ -68,7 +68,10 @@ fn series(name: &str) -> u64 {
             .product();
     }
     let m = name;
-    if m.ends_with("_bucket") {
+    if m == "boltwatch_store_commit_seconds_bucket" {
+        // One collector's 13 bounds and +Inf, per scraped collector.
+        KINDS * 16
+    } else if m.ends_with("_bucket") {
         links * LE
     } else if m.starts_with("boltwatch_service_") {
         links * SERVICES
@@ -98,7 +101,13 @@ fn series(name: &str) -> u64 {
         NODES * KINDS
     } else if m.starts_with("boltwatch_thermal_") || m.starts_with("boltwatch_cpu_") {
         NODES
-    } else if m.starts_with("boltwatch_ingest_") || m.starts_with("boltwatch_soak_") || m == "up" {
+    } else if m.starts_with("boltwatch_ingest_")
+        || m.starts_with("boltwatch_soak_")
+        || m.starts_with("boltwatch_store_")
+        || m.starts_with("boltwatch_remote_write_")
+        || m.starts_with("boltwatch_tls_")
+        || m == "up"
+    {
         KINDS * 8
     } else {
         panic!("{m}: no cardinality for an 8-node mesh; add it to samples.rs")
