@@ -39,6 +39,7 @@
 
 mod accept;
 pub mod api;
+pub mod certs;
 pub mod config;
 pub mod dto;
 pub mod error;

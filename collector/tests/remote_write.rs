@@ -278,6 +278,21 @@ async fn victoria_metrics_and_prometheus_hold_exactly_the_stored_values() {
         urls[1]
     );
     assert_eq!(metric(&body, &prom_endpoint), Some(0.0), "{body}");
+    // The endpoint that is down falls behind: its lag grows past 0 while
+    // the sender retries.
+    let prom_lag = format!(
+        r#"boltwatch_remote_write_lag_seconds{{endpoint="{}"}}"#,
+        urls[1]
+    );
+    let mut body = body;
+    for _ in 0..TRIES {
+        if metric(&body, &prom_lag).is_some_and(|l| l > 0.0) {
+            break;
+        }
+        tokio::time::sleep(POLL).await;
+        body = c.metrics().await;
+    }
+    assert!(metric(&body, &prom_lag).is_some_and(|l| l > 0.0), "{body}");
     c.stop().await;
 
     // Prometheus comes up; the collector restarts and resumes both.
@@ -347,6 +362,8 @@ async fn victoria_metrics_and_prometheus_hold_exactly_the_stored_values() {
         assert_eq!(metric(&body, &failed), Some(0.0), "{body}");
         assert_eq!(metric(&body, &dropped), Some(0.0), "{body}");
         assert_eq!(metric(&body, &pending), Some(0.0), "{body}");
+        let lag = format!(r#"boltwatch_remote_write_lag_seconds{{endpoint="{url}"}}"#);
+        assert_eq!(metric(&body, &lag), Some(0.0), "caught up: {body}");
         let sent = format!(r#"boltwatch_remote_write_samples_sent_total{{endpoint="{url}"}}"#);
         // At least this collector's 20 temperatures and 20 counter values.
         assert!(metric(&body, &sent).is_some_and(|n| n >= 40.0), "{body}");

@@ -8,7 +8,7 @@
 //! |---|---|
 //! | [`agent`] | agent info, its own drops and refusals |
 //! | [`rtt`] | RTT histograms (at rest and under load), newest-window gauges, probe counters |
-//! | [`link`] | interface counters and throughput, link up, down events, speed, kind, path |
+//! | [`link`] | interface counters and throughput, link up and admin state, down events, speed, kind, path (what a failed check saw: [`path`]) |
 //! | [`mtu`] | path MTU, MTU mismatch of a link's two ends |
 //! | [`thermal`] | temperatures, throttling, CPU frequency |
 //! | [`outage`] | link and service outage counts and seconds |
@@ -69,6 +69,7 @@ pub mod key;
 pub mod link;
 pub mod mtu;
 pub mod outage;
+pub mod path;
 pub mod power;
 pub mod process;
 pub mod rate;

@@ -24,6 +24,12 @@
 //!   direction's lanes times lane speed when both are known, and the
 //!   generation of `boltwatch_link_info` with the one the port showed
 //!   ("5" once it ran 40 Gb/s lanes).
+//! - `boltwatch_link_admin_up` is the newest administrative state (IFF_UP)
+//!   of link events that observe carrier (not fabric or bridge loop ones).
+//! - `boltwatch_path_route_info` is the newest path check: the expected
+//!   interface, the one the route leaves through, and a `state` from
+//!   [`crate::path::state`] over that and the expected interface's newest
+//!   admin and carrier observations.
 //! - A bridge loop link event (source `BRIDGE_LOOP`, the interface being
 //!   the bridge) says nothing of carrier either; it sets
 //!   `boltwatch_bridge_loop_suspected` to the agent's newest verdict.
@@ -38,6 +44,7 @@ use boltwatch_proto::v1::{
 use crate::domain::{Domain, NodePeer, Subjects};
 use crate::family::{families, labels, pair, At, Exposition, Family, Newest};
 use crate::key;
+use crate::path::Route;
 use crate::rate::CounterRate;
 
 use labels::NODE_INTERFACE as NI;
@@ -73,7 +80,9 @@ families! {
     LANE_SPEED = Gauge("boltwatch_link_lane_speed_bytes_per_second", "bytes_per_second", &["node", "interface", "direction"], "Speed of one lane of the Thunderbolt port as negotiated, per direction.");
     LOOP_SUSPECTED = Gauge("boltwatch_bridge_loop_suspected", "", NI, "1 while the agent suspects frames circulate through the bridge (flooded frames far above the node's own, or learnt MACs moving between members), else 0.");
     INFO = Gauge("boltwatch_link_info", "", &["node", "interface", "kind", "generation"], "Interface kind and Thunderbolt generation from the agent's discovery; always 1.");
+    ADMIN_UP = Gauge("boltwatch_link_admin_up", "", NI, "1 when the interface is administratively up (IFF_UP), 0 when it was set down, newest link event.");
     PATH_OK = Gauge("boltwatch_path_ok", "", labels::NODE_PEER, "1 when the route to the peer leaves through the expected interface.");
+    PATH_ROUTE = Gauge("boltwatch_path_route_info", "", &["node", "peer", "interface", "route_interface", "state"], "Newest path check to the peer: the expected interface, the one the route leaves through (empty: no route) and the state (ok, admin_down, no_carrier, no_route, other_interface); always 1.");
 }
 
 /// The kernel's interface counters, in [`InterfaceCounters`] field order.
@@ -117,6 +126,7 @@ struct Iface {
     counters: Newest<[u64; 8]>,
     rate: CounterRate,
     up: Newest<bool>,
+    admin: Newest<bool>,
     /// Per agent boot id.
     downs: BTreeMap<String, DownCount>,
     speed: Newest<u64>,
@@ -131,7 +141,7 @@ struct Iface {
 #[derive(Debug, Default, Clone)]
 pub struct LinkMetrics {
     interfaces: BTreeMap<NodeIf, Iface>,
-    paths: BTreeMap<NodePeer, Newest<bool>>,
+    paths: BTreeMap<NodePeer, Newest<Route>>,
 }
 
 impl LinkMetrics {
@@ -177,6 +187,7 @@ impl LinkMetrics {
         }
         self.iface(&r.node, &e.interface, |s| {
             s.up.update(At::of(r), e.carrier);
+            s.admin.update(At::of(r), e.admin_up);
             let d = s.downs.entry(r.boot_id.clone()).or_default();
             d.widen(e.carrier_down_count);
             let startup = e.source == LinkEventSource::Startup as i32;
@@ -268,6 +279,31 @@ impl LinkMetrics {
     }
 }
 
+impl LinkMetrics {
+    fn render_paths(&self, e: &mut Exposition) {
+        let routes = || {
+            self.paths
+                .iter()
+                .filter_map(|((n, p), r)| Some((n.as_str(), p.as_str(), r.get()?)))
+        };
+        e.family(
+            &PATH_OK,
+            routes().map(|(n, p, r)| ([n, p], u64::from(r.ok))),
+        );
+        e.family(
+            &PATH_ROUTE,
+            routes().map(|(n, p, r)| {
+                let key = (n.to_owned(), r.expected.clone());
+                let i = self.interfaces.get(&key);
+                let admin = i.and_then(|i| i.admin.get().copied());
+                let carrier = i.and_then(|i| i.up.get().copied());
+                let state = crate::path::state(r, admin, carrier);
+                ([n, p, r.expected.as_str(), r.via.as_str(), state], 1u64)
+            }),
+        );
+    }
+}
+
 impl Domain for LinkMetrics {
     fn apply(&mut self, r: &Record, subjects: &mut Subjects) {
         match &r.payload {
@@ -275,10 +311,14 @@ impl Domain for LinkMetrics {
             Some(Payload::Counters(c)) => self.counters(r, c),
             Some(Payload::Path(p)) => {
                 let key = (r.node.clone(), p.peer.clone());
-                self.paths
-                    .entry(key.clone())
-                    .or_default()
-                    .update(At::of(r), p.ok);
+                self.paths.entry(key.clone()).or_default().update(
+                    At::of(r),
+                    Route {
+                        ok: p.ok,
+                        expected: p.expected_interface.clone(),
+                        via: p.route_interface.clone(),
+                    },
+                );
                 subjects.peers.insert(key);
             }
             _ => {}
@@ -334,11 +374,11 @@ impl Domain for LinkMetrics {
             }),
         );
         e.family(
-            &PATH_OK,
-            self.paths
-                .iter()
-                .filter_map(|((n, p), ok)| Some(([n.as_str(), p.as_str()], *ok.get()?))),
+            &ADMIN_UP,
+            ifs.iter()
+                .filter_map(|(k, s)| Some((pair(k), u64::from(*s.admin.get()?)))),
         );
+        self.render_paths(e);
     }
 
     fn forget(&mut self, node: &str) {
@@ -347,6 +387,7 @@ impl Domain for LinkMetrics {
                 // Counters stay; what describes "now" goes.
                 s.rate = CounterRate::default();
                 s.up = Newest::default();
+                s.admin = Newest::default();
                 s.speed = Newest::default();
                 s.info = None;
                 s.fabric = Newest::default();

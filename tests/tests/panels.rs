@@ -10,6 +10,9 @@
 //! down and up with `ip link`). Prometheus scrapes the collector every
 //! second (the `cluster` target label as in the example config) and loads
 //! the shipped `recording.yml` unchanged, once-a-minute group included.
+//! The collector is restarted (same ports and store) with a remote write
+//! endpoint that refuses connections and its CA file, for the remote write
+//! lag and certificate expiry panels.
 //!
 //! Then every query of every panel (`dashboards/grafana/boltwatch.json`),
 //! with Grafana's variables substituted as Grafana would (`$__range` the
@@ -31,7 +34,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use boltwatch_tests::cluster::{AgentOptions, Cluster};
 use boltwatch_tests::grafana::{self, substitute, Query, Vars};
-use boltwatch_tests::procs::{bin, Proc};
+use boltwatch_tests::procs::{bin, Collector, CollectorOptions, Proc};
 use boltwatch_tests::prometheus::{PromConfig, Prometheus};
 use boltwatch_tests::units::{expr_unit, shows};
 use boltwatch_tests::{NetIf, SysfsFixture};
@@ -147,6 +150,39 @@ fn post(c: &Cluster, path: &str, body: &str) {
     s.read_to_string(&mut answer).unwrap();
     let status = answer.split_whitespace().nth(1).unwrap_or_default();
     assert!(status.starts_with('2'), "POST {path}: {answer}");
+}
+
+/// Restarts the lab's collector (same ports and store: the agents
+/// reconnect) with a remote write endpoint that refuses connections and
+/// its CA file, so the collector-watched panels have series: the remote
+/// write lag grows while the sender retries, and the CA file has an
+/// expiry.
+fn watched_collector(c: &mut Cluster) {
+    let key = rcgen::KeyPair::generate().unwrap();
+    let mut ca = rcgen::CertificateParams::new(vec!["lab-ca".into()]).unwrap();
+    ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let ca_path = c.path().join("rw-ca.pem");
+    std::fs::write(&ca_path, ca.self_signed(&key).unwrap().pem()).unwrap();
+    let refused = boltwatch_common::testing::free_tcp_port();
+    let config = c.path().join("collector.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[remote_write]\nurls = [\"https://127.0.0.1:{refused}/api/v1/write\"]\n\
+             tls_ca_file = \"{}\"\n",
+            ca_path.display()
+        ),
+    )
+    .unwrap();
+    let ports = (c.collector.grpc.port(), c.collector.http.port());
+    c.collector.proc.terminate();
+    let opts = CollectorOptions {
+        ports: Some(ports),
+        for_bed: true,
+        flags: vec!["--config".into(), config.display().to_string()],
+    };
+    c.collector = Collector::launch(c.path(), &c.path().join("data"), &opts);
+    c.wait_all_probing();
 }
 
 /// One query's last outcome.
@@ -312,7 +348,8 @@ fn every_panel_shows_data_from_a_live_lab() {
         ..Default::default()
     };
     let since = now();
-    let c = Cluster::start(2, &opts);
+    let mut c = Cluster::start(2, &opts);
+    watched_collector(&mut c);
     assert_eq!(
         c.bed.link_if(0, 1).unwrap(),
         "tb1",

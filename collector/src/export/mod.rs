@@ -17,6 +17,7 @@
 //! | [`soak`] | the soaks table | running soaks: info, elapsed, verdict per SLO line, marks |
 //! | [`remote_write`] | the senders | remote write per endpoint: sent, failed, dropped, pending, last success |
 //! | [`health`] | every record, commits, refusals | the collector's ingest and store health |
+//! | [`watched`] | `crate::run::watched` | the store filesystem's free bytes, TLS certificate expiry |
 //! | [`build`] | nothing | the collector's build info |
 //! | [`process`] | procfs at scrape time | `process_*` |
 //!
@@ -53,6 +54,7 @@ pub mod connection;
 pub mod health;
 pub mod remote_write;
 pub mod soak;
+pub mod watched;
 
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -76,6 +78,7 @@ pub struct Metrics {
     soak: soak::SoakMetrics,
     remote_write: remote_write::RemoteWriteMetrics,
     health: health::HealthMetrics,
+    watched: watched::WatchedMetrics,
     build: build::BuildInfo,
     process: process::ProcessMetrics,
 }
@@ -83,11 +86,12 @@ pub struct Metrics {
 impl Metrics {
     /// The collector's own domains after the record domains, in
     /// exposition order.
-    fn after_records(&self) -> [&dyn Domain; 5] {
+    fn after_records(&self) -> [&dyn Domain; 6] {
         [
             &self.soak,
             &self.remote_write,
             &self.health,
+            &self.watched,
             &self.build,
             &self.process,
         ]
@@ -101,6 +105,7 @@ impl Metrics {
             soak::FAMILIES,
             remote_write::FAMILIES,
             health::FAMILIES,
+            watched::FAMILIES,
             build::FAMILIES,
             process::FAMILIES,
         ]
@@ -250,6 +255,12 @@ impl Metrics {
     /// Remote write's per-endpoint counters, for its senders.
     pub fn remote_write(&mut self) -> &mut remote_write::RemoteWriteMetrics {
         &mut self.remote_write
+    }
+
+    /// What the collector watches of its surroundings, for
+    /// `crate::run::watched`.
+    pub fn watched(&mut self) -> &mut watched::WatchedMetrics {
+        &mut self.watched
     }
 
     /// Sets the stored-records gauge (at startup).

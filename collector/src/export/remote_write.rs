@@ -1,6 +1,7 @@
 //! Remote write's own health, per endpoint (no payload kind): samples
 //! delivered, refused, dropped for the backlog bound, waiting in the batch
-//! being sent, and the time of the last delivery. The senders in
+//! being sent, how long the oldest undelivered record has waited, and the
+//! time of the last delivery. The senders in
 //! `crate::remote_write` update it; records never do.
 
 use std::collections::BTreeMap;
@@ -15,6 +16,7 @@ families! {
     FAILED = Counter("boltwatch_remote_write_samples_failed_total", "", ENDPOINT, "Samples the endpoint refused with a 4xx other than 429 (not retried).");
     DROPPED = Counter("boltwatch_remote_write_samples_dropped_total", "", ENDPOINT, "Samples skipped because the endpoint's backlog exceeded its bound.");
     PENDING = Gauge("boltwatch_remote_write_pending_samples", "", ENDPOINT, "Samples of the batch being sent to the endpoint, 0 when caught up.");
+    LAG = Gauge("boltwatch_remote_write_lag_seconds", "seconds", ENDPOINT, "How long the oldest stored record the endpoint has not received has been waiting (since its sender first saw it stored), 0 when caught up; grows while the endpoint refuses or is unreachable.");
     LAST_SUCCESS = Gauge("boltwatch_remote_write_last_success_timestamp_seconds", "seconds", ENDPOINT, "Unix time of the endpoint's last accepted batch, 0 before the first.");
 }
 
@@ -31,6 +33,8 @@ pub struct EndpointStats {
     pub pending: u64,
     /// Unix seconds of the last accepted batch.
     pub last_success: f64,
+    /// Seconds the oldest record not yet received has waited.
+    pub lag: f64,
 }
 
 /// State behind the remote write families.
@@ -56,6 +60,7 @@ impl Domain for RemoteWriteMetrics {
         e.family(&FAILED, ep.iter().map(|(k, s)| (label(k), s.failed)));
         e.family(&DROPPED, ep.iter().map(|(k, s)| (label(k), s.dropped)));
         e.family(&PENDING, ep.iter().map(|(k, s)| (label(k), s.pending)));
+        e.family(&LAG, ep.iter().map(|(k, s)| (label(k), s.lag)));
         e.family(
             &LAST_SUCCESS,
             ep.iter().map(|(k, s)| (label(k), s.last_success)),

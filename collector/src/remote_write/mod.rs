@@ -18,6 +18,7 @@
 //! `https://` endpoints trust only `tls_ca_file` (no bundled roots), with
 //! an optional client certificate.
 
+pub mod lag;
 pub mod sender;
 pub mod series;
 pub mod wire;

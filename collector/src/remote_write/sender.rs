@@ -20,6 +20,7 @@ use rand::Rng;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use tokio::sync::watch;
 
+use super::lag::Lag;
 use super::series::{Deriver, LabelPairs, Point};
 use super::wire::{self, Label, Sample, TimeSeries, WriteRequest};
 use super::{Auth, Settings};
@@ -47,6 +48,7 @@ pub struct Sender {
     external_labels: Vec<(String, String)>,
     batch_records: u32,
     max_backlog: i64,
+    lag: Lag,
 }
 
 /// How a post ended.
@@ -121,6 +123,7 @@ impl Sender {
             external_labels: s.external_labels.clone(),
             batch_records: s.batch_records.clamp(1, LOG_CHUNK as usize) as u32,
             max_backlog: s.max_backlog_records.min(i64::MAX as u64) as i64,
+            lag: Lag::default(),
         })
     }
 
@@ -235,11 +238,16 @@ impl Sender {
         stop: &mut watch::Receiver<bool>,
     ) -> Result<Option<i64>, StoreError> {
         let newest = self.store.read(|db| db.log_newest()).await?;
+        self.lag.passed(pos);
+        self.lag.seen(newest, now());
+        self.show_lag();
         if newest - pos > self.max_backlog {
             let to = newest - self.max_backlog;
             let n = self.drop_until(pos, to).await?;
             tracing::warn!(endpoint = %self.url, records = to - pos, samples = n, "remote_write: backlog over its bound, oldest records dropped");
             self.save(to).await;
+            self.lag.passed(to);
+            self.show_lag();
             return Ok(Some(to));
         }
         let limit = self.batch_records;
@@ -255,8 +263,16 @@ impl Sender {
             return Ok(Some(pos)); // Stopping: the batch is resent after a restart.
         }
         self.save(end).await;
+        self.lag.passed(end);
+        self.show_lag();
         self.stats(|e| e.pending = 0);
         Ok(Some(end))
+    }
+
+    /// Puts the endpoint's lag as of now on `/metrics`.
+    fn show_lag(&self) {
+        let lag = self.lag.seconds(now());
+        self.stats(|e| e.lag = lag);
     }
 
     /// Updates this endpoint's counters on `/metrics`.
@@ -315,7 +331,7 @@ impl Sender {
                 Outcome::Delivered => {
                     self.stats(|e| {
                         e.sent += n;
-                        e.last_success = boltwatch_common::clock::now_unix_ns() as f64 / 1e9;
+                        e.last_success = now();
                     });
                     return Ok(true);
                 }
@@ -331,6 +347,8 @@ impl Sender {
                         self.stats(|e| e.dropped += n);
                         return Ok(true);
                     }
+                    // While retrying, the lag keeps growing on /metrics.
+                    self.show_lag();
                     let wait = jitter(delay);
                     tracing::warn!(endpoint = %self.url, retry_in = ?wait, "remote_write: {why}");
                     if pause(stop, wait).await {
@@ -453,4 +471,9 @@ fn io_err(what: String, msg: &str) -> crate::Error {
         what,
         source: std::io::Error::other(msg.to_string()),
     }
+}
+
+/// Unix seconds now.
+fn now() -> f64 {
+    boltwatch_common::clock::now_unix_ns() as f64 / 1e9
 }

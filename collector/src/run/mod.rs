@@ -23,6 +23,7 @@
 mod ingest;
 mod startup;
 mod upkeep;
+mod watched;
 
 use std::future::Future;
 
@@ -113,6 +114,7 @@ where
     };
     let mut ingest = ingest::start(&config, listeners.grpc, &tls, &handle, &metrics, &stop_rx);
     let mut background = upkeep::start(&config, &handle, &metrics, &stop_rx);
+    background.push(watched::start(&config, &metrics, &stop_rx));
     background.push(tokio::spawn(soak::live::run(
         handle.clone(),
         metrics.clone(),

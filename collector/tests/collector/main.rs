@@ -12,3 +12,4 @@ mod ingest;
 mod metrics;
 mod protocol;
 mod support;
+mod watched;

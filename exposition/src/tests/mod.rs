@@ -15,6 +15,7 @@ mod kinds;
 mod link;
 mod mtu;
 mod outage_service;
+mod path;
 mod power;
 mod rtt;
 mod thermal;

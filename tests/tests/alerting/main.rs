@@ -32,7 +32,9 @@
 //! - a cable pull (one `ip link set down`): link-down pages, the outage
 //!   fires but Alertmanager holds it inhibited; one page, nothing to chat;
 //! - the peer's agent killed: agent-down pages for it, the tester's
-//!   outage towards it is held inhibited; one page, nothing to chat.
+//!   outage towards it is held inhibited; one page, nothing to chat for
+//!   its nodes; a soak of the pair, passing while both agents reported,
+//!   turns FAIL: `BoltwatchSoakFailing` reaches chat, never the pager.
 //!
 //! Alertmanager runs the shipped `dashboards/alertmanager/alertmanager.yml`
 //! with only the receiver URLs replaced and its group and repeat intervals

@@ -225,20 +225,45 @@ pub fn cable_pull(stack: &Stack, dir: &Path) -> Pair {
     pair
 }
 
+/// The soak over the dead-agent pair: lenient on RTT, bandwidth,
+/// temperature and service availability, the defaults on interruptions
+/// and completeness, which a dead agent fails.
+const SOAK: &str = "dead-soak";
+
 /// The peer's agent killed: agent-down pages for the peer; the tester's
-/// open outage towards it fires in Prometheus but is held inhibited.
+/// open outage towards it fires in Prometheus but is held inhibited. A
+/// soak of the pair, passing while both agents report, turns FAIL:
+/// `BoltwatchSoakFailing` reaches chat (a warning), never the pager.
 pub fn dead_agent(stack: &Stack, dir: &Path) -> Pair {
     let mut pair = start(stack, dir, "dead", "dead-peer", None);
     stack.wait_metrics("dead's probes answered", |m| {
         let probes = [("node", "dead"), ("peer", "dead-peer")];
         sample(m, "boltwatch_probe_received_total", &probes).unwrap_or(0.0) > 0.0
     });
+    stack.post(
+        "/api/v1/soaks",
+        &format!(
+            r#"{{"name":"{SOAK}","nodes":["dead","dead-peer"],"slo":{{"rtt_worst_ms":10000,
+               "rtt_p99_ms":10000,"bandwidth_mean_min_gbps":0,
+               "temperature_worst_max_celsius":200,"availability_min_percent":0}}}}"#
+        ),
+    );
+    stack.wait_metrics("the soak passing while both agents report", |m| {
+        sample(m, "boltwatch_soak_pass", &[("soak", SOAK)]) == Some(1.0)
+    });
     pair.kill(End::Peer);
     stack.wait("BoltwatchAgentDown paged for dead-peer", |x| {
         x.is("firing", "BoltwatchAgentDown", "dead-peer") && x.receiver == PAGER
     });
     stack.wait_inhibited("BoltwatchOutageOpen", "dead");
+    stack.wait("BoltwatchSoakFailing to chat for the soak", |x| {
+        soak_failing(x) && x.status == "firing" && x.receiver == CHAT
+    });
     pair
+}
+
+fn soak_failing(x: &Delivered) -> bool {
+    x.label("alertname") == "BoltwatchSoakFailing" && x.label("soak") == SOAK
 }
 
 /// What one cause may send: for each, exactly one page (one pager
@@ -262,6 +287,21 @@ pub fn one_page_per_cause(all: &[Delivered]) -> Vec<String> {
         if !chat.is_empty() {
             wrong.push(format!("{cause}: to chat {chat:?}, want nothing"));
         }
+    }
+    // The soak turning FAIL: chat, one alert per failing SLO line, and
+    // never a page.
+    let soak = |receiver: &str| -> BTreeSet<String> {
+        all.iter()
+            .filter(|x| soak_failing(x) && x.status == "firing" && x.receiver == receiver)
+            .map(|x| x.label("slo").to_string())
+            .collect()
+    };
+    if soak(CHAT).is_empty() || !soak(PAGER).is_empty() {
+        wrong.push(format!(
+            "soak turning FAIL: lines to chat {:?}, to the pager {:?}; want some to chat, none paged",
+            soak(CHAT),
+            soak(PAGER)
+        ));
     }
     wrong
 }

@@ -41,6 +41,8 @@ pub const CONTRACT: &[&str] = &[
     "boltwatch_outages_total",
     "boltwatch_outage_seconds_total",
     "boltwatch_path_ok",
+    // What a failed path check saw (BoltwatchPathNotOk's text).
+    "boltwatch_path_route_info",
     "boltwatch_link_speed_bytes_per_second",
     "boltwatch_link_info",
     "boltwatch_link_downshifted",
@@ -68,8 +70,15 @@ pub const CONTRACT: &[&str] = &[
     "boltwatch_bandwidth_test_failures_total",
     "boltwatch_bandwidth_retransmits_total",
     "boltwatch_interface_throughput_bytes_per_second",
-    // Soak runs: workload marks as dashboard annotations.
+    // Soak runs: workload marks as dashboard annotations, the verdict so
+    // far (BoltwatchSoakFailing, the running soaks row).
     "boltwatch_soak_mark_timestamp_seconds",
+    "boltwatch_soak_pass",
+    "boltwatch_soak_slo_pass",
+    // The collector watched (issue 25).
+    "boltwatch_store_filesystem_free_bytes",
+    "boltwatch_remote_write_lag_seconds",
+    "boltwatch_tls_certificate_expiry_timestamp_seconds",
 ];
 
 /// Classic histograms of the contract: queried as `_bucket`, `_sum`, `_count`.
@@ -77,6 +86,8 @@ pub const HISTOGRAMS: &[&str] = &[
     "boltwatch_rtt_seconds",
     // Windows a bandwidth test overlapped; at rest = rtt_seconds minus it.
     "boltwatch_rtt_under_load_seconds",
+    // The collector's commit timings (BoltwatchStoreCommitSlow).
+    "boltwatch_store_commit_seconds",
 ];
 
 /// Series Prometheus itself synthesises for every scrape target.

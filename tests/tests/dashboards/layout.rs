@@ -138,6 +138,7 @@ fn grafana_dashboard_is_well_formed() {
     let rows = titles("row");
     let expected = [
         "Soak verdict",
+        "Running soaks",
         "Round-trip time",
         "Loss and outages",
         "Link state",

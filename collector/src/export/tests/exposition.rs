@@ -57,6 +57,12 @@ const LABELS: &[&str] = &[
     // an RDMA device (budgeted as an interface at ingest).
     "check",
     "device",
+    // A path check: the interface the route leaves through, and what the
+    // check saw (boltwatch_path_route_info).
+    "route_interface",
+    "state",
+    // A watched TLS certificate file's path.
+    "file",
     "version",
     "os",
     "boot_id",
