@@ -10,6 +10,7 @@
 //! bandwidth_mean_min_gbps = 60
 //! temperature_worst_max_celsius = 45
 //! completeness_min_percent = 99.9
+//! require = ["rtt_worst", "rtt_p99", "completeness"]
 //! ```
 
 use std::path::Path;
@@ -35,6 +36,43 @@ pub struct Slo {
     pub temperature_worst_max_celsius: Option<f64>,
     /// Lowest data completeness allowed, percent.
     pub completeness_min_percent: f64,
+    /// The verdict lines (keys of [`LINES`]) that fail without data; any
+    /// other line without data says so and does not decide, as a machine
+    /// without sshd or sensors cannot measure them. Stored soaks from before
+    /// this key read the default.
+    #[serde(default = "default_require")]
+    pub require: Vec<String>,
+}
+
+/// The key of every verdict line (`report::soak::verdict`), the names
+/// `require` takes; collector/tests/slo_require.rs checks them against
+/// the lines a report has.
+pub const LINES: &[&str] = &[
+    "rtt_worst",
+    "rtt_p99",
+    "interruptions",
+    "availability",
+    "bandwidth_mean",
+    "temperature_worst",
+    "completeness",
+];
+
+/// What every machine running agents can measure: RTT and completeness.
+const REQUIRE_DEFAULT: &str = "rtt_worst,rtt_p99,completeness";
+
+fn default_require() -> Vec<String> {
+    REQUIRE_DEFAULT.split(',').map(String::from).collect()
+}
+
+/// A `require` entry: one of [`LINES`].
+fn line_key(k: &str) -> Result<String, String> {
+    match LINES.contains(&k) {
+        true => Ok(k.to_string()),
+        false => Err(format!(
+            "`{k}` is not a verdict line ({})",
+            LINES.join(", ")
+        )),
+    }
 }
 
 type K = Key<Slo>;
@@ -90,6 +128,11 @@ pub const KEYS: &[K] = &[
         },
     )
     .default("99.9"),
+    K::new("require", "verdict lines that fail without data", |c, v| {
+        c.require = v.list_of(line_key)?;
+        Ok(())
+    })
+    .default(REQUIRE_DEFAULT),
 ];
 
 impl Schema for Slo {
@@ -106,6 +149,7 @@ impl Schema for Slo {
             bandwidth_mean_min_gbps: None,
             temperature_worst_max_celsius: None,
             completeness_min_percent: 0.0,
+            require: Vec::new(),
         }
     }
 }
@@ -121,6 +165,11 @@ impl Slo {
     pub fn parse(file: &str, text: &str) -> Result<Slo, ConfigError> {
         let doc = Document::parse::<Slo>(file, text)?;
         common::build(Some(&doc), &common::Flags::default())
+    }
+
+    /// Whether the verdict line `key` fails when it has no data.
+    pub fn requires(&self, key: &str) -> bool {
+        self.require.iter().any(|r| r == key)
     }
 
     /// Reads an SLO file.
@@ -142,6 +191,28 @@ mod tests {
         assert_eq!(s.availability_min_percent, 99.9);
         assert_eq!(s.completeness_min_percent, 99.9);
         assert_eq!(s.bandwidth_mean_min_gbps, None);
+        assert_eq!(s.require, ["rtt_worst", "rtt_p99", "completeness"]);
+    }
+
+    #[test]
+    fn require_takes_line_keys_and_old_soaks_read_the_default() {
+        let s = Slo::parse("slo.toml", "require = [\"availability\"]\n").unwrap();
+        assert!(s.requires("availability") && !s.requires("rtt_worst"));
+        assert!(Slo::parse("slo.toml", "require = []\n")
+            .unwrap()
+            .require
+            .is_empty());
+        let e = Slo::parse("slo.toml", "require = [\"ssh\"]\n").unwrap_err();
+        assert!(
+            e.to_string().starts_with("slo.toml:1: key `require`:"),
+            "{e}"
+        );
+        assert!(e.to_string().contains("`ssh` is not a verdict line"), "{e}");
+        // A soak stored before `require` existed.
+        let mut json = serde_json::to_value(Slo::default()).unwrap();
+        json.as_object_mut().unwrap().remove("require");
+        let old: Slo = serde_json::from_value(json).unwrap();
+        assert_eq!(old, Slo::default());
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! The SLO verdict: one line per threshold, PASS or FAIL with the measured
-//! value beside it. A line without data fails (a report must not pass on
-//! holes); a line without a threshold (bandwidth and temperature have no
-//! default) is shown and does not decide.
+//! value beside it. A line without data fails when the SLO `require`s it (a
+//! report must not pass on holes) and otherwise says "no data" and does not
+//! decide (no sshd, no sensors); a line without a threshold (bandwidth and
+//! temperature have no default) is shown and does not decide.
 
 use super::{Completeness, Headline, Line, Link, Verdict};
 use crate::soak::Slo;
@@ -30,9 +31,17 @@ fn line(
     }
 }
 
+/// `l` undecided when it has no data and `slo` does not require it.
+fn excused(slo: &Slo, mut l: Line) -> Line {
+    if l.measured.is_none() && !slo.requires(l.key) {
+        l.pass = None;
+    }
+    l
+}
+
 /// Judges the report's figures against `slo`.
 pub fn judge(slo: &Slo, overall: &Link, h: &Headline, c: &Completeness) -> Verdict {
-    let lines = vec![
+    let lines: Vec<Line> = vec![
         line(
             "rtt_worst",
             "RTT worst",
@@ -90,6 +99,7 @@ pub fn judge(slo: &Slo, overall: &Link, h: &Headline, c: &Completeness) -> Verdi
             Some(slo.completeness_min_percent),
         ),
     ];
+    let lines: Vec<Line> = lines.into_iter().map(|l| excused(slo, l)).collect();
     Verdict {
         pass: lines.iter().all(|l| l.pass != Some(false)),
         lines,
