@@ -9,10 +9,9 @@
 #
 # Usage: packaging/deb/build-deb.sh [--bin-dir DIR] [--out DIR]
 #   --bin-dir  where boltwatch-agent and boltwatch-collector are
-#              (default target/release: cargo build --release -p
-#              boltwatch-agent -p boltwatch-collector)
+#              (default target/release, built first when missing)
 #   --out      where the .deb goes (default target/deb)
-# Prints the path of the .deb.
+# Prints the absolute path of the .deb (build progress goes to stderr).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here/../.."
@@ -25,6 +24,11 @@ while (($#)); do
         *) echo "usage: $0 [--bin-dir DIR] [--out DIR]" >&2; exit 2 ;;
     esac
 done
+# Without --bin-dir, the release binaries are built when missing (one
+# cargo run, reused by later builds of the same packages).
+if [[ $bin_dir == target/release && ! -x target/release/boltwatch-collector ]]; then
+    cargo build --release -p boltwatch-agent -p boltwatch-collector >&2
+fi
 for b in boltwatch-agent boltwatch-collector; do
     [[ -x $bin_dir/$b ]] || {
         echo "$bin_dir/$b missing: cargo build --release -p boltwatch-agent -p boltwatch-collector" >&2
@@ -82,6 +86,8 @@ Description: link telemetry for Thunderbolt clusters
 CONTROL
 
 mkdir -p "$out"
-deb=$out/boltwatch_${version}_$arch.deb
+# Absolute, so `sudo apt install "$(packaging/deb/build-deb.sh)"` reads it
+# as a file, not a package name.
+deb=$(cd "$out" && pwd)/boltwatch_${version}_$arch.deb
 dpkg-deb --root-owner-group --build "$pkg" "$deb" >/dev/null
 echo "$deb"

@@ -1,11 +1,12 @@
 # Homebrew formula for boltwatch: builds both binaries from source with the
 # Rust toolchain and runs the agent as a `brew services` job (the `service`
 # block below becomes a launchd plist). Until a release is tagged it builds
-# the main branch (`--HEAD`); see docs/deployment.md, "Install: packages".
+# the main branch (`--HEAD`); see docs/deployment.md, "From packages to a
+# running soak". The repository is its own tap (`Formula` at its top is a
+# link to this directory):
 #
-#   brew tap-new "$USER/boltwatch"
-#   cp packaging/homebrew/boltwatch.rb "$(brew --repository "$USER/boltwatch")/Formula/"
-#   brew install --HEAD "$USER/boltwatch/boltwatch"
+#   brew tap boltwatch/boltwatch https://example.invalid/boltwatch.git
+#   brew install --HEAD boltwatch
 #   sudo brew services start boltwatch    # the agent, as a LaunchDaemon
 #
 # tests/tests/packaging.rs checks this file with `ruby -c` and that every
@@ -39,12 +40,16 @@ class Boltwatch < Formula
     config = etc/"boltwatch/agent.toml"
     return if config.exist?
 
-    # The example, named after this Mac: an agent must never report as the
-    # example's "mini-a".
+    # Named after this Mac (an agent must never report as the example's
+    # "mini-a"), every other key at its default: the keys a cluster sets
+    # (collector, token_file, peers) are appended to it, as
+    # docs/deployment.md shows; the example lists them all.
     (etc/"boltwatch").mkpath
     host = Utils.safe_popen_read("scutil", "--get", "LocalHostName").strip
-    text = (pkgshare/"examples/agent.example.toml").read
-    config.write text.sub(/^node = .*$/, "node = \"#{host}\"")
+    config.write <<~EOS
+      # Every key, commented: #{opt_pkgshare}/examples/agent.example.toml
+      node = "#{host}"
+    EOS
   end
 
   service do
