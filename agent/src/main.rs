@@ -21,9 +21,18 @@ use tokio_util::sync::CancellationToken;
 mod cli_bandwidth;
 use cli_bandwidth::{BandwidthArgs, BandwidthServerArgs};
 
+/// `--version`: the package version and the commit built from
+/// (build-support/commit.rs).
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("BOLTWATCH_COMMIT"),
+    ")"
+);
+
 /// Link telemetry agent for Thunderbolt clusters.
 #[derive(Debug, Parser)]
-#[command(name = "boltwatch-agent", version, about)]
+#[command(name = "boltwatch-agent", version = VERSION, about)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -16,8 +16,17 @@ use clap::{Parser, Subcommand};
 
 mod cli;
 
+/// `--version`: the package version and the commit built from
+/// (build-support/commit.rs).
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("BOLTWATCH_COMMIT"),
+    ")"
+);
+
 #[derive(Parser)]
-#[command(name = "boltwatch-collector", version, about = "boltwatch collector")]
+#[command(name = "boltwatch-collector", version = VERSION, about = "boltwatch collector")]
 struct Cli {
     #[command(subcommand)]
     command: Command,

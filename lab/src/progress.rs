@@ -53,6 +53,8 @@ impl Style {
 #[derive(Debug, Default)]
 pub struct Tally {
     rtt: LinkStats,
+    /// The directed links (node, peer) seen.
+    links: std::collections::BTreeSet<(String, String)>,
     records: u64,
     /// Arrival-order position of the last record read: the next read
     /// starts after it.
@@ -64,7 +66,15 @@ impl Tally {
     pub fn add(&mut self, r: &Record) {
         if let Some(Payload::Rtt(s)) = &r.payload {
             self.rtt.add(s);
+            if !self.links.contains(&(r.node.clone(), s.peer.clone())) {
+                self.links.insert((r.node.clone(), s.peer.clone()));
+            }
         }
+    }
+
+    /// How many directed links have an RTT window stored.
+    pub fn links(&self) -> usize {
+        self.links.len()
     }
 
     /// The status line for `elapsed` of `total`.

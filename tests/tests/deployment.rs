@@ -142,3 +142,95 @@ fn walkthrough_prometheus_config_is_valid_and_alertmanager_is_the_shipped_one() 
         .join("dashboards/alertmanager/alertmanager.yml")
         .is_file());
 }
+
+/// The command lines of the sh blocks of docs/deployment.md's section
+/// "From packages to a running soak", in order.
+fn package_commands() -> Vec<String> {
+    let doc = std::fs::read_to_string(workspace().join("docs/deployment.md")).unwrap();
+    let start = doc
+        .find("## From packages to a running soak")
+        .expect("the packages section");
+    let section = &doc[start..];
+    let section = &section[..section[4..].find("\n## ").map_or(section.len(), |i| i + 4)];
+    let mut lines = Vec::new();
+    let mut inside = false;
+    for l in section.lines() {
+        match l {
+            "```sh" => inside = true,
+            "```" => inside = false,
+            _ if inside && !l.trim().is_empty() => lines.push(l.to_string()),
+            _ => {}
+        }
+    }
+    lines
+}
+
+/// The text between `printf '` and the next `'` of `line`, its `\n`s read.
+fn printf_text(line: &str) -> String {
+    let body = line.split("printf '").nth(1).expect("a printf");
+    body[..body.find('\'').unwrap()].replace("\\n", "\n")
+}
+
+/// At most ten commands, each numbered in order; the collector config and
+/// the agent config they write pass `--check-config`.
+#[test]
+fn package_path_is_ten_commands_whose_configs_pass_check_config() {
+    let cmds = package_commands();
+    assert!(
+        (1..=10).contains(&cmds.len()),
+        "{} commands: {cmds:#?}",
+        cmds.len()
+    );
+    for (i, c) in cmds.iter().enumerate() {
+        assert!(
+            c.contains(&format!("# {}.", i + 1)),
+            "not step {}: {c}",
+            i + 1
+        );
+    }
+    assert!(
+        cmds[0].contains("packaging/deb/build-deb.sh"),
+        "{}",
+        cmds[0]
+    );
+    assert!(workspace().join("packaging/deb/build-deb.sh").is_file());
+
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = dir.path().join("tokens");
+    std::fs::write(
+        &tokens,
+        format!("mini-a {}\nmini-b {}\n", "a".repeat(64), "b".repeat(64)),
+    )
+    .unwrap();
+    let find = |what: &str| cmds.iter().find(|c| c.contains(what)).unwrap().clone();
+    let collector = dir.path().join("collector.toml");
+    std::fs::write(
+        &collector,
+        printf_text(&find("/etc/boltwatch/collector.toml")),
+    )
+    .unwrap();
+    let out = Command::new(bin("boltwatch-collector"))
+        .args(["serve", "--check-config", "--config"])
+        .arg(&collector)
+        .arg("--auth-tokens")
+        .arg(&tokens)
+        .output()
+        .unwrap();
+    let text = ok(out, "collector --check-config");
+    assert!(text.contains("gRPC 192.168.10.5:50071"), "{text}");
+
+    // The formula's config (the node line) plus what the step appends.
+    let token = dir.path().join("token");
+    std::fs::write(&token, format!("{}\n", "a".repeat(64))).unwrap();
+    let appended =
+        printf_text(&find("etc/boltwatch/agent.toml")).replace("%s", token.to_str().unwrap());
+    let agent = dir.path().join("agent.toml");
+    std::fs::write(&agent, format!("node = \"mini-a\"\n{appended}")).unwrap();
+    let out = Command::new(bin("boltwatch-agent"))
+        .args(["run", "--check-config", "--config"])
+        .arg(&agent)
+        .output()
+        .unwrap();
+    let text = ok(out, "agent --check-config");
+    assert!(text.contains("config OK: node mini-a, 1 peer(s)"), "{text}");
+}

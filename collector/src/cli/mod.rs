@@ -37,11 +37,14 @@ impl StoreArgs {
     pub fn existing_db_path(&self) -> anyhow::Result<PathBuf> {
         let path = self.db_path()?;
         if !path.exists() {
+            // Absolute, so a run from the wrong directory shows where it
+            // looked.
+            let tried = std::path::absolute(&path).unwrap_or(path);
             anyhow::bail!(
                 "no store at {} (the default --data-dir is ./boltwatch-data, \
                  relative to where this runs); name serve's store with \
                  --data-dir DIR or --config FILE",
-                path.display()
+                tried.display()
             );
         }
         Ok(path)

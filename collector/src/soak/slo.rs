@@ -12,6 +12,7 @@
 //! completeness_min_percent = 99.9
 //! link_availability_min_percent = 99.99
 //! interface_errors_max = 0
+//! require = ["rtt_worst", "rtt_p99", "completeness"]
 //! ```
 
 use std::path::Path;
@@ -42,16 +43,55 @@ pub struct Slo {
     /// stored before the key had none and reads the default.
     #[serde(default = "default_link_availability")]
     pub link_availability_min_percent: f64,
+    /// Most receive and transmit errors the soak's interfaces may grow by
+    /// (a soak stored before the key existed reads the default).
+    #[serde(default)]
+    pub interface_errors_max: u64,
+    /// The verdict lines (keys of [`LINES`]) that fail without data; any
+    /// other line without data says so and does not decide, as a machine
+    /// without sshd or sensors cannot measure them. Stored soaks from before
+    /// this key read the default.
+    #[serde(default = "default_require")]
+    pub require: Vec<String>,
 }
 
 /// `link_availability_min_percent`'s default (also for soaks stored
 /// before it).
 fn default_link_availability() -> f64 {
     99.99
-    /// Most receive and transmit errors the soak's interfaces may grow by
-    /// (a soak stored before the key existed reads the default).
-    #[serde(default)]
-    pub interface_errors_max: u64,
+}
+
+/// The key of every verdict line (`report::soak::verdict`), the names
+/// `require` takes; collector/tests/slo_require.rs checks them against
+/// the lines a report has.
+pub const LINES: &[&str] = &[
+    "rtt_worst",
+    "rtt_p99",
+    "interruptions",
+    "availability",
+    "bandwidth_mean",
+    "temperature_worst",
+    "completeness",
+    "error_budget",
+    "interface_errors",
+];
+
+/// What every machine running agents can measure: RTT and completeness.
+const REQUIRE_DEFAULT: &str = "rtt_worst,rtt_p99,completeness";
+
+fn default_require() -> Vec<String> {
+    REQUIRE_DEFAULT.split(',').map(String::from).collect()
+}
+
+/// A `require` entry: one of [`LINES`].
+fn line_key(k: &str) -> Result<String, String> {
+    match LINES.contains(&k) {
+        true => Ok(k.to_string()),
+        false => Err(format!(
+            "`{k}` is not a verdict line ({})",
+            LINES.join(", ")
+        )),
+    }
 }
 
 type K = Key<Slo>;
@@ -116,6 +156,7 @@ pub const KEYS: &[K] = &[
         },
     )
     .default("99.99"),
+    K::new(
         "interface_errors_max",
         "most interface errors grown (receive and transmit, all interfaces)",
         |c, v| {
@@ -124,6 +165,11 @@ pub const KEYS: &[K] = &[
         },
     )
     .default("0"),
+    K::new("require", "verdict lines that fail without data", |c, v| {
+        c.require = v.list_of(line_key)?;
+        Ok(())
+    })
+    .default(REQUIRE_DEFAULT),
 ];
 
 impl Schema for Slo {
@@ -142,6 +188,7 @@ impl Schema for Slo {
             completeness_min_percent: 0.0,
             link_availability_min_percent: 0.0,
             interface_errors_max: 0,
+            require: Vec::new(),
         }
     }
 }
@@ -157,6 +204,11 @@ impl Slo {
     pub fn parse(file: &str, text: &str) -> Result<Slo, ConfigError> {
         let doc = Document::parse::<Slo>(file, text)?;
         common::build(Some(&doc), &common::Flags::default())
+    }
+
+    /// Whether the verdict line `key` fails when it has no data.
+    pub fn requires(&self, key: &str) -> bool {
+        self.require.iter().any(|r| r == key)
     }
 
     /// Reads an SLO file.
@@ -178,9 +230,12 @@ mod tests {
         assert_eq!(s.availability_min_percent, 99.9);
         assert_eq!(s.completeness_min_percent, 99.9);
         assert_eq!(s.bandwidth_mean_min_gbps, None);
-        assert_eq!(s.link_availability_min_percent, default_link_availability());
+        assert_eq!(s.require, ["rtt_worst", "rtt_p99", "completeness"]);
         assert_eq!(s.link_availability_min_percent, 99.99);
-        // A soak stored before the key reads its default.
+        assert_eq!(s.interface_errors_max, 0);
+        let s = Slo::parse("slo.toml", "interface_errors_max = 3\n").unwrap();
+        assert_eq!(s.interface_errors_max, 3);
+        // A soak stored before the acceptance keys reads their defaults.
         let old: Slo = serde_json::from_str(
             r#"{"rtt_worst_ms":0.5,"rtt_p99_ms":0.25,"interruptions_max":0,
                 "availability_min_percent":99.9,"bandwidth_mean_min_gbps":null,
@@ -188,13 +243,27 @@ mod tests {
         )
         .unwrap();
         assert_eq!(old, Slo::default());
-        assert_eq!(s.interface_errors_max, 0);
-        let s = Slo::parse("slo.toml", "interface_errors_max = 3\n").unwrap();
-        assert_eq!(s.interface_errors_max, 3);
-        // A soak stored before the key existed.
-        let old = r#"{"rtt_worst_ms":0.5,"rtt_p99_ms":0.25,"interruptions_max":0,"availability_min_percent":99.9,"bandwidth_mean_min_gbps":null,"temperature_worst_max_celsius":null,"completeness_min_percent":99.9}"#;
-        let s: Slo = serde_json::from_str(old).unwrap();
-        assert_eq!(s.interface_errors_max, 0);
+    }
+
+    #[test]
+    fn require_takes_line_keys_and_old_soaks_read_the_default() {
+        let s = Slo::parse("slo.toml", "require = [\"availability\"]\n").unwrap();
+        assert!(s.requires("availability") && !s.requires("rtt_worst"));
+        assert!(Slo::parse("slo.toml", "require = []\n")
+            .unwrap()
+            .require
+            .is_empty());
+        let e = Slo::parse("slo.toml", "require = [\"ssh\"]\n").unwrap_err();
+        assert!(
+            e.to_string().starts_with("slo.toml:1: key `require`:"),
+            "{e}"
+        );
+        assert!(e.to_string().contains("`ssh` is not a verdict line"), "{e}");
+        // A soak stored before `require` existed.
+        let mut json = serde_json::to_value(Slo::default()).unwrap();
+        json.as_object_mut().unwrap().remove("require");
+        let old: Slo = serde_json::from_value(json).unwrap();
+        assert_eq!(old, Slo::default());
     }
 
     #[test]

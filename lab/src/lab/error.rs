@@ -20,6 +20,9 @@ pub enum LabError {
     /// An agent failed.
     #[error("agent: {0}")]
     Agent(#[from] boltwatch_agent::error::Error),
+    /// The `--soak` could not be stored, ended or reported.
+    #[error("soak: {0}")]
+    Soak(String),
     /// Reading the results back failed.
     #[error("reading results: {0}")]
     Results(String),

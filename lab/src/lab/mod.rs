@@ -11,6 +11,9 @@
 //! IP, so a test against an agent's server marks all of its links under
 //! load.
 //!
+//! With `--soak NAME` the run is also a soak in the kept store, ending with
+//! its verdict and report ([`soak`]).
+//!
 //! [`run`] is the steps in order; [`results`] reads the store back and
 //! prints the tables.
 
@@ -30,6 +33,7 @@ use crate::progress::{self, Tally};
 
 mod error;
 mod results;
+mod soak;
 
 use error::io;
 pub use error::LabError;
@@ -50,9 +54,19 @@ pub struct LabOptions {
     /// free port).
     #[arg(long, default_value = "127.0.0.1:9471")]
     pub http_listen: SocketAddr,
-    /// Keep the store here instead of a temporary directory.
-    #[arg(long)]
+    /// Keep the store here instead of a temporary directory (with --soak
+    /// the store is kept either way, in a new directory under the system's
+    /// temporary directory when this is not given).
+    #[arg(long = "keep", visible_alias = "data-dir", value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
+    /// Run the lab as the soak NAME: stored in the kept store, ended with
+    /// its verdict and HTML report, continued with `boltwatch-collector`.
+    #[arg(long, value_name = "NAME")]
+    pub soak: Option<String>,
+    /// The soak's SLO file (TOML, as `soak start --slo`); the defaults
+    /// otherwise.
+    #[arg(long, value_name = "FILE", requires = "soak")]
+    pub slo: Option<PathBuf>,
     /// Run bandwidth tests between the agents this often (each agent has a
     /// bandwidth server either way).
     #[arg(long, value_parser = parse_duration)]
@@ -80,14 +94,34 @@ pub async fn run(
     out: &mut (impl Write + Send),
 ) -> Result<(), LabError> {
     check_options(&opts)?;
-    let data = DataDir::new(opts.data_dir.as_deref())?;
+    let data = DataDir::new(opts.data_dir.as_deref(), opts.soak.as_deref())?;
+    let db = data.path().join("boltwatch.db");
+    let lab_soak = match &opts.soak {
+        Some(name) => Some(soak::LabSoak::check(name, opts.slo.as_deref(), &db)?),
+        None => None,
+    };
     let nodes = Nodes::new(opts.nodes);
     let collector = Collector::start(&opts, data.path(), &nodes).await?;
     let agents = Agents::start(&opts, data.path(), &nodes, collector.grpc_addr)?;
     write_banner(out, &opts, collector.http_addr, data.path());
     let mut status = Status::new(data.path(), style, opts.duration);
-    if status.until_done(out).await == Ended::Interrupted {
+    let mut ended = Ended::Done;
+    if let Some(s) = &lab_soak {
+        ended = status
+            .until_measuring(nodes.len() * (nodes.len() - 1))
+            .await;
+        s.start(&db)?;
+    }
+    if ended == Ended::Done {
+        ended = status.until_done(out).await;
+    }
+    if ended == Ended::Interrupted {
         let _ = writeln!(out, "interrupted; stopping early");
+    }
+    // The soak ends while every link still measures, so shutting down is
+    // not an outage of it.
+    if let Some(s) = &lab_soak {
+        s.stop(&db)?;
     }
     // Agents first, so their last records are flushed and acknowledged.
     let undelivered = agents.stop().await?;
@@ -103,6 +137,35 @@ pub async fn run(
             "warning: {undelivered} records were not delivered before shutdown"
         );
     }
+    if let Some(s) = &lab_soak {
+        finish_soak(out, s, &opts, data.path(), &db)?;
+    }
+    Ok(())
+}
+
+/// The soak's verdict, its HTML page beside the store, and the commands
+/// that go on from it.
+fn finish_soak(
+    out: &mut impl Write,
+    s: &soak::LabSoak,
+    opts: &LabOptions,
+    dir: &Path,
+    db: &Path,
+) -> Result<(), LabError> {
+    let r = s.report(db)?;
+    let _ = write!(out, "\n{}", soak::verdict_text(&r));
+    let page = s.write_html(&r, dir)?;
+    let mut lab_args = format!("--duration {:?} --nodes {}", opts.duration, opts.nodes);
+    if let Some(slo) = &opts.slo {
+        lab_args.push_str(&format!(" --slo {}", slo.display()));
+    }
+    soak::NextSteps {
+        soak: opts.soak.as_deref().unwrap_or_default(),
+        store: dir,
+        page: &page,
+        lab_args,
+    }
+    .write(out);
     Ok(())
 }
 
@@ -125,25 +188,31 @@ fn check_options(opts: &LabOptions) -> Result<(), LabError> {
     Ok(())
 }
 
-/// Where the collector stores: `--data-dir`, or a temporary directory
-/// removed when this is dropped.
+/// Where the collector stores: `--keep`, or a temporary directory removed
+/// when this is dropped, or kept for a soak.
 struct DataDir {
     path: PathBuf,
     _temp: Option<tempfile::TempDir>,
 }
 
 impl DataDir {
-    fn new(given: Option<&Path>) -> Result<DataDir, LabError> {
+    fn new(given: Option<&Path>, soak: Option<&str>) -> Result<DataDir, LabError> {
         if let Some(d) = given {
+            // Absolute, so the commands printed at the end work from
+            // anywhere.
+            let path = std::path::absolute(d).map_err(io(format!("resolving {}", d.display())))?;
+            return Ok(DataDir { path, _temp: None });
+        }
+        let temp = tempfile::Builder::new()
+            .prefix(&format!("boltwatch-lab-{}-", soak.unwrap_or("run")))
+            .tempdir()
+            .map_err(io("creating a temporary data dir"))?;
+        if soak.is_some() {
             return Ok(DataDir {
-                path: d.to_path_buf(),
+                path: temp.keep(),
                 _temp: None,
             });
         }
-        let temp = tempfile::Builder::new()
-            .prefix("boltwatch-lab-")
-            .tempdir()
-            .map_err(io("creating a temporary data dir"))?;
         Ok(DataDir {
             path: temp.path().to_path_buf(),
             _temp: Some(temp),
@@ -413,6 +482,25 @@ impl Status {
         if self.style == progress::Style::Terminal {
             let _ = writeln!(out);
         }
+        ended
+    }
+
+    /// Waits until `links` directed links have stored RTT windows (or 30 s,
+    /// or Ctrl-C), then restarts the clock: the soak and its duration
+    /// start when every link measures.
+    async fn until_measuring(&mut self, links: usize) -> Ended {
+        let give_up = tokio::time::Instant::now() + Duration::from_secs(30);
+        let ended = loop {
+            self.tally.refresh(&self.reader).await;
+            if self.tally.links() >= links || tokio::time::Instant::now() >= give_up {
+                break Ended::Done;
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(200)) => {}
+                _ = tokio::signal::ctrl_c() => break Ended::Interrupted,
+            }
+        };
+        self.started = tokio::time::Instant::now();
         ended
     }
 

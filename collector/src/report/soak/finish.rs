@@ -56,7 +56,7 @@ impl Builder {
             completeness(&overall.coverage, &links, self.records, self.boots.values());
         let headline = headline(&overall, &services, &thermal);
         let verdict = verdict::judge(&self.scope.slo, &overall, &headline, &completeness);
-        let verdict = verdict::with_budget(verdict, &links);
+        let verdict = verdict::with_budget(&self.scope.slo, verdict, &links);
         let facts = std::mem::take(&mut self.facts).finish(Context {
             nodes: &nodes.iter().cloned().collect::<Vec<_>>(),
             links: &links,

@@ -1,7 +1,8 @@
 //! The SLO verdict: one line per threshold, PASS or FAIL with the measured
-//! value beside it. A line without data fails (a report must not pass on
-//! holes); a line without a threshold (bandwidth and temperature have no
-//! default) is shown and does not decide.
+//! value beside it. A line without data fails when the SLO `require`s it (a
+//! report must not pass on holes) and otherwise says "no data" and does not
+//! decide (no sshd, no sensors); a line without a threshold (bandwidth and
+//! temperature have no default) is shown and does not decide.
 
 use super::counters::Growth;
 use super::{Completeness, Headline, Line, Link, Verdict};
@@ -31,9 +32,17 @@ fn line(
     }
 }
 
+/// `l` undecided when it has no data and `slo` does not require it.
+fn excused(slo: &Slo, mut l: Line) -> Line {
+    if l.measured.is_none() && !slo.requires(l.key) {
+        l.pass = None;
+    }
+    l
+}
+
 /// Judges the report's figures against `slo`.
 pub fn judge(slo: &Slo, overall: &Link, h: &Headline, c: &Completeness) -> Verdict {
-    let lines = vec![
+    let lines: Vec<Line> = vec![
         line(
             "rtt_worst",
             "RTT worst",
@@ -91,6 +100,7 @@ pub fn judge(slo: &Slo, overall: &Link, h: &Headline, c: &Completeness) -> Verdi
             Some(slo.completeness_min_percent),
         ),
     ];
+    let lines: Vec<Line> = lines.into_iter().map(|l| excused(slo, l)).collect();
     Verdict {
         pass: lines.iter().all(|l| l.pass != Some(false)),
         lines,
@@ -99,8 +109,9 @@ pub fn judge(slo: &Slo, overall: &Link, h: &Headline, c: &Completeness) -> Verdi
 
 /// `v` with the error-budget line: the most any link consumed of its
 /// budget (`link_availability_min_percent`), FAIL over 100 %. A link whose
-/// budget is zero and spent has no figure and fails as "no data".
-pub fn with_budget(v: Verdict, links: &[Link]) -> Verdict {
+/// budget is zero and spent has no figure and fails all the same; no links
+/// at all is "no data".
+pub fn with_budget(slo: &Slo, v: Verdict, links: &[Link]) -> Verdict {
     let consumed = links
         .iter()
         .map(|l| l.availability.budget_consumed_percent.unwrap_or(f64::NAN))
@@ -119,6 +130,14 @@ pub fn with_budget(v: Verdict, links: &[Link]) -> Verdict {
         consumed.filter(|c| !c.is_nan()),
         Some(100.0),
     );
+    // A zero budget that was spent has no figure, and is blown all the same.
+    let l = match consumed.is_some_and(f64::is_nan) {
+        true => Line {
+            pass: Some(false),
+            ..l
+        },
+        false => excused(slo, l),
+    };
     with_line(v, l)
 }
 
@@ -127,14 +146,15 @@ pub fn with_budget(v: Verdict, links: &[Link]) -> Verdict {
 pub fn interface_errors(slo: &Slo, growth: &[Growth]) -> Line {
     let measured =
         (!growth.is_empty()).then(|| growth.iter().map(|g| g.growth.errors()).sum::<u64>() as f64);
-    line(
+    let l = line(
         "interface_errors",
         "interface errors grown",
         "",
         "<=",
         measured,
         Some(slo.interface_errors_max as f64),
-    )
+    );
+    excused(slo, l)
 }
 
 /// `v` with `l` added, its overall result judged again.
