@@ -130,11 +130,12 @@ pub fn of_link<'a>(
 }
 
 /// The event nearest to `t` within [`NEAR_NS`], and its offset (event
-/// minus `t`, ns); the earlier one on a tie.
+/// minus `t`, ns); on a tie, one of the link's own nodes (throttling, a
+/// restart) before one of every link (a workload mark), then the earlier.
 pub fn nearest<'a>(events: impl Iterator<Item = &'a Event>, t: u64) -> Option<(&'a Event, i64)> {
     events
         .filter(|e| e.t.abs_diff(t) <= NEAR_NS)
-        .min_by_key(|e| (e.t.abs_diff(t), e.t))
+        .min_by_key(|e| (e.t.abs_diff(t), e.nodes.is_empty(), e.t))
         .map(|e| (e, e.t as i64 - t as i64))
 }
 
@@ -173,13 +174,18 @@ mod tests {
             near(99 * MIN),
             Some(("outage a -> b began".into(), MIN as i64))
         );
-        // A tie goes to the earlier event.
+        // A tie goes to the link's own event, then to the earlier one.
         assert_eq!(
             near(97 * MIN + MIN / 2),
             Some((
-                "mark `build` began".into(),
-                -(2 * MIN as i64 + MIN as i64 / 2)
+                "outage a -> b began".into(),
+                2 * MIN as i64 + MIN as i64 / 2
             ))
+        );
+        let marks = span(&[], 10 * MIN, Some(12 * MIN), "mark `x`");
+        assert_eq!(
+            nearest(marks.iter(), 11 * MIN).map(|(e, _)| e.what.as_str()),
+            Some("mark `x` began")
         );
         assert_eq!(near(129 * MIN).unwrap().0, "outage a -> b ended");
         // c's throttling is not a -> b's; nothing within ten minutes.
