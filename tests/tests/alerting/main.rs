@@ -33,8 +33,9 @@
 //!   fires but Alertmanager holds it inhibited; one page, nothing to chat;
 //! - the peer's agent killed: agent-down pages for it, the tester's
 //!   outage towards it is held inhibited; one page, nothing to chat for
-//!   its nodes; a soak of the pair whose verdict is FAIL (lines it has no
-//!   data for): `BoltwatchSoakFailing` reaches chat, never the pager.
+//!   its nodes; a soak of the pair whose verdict is FAIL (a required line
+//!   it has no data for): `BoltwatchSoakFailing` reaches chat, never the
+//!   pager.
 //!
 //! Alertmanager runs the shipped `dashboards/alertmanager/alertmanager.yml`
 //! with only the receiver URLs replaced and its group and repeat intervals

@@ -225,10 +225,10 @@ pub fn cable_pull(stack: &Stack, dir: &Path) -> Pair {
     pair
 }
 
-/// The soak over the dead-agent pair, lenient on RTT and temperature:
-/// its lines without data in this pair (no service checks, no bandwidth
-/// tests, a peer that probes nothing back) fail from its first verdict,
-/// as an SLO line a soak cannot show it meets does.
+/// The soak over the dead-agent pair, lenient on RTT and temperature,
+/// requiring service availability (`require`): this pair runs no service
+/// checks, so that line fails for lack of data from the first verdict, as
+/// a required line a soak cannot show it meets does.
 const SOAK: &str = "dead-soak";
 
 /// The peer's agent killed: agent-down pages for the peer; the tester's
@@ -245,7 +245,8 @@ pub fn dead_agent(stack: &Stack, dir: &Path) -> Pair {
         "/api/v1/soaks",
         &format!(
             r#"{{"name":"{SOAK}","nodes":["dead","dead-peer"],"slo":{{"rtt_worst_ms":10000,
-               "rtt_p99_ms":10000,"temperature_worst_max_celsius":200}}}}"#
+               "rtt_p99_ms":10000,"temperature_worst_max_celsius":200,
+               "require":["rtt_worst","rtt_p99","completeness","availability"]}}}}"#
         ),
     );
     stack.wait_metrics("the soak's verdict FAIL on /metrics", |m| {
@@ -257,12 +258,12 @@ pub fn dead_agent(stack: &Stack, dir: &Path) -> Pair {
     });
     stack.wait_inhibited("BoltwatchOutageOpen", "dead");
     stack.wait(
-        "BoltwatchSoakFailing to chat for its completeness line",
+        "BoltwatchSoakFailing to chat for its availability line",
         |x| {
             soak_failing(x)
                 && x.status == "firing"
                 && x.receiver == CHAT
-                && x.label("slo") == "completeness"
+                && x.label("slo") == "availability"
         },
     );
     pair
