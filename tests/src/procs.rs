@@ -398,6 +398,25 @@ pub fn http_get(url: &str) -> std::io::Result<(u16, String)> {
     Ok((code, body.to_string()))
 }
 
+/// POSTs a JSON body to the collector's HTTP API at `http` with the
+/// tests' write token ([`WRITE_TOKEN`]); panics unless the answer is 2xx.
+pub fn http_post_json(http: SocketAddr, path: &str, body: &str) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(http).expect("collector HTTP");
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "POST {path} HTTP/1.0\r\nHost: {http}\r\nContent-Type: application/json\r\n\
+         Authorization: Bearer {WRITE_TOKEN}\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    let status = answer.split_whitespace().nth(1).unwrap_or_default();
+    assert!(status.starts_with('2'), "POST {path}: {answer}");
+}
+
 /// The value of the first sample of metric `name` whose labels include all
 /// of `labels` (label order does not matter).
 pub fn sample(metrics: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {

@@ -74,14 +74,7 @@ fn walkthrough_configs_pass_check_config() {
     let collector = dir.path().join("collector.toml");
     std::fs::write(&collector, &toml[0]).unwrap();
     // The flag the walkthrough uses outside the unit, for the credential.
-    let out = Command::new(bin("boltwatch-collector"))
-        .args(["serve", "--check-config", "--config"])
-        .arg(&collector)
-        .arg("--auth-tokens")
-        .arg(&tokens)
-        .output()
-        .unwrap();
-    let text = ok(out, "collector --check-config");
+    let text = collector_check_config(&collector, &tokens);
     assert!(
         text.contains("gRPC 192.168.10.5:50071, HTTP 127.0.0.1:9471"),
         "{text}"
@@ -209,14 +202,7 @@ fn package_path_is_ten_commands_whose_configs_pass_check_config() {
         printf_text(&find("/etc/boltwatch/collector.toml")),
     )
     .unwrap();
-    let out = Command::new(bin("boltwatch-collector"))
-        .args(["serve", "--check-config", "--config"])
-        .arg(&collector)
-        .arg("--auth-tokens")
-        .arg(&tokens)
-        .output()
-        .unwrap();
-    let text = ok(out, "collector --check-config");
+    let text = collector_check_config(&collector, &tokens);
     assert!(text.contains("gRPC 192.168.10.5:50071"), "{text}");
 
     // The formula's config (the node line) plus what the step appends.
@@ -233,4 +219,18 @@ fn package_path_is_ten_commands_whose_configs_pass_check_config() {
         .unwrap();
     let text = ok(out, "agent --check-config");
     assert!(text.contains("config OK: node mini-a, 1 peer(s)"), "{text}");
+}
+
+/// `boltwatch-collector serve --check-config` on `config` with the token
+/// file passed by flag, as the walkthroughs do outside the unit; its
+/// output, which must say OK.
+fn collector_check_config(config: &Path, tokens: &Path) -> String {
+    let out = Command::new(bin("boltwatch-collector"))
+        .args(["serve", "--check-config", "--config"])
+        .arg(config)
+        .arg("--auth-tokens")
+        .arg(tokens)
+        .output()
+        .unwrap();
+    ok(out, "collector --check-config")
 }

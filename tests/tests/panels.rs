@@ -34,7 +34,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use boltwatch_tests::cluster::{AgentOptions, Cluster};
 use boltwatch_tests::grafana::{self, substitute, Query, Vars};
-use boltwatch_tests::procs::{bin, Collector, CollectorOptions, Proc};
+use boltwatch_tests::procs::{bin, http_post_json, Collector, CollectorOptions, Proc};
 use boltwatch_tests::prometheus::{PromConfig, Prometheus};
 use boltwatch_tests::units::{expr_unit, shows};
 use boltwatch_tests::{NetIf, SysfsFixture};
@@ -130,26 +130,6 @@ fn ssh_listener(c: &Cluster, node: usize) -> Proc {
         cmd,
         c.path().join(format!("listener-{node}.log")),
     )
-}
-
-/// POSTs a JSON body to the collector's HTTP API; panics unless 2xx.
-fn post(c: &Cluster, path: &str, body: &str) {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(c.collector.http).expect("collector HTTP");
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(
-        s,
-        "POST {path} HTTP/1.0\r\nHost: {}\r\nContent-Type: application/json\r\n\
-         Authorization: Bearer {}\r\nContent-Length: {}\r\n\r\n{body}",
-        c.collector.http,
-        boltwatch_tests::procs::WRITE_TOKEN,
-        body.len()
-    )
-    .unwrap();
-    let mut answer = String::new();
-    s.read_to_string(&mut answer).unwrap();
-    let status = answer.split_whitespace().nth(1).unwrap_or_default();
-    assert!(status.starts_with('2'), "POST {path}: {answer}");
 }
 
 /// Restarts the lab's collector (same ports and store: the agents
@@ -361,9 +341,10 @@ fn every_panel_shows_data_from_a_live_lab() {
     let _ssh = [ssh_listener(&c, 0), ssh_listener(&c, 1)];
 
     // A soak with a workload mark, for the annotation that shows marks.
-    post(&c, "/api/v1/soaks", r#"{"name":"panels"}"#);
-    post(
-        &c,
+    let http = c.collector.http;
+    http_post_json(http, "/api/v1/soaks", r#"{"name":"panels"}"#);
+    http_post_json(
+        http,
         "/api/v1/soaks/panels/marks",
         r#"{"text":"bandwidth tests every 10 s"}"#,
     );

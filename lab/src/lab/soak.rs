@@ -29,6 +29,12 @@ fn soak_err(e: impl std::fmt::Display) -> LabError {
     LabError::Soak(e.to_string())
 }
 
+/// `t` (unix ns) down to the start of its agents' RTT window.
+fn window_floor(t: u64) -> u64 {
+    let w = boltwatch_agent::stamp::sender::WINDOW.as_nanos() as u64;
+    t / w * w
+}
+
 impl LabSoak {
     /// The soak `name` with the SLO of `slo_file` (the defaults without),
     /// refused before the lab starts when the name is not a soak name, the
@@ -69,10 +75,14 @@ impl LabSoak {
         stored::create(&conn, &s, now).map_err(soak_err)
     }
 
-    /// Ends the soak now.
+    /// Ends the soak at the last RTT-window boundary passed. A window
+    /// belongs to a range by its start, and the one still open at the stop
+    /// is never stored (the agents stop before it closes): a range ending
+    /// inside it would count it as missing. Every window that starts before
+    /// a boundary has closed by then and is flushed when the agents stop.
     pub fn stop(&self, db: &Path) -> Result<(), LabError> {
         let conn = Db::open_writer(db).map_err(soak_err)?;
-        stored::stop(&conn, &self.name, now_unix_ns()).map_err(soak_err)?;
+        stored::stop(&conn, &self.name, window_floor(now_unix_ns())).map_err(soak_err)?;
         Ok(())
     }
 
@@ -174,6 +184,16 @@ fn sibling(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_soak_ends_on_the_window_boundary_before_it() {
+        let s = 1_000_000_000;
+        assert_eq!(
+            window_floor(1_796_000_031 * s + 400_000_000),
+            1_796_000_031 * s
+        );
+        assert_eq!(window_floor(1_796_000_031 * s), 1_796_000_031 * s);
+    }
 
     #[test]
     fn sections_are_aligned_in_columns() {

@@ -320,21 +320,7 @@ impl Stack {
     /// POSTs a JSON body to the collector's HTTP API with the write token;
     /// panics unless 2xx.
     pub fn post(&self, path: &str, body: &str) {
-        let mut s = std::net::TcpStream::connect(self.collector.http).expect("collector HTTP");
-        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        write!(
-            s,
-            "POST {path} HTTP/1.0\r\nHost: {}\r\nContent-Type: application/json\r\n\
-             Authorization: Bearer {}\r\nContent-Length: {}\r\n\r\n{body}",
-            self.collector.http,
-            boltwatch_tests::procs::WRITE_TOKEN,
-            body.len()
-        )
-        .unwrap();
-        let mut answer = String::new();
-        s.read_to_string(&mut answer).unwrap();
-        let status = answer.split_whitespace().nth(1).unwrap_or_default();
-        assert!(status.starts_with('2'), "POST {path}: {answer}");
+        boltwatch_tests::procs::http_post_json(self.collector.http, path, body);
     }
 
     /// Waits for a delivered alert matching `pred`.
