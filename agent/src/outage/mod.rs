@@ -30,7 +30,10 @@
 //!   sequence order (`order`), so an outage is known a timeout after its
 //!   k-th probe was sent, and its times are still those of the probes.
 //! - Probes sent while the carrier was down neither count towards nor break
-//!   a run of missing probes: their loss is already explained.
+//!   a run of missing probes: their loss is already explained. So a
+//!   carrier-down notification that arrives late, stamped at or before the
+//!   first missing probe of an open probe-loss outage, turns it into a
+//!   carrier outage from the carrier-down time (its end record says so).
 //! - A reply to a probe sent before the carrier went down is stale and ends
 //!   nothing, whenever it arrives.
 //! - Service outages (`SERVICE`) are separate, one per service name: they
@@ -320,6 +323,14 @@ impl OutageTracker {
         self.carrier_down_at = Some(at_unix_ns);
         match &mut self.open {
             Some(open) => {
+                // A notification that comes late (a busy agent) may find the
+                // probe-loss outage its own drop caused: every probe of it
+                // was sent after the carrier went down, so the carrier
+                // explains the loss, as it would have had it come first.
+                if open.probe_loss && !open.carrier && at_unix_ns <= open.start {
+                    open.probe_loss = false;
+                    open.start = at_unix_ns;
+                }
                 open.carrier = true;
                 Vec::new()
             }

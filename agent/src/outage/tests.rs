@@ -76,6 +76,43 @@ fn three_missing_start_at_first_missing_send_time() {
     assert_eq!(end[0].end_unix_ns, Some(sent(9) + 70_000));
 }
 
+/// The kernel's carrier-down notification reaches a busy agent after the
+/// probes sent since the drop have timed out: the loss was the carrier's.
+#[test]
+fn a_late_carrier_notification_explains_the_loss_it_caused() {
+    let mut l = tracker();
+    let down_at = sent(4) + 3 * MS;
+    for seq in 5..=6 {
+        assert!(l.on_probe_missing(seq, sent(seq), sent(seq + 1)).is_empty());
+    }
+    let start = l.on_probe_missing(7, sent(7), sent(8));
+    assert_eq!(cause(&start[0]), OutageCause::ProbeLoss);
+    assert!(l.on_carrier("tb0", false, down_at).is_empty());
+    for seq in 8..=9 {
+        assert!(l.on_probe_missing(seq, sent(seq), sent(seq + 1)).is_empty());
+    }
+    assert!(l.on_carrier("tb0", true, sent(9) + MS).is_empty());
+    let end = l.on_probe_reply(10, sent(10), sent(10) + 70_000);
+    assert_carrier_outage_ended(&end, &start[0], (down_at, sent(10) + 70_000));
+}
+
+/// A carrier that drops after probes were already missing does not explain
+/// them: both causes.
+#[test]
+fn a_carrier_drop_after_the_loss_began_is_both() {
+    let mut l = tracker();
+    for seq in 5..=7 {
+        l.on_probe_missing(seq, sent(seq), sent(seq + 1));
+    }
+    assert!(l.on_carrier("tb0", false, sent(6)).is_empty());
+    for seq in 8..=9 {
+        l.on_probe_missing(seq, sent(seq), sent(seq + 1));
+    }
+    assert!(l.on_carrier("tb0", true, sent(9)).is_empty());
+    let end = l.on_probe_reply(10, sent(10), sent(10) + 70_000);
+    assert_both_from(&end[0], sent(5));
+}
+
 #[test]
 fn two_missing_then_reply_is_no_outage() {
     let mut l = tracker();
