@@ -87,12 +87,7 @@ fn walkthrough_configs_pass_check_config() {
     );
     assert_ne!(body, toml[1], "the agent config names no token file");
     std::fs::write(&agent, body).unwrap();
-    let out = Command::new(bin("boltwatch-agent"))
-        .args(["run", "--check-config", "--config"])
-        .arg(&agent)
-        .output()
-        .unwrap();
-    let text = ok(out, "agent --check-config");
+    let text = agent_check_config(&agent);
     assert!(text.contains("config OK: node mini-a, 1 peer(s)"), "{text}");
 }
 
@@ -212,12 +207,7 @@ fn package_path_is_ten_commands_whose_configs_pass_check_config() {
         printf_text(&find("etc/boltwatch/agent.toml")).replace("%s", token.to_str().unwrap());
     let agent = dir.path().join("agent.toml");
     std::fs::write(&agent, format!("node = \"mini-a\"\n{appended}")).unwrap();
-    let out = Command::new(bin("boltwatch-agent"))
-        .args(["run", "--check-config", "--config"])
-        .arg(&agent)
-        .output()
-        .unwrap();
-    let text = ok(out, "agent --check-config");
+    let text = agent_check_config(&agent);
     assert!(text.contains("config OK: node mini-a, 1 peer(s)"), "{text}");
 }
 
@@ -233,4 +223,15 @@ fn collector_check_config(config: &Path, tokens: &Path) -> String {
         .output()
         .unwrap();
     ok(out, "collector --check-config")
+}
+
+/// `boltwatch-agent run --check-config` on `config`; its output, which must
+/// say OK.
+fn agent_check_config(config: &Path) -> String {
+    let out = Command::new(bin("boltwatch-agent"))
+        .args(["run", "--check-config", "--config"])
+        .arg(config)
+        .output()
+        .unwrap();
+    ok(out, "agent --check-config")
 }

@@ -112,26 +112,19 @@ pub fn judge(slo: &Slo, overall: &Link, h: &Headline, c: &Completeness) -> Verdi
 /// budget is zero and spent has no figure and fails all the same; no links
 /// at all is "no data".
 pub fn with_budget(slo: &Slo, v: Verdict, links: &[Link]) -> Verdict {
-    let consumed = links
-        .iter()
-        .map(|l| l.availability.budget_consumed_percent.unwrap_or(f64::NAN))
-        .reduce(|a, b| {
-            if a.is_nan() || b.is_nan() {
-                f64::NAN
-            } else {
-                a.max(b)
-            }
-        });
+    let consumed = || links.iter().map(|l| l.availability.budget_consumed_percent);
+    let blown = consumed().any(|c| c.is_none());
+    let worst = consumed().flatten().reduce(f64::max);
     let l = line(
         "error_budget",
         "error budget consumed (worst link)",
         "%",
         "<=",
-        consumed.filter(|c| !c.is_nan()),
+        worst.filter(|_| !blown),
         Some(100.0),
     );
     // A zero budget that was spent has no figure, and is blown all the same.
-    let l = match consumed.is_some_and(f64::is_nan) {
+    let l = match blown {
         true => Line {
             pass: Some(false),
             ..l
