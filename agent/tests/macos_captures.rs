@@ -81,6 +81,13 @@ fn tb5_mac_pair_from_real_captures() {
     // The edge: each side's peer domain is the other side's bus domain.
     assert_eq!(s[0].peers[0].domain_uuid, b[0].domain_uuid.clone().unwrap());
     assert_eq!(Some(studio_peer.domain_uuid.clone()), s[0].domain_uuid);
+    // The cable, as each end's Hello names it: the far end's UUID is the
+    // other side's own.
+    assert_eq!(b[0].direct_peer(), Some(studio_peer));
+    assert_eq!(
+        s[0].direct_peer().map(|p| &p.domain_uuid),
+        b[0].domain_uuid.as_ref()
+    );
 
     let drive = studio.iter().find(|x| x.receptacle_id == Some(4)).unwrap();
     assert!(drive.connected && drive.peers.is_empty());
@@ -208,4 +215,9 @@ fn peer_behind_a_hub_is_found() {
     assert_eq!(peer.domain_uuid, "F74D8F9B-DCDF-40D4-A428-3A3674BCB3F4");
     assert_eq!(peer.via, ["iVANKY Fusiondock Ultra"]);
     assert_eq!(peer.mac_model(), None, "exo kept no device_name_key");
+    assert_eq!(
+        r[0].direct_peer(),
+        None,
+        "behind a dock: not this cable's end"
+    );
 }

@@ -342,6 +342,17 @@ mod linux {
             Some("d6010000-0042-8c17-83cf-2a1d2f0ba621")
         );
         assert_eq!(en05.peer_uid, None, "no unique_id file");
+        assert_eq!(
+            tb0.local_uid.as_deref(),
+            Some("c2010000-0070-6b0e-2352-1d5c2b97a019"),
+            "the host router 0-0's unique_id"
+        );
+        assert_eq!(en05.local_uid, None, "host router 1-0 has no unique_id");
+        // The Hello's interface carries both ends of the cable.
+        let tb = describe("thunderbolt0", &sys_fixture());
+        assert_eq!(tb.remote_name, "linux-b");
+        assert_eq!(tb.remote_uid, "d6010000-0042-8c17-83cf-2a1d2f0ba621");
+        assert_eq!(tb.local_uid, "c2010000-0070-6b0e-2352-1d5c2b97a019");
         assert_eq!(tb0.rx_lane_bits_per_second, 20_000_000_000);
         assert_eq!(tb0.bits_per_second(), 40_000_000_000);
         assert_eq!(tb0.generation, "3");

@@ -60,6 +60,7 @@
 
 pub mod agent;
 pub mod bandwidth;
+pub mod cabling;
 mod domain;
 pub mod fabric;
 pub mod family;
@@ -78,7 +79,7 @@ pub mod service;
 pub mod testing;
 pub mod thermal;
 
-use boltwatch_proto::v1::{Interface, Peer, Record};
+use boltwatch_proto::v1::{Hello, Interface, Record};
 
 use family::{Exposition, Family};
 
@@ -127,6 +128,7 @@ record_domains! {
     rtt: rtt::RttMetrics,
     link: link::LinkMetrics,
     mtu: mtu::MtuMetrics,
+    cabling: cabling::CablingMetrics,
     thermal: thermal::ThermalMetrics,
     outage: outage::OutageMetrics,
     power: power::PowerMetrics,
@@ -160,10 +162,13 @@ impl RecordMetrics {
         self.link.on_hello_interfaces(node, interfaces);
     }
 
-    /// The peers a node's agent probes and its interfaces (its `Hello`):
-    /// the MTU of its end of each link.
-    pub fn on_hello_links(&mut self, node: &str, peers: &[Peer], interfaces: &[Interface]) {
-        self.mtu.on_hello(node, peers, interfaces);
+    /// The peers a node's agent probes, its host name and its interfaces
+    /// (its `Hello`): the MTU of its end of each link, and its cables.
+    pub fn on_hello_links(&mut self, hello: &Hello) {
+        self.mtu
+            .on_hello(&hello.node, &hello.peers, &hello.interfaces);
+        let c = &mut self.cabling;
+        c.on_hello(&hello.node, &hello.hostname, &hello.interfaces);
     }
 
     /// Drops the node's gauges, keeps its counters (see [`Domain::forget`]).

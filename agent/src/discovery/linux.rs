@@ -137,6 +137,9 @@ pub(super) fn describe(name: &str, root: &Path) -> Interface {
             iface.speed_bits_per_second = link.bits_per_second();
         }
         iface.generation = link.generation;
+        iface.remote_name = link.peer_name.unwrap_or_default();
+        iface.remote_uid = link.peer_uid.unwrap_or_default();
+        iface.local_uid = link.local_uid.unwrap_or_default();
     }
     iface
 }
@@ -162,23 +165,21 @@ fn generation(root: &Path, xdomain: &Path) -> String {
     if let Some(g) = read_trimmed(&xdomain.join("generation")) {
         return g;
     }
-    let name = xdomain
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned());
-    let domain = name
-        .as_deref()
-        .and_then(|n| n.split_once('-'))
-        .map(|(d, _)| d.to_string());
-    domain
-        .and_then(|d| {
-            read_trimmed(
-                &root
-                    .join("bus/thunderbolt/devices")
-                    .join(format!("{d}-0"))
-                    .join("generation"),
-            )
-        })
-        .unwrap_or_default()
+    host_router_file(root, xdomain, "generation").unwrap_or_default()
+}
+
+/// A file of the host router (`N-0`) of the XDomain's domain `N`: the
+/// XDomain `0-1` hangs off domain 0, whose host router is `0-0`.
+fn host_router_file(root: &Path, xdomain: &Path, file: &str) -> Option<String> {
+    let name = xdomain.file_name()?.to_string_lossy().into_owned();
+    let (domain, _) = name.split_once('-')?;
+    read_trimmed(
+        &root
+            .join("bus/thunderbolt/devices")
+            .join(format!("{domain}-0"))
+            .join(file),
+    )
+    .filter(|s| !s.is_empty())
 }
 
 fn thunderbolt_link(root: &Path, name: &str, dir: &Path) -> ThunderboltLink {
@@ -201,6 +202,8 @@ fn thunderbolt_link(root: &Path, name: &str, dir: &Path) -> ThunderboltLink {
     link.generation = generation(root, &xd);
     link.peer_name = read_trimmed(&xd.join("device_name")).filter(|s| !s.is_empty());
     link.peer_uid = read_trimmed(&xd.join("unique_id")).filter(|s| !s.is_empty());
+    // What the host at the far end reads as this host's `unique_id`.
+    link.local_uid = host_router_file(root, &xd, "unique_id");
     link.xdomain = xd.file_name().map(|n| n.to_string_lossy().into_owned());
     link
 }

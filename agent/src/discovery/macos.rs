@@ -63,6 +63,17 @@ pub fn thunderbolt_receptacles() -> io::Result<Vec<TbReceptacle>> {
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
 }
 
+/// Who is at the far end of the port's cable: the one host cabled
+/// directly (no hub between), with the receptacle's own domain UUID, which
+/// that host reports as its peer's.
+fn cabling(iface: &mut Interface, r: &TbReceptacle) {
+    iface.local_uid = r.domain_uuid.clone().unwrap_or_default();
+    if let Some(peer) = r.direct_peer() {
+        iface.remote_uid = peer.domain_uuid.clone();
+        iface.remote_name = peer.name.clone();
+    }
+}
+
 pub(super) fn describe(name: &str, _sysfs_root: &Path) -> Interface {
     let mut iface = Interface {
         name: name.to_string(),
@@ -103,6 +114,7 @@ pub(super) fn describe(name: &str, _sysfs_root: &Path) -> Interface {
                 iface.speed_bits_per_second = r.current_speed_bits_per_second;
             }
             iface.generation = r.generation().to_string();
+            cabling(&mut iface, &r);
         }
     }
     iface

@@ -201,6 +201,9 @@ pub struct ThunderboltLink {
     pub peer_name: Option<String>,
     /// The remote host's UUID (`unique_id`), if known.
     pub peer_uid: Option<String>,
+    /// This host's UUID as the remote host sees it: the `unique_id` of the
+    /// domain's host router (`N-0`), if known.
+    pub local_uid: Option<String>,
     /// Receive speed per lane, bits per second (0 unknown).
     pub rx_lane_bits_per_second: u64,
     /// Transmit speed per lane, bits per second (0 unknown).

@@ -150,6 +150,16 @@ impl TbReceptacle {
             ""
         }
     }
+
+    /// The one host cabled straight to this port (no hub or dock between),
+    /// if exactly one is: the far end of this port's cable.
+    pub fn direct_peer(&self) -> Option<&TbPeer> {
+        let mut direct = self.peers.iter().filter(|p| p.via.is_empty());
+        match (direct.next(), direct.next()) {
+            (Some(peer), None) => Some(peer),
+            _ => None,
+        }
+    }
 }
 
 /// Deepest `_items` nesting walked below a bus. A route string has six

@@ -53,7 +53,7 @@ impl NodeMetrics {
         };
         m.on_node(&hello.node, Some(info));
         m.on_hello_interfaces(&hello.node, &hello.interfaces);
-        m.on_hello_links(&hello.node, &hello.peers, &hello.interfaces);
+        m.on_hello_links(hello);
         NodeMetrics(Arc::new(Mutex::new(m)))
     }
 

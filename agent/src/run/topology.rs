@@ -55,13 +55,21 @@ impl Topology {
         Topology { peers, interfaces }
     }
 
-    /// The `Hello` of this boot.
+    /// The `Hello` of this boot: the interfaces towards the peers, and
+    /// the members of those that are bridges (each member port's cable is
+    /// an edge the collector needs to see a loop through bridges).
     pub fn hello(&self, config: &Config, boot_id: &str) -> Hello {
-        let interfaces: Vec<Interface> = self
-            .interfaces
+        let describe = |n: &String| discovery::describe(n, &config.sysfs_root);
+        let mut interfaces: Vec<Interface> = self.interfaces.iter().map(describe).collect();
+        let members: Vec<String> = interfaces
             .iter()
-            .map(|n| discovery::describe(n, &config.sysfs_root))
+            .flat_map(|i| i.members.iter())
+            .filter(|m| !self.interfaces.contains(m))
+            .cloned()
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
             .collect();
+        interfaces.extend(members.iter().map(describe));
         Hello {
             schema_revision: boltwatch_proto::SCHEMA_REVISION,
             node: config.node.clone(),

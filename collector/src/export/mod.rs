@@ -59,7 +59,7 @@ pub mod watched;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use boltwatch_proto::v1::{Interface, Peer, Record};
+use boltwatch_proto::v1::{Hello, Interface, Record};
 
 use boltwatch_exposition::family::{Exposition, Family};
 use boltwatch_exposition::{agent, process, Domain, RecordMetrics};
@@ -186,9 +186,9 @@ impl Metrics {
 
     /// The peers a `Hello` names and its interfaces: the MTU of the
     /// node's end of each link (series only for links its records name,
-    /// which the series budget bounds).
-    pub fn on_hello_links(&mut self, node: &str, peers: &[Peer], interfaces: &[Interface]) {
-        self.records.on_hello_links(node, peers, interfaces);
+    /// which the series budget bounds), and its cables.
+    pub fn on_hello_links(&mut self, hello: &Hello) {
+        self.records.on_hello_links(hello);
     }
 
     /// An agent stream that had sent a valid `Hello` closed.

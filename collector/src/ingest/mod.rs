@@ -337,7 +337,7 @@ impl Ingest {
         let mut m = self.metrics.lock();
         m.on_hello(&hello.node, info, &interfaces);
         // Every interface: an end's MTU is no series of its own.
-        m.on_hello_links(&hello.node, &hello.peers, &hello.interfaces);
+        m.on_hello_links(hello);
         m.on_series_refused(series::Dim::Interface, refused as u64);
     }
 

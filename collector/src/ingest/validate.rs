@@ -167,6 +167,13 @@ fn hello_labels(h: &Hello) -> Result<(), Invalid> {
         fields.push(("interfaces.name", &i.name, name));
         fields.push(("interfaces.kind", &i.kind, text));
         fields.push(("interfaces.generation", &i.generation, text));
+        // Not labels, but kept per node and shown in the report.
+        fields.push(("interfaces.remote_name", &i.remote_name, text));
+        fields.push(("interfaces.remote_uid", &i.remote_uid, text));
+        fields.push(("interfaces.local_uid", &i.local_uid, text));
+        for m in &i.members {
+            fields.push(("interfaces.members", m, name));
+        }
     }
     for p in &h.peers {
         fields.push(("peers.name", &p.name, name));

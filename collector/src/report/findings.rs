@@ -204,18 +204,19 @@ fn link_ends(r: &Report) -> Rows {
     )
 }
 
-/// The inventory's findings in words.
+/// The inventory's findings in words: per link, then the cabling's.
 fn findings(r: &Report) -> Rows {
-    let rows = r
+    let links = r.inventory.links.iter().flat_map(|l| {
+        l.findings
+            .iter()
+            .map(move |f| vec![format!("{} -- {}", l.node, l.peer), f.clone()])
+    });
+    let cabling = r
         .inventory
-        .links
+        .cabling_findings
         .iter()
-        .flat_map(|l| {
-            l.findings
-                .iter()
-                .map(move |f| vec![format!("{} -- {}", l.node, l.peer), f.clone()])
-        })
-        .collect();
+        .map(|f| vec!["cabling".to_string(), f.clone()]);
+    let rows = links.chain(cabling).collect();
     ("inventory findings".into(), vec!["link", "finding"], rows)
 }
 

@@ -7,6 +7,7 @@
 mod common;
 
 mod api;
+mod cabling;
 mod config;
 mod ingest;
 mod metrics;

@@ -10,6 +10,7 @@ use crate::RecordMetrics as Metrics;
 
 mod agent;
 mod bandwidth;
+mod cabling;
 mod fabric;
 mod kinds;
 mod link;

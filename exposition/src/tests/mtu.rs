@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::mtu::mismatch;
-use boltwatch_proto::v1::{Interface, PathCheck, Peer};
+use boltwatch_proto::v1::{Hello, Interface, PathCheck, Peer};
 
 fn path(peer: &str, mtu: u32) -> Payload {
     Payload::Path(PathCheck {
@@ -27,7 +27,12 @@ fn hello(m: &mut Metrics, node: &str, peer: &str, mtu: u32) {
         mtu,
         ..Default::default()
     }];
-    m.on_hello_links(node, &peers, &ifs);
+    m.on_hello_links(&Hello {
+        node: node.into(),
+        peers: peers.into(),
+        interfaces: ifs.into(),
+        ..Default::default()
+    });
 }
 
 #[test]

@@ -50,6 +50,7 @@ pub const CONTRACT: &[&str] = &[
     "boltwatch_fabric_check_ok",
     "boltwatch_rdma_port_up",
     "boltwatch_bridge_loop_suspected",
+    "boltwatch_bridge_cycle",
     "boltwatch_link_mtu_mismatch",
     "boltwatch_thermal_throttled",
     "boltwatch_thermal_throttled_seconds_total",

@@ -15,6 +15,7 @@
 
 use std::collections::BTreeMap;
 
+use boltwatch_exposition::cabling::{bridge_cycles, NodeCabling};
 use boltwatch_proto::v1::{Hello, InterfaceCounters, LinkEvent};
 use serde::Serialize;
 
@@ -72,6 +73,11 @@ pub struct Inventory {
     pub nodes: Vec<Node>,
     /// Each link.
     pub links: Vec<LinkEnds>,
+    /// Bridges cabled into a loop through other bridges, as "node bridge"
+    /// (the rule of `boltwatch_bridge_cycle`), and the finding in words.
+    pub bridge_loops: Vec<String>,
+    /// The bridge loop in words, when there is one.
+    pub cabling_findings: Vec<String>,
 }
 
 /// Hellos and in-range facts, per node.
@@ -187,7 +193,40 @@ impl InventoryAcc {
             .iter()
             .map(|(a, b)| compare(a, b, self.end(a, b), self.end(b, a)))
             .collect();
-        Inventory { nodes, links }
+        let bridge_loops = self.bridge_loops();
+        let cabling_findings = if bridge_loops.is_empty() {
+            Vec::new()
+        } else {
+            vec![format!(
+                "bridge loop in the cabling: {} forward between cables that close a loop; one broadcast circulates for ever (no spanning tree on Thunderbolt Bridge): disable the bridge on one node of the loop or unplug one cable",
+                bridge_loops.join(", ")
+            )]
+        };
+        Inventory {
+            nodes,
+            links,
+            bridge_loops,
+            cabling_findings,
+        }
+    }
+
+    /// The bridges on a loop of cables, by the exposition's rule, from the
+    /// chosen `Hello`s.
+    fn bridge_loops(&self) -> Vec<String> {
+        let cabling = self
+            .hellos
+            .iter()
+            .map(|(n, (_, h))| {
+                (
+                    n.clone(),
+                    NodeCabling::from_hello(&h.hostname, &h.interfaces),
+                )
+            })
+            .collect();
+        bridge_cycles(&cabling)
+            .into_iter()
+            .map(|(n, b)| format!("{n} {b}"))
+            .collect()
     }
 }
 
@@ -320,5 +359,43 @@ mod tests {
             ),
             (None, 0)
         );
+    }
+
+    /// Two nodes joined by two cables, each bridging both ports: the
+    /// inventory names both bridges and says what to do; with one node's
+    /// ports apart it says nothing.
+    #[test]
+    fn a_loop_in_the_cabling_is_a_finding() {
+        let node = |other: &str, bridged: bool| {
+            let port = |name: &str| If {
+                name: name.into(),
+                kind: "thunderbolt".into(),
+                remote_name: other.into(),
+                ..Default::default()
+            };
+            let mut interfaces = vec![port("en1"), port("en2")];
+            if bridged {
+                interfaces.push(If {
+                    name: "bridge0".into(),
+                    members: vec!["en1".into(), "en2".into()],
+                    ..Default::default()
+                });
+            }
+            Hello {
+                interfaces,
+                ..Default::default()
+            }
+        };
+        let mut a = InventoryAcc::default();
+        a.hello("a", 1, &node("b", true), 100);
+        a.hello("b", 1, &node("a", true), 100);
+        let inv = a.finish(&[], &[]);
+        assert_eq!(inv.bridge_loops, ["a bridge0", "b bridge0"]);
+        assert!(inv.cabling_findings[0]
+            .starts_with("bridge loop in the cabling: a bridge0, b bridge0 forward"));
+
+        a.hello("b", 2, &node("a", false), 100);
+        let inv = a.finish(&[], &[]);
+        assert!(inv.bridge_loops.is_empty() && inv.cabling_findings.is_empty());
     }
 }
