@@ -1,11 +1,13 @@
 //! The macOS discovery parsers (pure; run on every OS) against real
 //! captures: `system_profiler SPThunderboltDataType -json` from public
 //! repositories (`fixtures/macos/system_profiler/README.md` cites each and
-//! marks the derived ones), and `networksetup`/`ifconfig` text.
+//! marks the derived ones), `networksetup`/`ifconfig` text, and `ioreg`'s
+//! Thunderbolt lane adapters (derived; `fixtures/macos/ioreg/README.md`).
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use boltwatch_agent::discovery::ioreg::{parse_ioreg_ports, receptacle_links, IoregPort};
 use boltwatch_agent::discovery::kind;
 use boltwatch_agent::discovery::parse::{
     parse_bridge_members, parse_hardware_ports, parse_system_profiler_thunderbolt, TbPeer,
@@ -220,4 +222,45 @@ fn peer_behind_a_hub_is_found() {
         None,
         "behind a dock: not this cable's end"
     );
+}
+
+fn ioreg(name: &str) -> Vec<IoregPort> {
+    let path = fixtures().join("macos/ioreg").join(name);
+    parse_ioreg_ports(&fs::read_to_string(&path).unwrap())
+}
+
+/// Derived from whatcable's transcriptions of real `--tb-debug` output
+/// (see the fixture README): the host port's lanes and lane speed, and
+/// adapters that are no receptacle of this host left out.
+#[test]
+fn lane_width_and_speed_from_ioreg() {
+    let air = ioreg("derived_whatcable52_m3air_tb3.txt");
+    assert_eq!(air.len(), 2);
+    let links = receptacle_links(&air);
+    assert_eq!(links.len(), 1, "the PCIe adapter has no socket");
+    let link = links[0].1.link("en2");
+    assert_eq!(
+        (links[0].0.as_str(), link.rx_lanes, link.tx_lanes),
+        ("1", 2, 2)
+    );
+    assert_eq!(link.rx_lane_bits_per_second, 10_000_000_000);
+    assert_eq!(
+        link.generation, "4",
+        "supported mask 12: 20 Gb/s lanes at best"
+    );
+
+    let chain = ioreg("derived_whatcable52_m2pro_usb4_chain.txt");
+    let links = receptacle_links(&chain);
+    assert_eq!(
+        links.len(),
+        1,
+        "the dock's upstream port is not this host's"
+    );
+    let usb4 = links[0].1.link("en1");
+    assert_eq!((usb4.rx_lanes, usb4.tx_lanes), (2, 2));
+    assert_eq!(usb4.bits_per_second(), 40_000_000_000);
+    assert_eq!(usb4.generation, "", "no supported mask in this dump");
+
+    let idle = receptacle_links(&ioreg("derived_whatcable_m5pro_idle.txt"));
+    assert_eq!(idle[0].1.link("en1").bits_per_second(), 0);
 }

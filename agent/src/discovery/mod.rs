@@ -22,6 +22,7 @@ pub use boltwatch_proto::v1::Interface;
 use crate::platform::{Support, Unsupported};
 
 pub mod downshift;
+pub mod ioreg;
 pub mod parse;
 pub mod scoped;
 
@@ -240,11 +241,11 @@ impl ThunderboltLink {
     }
 }
 
-/// Thunderbolt networking interfaces under `sysfs_root`, found by driver
-/// (`device/driver` → `thunderbolt-net`) rather than by name, since udev
-/// renames them. Sorted by interface name. Linux only: macOS finds its
-/// Thunderbolt ports through `system_profiler` (`thunderbolt_receptacles`),
-/// and everywhere else this fails with [`Unsupported`].
+/// The Thunderbolt networking ports and what each negotiated. Linux: the
+/// interfaces under `sysfs_root`, found by driver (`device/driver` →
+/// `thunderbolt-net`) rather than by name, since udev renames them, sorted
+/// by name. macOS: the host's lane adapters in IOKit ([`ioreg`]), named by
+/// their `enX`. Everywhere else this fails with [`Unsupported`].
 pub fn thunderbolt_interfaces(sysfs_root: &Path) -> Result<Vec<ThunderboltLink>, Unsupported> {
     imp::thunderbolt_interfaces(sysfs_root)
 }
