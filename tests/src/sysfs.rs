@@ -130,6 +130,52 @@ impl SysfsFixture {
         Ok(())
     }
 
+    /// Makes `class/net/<netif>` a Thunderbolt networking port, as the
+    /// kernel lays it out: its `device` is service `0-1.0` of XDomain
+    /// `0-1` (bound to `thunderbolt-net`), which negotiated `lanes` lanes
+    /// of `lane_speed` ("20.0 Gb/s") each way with a host named `peer`,
+    /// under a TB4 (`generation` 4) host router `0-0`.
+    pub fn set_thunderbolt(
+        &self,
+        netif: &str,
+        lanes: u32,
+        lane_speed: &str,
+        peer: &str,
+    ) -> Result<(), BedError> {
+        let link = |target: &str, at: &str| {
+            let at = self.path(at);
+            let _ = std::fs::remove_file(&at);
+            std::os::unix::fs::symlink(target, &at).map_err(|source| BedError::Io {
+                context: format!("linking {} -> {target}", at.display()),
+                source,
+            })
+        };
+        let xd = "bus/thunderbolt/devices/0-1";
+        let service = "bus/thunderbolt/devices/0-1/0-1.0";
+        let driver = "bus/thunderbolt/drivers/thunderbolt-net";
+        for dir in [service, driver, &format!("class/net/{netif}")] {
+            std::fs::create_dir_all(self.path(dir)).map_err(|source| BedError::Io {
+                context: format!("creating {dir}"),
+                source,
+            })?;
+        }
+        link(
+            "../../../drivers/thunderbolt-net",
+            &format!("{service}/driver"),
+        )?;
+        link(
+            "../../../bus/thunderbolt/devices/0-1/0-1.0",
+            &format!("class/net/{netif}/device"),
+        )?;
+        self.write("bus/thunderbolt/devices/0-0/generation", "4")?;
+        self.write(&format!("{xd}/device_name"), peer)?;
+        for dir in ["rx", "tx"] {
+            self.write(&format!("{xd}/{dir}_lanes"), &lanes.to_string())?;
+            self.write(&format!("{xd}/{dir}_speed"), lane_speed)?;
+        }
+        Ok(())
+    }
+
     /// Makes `member` a port of `bridge`: `<bridge>/brif/<member>` and the
     /// `<member>/master` symlink, as the kernel lays them out.
     pub fn add_bridge_member(&self, bridge: &str, member: &str) -> Result<(), BedError> {

@@ -58,9 +58,10 @@ fn now() -> f64 {
         .as_secs_f64()
 }
 
-/// n0's /sys: its link interface (40 Gbit/s), a thermal zone, cpufreq at
-/// two thirds of the maximum, a throttle counter, and an active soft-RoCE
-/// device on the link (for the fabric row's RDMA panel).
+/// n0's /sys: its link interface (40 Gbit/s, a Thunderbolt port of 2 + 2
+/// lanes), a thermal zone, cpufreq at two thirds of the maximum, a throttle
+/// counter, and an active soft-RoCE device on the link (for the fabric
+/// row's RDMA panel).
 fn thermal_fixture() -> SysfsFixture {
     let f = SysfsFixture::new().unwrap();
     let tb = NetIf {
@@ -68,6 +69,8 @@ fn thermal_fixture() -> SysfsFixture {
         ..NetIf::default()
     };
     f.set_netif("tb1", &tb).unwrap();
+    // A Thunderbolt port for the fabric row's lanes and downshift panels.
+    f.set_thunderbolt("tb1", 2, "20.0 Gb/s", "n1").unwrap();
     f.set_thermal_zone(0, "x86_pkg_temp", 61_000).unwrap();
     let policy = "devices/system/cpu/cpufreq/policy0";
     f.write(&format!("{policy}/scaling_cur_freq"), "2000000")

@@ -46,6 +46,9 @@ pub const CONTRACT: &[&str] = &[
     "boltwatch_link_speed_bytes_per_second",
     "boltwatch_link_info",
     "boltwatch_link_downshifted",
+    "boltwatch_link_lanes",
+    "boltwatch_link_lane_speed_bytes_per_second",
+    "boltwatch_path_mtu_bytes",
     // The fabric under the link.
     "boltwatch_fabric_check_ok",
     "boltwatch_rdma_port_up",

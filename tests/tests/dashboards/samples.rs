@@ -83,13 +83,18 @@ fn series(name: &str) -> u64 {
         "boltwatch_outage",
         "boltwatch_path_ok",
         "boltwatch_link_mtu_mismatch",
+        "boltwatch_path_mtu_bytes",
     ]
     .iter()
     .any(|p| m.starts_with(p))
     {
         links
-    } else if m.starts_with("boltwatch_interface_") || m.starts_with("boltwatch_link_") {
-        NODES * INTERFACES
+    } else if m.starts_with("boltwatch_interface_")
+        || m.starts_with("boltwatch_link_")
+        || m.starts_with("boltwatch_bridge_")
+    {
+        // Two directions of lanes per interface at most.
+        NODES * INTERFACES * 2
     } else if m == "boltwatch_fabric_check_ok" {
         // Five checks of the node, four per interface (docs/fabric.md).
         NODES * (5 + 4 * INTERFACES)
