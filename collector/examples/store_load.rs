@@ -10,6 +10,14 @@
 //! `--pid`, the collector's CPU seconds over the send (from /proc), so
 //! records per CPU-second is per core whatever the scheduler did.
 //!
+//! `--write-batches FILE` writes the encoded messages to FILE and exits;
+//! `--read-batches FILE` sends FILE's messages instead of encoding its
+//! own, so another protobuf library's encoding of the same records
+//! (`bench/reencode.py`) goes over the same transport. The file: `BWB1`,
+//! the node count (u32 LE), then per node its highest seq (u64 LE, also
+//! its record count: seqs start at 1), its message count (u32 LE) and
+//! each message as a u32 LE length and the bytes.
+//!
 //! ```sh
 //! cargo run --release -p boltwatch-collector --example store_load -- \
 //!     --grpc 127.0.0.1:50051 --hours 72 --nodes 4 --pid $COLLECTOR_PID
@@ -62,6 +70,8 @@ struct Args {
     batch: usize,
     window: usize,
     pid: Option<u32>,
+    write: Option<String>,
+    read: Option<String>,
 }
 
 fn args() -> anyhow::Result<Args> {
@@ -72,6 +82,8 @@ fn args() -> anyhow::Result<Args> {
         batch: 4096,
         window: 2,
         pid: None,
+        write: None,
+        read: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
@@ -83,10 +95,12 @@ fn args() -> anyhow::Result<Args> {
             "--batch" => a.batch = v()?.parse()?,
             "--window" => a.window = v()?.parse()?,
             "--pid" => a.pid = Some(v()?.parse()?),
-            _ => bail!("usage: store_load --grpc ADDR [--hours H] [--nodes N] [--batch RECORDS] [--window BATCHES] [--pid COLLECTOR_PID]"),
+            "--write-batches" => a.write = Some(v()?),
+            "--read-batches" => a.read = Some(v()?),
+            _ => bail!("usage: store_load (--grpc ADDR | --write-batches FILE) [--read-batches FILE] [--hours H] [--nodes N] [--batch RECORDS] [--window BATCHES] [--pid COLLECTOR_PID]"),
         }
     }
-    ensure!(!a.grpc.is_empty(), "--grpc ADDR");
+    ensure!(!a.grpc.is_empty() || a.write.is_some(), "--grpc ADDR");
     ensure!((2..=26).contains(&a.nodes), "--nodes 2..=26");
     ensure!(a.batch > 0 && a.window > 0, "--batch and --window > 0");
     Ok(a)
@@ -147,12 +161,12 @@ fn cpu_seconds(pid: u32) -> anyhow::Result<f64> {
     Ok(ticks / 100.0)
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
-    let a = args()?;
+/// One node's messages, its highest seq and their bytes.
+type NodeMessages = (Vec<Bytes>, u64, u64);
+
+fn encode_all(a: &Args) -> Vec<NodeMessages> {
     let nodes = node_names(a.nodes);
-    let t = Instant::now();
-    let encoded: Vec<_> = std::thread::scope(|s| {
+    std::thread::scope(|s| {
         let hs: Vec<_> = (0..a.nodes)
             .map(|i| {
                 let nodes = &nodes;
@@ -160,7 +174,61 @@ async fn main() -> anyhow::Result<()> {
             })
             .collect();
         hs.into_iter().map(|h| h.join().expect("encoder")).collect()
-    });
+    })
+}
+
+fn write_batches(path: &str, all: &[NodeMessages]) -> anyhow::Result<()> {
+    let mut out = b"BWB1".to_vec();
+    out.extend((all.len() as u32).to_le_bytes());
+    for (msgs, last, _) in all {
+        out.extend(last.to_le_bytes());
+        out.extend((msgs.len() as u32).to_le_bytes());
+        for m in msgs {
+            out.extend((m.len() as u32).to_le_bytes());
+            out.extend_from_slice(m);
+        }
+    }
+    std::fs::write(path, out).with_context(|| format!("writing {path}"))
+}
+
+fn read_batches(path: &str) -> anyhow::Result<Vec<NodeMessages>> {
+    let raw = std::fs::read(path).with_context(|| format!("reading {path}"))?;
+    let mut at = 4;
+    ensure!(raw.get(..4) == Some(b"BWB1"), "{path}: not a batches file");
+    let mut take = |n: usize| -> anyhow::Result<&[u8]> {
+        let s = raw.get(at..at + n).context("batches file cut short")?;
+        at += n;
+        Ok(s)
+    };
+    let u32_of = |b: &[u8]| u32::from_le_bytes(b.try_into().expect("4 bytes"));
+    let u64_of = |b: &[u8]| u64::from_le_bytes(b.try_into().expect("8 bytes"));
+    let nodes = u32_of(take(4)?);
+    let mut all = Vec::new();
+    for _ in 0..nodes {
+        let last = u64_of(take(8)?);
+        let count = u32_of(take(4)?);
+        let mut msgs = Vec::new();
+        for _ in 0..count {
+            let len = u32_of(take(4)?) as usize;
+            msgs.push(Bytes::copy_from_slice(take(len)?));
+        }
+        let bytes = msgs.iter().map(|m| m.len() as u64).sum();
+        all.push((msgs, last, bytes));
+    }
+    Ok(all)
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let a = args()?;
+    let t = Instant::now();
+    let encoded = match &a.read {
+        Some(path) => read_batches(path)?,
+        None => encode_all(&a),
+    };
+    if let Some(path) = &a.write {
+        return write_batches(path, &encoded);
+    }
     let records: u64 = encoded.iter().map(|e| e.1).sum();
     let bytes: u64 = encoded.iter().map(|e| e.2).sum();
     eprintln!(
