@@ -26,6 +26,7 @@ use prost::Message;
 use tracing::warn;
 
 use super::acks::AckBook;
+use super::ages::Ages;
 use super::error::{io_err, SpoolError};
 use super::loss::LossTally;
 use super::segment::{Piece, Scanner, MIN_WINDOW};
@@ -85,6 +86,7 @@ pub(super) struct Indexed {
 /// What one file's pieces add up to.
 struct Walk<'t> {
     book: &'t mut AckBook,
+    ages: &'t mut Ages,
     tally: &'t mut LossTally,
     count: bool,
     records: u64,
@@ -104,6 +106,7 @@ impl Walk<'_> {
                 // else passed the CRC by chance.
                 Ok(r) if r.seq > 0 && !r.boot_id.is_empty() => {
                     self.book.note(&r.boot_id, r.seq, len);
+                    self.ages.note(&r.boot_id, r.seq, r.unix_ns);
                     self.tally.record(&r.boot_id, r.seq);
                     self.records += 1;
                     match self.runs.last_mut() {
@@ -150,6 +153,7 @@ pub(super) fn index(
     file: SegFile,
     newest: bool,
     book: &mut AckBook,
+    ages: &mut Ages,
     tally: &mut LossTally,
 ) -> Result<Indexed, SpoolError> {
     let path = seg_path(dir, file);
@@ -159,6 +163,7 @@ pub(super) fn index(
     let mut cap = usize::try_from(size).map_or(WINDOW, |s| (s + 1).min(WINDOW));
     let mut walk = Walk {
         book,
+        ages,
         tally,
         count: !file.damaged,
         records: 0,
