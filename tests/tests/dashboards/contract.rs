@@ -79,6 +79,9 @@ pub const CONTRACT: &[&str] = &[
     "boltwatch_store_filesystem_free_bytes",
     "boltwatch_remote_write_lag_seconds",
     "boltwatch_tls_certificate_expiry_timestamp_seconds",
+    // The agents' spool backlog (BoltwatchAgentSpoolBacklog, its panel).
+    "boltwatch_agent_spool_bytes",
+    "boltwatch_agent_spool_oldest_record_timestamp_seconds",
 ];
 
 /// Classic histograms of the contract: queried as `_bucket`, `_sum`, `_count`.
