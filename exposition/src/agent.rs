@@ -176,7 +176,10 @@ impl Domain for AgentMetrics {
         );
         let spool = || a.iter().filter_map(|(n, s)| Some((n.as_str(), s.spool?)));
         e.family(&SPOOL_BYTES, spool().map(|(n, p)| ([n], p.bytes)));
-        e.family(&SPOOL_OLDEST, spool().map(|(n, p)| ([n], p.oldest_seconds())));
+        e.family(
+            &SPOOL_OLDEST,
+            spool().map(|(n, p)| ([n], p.oldest_seconds())),
+        );
         e.family(
             &STAMP_REFUSED,
             a.iter().flat_map(|(n, s)| {
