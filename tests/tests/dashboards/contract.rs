@@ -75,6 +75,7 @@ pub const CONTRACT: &[&str] = &[
     "boltwatch_soak_mark_timestamp_seconds",
     "boltwatch_soak_pass",
     "boltwatch_soak_slo_pass",
+    "boltwatch_soak_slo_worst_link_info",
     // The collector watched (issue 25).
     "boltwatch_store_filesystem_free_bytes",
     "boltwatch_remote_write_lag_seconds",
