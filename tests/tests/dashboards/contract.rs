@@ -73,6 +73,8 @@ pub const CONTRACT: &[&str] = &[
     // Soak runs: workload marks as dashboard annotations, the verdict so
     // far (BoltwatchSoakFailing, the running soaks row).
     "boltwatch_soak_mark_timestamp_seconds",
+    // The `$soak` variable of the repeated running-soak row.
+    "boltwatch_soak_info",
     "boltwatch_soak_pass",
     "boltwatch_soak_slo_pass",
     "boltwatch_soak_slo_worst_link_info",
