@@ -145,6 +145,31 @@ fn fill(f: &mut File, buf: &mut Vec<u8>, cap: usize, path: &Path) -> Result<bool
     Ok(false)
 }
 
+/// Feeds `f` to `walk` through the scanner, in windows of `cap` bytes.
+fn scan_file(
+    f: &mut File,
+    mut cap: usize,
+    path: &Path,
+    walk: &mut Walk<'_>,
+) -> Result<(), SpoolError> {
+    let mut scanner = Scanner::new();
+    let mut buf = Vec::with_capacity(cap);
+    loop {
+        let eof = fill(f, &mut buf, cap, path)?;
+        let used = scanner.feed(&buf, eof, |p| walk.piece(p));
+        if eof {
+            return Ok(());
+        }
+        if used == 0 {
+            // The file grew since its size was read (no agent writes a
+            // locked spool; something else might): a full window always
+            // makes progress.
+            cap = WINDOW;
+        }
+        buf.drain(..used);
+    }
+}
+
 /// Indexes `file` into the book's last segment (the caller opened it);
 /// `newest` says it is the last file, the only one that may have a torn
 /// tail.
@@ -160,7 +185,7 @@ pub(super) fn index(
     let mut f = File::open(&path).map_err(io_err(&path))?;
     let size = f.metadata().map_err(io_err(&path))?.len();
     // The whole file plus one byte (to see its end) when it fits a window.
-    let mut cap = usize::try_from(size).map_or(WINDOW, |s| (s + 1).min(WINDOW));
+    let cap = usize::try_from(size).map_or(WINDOW, |s| (s + 1).min(WINDOW));
     let mut walk = Walk {
         book,
         ages,
@@ -170,22 +195,7 @@ pub(super) fn index(
         runs: Vec::new(),
         damage: Vec::new(),
     };
-    let mut scanner = Scanner::new();
-    let mut buf = Vec::with_capacity(cap);
-    loop {
-        let eof = fill(&mut f, &mut buf, cap, &path)?;
-        let used = scanner.feed(&buf, eof, |p| walk.piece(p));
-        if eof {
-            break;
-        }
-        if used == 0 {
-            // The file grew since its size was read (no agent writes a
-            // locked spool; something else might): a full window always
-            // makes progress.
-            cap = WINDOW;
-        }
-        buf.drain(..used);
-    }
+    scan_file(&mut f, cap, &path, &mut walk)?;
     drop(f);
     let (records, runs, damage) = (walk.records, walk.runs, walk.damage);
 
