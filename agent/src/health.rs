@@ -26,6 +26,11 @@ pub struct Health {
     pub reconnects: AtomicU64,
     /// Records waiting for the collector's ack (in the spool).
     pub queued_records: AtomicU64,
+    /// Bytes of the spool's segment files.
+    pub spool_bytes: AtomicU64,
+    /// When the oldest record waiting for the collector's ack was made,
+    /// unix ns; 0 when none waits.
+    pub spool_oldest_unacked_unix_ns: AtomicU64,
     /// Turns of the sampler's loop (it naps at most 100 ms between turns):
     /// the systemd watchdog's proof that the thread is not stuck in a read.
     pub sampler_turns: AtomicU64,

@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 
 use boltwatch_proto::v1::record::Payload;
-use boltwatch_proto::v1::Record;
+use boltwatch_proto::v1::{AgentStats, Record};
 
 use crate::domain::{Domain, Subjects};
 use crate::family::{families, labels, Exposition};
@@ -25,6 +25,8 @@ families! {
     MALFORMED = Counter("boltwatch_agent_malformed_packets_total", "", labels::NODE, "STAMP packets the agent dropped as malformed, summed over its boots.");
     DROPPED = Counter("boltwatch_agent_dropped_records_total", "", labels::NODE, "Records the agent dropped (queue or spool full), summed over its boots.");
     CLOCK_STEPS = Counter("boltwatch_agent_clock_steps_total", "", labels::NODE, "Wall-clock steps the agent saw (its correction moved faster than NTP slews), summed over its boots; durations and RTTs stay exact through them.");
+    SPOOL_BYTES = Gauge("boltwatch_agent_spool_bytes", "bytes", labels::NODE, "Bytes of the agent's spool on disk (acknowledged records included until their segment file goes), as of its newest agent_stats reading.");
+    SPOOL_OLDEST = Gauge("boltwatch_agent_spool_oldest_record_timestamp_seconds", "seconds", labels::NODE, "When the oldest record the collector has not acknowledged was made (unix seconds, up to 10 s early); the reading's own time when nothing waits, so time() minus it is the backlog's age.");
     STAMP_REFUSED = Counter("boltwatch_agent_stamp_refused_total", "", &["node", "reason"], "STAMP packets the agent's reflector refused to answer (reflected: already a reflection, a loop; own_address: from its own socket; rate_limited: over the per-source budget), summed over its boots.");
 }
 
@@ -53,11 +55,40 @@ struct BootStats {
 /// The `reason` label values of [`STAMP_REFUSED`].
 const REFUSAL_REASONS: [&str; 3] = ["reflected", "own_address", "rate_limited"];
 
+/// The spool as the newest `agent_stats` reading (by its time) tells it:
+/// the spool outlives boots, so only the latest word counts.
+#[derive(Debug, Clone, Copy, Default)]
+struct Spool {
+    unix_ns: u64,
+    bytes: u64,
+    oldest_unix_ns: u64,
+}
+
+impl Spool {
+    /// What the reading `s` made at `unix_ns` says.
+    fn of(s: &AgentStats, unix_ns: u64) -> Spool {
+        Spool {
+            unix_ns,
+            bytes: s.spool_bytes,
+            // Nothing waiting: the backlog's age is 0 at the reading.
+            oldest_unix_ns: match s.spool_oldest_unacked_unix_ns {
+                0 => unix_ns,
+                t => t.min(unix_ns),
+            },
+        }
+    }
+
+    fn oldest_seconds(&self) -> f64 {
+        self.oldest_unix_ns as f64 / 1e9
+    }
+}
+
 #[derive(Debug, Default, Clone)]
 struct AgentState {
     info: Option<AgentInfo>,
     /// Per boot id.
     stats: BTreeMap<String, BootStats>,
+    spool: Option<Spool>,
 }
 
 impl AgentState {
@@ -92,11 +123,11 @@ impl Domain for AgentMetrics {
         let Some(Payload::AgentStats(s)) = &r.payload else {
             return;
         };
-        let e = self
-            .agent(&r.node)
-            .stats
-            .entry(r.boot_id.clone())
-            .or_default();
+        let a = self.agent(&r.node);
+        if a.spool.is_none_or(|p| r.unix_ns >= p.unix_ns) {
+            a.spool = Some(Spool::of(s, r.unix_ns));
+        }
+        let e = a.stats.entry(r.boot_id.clone()).or_default();
         if r.seq >= e.seq {
             *e = BootStats {
                 seq: r.seq,
@@ -109,6 +140,13 @@ impl Domain for AgentMetrics {
                     s.stamp_refused_rate_limited,
                 ],
             };
+        }
+    }
+
+    fn forget(&mut self, node: &str) {
+        // Like every gauge of a node gone for good; the counters stay.
+        if let Some(a) = self.agents.get_mut(node) {
+            a.spool = None;
         }
     }
 
@@ -135,6 +173,12 @@ impl Domain for AgentMetrics {
             &CLOCK_STEPS,
             a.iter()
                 .map(|(n, s)| ([n.as_str()], s.total(|b| b.clock_steps))),
+        );
+        let spool = || a.iter().filter_map(|(n, s)| Some((n.as_str(), s.spool?)));
+        e.family(&SPOOL_BYTES, spool().map(|(n, p)| ([n], p.bytes)));
+        e.family(
+            &SPOOL_OLDEST,
+            spool().map(|(n, p)| ([n], p.oldest_seconds())),
         );
         e.family(
             &STAMP_REFUSED,

@@ -127,6 +127,9 @@ pub struct Vars {
     pub node: String,
     /// `$peer`.
     pub peer: String,
+    /// `$soak`: the running soak a repeated row is drawn for (each copy
+    /// of the row has one value; All is `.*`).
+    pub soak: String,
     /// The dashboard's time range, seconds (`$__range`, `$__range_s`).
     pub range_s: u64,
     /// The query step, seconds (`$__interval`).
@@ -144,7 +147,8 @@ impl Vars {
             job: any.clone(),
             instance: any.clone(),
             node: any.clone(),
-            peer: any,
+            peer: any.clone(),
+            soak: any,
             range_s,
             interval_s,
             scrape_s,
@@ -172,6 +176,7 @@ pub fn substitute(expr: &str, v: &Vars) -> String {
         ("$job", v.job.clone()),
         ("$node", v.node.clone()),
         ("$peer", v.peer.clone()),
+        ("$soak", v.soak.clone()),
     ];
     let mut out = expr.to_string();
     for (name, value) in &pairs {
@@ -190,14 +195,15 @@ mod tests {
     fn variables_are_replaced_longest_first() {
         let v = Vars {
             node: "a|b".into(),
+            soak: "s1".into(),
             ..Vars::all(3600, 15, 5)
         };
         assert_eq!(
             substitute(
-                r#"x{node=~"$node",peer=~"${peer}"}[$__rate_interval] / $__range_s + y[$__range] + z[$__interval]"#,
+                r#"x{node=~"$node",peer=~"${peer}",soak=~"$soak"}[$__rate_interval] / $__range_s + y[$__range] + z[$__interval]"#,
                 &v
             ),
-            r#"x{node=~"a|b",peer=~".*"}[20s] / 3600 + y[3600s] + z[15s]"#
+            r#"x{node=~"a|b",peer=~".*",soak=~"s1"}[20s] / 3600 + y[3600s] + z[15s]"#
         );
         assert_eq!(Vars::all(60, 2, 1).rate_interval_s(), 4);
     }

@@ -399,6 +399,8 @@ fn every_panel_shows_data_from_a_live_lab() {
         instance: instance.clone(),
         node: "n0".into(),
         peer: "n1".into(),
+        // The repeated running-soak row's copy for the test's soak.
+        soak: "panels".into(),
         ..v
     };
     for (what, pick) in [

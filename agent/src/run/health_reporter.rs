@@ -49,6 +49,8 @@ fn emit(health: &Health, sink: &Sink, process: &mut ProcessProbe) {
         stamp_refused_rate_limited: Health::get(&health.stamp_refused_rate_limited),
         unsupported_sources: crate::support::unsupported_sources(),
         clock_steps: crate::clock::clock().steps(),
+        spool_bytes: Health::get(&health.spool_bytes),
+        spool_oldest_unacked_unix_ns: Health::get(&health.spool_oldest_unacked_unix_ns),
     }));
 }
 

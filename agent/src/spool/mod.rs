@@ -8,6 +8,7 @@
 //!   keeps the scanner's resync linear (pure).
 //! - [`acks`]: the ack book, which seqs of which boot each segment holds
 //!   and what the collector acknowledged (pure).
+//! - [`ages`]: when the oldest unacknowledged record was made (pure).
 //! - [`held`]: records numbered but not yet written (pure).
 //! - [`loss`]: how many records a damaged stretch cost (pure).
 //! - `tap`: what sees each record as it is numbered (the agent's
@@ -30,6 +31,7 @@
 //! like the current boot's; the collector acknowledges per boot.
 
 pub mod acks;
+pub mod ages;
 mod cursor;
 mod error;
 pub mod held;
@@ -52,6 +54,7 @@ use tracing::{info, warn};
 
 use crate::sink::Emitted;
 use acks::AckBook;
+use ages::Ages;
 use cursor::Cursor;
 use error::io_err;
 pub use error::SpoolError;
@@ -90,6 +93,7 @@ pub struct Spool {
     boot_id: String,
     next_seq: u64,
     book: AckBook,
+    ages: Ages,
     /// Segments moved aside as damaged: their intact byte ranges.
     damaged: BTreeMap<u64, Vec<(u64, u64)>>,
     active: File,
@@ -164,11 +168,19 @@ impl Locked {
         let dir = opts.dir.clone();
         let files = recover::list(&dir)?;
         let mut book = AckBook::new();
+        let mut ages = Ages::new();
         let mut tally = LossTally::new();
         let mut damaged = BTreeMap::new();
         for (i, &file) in files.iter().enumerate() {
             book.open_segment(file.id);
-            let found = recover::index(&dir, file, i + 1 == files.len(), &mut book, &mut tally)?;
+            let found = recover::index(
+                &dir,
+                file,
+                i + 1 == files.len(),
+                &mut book,
+                &mut ages,
+                &mut tally,
+            )?;
             if found.records == 0 {
                 // Nothing deliverable: forget it rather than keep the file.
                 book.discard_last();
@@ -208,6 +220,7 @@ impl Locked {
             boot_id: boot_id.to_string(),
             next_seq: 1,
             book,
+            ages,
             damaged,
             active,
             active_id,
@@ -278,6 +291,13 @@ impl Spool {
         self.book.total_bytes()
     }
 
+    /// When the oldest record not acknowledged was made, unix ns (at most
+    /// [`ages::GRAIN_NS`] earlier than the truth); `None` when nothing
+    /// waits. Records held in memory count: they wait too.
+    pub fn oldest_unacked_unix_ns(&self) -> Option<u64> {
+        self.ages.oldest_unix_ns(|b| self.book.acked(b))
+    }
+
     /// Highest acknowledged seq of `boot`.
     pub fn acked(&self, boot: &str) -> u64 {
         self.book.acked(boot)
@@ -307,6 +327,7 @@ impl Spool {
                 payload: Some(e.payload),
             };
             self.next_seq += 1;
+            self.ages.note(&rec.boot_id, rec.seq, rec.unix_ns);
             if let Some(tap) = &self.tap {
                 tap.call(&rec);
             }
@@ -411,6 +432,8 @@ impl Spool {
                 "spool over its cap; dropped the oldest segment"
             );
             self.remove_segment(id);
+            // The lost records count as acknowledged: they wait no more.
+            self.ages.prune(|b| self.book.acked(b));
         }
     }
 
@@ -457,6 +480,7 @@ impl Spool {
             seq
         };
         self.book.ack(boot, seq);
+        self.ages.prune(|b| self.book.acked(b));
         for id in self.book.take_acked() {
             self.remove_segment(id);
         }

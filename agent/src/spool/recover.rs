@@ -26,6 +26,7 @@ use prost::Message;
 use tracing::warn;
 
 use super::acks::AckBook;
+use super::ages::Ages;
 use super::error::{io_err, SpoolError};
 use super::loss::LossTally;
 use super::segment::{Piece, Scanner, MIN_WINDOW};
@@ -85,6 +86,7 @@ pub(super) struct Indexed {
 /// What one file's pieces add up to.
 struct Walk<'t> {
     book: &'t mut AckBook,
+    ages: &'t mut Ages,
     tally: &'t mut LossTally,
     count: bool,
     records: u64,
@@ -104,6 +106,7 @@ impl Walk<'_> {
                 // else passed the CRC by chance.
                 Ok(r) if r.seq > 0 && !r.boot_id.is_empty() => {
                     self.book.note(&r.boot_id, r.seq, len);
+                    self.ages.note(&r.boot_id, r.seq, r.unix_ns);
                     self.tally.record(&r.boot_id, r.seq);
                     self.records += 1;
                     match self.runs.last_mut() {
@@ -142,36 +145,20 @@ fn fill(f: &mut File, buf: &mut Vec<u8>, cap: usize, path: &Path) -> Result<bool
     Ok(false)
 }
 
-/// Indexes `file` into the book's last segment (the caller opened it);
-/// `newest` says it is the last file, the only one that may have a torn
-/// tail.
-pub(super) fn index(
-    dir: &Path,
-    file: SegFile,
-    newest: bool,
-    book: &mut AckBook,
-    tally: &mut LossTally,
-) -> Result<Indexed, SpoolError> {
-    let path = seg_path(dir, file);
-    let mut f = File::open(&path).map_err(io_err(&path))?;
-    let size = f.metadata().map_err(io_err(&path))?.len();
-    // The whole file plus one byte (to see its end) when it fits a window.
-    let mut cap = usize::try_from(size).map_or(WINDOW, |s| (s + 1).min(WINDOW));
-    let mut walk = Walk {
-        book,
-        tally,
-        count: !file.damaged,
-        records: 0,
-        runs: Vec::new(),
-        damage: Vec::new(),
-    };
+/// Feeds `f` to `walk` through the scanner, in windows of `cap` bytes.
+fn scan_file(
+    f: &mut File,
+    mut cap: usize,
+    path: &Path,
+    walk: &mut Walk<'_>,
+) -> Result<(), SpoolError> {
     let mut scanner = Scanner::new();
     let mut buf = Vec::with_capacity(cap);
     loop {
-        let eof = fill(&mut f, &mut buf, cap, &path)?;
+        let eof = fill(f, &mut buf, cap, path)?;
         let used = scanner.feed(&buf, eof, |p| walk.piece(p));
         if eof {
-            break;
+            return Ok(());
         }
         if used == 0 {
             // The file grew since its size was read (no agent writes a
@@ -181,6 +168,34 @@ pub(super) fn index(
         }
         buf.drain(..used);
     }
+}
+
+/// Indexes `file` into the book's last segment (the caller opened it);
+/// `newest` says it is the last file, the only one that may have a torn
+/// tail.
+pub(super) fn index(
+    dir: &Path,
+    file: SegFile,
+    newest: bool,
+    book: &mut AckBook,
+    ages: &mut Ages,
+    tally: &mut LossTally,
+) -> Result<Indexed, SpoolError> {
+    let path = seg_path(dir, file);
+    let mut f = File::open(&path).map_err(io_err(&path))?;
+    let size = f.metadata().map_err(io_err(&path))?.len();
+    // The whole file plus one byte (to see its end) when it fits a window.
+    let cap = usize::try_from(size).map_or(WINDOW, |s| (s + 1).min(WINDOW));
+    let mut walk = Walk {
+        book,
+        ages,
+        tally,
+        count: !file.damaged,
+        records: 0,
+        runs: Vec::new(),
+        damage: Vec::new(),
+    };
+    scan_file(&mut f, cap, &path, &mut walk)?;
     drop(f);
     let (records, runs, damage) = (walk.records, walk.runs, walk.damage);
 

@@ -317,3 +317,25 @@ fn damage_in_a_segment_larger_than_the_read_window_is_found_everywhere() {
     let want: Vec<u64> = (1..=n).filter(|i| !hit.contains(i)).collect();
     assert_eq!(got, want);
 }
+
+#[test]
+fn the_oldest_unacked_record_is_dated_across_acks_and_restarts() {
+    const S: u64 = 1_000_000_000;
+    let d = tempfile::tempdir().unwrap();
+    let mut s = Spool::open(opts(d.path(), 1 << 30), "n", "b1").unwrap();
+    assert_eq!(s.oldest_unacked_unix_ns(), None);
+    // One record a second from t=1000 s.
+    s.append((0..60).map(|i| em((1000 + i) * S))).unwrap();
+    assert_eq!(s.oldest_unacked_unix_ns(), Some(1000 * S));
+    s.ack("b1", 30);
+    let t = s.oldest_unacked_unix_ns().unwrap();
+    assert!(t <= 1030 * S && 1030 * S - t < ages::GRAIN_NS, "{t}");
+    drop(s);
+    // The next boot finds b1's waiting records on disk and dates them.
+    let mut s = Spool::open(opts(d.path(), 1 << 30), "n", "b2").unwrap();
+    assert_eq!(s.oldest_unacked_unix_ns(), Some(1000 * S));
+    s.ack("b1", 60);
+    assert_eq!(s.oldest_unacked_unix_ns(), None);
+    // The earlier boot's segment went with its ack; the new one is empty.
+    assert_eq!(s.bytes(), 0);
+}

@@ -229,6 +229,13 @@ impl Transport {
         self.health
             .queued_records
             .store(self.queue.unacked(), Ordering::Relaxed);
+        self.health
+            .spool_bytes
+            .store(self.queue.bytes(), Ordering::Relaxed);
+        self.health.spool_oldest_unacked_unix_ns.store(
+            self.queue.oldest_unacked_unix_ns().unwrap_or(0),
+            Ordering::Relaxed,
+        );
     }
 
     /// Appends `e` and whatever else is already waiting, with one write.

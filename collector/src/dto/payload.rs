@@ -174,6 +174,9 @@ pub enum PayloadDto {
         stamp_refused_rate_limited: u64,
         unsupported_sources: Vec<String>,
         clock_steps: u64,
+        spool_bytes: u64,
+        /// 0 when nothing waited.
+        spool_oldest_unacked_unix_ns: u64,
     },
 }
 
@@ -384,6 +387,8 @@ impl From<&Payload> for PayloadDto {
                 stamp_refused_rate_limited: s.stamp_refused_rate_limited,
                 unsupported_sources: s.unsupported_sources.clone(),
                 clock_steps: s.clock_steps,
+                spool_bytes: s.spool_bytes,
+                spool_oldest_unacked_unix_ns: s.spool_oldest_unacked_unix_ns,
             },
             Payload::Path(p) => PayloadDto::Path {
                 peer: p.peer.clone(),

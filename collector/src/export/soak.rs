@@ -12,6 +12,7 @@ families! {
     ELAPSED = Gauge("boltwatch_soak_elapsed_seconds", "seconds", &["soak"], "Time since the running soak started, as of the last verdict refresh.");
     PASS = Gauge("boltwatch_soak_pass", "", &["soak"], "1 while every judged SLO line of the running soak passes.");
     SLO_PASS = Gauge("boltwatch_soak_slo_pass", "", &["soak", "slo"], "1 when the SLO line passes so far, 0 when it fails.");
+    WORST_LINK = Gauge("boltwatch_soak_slo_worst_link_info", "", &["soak", "slo", "node", "peer"], "The link (node measuring, peer measured) with the worst figure of a judged link-scoped SLO line of the running soak (rtt_worst, rtt_p99, interruptions, bandwidth_mean, error_budget): the failing link when the line fails; always 1, one series per soak and line.");
     MARK = Gauge("boltwatch_soak_mark_timestamp_seconds", "seconds", &["soak", "mark", "edge"], "Start (edge=start) and end (edge=end) of the running soak's latest workload marks, unix seconds; the dashboard's annotation query uses the value as the time.");
 }
 
@@ -63,6 +64,9 @@ pub struct LiveSoak {
     pub pass: bool,
     /// (SLO key, passes) of the judged lines.
     pub lines: Vec<(&'static str, bool)>,
+    /// (SLO key, node, peer): the link setting each judged link-scoped
+    /// line's figure.
+    pub worst_links: Vec<(&'static str, String, String)>,
     /// The latest workload marks, at most [`MARKS_SHOWN`].
     pub marks: Vec<LiveMark>,
 }
@@ -139,6 +143,14 @@ impl Domain for SoakMetrics {
                 x.lines
                     .iter()
                     .map(move |(k, p)| ([x.name.as_str(), *k], *p))
+            }),
+        );
+        e.family(
+            &WORST_LINK,
+            s.iter().flat_map(|x| {
+                x.worst_links
+                    .iter()
+                    .map(move |(k, n, p)| ([x.name.as_str(), *k, n.as_str(), p.as_str()], 1u64))
             }),
         );
         e.family(

@@ -12,6 +12,8 @@ use tokio::sync::watch;
 
 use crate::export::soak::{live_marks, LiveMark, LiveSoak};
 use crate::export::SharedMetrics;
+use crate::report::soak::worst_link::{worst_link, LINK_SCOPED};
+use crate::report::soak::Report;
 use boltwatch_store::{Db, StoreHandle};
 
 use super::{stored, Mark, Soak, SoakError};
@@ -111,9 +113,28 @@ fn live(db: &Db, s: Soak, now: u64) -> Result<LiveSoak, SoakError> {
             .iter()
             .filter_map(|l| Some((l.key, l.pass?)))
             .collect(),
+        worst_links: worst_links(&r),
         marks,
         name: s.name,
     })
+}
+
+/// The link setting each judged link-scoped line of `r`.
+fn worst_links(r: &Report) -> Vec<(&'static str, String, String)> {
+    let judged = |k: &str| {
+        r.verdict
+            .lines
+            .iter()
+            .any(|l| l.key == k && l.pass.is_some())
+    };
+    LINK_SCOPED
+        .into_iter()
+        .filter(|k| judged(k))
+        .filter_map(|k| {
+            let (node, peer) = worst_link(k, &r.links)?;
+            Some((k, node.to_string(), peer.to_string()))
+        })
+        .collect()
 }
 
 /// Each running soak's verdict so far and newest marks.

@@ -47,3 +47,41 @@ fn a_known_node_has_its_counters_at_zero_and_keeps_its_info() {
     assert_eq!(text.matches("boltwatch_agent_info{").count(), 1, "{text}");
     assert!(text.contains("boltwatch_agent_info{node=\"c\",version=\"0.1.0\""));
 }
+
+#[test]
+fn the_spool_is_what_the_newest_reading_says_whatever_the_boot() {
+    const S: u64 = 1_000_000_000;
+    let mut m = Metrics::new();
+    let spool = |bytes, oldest_s: u64| {
+        Payload::AgentStats(AgentStats {
+            spool_bytes: bytes,
+            spool_oldest_unacked_unix_ns: oldest_s * S,
+            ..Default::default()
+        })
+    };
+    let bytes = "boltwatch_agent_spool_bytes{node=\"a\"}";
+    let oldest = "boltwatch_agent_spool_oldest_record_timestamp_seconds{node=\"a\"}";
+    assert_eq!(value(&m, bytes), None);
+    m.apply_record(&rec("a", "boot1", 1, 100 * S, spool(4096, 40)));
+    assert_eq!(value(&m, bytes).as_deref(), Some("4096"));
+    assert_eq!(value(&m, oldest).as_deref(), Some("40"));
+    // A newer boot's reading wins; a replayed older one does not.
+    m.apply_record(&rec("a", "boot2", 1, 300 * S, spool(8192, 40)));
+    m.apply_record(&rec("a", "boot1", 2, 200 * S, spool(1, 1)));
+    assert_eq!(value(&m, bytes).as_deref(), Some("8192"));
+    // Nothing waiting: the reading's own time, an age of 0.
+    m.apply_record(&rec("a", "boot2", 2, 310 * S, spool(8192, 0)));
+    assert_eq!(value(&m, oldest).as_deref(), Some("310"));
+}
+
+#[test]
+fn a_node_gone_for_good_loses_its_spool_gauges() {
+    let mut m = Metrics::new();
+    let stats = Payload::AgentStats(AgentStats {
+        spool_bytes: 10,
+        ..Default::default()
+    });
+    m.apply_record(&rec("a", "boot1", 1, 1_000_000_000, stats));
+    m.forget("a");
+    assert_eq!(value(&m, "boltwatch_agent_spool_bytes{node=\"a\"}"), None);
+}

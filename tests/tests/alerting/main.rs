@@ -36,6 +36,10 @@
 //!   its nodes; a soak of the pair whose verdict is FAIL (a required line
 //!   it has no data for): `BoltwatchSoakFailing` reaches chat, never the
 //!   pager.
+//! - apart, on a stack of its own ([`missing`]): the collector restarted
+//!   on a store without a node that reported in the last hour, its agent
+//!   away: `BoltwatchAgentMissing` pages, and resolves when the agent
+//!   connects.
 //!
 //! Alertmanager runs the shipped `dashboards/alertmanager/alertmanager.yml`
 //! with only the receiver URLs replaced and its group and repeat intervals
@@ -50,6 +54,7 @@
 
 use std::path::Path;
 
+mod missing;
 mod pair;
 mod scenarios;
 mod stack;
@@ -118,6 +123,12 @@ fn alertmanager_for_test_touches_only_urls_and_intervals() {
         let url = format!("url: http://127.0.0.1:4242/{receiver}");
         assert!(test.contains(&url), "{test}");
     }
+}
+
+#[test]
+fn agent_missing_pages_on_a_store_without_the_node() {
+    let dir = tempfile::tempdir().unwrap();
+    missing::agent_missing_pages_on_a_store_without_the_node(dir.path());
 }
 
 #[test]

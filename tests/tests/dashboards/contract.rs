@@ -77,12 +77,18 @@ pub const CONTRACT: &[&str] = &[
     // Soak runs: workload marks as dashboard annotations, the verdict so
     // far (BoltwatchSoakFailing, the running soaks row).
     "boltwatch_soak_mark_timestamp_seconds",
+    // The `$soak` variable of the repeated running-soak row.
+    "boltwatch_soak_info",
     "boltwatch_soak_pass",
     "boltwatch_soak_slo_pass",
+    "boltwatch_soak_slo_worst_link_info",
     // The collector watched (issue 25).
     "boltwatch_store_filesystem_free_bytes",
     "boltwatch_remote_write_lag_seconds",
     "boltwatch_tls_certificate_expiry_timestamp_seconds",
+    // The agents' spool backlog (BoltwatchAgentSpoolBacklog, its panel).
+    "boltwatch_agent_spool_bytes",
+    "boltwatch_agent_spool_oldest_record_timestamp_seconds",
 ];
 
 /// Classic histograms of the contract: queried as `_bucket`, `_sum`, `_count`.

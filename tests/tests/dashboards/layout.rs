@@ -50,7 +50,29 @@ fn grafana_dashboard_is_well_formed() {
     );
     let order: Vec<&str> = vars.iter().filter_map(|v| v["name"].as_str()).collect();
     assert_eq!(order[0], "DS_PROMETHEUS");
-    assert_eq!(order[1..], FILTERS);
+    assert_eq!(order[1..=FILTERS.len()], FILTERS);
+    // Last, `$soak`: the running soaks of the selected collectors, which
+    // the running-soak row repeats over (one copy per soak).
+    assert_eq!(order[FILTERS.len() + 1..], ["soak"]);
+    assert_eq!(
+        var("soak")["query"]["query"],
+        "label_values(boltwatch_soak_info{cluster=~\"$cluster\",job=~\"$job\",instance=~\"$instance\"}, soak)"
+    );
+    assert_eq!(
+        (
+            var("soak")["multi"].clone(),
+            var("soak")["allValue"].clone()
+        ),
+        (true.into(), ".*".into())
+    );
+    let repeated: Vec<&serde_json::Value> = dash["panels"]
+        .as_array()
+        .expect("panels")
+        .iter()
+        .filter(|p| p["repeat"] == "soak")
+        .collect();
+    assert_eq!(repeated.len(), 1, "one row repeats over $soak");
+    assert_eq!(repeated[0]["type"], "row");
     for (k, name) in FILTERS.iter().enumerate() {
         let query = var(name)["query"]["query"].as_str().expect("a query");
         for before in &FILTERS[..k] {
@@ -138,7 +160,7 @@ fn grafana_dashboard_is_well_formed() {
     let rows = titles("row");
     let expected = [
         "Soak verdict",
-        "Running soaks",
+        "Running soak $soak",
         "Round-trip time",
         "Loss and outages",
         "Link state",

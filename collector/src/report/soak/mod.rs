@@ -71,6 +71,7 @@ mod rtt;
 pub mod shifts;
 mod thermal;
 pub mod verdict;
+pub mod worst_link;
 
 use serde::Serialize;
 
