@@ -27,6 +27,8 @@
 //!   notifications) and the `prevent_sleep` assertion, one file per OS.
 //! - [`service`]: TCP connect checks of peer services (SSH).
 //! - [`bandwidth`]: iperf3-compatible bandwidth tests.
+//! - [`rdma`]: the opt-in RDMA probe: verbs through `dlopen`, one UC queue
+//!   pair per link, its pure state machine.
 //! - [`run`]: the agent as roles (reflector, senders, link watcher, sampler,
 //!   services, bandwidth, outage tracker, path watch, power, health,
 //!   transport),
@@ -55,6 +57,7 @@ pub mod metrics;
 pub mod outage;
 pub mod platform;
 pub mod power;
+pub mod rdma;
 pub mod run;
 pub mod service;
 pub mod sink;

@@ -195,6 +195,27 @@ pub const KEYS: &[K] = &[
         },
     )
     .default("false"),
+    K::new(
+        "rdma.enabled",
+        "run the RDMA probe: one UC queue pair per link, ping-pong over verbs (docs/rdma.md)",
+        |c, v| {
+            c.rdma_enabled = v.bool()?;
+            Ok(())
+        },
+    )
+    .default("false"),
+    K::new(
+        "rdma.interval",
+        "time between RDMA pings on one link (64 B and 4 KiB alternate)",
+        |c, v| set(&mut c.rdma_interval, v.duration(Duration::from_millis(200)..=DAY)),
+    )
+    .default("1s"),
+    K::new(
+        "rdma.watchdog",
+        "longest one queue-pair state transition may take before the port is marked wedged",
+        |c, v| set(&mut c.rdma_watchdog, v.duration(Duration::from_millis(100)..=Duration::from_secs(60))),
+    )
+    .default("5s"),
     K::new("spool.dir", "durable spool (one agent per dir)", |c, v| {
         set(&mut c.spool_dir, v.path())
     })
@@ -375,6 +396,9 @@ pub(super) fn blank() -> Config {
         fabric_check_interval: Duration::ZERO,
         fabric_tcp_clock_margin: Duration::ZERO,
         fabric_expect_rdma: false,
+        rdma_enabled: false,
+        rdma_interval: Duration::ZERO,
+        rdma_watchdog: Duration::ZERO,
         bandwidth_enabled: false,
         bandwidth_listen: any,
         bandwidth_interval: Duration::ZERO,

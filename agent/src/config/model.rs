@@ -131,6 +131,12 @@ pub struct Config {
     pub fabric_tcp_clock_margin: Duration,
     /// Report `rdma_ready` even where RDMA is switched off.
     pub fabric_expect_rdma: bool,
+    /// Run the RDMA probe (`crate::rdma`); off by default.
+    pub rdma_enabled: bool,
+    /// Time between RDMA pings on one link.
+    pub rdma_interval: Duration,
+    /// Watchdog around each queue-pair state transition.
+    pub rdma_watchdog: Duration,
 }
 
 impl Default for Config {

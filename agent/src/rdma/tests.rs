@@ -1,0 +1,287 @@
+//! The probe against the fake provider: every failure issue 28 lists.
+
+use std::time::Duration;
+
+use super::fake::{self, FakePort, Shared};
+use super::frame::{self, FrameError, Kind, PAGE, SMALL};
+use super::port::Port;
+use super::probe::{Context, ErrorClass, Outcome, Phase, Probe, Settings, Skip};
+
+const TICK: Duration = Duration::from_millis(50);
+
+fn settings() -> Settings {
+    Settings {
+        interval: Duration::from_millis(500),
+        watchdog: Duration::from_secs(2),
+        pong_timeout: Duration::from_secs(1),
+        peer_dead_after: Duration::from_secs(3),
+        qp_cap: fake::QP_CAP,
+        qp_headroom: 1,
+    }
+}
+
+struct Pair {
+    w: Shared,
+    ports: (FakePort, FakePort),
+    probes: (Probe, Probe),
+    now: Duration,
+    /// The TCP side channel: each side's view of when the other last spoke.
+    heard: [Option<Duration>; 2],
+    peer_silent: [bool; 2],
+    job: [bool; 2],
+}
+
+impl Pair {
+    fn new(w: Shared) -> Self {
+        Self {
+            ports: FakePort::pair(&w),
+            w,
+            probes: (Probe::new(settings()), Probe::new(settings())),
+            now: Duration::ZERO,
+            heard: [None; 2],
+            peer_silent: [false; 2],
+            job: [false; 2],
+        }
+    }
+
+    /// Runs `n` ticks; returns each side's outcomes.
+    fn run(&mut self, n: usize) -> [Vec<Outcome>; 2] {
+        let mut out = [Vec::new(), Vec::new()];
+        for _ in 0..n {
+            self.now += TICK;
+            for side in 0..2 {
+                if !self.peer_silent[1 - side] {
+                    self.heard[side] = Some(self.now);
+                }
+            }
+            let cx = |s: usize| Context {
+                peer_heard: self.heard[s],
+                job_owns_link: self.job[s],
+            };
+            let (a, b) = (cx(0), cx(1));
+            out[0].extend(self.probes.0.tick(&mut self.ports.0, self.now, a));
+            out[1].extend(self.probes.1.tick(&mut self.ports.1, self.now, b));
+        }
+        out
+    }
+}
+
+fn rtts(o: &[Outcome]) -> Vec<usize> {
+    o.iter()
+        .filter_map(|x| match x {
+            Outcome::Rtt { size, .. } => Some(*size),
+            _ => None,
+        })
+        .collect()
+}
+
+fn errors(o: &[Outcome]) -> Vec<ErrorClass> {
+    o.iter()
+        .filter_map(|x| match x {
+            Outcome::Error(c) => Some(*c),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn frame_round_trips_both_sizes_and_a_flipped_bit_is_a_crc_mismatch() {
+    for (seq, size) in [(1, SMALL), (u64::MAX, PAGE)] {
+        let f = frame::encode(Kind::Pong, seq, size);
+        assert_eq!(f.len(), size);
+        let d = frame::decode(&f).unwrap();
+        assert_eq!((d.kind, d.seq, d.size), (Kind::Pong, seq, size));
+        let mut bad = f.clone();
+        bad[size - 10] ^= 1;
+        assert_eq!(frame::decode(&bad), Err(FrameError::Crc));
+    }
+    assert_eq!(frame::decode(&[0; 8]), Err(FrameError::Short(8)));
+}
+
+#[test]
+fn healthy_link_sets_up_once_measures_both_sizes_with_equal_frames() {
+    let mut p = Pair::new(fake::wire());
+    let out = p.run(100);
+    assert_eq!(p.probes.0.phase(), Phase::Ready);
+    let sizes = rtts(&out[0]);
+    assert!(sizes.len() >= 8, "{out:?}");
+    assert!(sizes.contains(&SMALL) && sizes.contains(&PAGE));
+    assert!(
+        errors(&out[0]).is_empty() && errors(&out[1]).is_empty(),
+        "{out:?}"
+    );
+    let w = p.w.borrow();
+    // One QP per link, set up once; every frame sent landed in a posted one.
+    assert_eq!((w.ends[0].setups, w.ends[1].setups), (1, 1));
+    assert_eq!(w.ends[0].sent, w.ends[1].delivered);
+    assert_eq!(w.ends[1].sent, w.ends[0].delivered);
+    assert_eq!(p.probes.0.frames(), (w.ends[0].sent, w.ends[0].delivered));
+}
+
+#[test]
+fn rc_queue_pairs_fail_and_the_probe_only_asks_for_uc() {
+    let w = fake::wire();
+    let (mut a, _) = FakePort::pair(&w);
+    assert!(a.create_rc_qp().is_err());
+    assert!(a.create_uc_qp().is_ok());
+}
+
+#[test]
+fn full_qp_budget_fails_set_up_and_near_full_skips_pings() {
+    let w = fake::wire();
+    w.borrow_mut().ends[0].app_qps = fake::QP_CAP;
+    let mut p = Pair::new(w.clone());
+    let out = p.run(5);
+    assert_eq!(p.probes.0.phase(), Phase::Failed(ErrorClass::PdAlloc));
+    assert_eq!(errors(&out[0]), [ErrorClass::PdAlloc]);
+
+    let w = fake::wire();
+    let mut p = Pair::new(w.clone());
+    p.run(10);
+    w.borrow_mut().ends[0].app_qps = fake::QP_CAP - 2; // 1 left with ours
+    let out = p.run(40);
+    assert!(out[0].contains(&Outcome::Skipped(Skip::QpBudget)));
+    assert!(rtts(&out[0]).is_empty());
+}
+
+#[test]
+fn job_window_skips_and_probing_resumes_after() {
+    let mut p = Pair::new(fake::wire());
+    p.run(10);
+    p.job[0] = true;
+    let out = p.run(40);
+    assert!(out[0].contains(&Outcome::Skipped(Skip::JobWindow)));
+    assert!(rtts(&out[0]).is_empty());
+    p.job[0] = false;
+    assert!(!rtts(&p.run(40)[0]).is_empty());
+}
+
+#[test]
+fn port_that_wedges_after_n_set_ups_is_marked_and_never_touched_again() {
+    let w = fake::wire();
+    w.borrow_mut().ends[0].wedge_after = Some(0);
+    let mut p = Pair::new(w.clone());
+    let out = p.run(100);
+    assert_eq!(p.probes.0.phase(), Phase::Wedged);
+    assert_eq!(errors(&out[0]), [ErrorClass::WatchdogTimeout]);
+    assert_eq!(out[0].iter().filter(|o| **o == Outcome::Wedged).count(), 1);
+    assert_eq!(w.borrow().ends[0].setups, 1, "set up once, never retried");
+    assert_eq!(w.borrow().ends[0].sent, 0);
+}
+
+#[test]
+fn rtr_errnos_classify_and_set_up_is_not_retried() {
+    for (errno, class) in [
+        (22, ErrorClass::RtrBridgeOn),
+        (60, ErrorClass::RtrGidUnreachable),
+        (16, ErrorClass::RtrStale),
+    ] {
+        let w = fake::wire();
+        w.borrow_mut().ends[0].rtr_errno = Some(errno);
+        let mut p = Pair::new(w.clone());
+        let out = p.run(50);
+        assert_eq!(errors(&out[0]), [class], "errno {errno}");
+        assert_eq!(p.probes.0.phase(), Phase::Failed(class));
+        assert_eq!(w.borrow().ends[0].setups, 1);
+    }
+}
+
+#[test]
+fn port_down_and_pd_failure_are_classified() {
+    let w = fake::wire();
+    w.borrow_mut().ends[0].active = false;
+    let mut p = Pair::new(w.clone());
+    let out = p.run(3);
+    assert_eq!(errors(&out[0]), [ErrorClass::PortDown; 3]);
+    assert_eq!(w.borrow().ends[0].setups, 0);
+    w.borrow_mut().ends[0].active = true;
+    p.run(10);
+    assert_eq!(p.probes.0.phase(), Phase::Ready);
+
+    let w = fake::wire();
+    w.borrow_mut().ends[1].pd_fails = true;
+    let mut p = Pair::new(w);
+    assert_eq!(errors(&p.run(3)[1]), [ErrorClass::PdAlloc]);
+}
+
+#[test]
+fn corrupted_payload_is_a_crc_mismatch_not_an_rtt() {
+    let w = fake::wire();
+    let mut p = Pair::new(w.clone());
+    p.run(20);
+    w.borrow_mut().corrupt_next = true;
+    let out = p.run(30);
+    let all: Vec<_> = errors(&out[0]).into_iter().chain(errors(&out[1])).collect();
+    let crc = all
+        .iter()
+        .filter(|c| **c == ErrorClass::CrcMismatch)
+        .count();
+    assert_eq!(crc, 1, "{out:?}");
+    // The refused frame is never answered: its ping is lost, not measured.
+    let lost = out
+        .iter()
+        .flatten()
+        .filter(|o| matches!(o, Outcome::Lost { .. }));
+    assert_eq!(lost.count(), 1, "{out:?}");
+}
+
+#[test]
+fn completion_without_delivery_is_a_loss_and_the_peer_sees_a_gap() {
+    let w = fake::wire();
+    let mut p = Pair::new(w.clone());
+    p.run(20);
+    // Drop side 0's next ping on the wire; its send completion still says ok.
+    w.borrow_mut().drop_next = true;
+    let mut lost = Vec::new();
+    let mut gap = Vec::new();
+    for _ in 0..20 {
+        let out = p.run(5);
+        lost.extend(
+            out[0]
+                .iter()
+                .filter(|o| matches!(o, Outcome::Lost { .. }))
+                .cloned(),
+        );
+        lost.extend(
+            out[1]
+                .iter()
+                .filter(|o| matches!(o, Outcome::Lost { .. }))
+                .cloned(),
+        );
+        gap.extend(errors(&out[0]).into_iter().chain(errors(&out[1])));
+    }
+    assert_eq!(lost.len(), 1, "{lost:?}");
+    assert!(gap.contains(&ErrorClass::SequenceGap), "{gap:?}");
+}
+
+#[test]
+fn vanished_peer_is_an_outage_with_cause_and_the_probe_goes_quiet() {
+    let w = fake::wire();
+    let mut p = Pair::new(w.clone());
+    p.run(20);
+    w.borrow_mut().cut = true;
+    p.peer_silent[1] = true;
+    let out = p.run(100);
+    assert_eq!(
+        out[0].iter().filter(|o| **o == Outcome::PeerDead).count(),
+        1
+    );
+    let sent = w.borrow().ends[0].sent;
+    p.run(100);
+    assert_eq!(w.borrow().ends[0].sent, sent, "no sends to a dead peer");
+    w.borrow_mut().cut = false;
+    p.peer_silent[1] = false;
+    let out = p.run(40);
+    assert!(out[0].contains(&Outcome::PeerBack));
+    assert!(!rtts(&out[0]).is_empty());
+}
+
+#[test]
+fn ticks_are_bounded_at_most_one_ping_per_interval() {
+    let w = fake::wire();
+    let mut p = Pair::new(w.clone());
+    p.run(200); // 10 s of ticks at 500 ms interval
+    let sent = w.borrow().ends[0].sent;
+    // pings (≤ 21) plus pongs for the peer's pings (≤ 21)
+    assert!(sent <= 42, "{sent}");
+}
