@@ -236,7 +236,9 @@ mod tests {
                         prop_assert_eq!(bound, timeout);
                     }
                 }
-                if rtts.len() >= MIN_SAMPLES && (rtts.len() - MIN_SAMPLES) % RECOMPUTE_EVERY == 0 {
+                if rtts.len() >= MIN_SAMPLES
+                    && (rtts.len() - MIN_SAMPLES).is_multiple_of(RECOMPUTE_EVERY)
+                {
                     // Just recomputed: exactly the rule over the history.
                     let start = rtts.len().saturating_sub(HISTORY);
                     let mut h = rtts[start..].to_vec();
