@@ -90,9 +90,11 @@ pub const KEYS: &[K] = &[
         },
     )
     .repeated("peer", "NAME=ADDR"),
-    K::new("probe_interval", "time between probes per peer", |c, v| {
-        set(&mut c.probe_interval, v.duration(ms(1)..=secs(60)))
-    })
+    K::new(
+        "probe_interval",
+        "time between probes per peer; `fast` is the fast profile, 10ms (100 Hz)",
+        |c, v| set(&mut c.probe_interval, parse::probe_interval(v)),
+    )
     .flag("probe-interval", "D")
     .default("100ms"),
     K::new(
@@ -102,6 +104,21 @@ pub const KEYS: &[K] = &[
     )
     .flag("probe-timeout", "D")
     .default("1s"),
+    K::new(
+        "probe_late_multiplier",
+        "a probe unanswered for this many times the link's recent p99 round trip is late; `outage_after_missing` late probes in a row open an outage",
+        |c, v| {
+            c.probe_late.multiplier = v.float(1.0..=1000.0)?;
+            Ok(())
+        },
+    )
+    .default("4"),
+    K::new(
+        "probe_late_floor",
+        "the late bound is never shorter than this (nor longer than `probe_timeout`)",
+        |c, v| set(&mut c.probe_late.floor, v.duration(ms(1)..=secs(60))),
+    )
+    .default("5ms"),
     K::new("interface", "probe through this interface", |c, v| {
         c.interface = Some(v.nonempty()?.to_string());
         Ok(())
@@ -378,6 +395,10 @@ pub(super) fn blank() -> Config {
         peers: Vec::new(),
         probe_interval: Duration::ZERO,
         probe_timeout: Duration::ZERO,
+        probe_late: crate::stamp::LateRule {
+            multiplier: 0.0,
+            floor: Duration::ZERO,
+        },
         sysfs_root: PathBuf::new(),
         counters_interval: Duration::ZERO,
         thermal_interval: Duration::ZERO,

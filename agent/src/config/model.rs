@@ -65,6 +65,9 @@ pub struct Config {
     pub probe_interval: Duration,
     /// A probe unanswered after this long is lost.
     pub probe_timeout: Duration,
+    /// When an unanswered probe is late (`probe_late_multiplier`,
+    /// `probe_late_floor`).
+    pub probe_late: crate::stamp::LateRule,
     /// Root of the sysfs tree (tests point it at a fixture).
     pub sysfs_root: PathBuf,
     /// Time between interface counter reads.

@@ -98,3 +98,15 @@ pub(super) fn url(s: &str) -> Result<String, String> {
         ))
     }
 }
+
+/// The fast probing profile's interval: 100 probes a second per peer.
+pub const FAST_PROBE_INTERVAL: std::time::Duration = std::time::Duration::from_millis(10);
+
+/// A `probe_interval`: a duration from 1 ms to 60 s, or `fast`
+/// ([`FAST_PROBE_INTERVAL`]).
+pub fn probe_interval(v: &boltwatch_common::config::Value) -> Result<std::time::Duration, String> {
+    if v.str().is_ok_and(|s| s.trim() == "fast") {
+        return Ok(FAST_PROBE_INTERVAL);
+    }
+    v.duration(std::time::Duration::from_millis(1)..=std::time::Duration::from_secs(60))
+}

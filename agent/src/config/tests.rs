@@ -84,7 +84,7 @@ fn errors_name_file_line_and_key() {
     let cases = [
         // A duration that is not one.
         (
-            "node = \"a\"\n\nprobe_interval = \"fast\"\n",
+            "node = \"a\"\n\nprobe_interval = \"quick\"\n",
             "agent.toml:3: key `probe_interval`",
         ),
         // A misspelt key.
@@ -423,4 +423,22 @@ fn bad_scoped_addresses_name_file_key_and_line() {
         .unwrap_err()
         .to_string();
     assert!(e.starts_with("command line: flag `--peer`"), "{e}");
+}
+
+#[test]
+fn fast_profile_and_late_bound_keys() {
+    let c = parse("").unwrap();
+    assert_eq!(c.probe_interval, Duration::from_millis(100));
+    assert_eq!(c.probe_late, crate::stamp::LateRule::default());
+    let c = parse("probe_interval = \"fast\"\n").unwrap();
+    assert_eq!(c.probe_interval, Duration::from_millis(10));
+    let c = with_flags("", &[("probe-interval", "fast")]).unwrap();
+    assert_eq!(c.probe_interval, Duration::from_millis(10));
+    let c = parse("probe_late_multiplier = 8\nprobe_late_floor = \"2ms\"\n").unwrap();
+    assert_eq!(c.probe_late.multiplier, 8.0);
+    assert_eq!(c.probe_late.floor, Duration::from_millis(2));
+    let e = err("probe_late_multiplier = 0.5\n");
+    assert!(e.contains("key `probe_late_multiplier`"), "{e}");
+    let e = err("probe_late_floor = \"0ms\"\n");
+    assert!(e.contains("key `probe_late_floor`"), "{e}");
 }

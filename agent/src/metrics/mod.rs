@@ -17,6 +17,7 @@
 //!
 //! [`server`] is the HTTP edge; everything else here is pure.
 
+pub mod late;
 pub mod server;
 
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -33,13 +34,19 @@ families! {
 
 /// Every family the agent's `/metrics` declares, in exposition order.
 pub fn families() -> Vec<Family> {
-    [&RecordMetrics::families(), FAMILIES, process::FAMILIES].concat()
+    [
+        &RecordMetrics::families(),
+        FAMILIES,
+        late::FAMILIES,
+        process::FAMILIES,
+    ]
+    .concat()
 }
 
 /// The node's series, shared by the spool's tap (writes) and the server
-/// (reads).
+/// (reads), and the senders' late-reply counters.
 #[derive(Debug, Clone, Default)]
-pub struct NodeMetrics(Arc<Mutex<RecordMetrics>>);
+pub struct NodeMetrics(Arc<Mutex<RecordMetrics>>, late::LateReplies);
 
 impl NodeMetrics {
     /// The series of the agent `hello` describes: its info and the
@@ -54,7 +61,17 @@ impl NodeMetrics {
         m.on_node(&hello.node, Some(info));
         m.on_hello_interfaces(&hello.node, &hello.interfaces);
         m.on_hello_links(hello);
-        NodeMetrics(Arc::new(Mutex::new(m)))
+        NodeMetrics(Arc::new(Mutex::new(m)), late::LateReplies::default())
+    }
+
+    /// These metrics with the senders' late-reply counters.
+    pub fn with_late_replies(self, late: late::LateReplies) -> NodeMetrics {
+        NodeMetrics(self.0, late)
+    }
+
+    /// The senders' late-reply counters.
+    pub fn late_replies(&self) -> &late::LateReplies {
+        &self.1
     }
 
     fn lock(&self) -> MutexGuard<'_, RecordMetrics> {
@@ -79,12 +96,18 @@ impl NodeMetrics {
     }
 }
 
-/// The text exposition of `records` with this build's info and the
-/// process figures (`None`: no procfs, the families stay empty).
-pub fn render(records: &RecordMetrics, process: Option<ProcessStats>) -> String {
+/// The text exposition of `records` with this build's info, the late
+/// replies and the process figures (`None`: no procfs, the families stay
+/// empty).
+pub fn render(
+    records: &RecordMetrics,
+    late: &late::LateReplies,
+    process: Option<ProcessStats>,
+) -> String {
     let mut e = Exposition::new();
     records.render_into(&mut e);
     e.family(&BUILD_INFO, [([env!("CARGO_PKG_VERSION")], 1u64)]);
+    late.render_into(&mut e);
     let mut p = ProcessMetrics::default();
     p.set(process);
     p.render(&mut e, &Subjects::default());

@@ -122,8 +122,9 @@ async fn respond(req: Request<Incoming>, metrics: NodeMetrics) -> Response<Full<
     // Copy under the lock, render outside it: the spool's tap needs the
     // lock for every record.
     let snapshot = metrics.snapshot();
+    let late = metrics.late_replies().clone();
     let rendered = tokio::task::spawn_blocking(move || {
-        let text = super::render(&snapshot, process::read_self());
+        let text = super::render(&snapshot, &late, process::read_self());
         if accepts_gzip {
             gzip::compress(text.as_bytes())
         } else {

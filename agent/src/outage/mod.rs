@@ -22,13 +22,20 @@
 //!   proves the path works, so it also counts as the carrier's return when
 //!   the kernel's carrier-up notification lags behind the traffic.
 //! - A probe-loss outage starts when `k` consecutive probes, sent while the
-//!   carrier was up, were lost (unanswered at the probe timeout); its start
-//!   is the send time of the first of them. It ends when the first probe
-//!   after them is answered. A probe answered late but within the timeout
-//!   is not lost: a reflector or sender starved of CPU for a few probe
-//!   intervals is latency, not an outage. Probe fates are taken in
-//!   sequence order (`order`), so an outage is known a timeout after its
-//!   k-th probe was sent, and its times are still those of the probes.
+//!   carrier was up, went missing: unanswered at the late bound (several
+//!   times the link's recent p99 round trip, [`crate::stamp::late`]), or
+//!   at the probe timeout if no bound is known yet; its start is the send
+//!   time of the first of them. It ends when the first probe after them is
+//!   answered. Probe fates are taken in sequence order (`order`), so an
+//!   outage is known a late bound after its k-th probe was sent, and its
+//!   times are still those of the probes.
+//! - A reply that comes after its probe was called late is an answer, not
+//!   a loss: it proves the path carried that probe. It ends an open outage
+//!   it was sent in (a latency spike then shows as an outage up to the
+//!   reply, never longer), and breaks the run of missing probes it belongs
+//!   to, from its start: probes after it that stay unanswered start a new
+//!   run. A late reply to a probe sent before the outage, or before a
+//!   carrier drop that has not ended, ends nothing.
 //! - Probes sent while the carrier was down neither count towards nor break
 //!   a run of missing probes: their loss is already explained. So a
 //!   carrier-down notification that arrives late, stamped at or before the
@@ -186,9 +193,47 @@ impl OutageTracker {
     }
 
     /// Probe `seq`, sent at `sent_unix_ns`, was still unanswered at its
-    /// timeout: lost.
+    /// late bound or its timeout: missing. Only the first of the two counts.
     pub fn on_probe_missing(&mut self, seq: u64, sent_unix_ns: u64, _now: u64) -> Vec<Outage> {
         self.settle(seq, Fate::Lost { sent: sent_unix_ns })
+    }
+
+    /// Probe `seq`, sent at `sent_unix_ns` and already called missing
+    /// (late), was answered at `now` after all.
+    pub fn on_probe_late_reply(&mut self, seq: u64, sent_unix_ns: u64, now: u64) -> Vec<Outage> {
+        if !self.fates.released(seq as u32) {
+            // Its lateness is still held behind an earlier probe: the
+            // answer takes its place in sequence order.
+            return self.on_probe_reply(seq, sent_unix_ns, now);
+        }
+        self.carrier_reply(sent_unix_ns);
+        self.answered_late(sent_unix_ns, now)
+    }
+
+    /// A late answer to a probe whose missing fate was already counted.
+    fn answered_late(&mut self, sent_unix_ns: u64, at: u64) -> Vec<Outage> {
+        if self
+            .carrier_down_at
+            .is_some_and(|down| sent_unix_ns <= down)
+        {
+            return Vec::new();
+        }
+        match self.open {
+            Some(open) if sent_unix_ns >= open.start => {
+                self.open = None;
+                self.run = None;
+                vec![self.record(&open, Some(at))]
+            }
+            Some(_) => Vec::new(),
+            None => {
+                // The path carried this probe: the run it was counted in is
+                // no run of missing probes.
+                if self.run.is_some_and(|r| sent_unix_ns >= r.first_sent) {
+                    self.run = None;
+                }
+                Vec::new()
+            }
+        }
     }
 
     /// A reply at once, out of order: it proves the path works, so it
@@ -486,13 +531,20 @@ impl OutageTrackers {
                         seq,
                         sent_unix_ns,
                         received_unix_ns,
+                        late,
                         ..
-                    } => t.on_probe_reply(
-                        u64::from(seq),
-                        sent_unix_ns,
-                        received_unix_ns.clamp(sent_unix_ns, now.max(sent_unix_ns)),
-                    ),
-                    ProbeEvent::Lost { seq, sent_unix_ns } => {
+                    } => {
+                        let at = received_unix_ns.clamp(sent_unix_ns, now.max(sent_unix_ns));
+                        if late {
+                            t.on_probe_late_reply(u64::from(seq), sent_unix_ns, at)
+                        } else {
+                            t.on_probe_reply(u64::from(seq), sent_unix_ns, at)
+                        }
+                    }
+                    // Late and then lost: the loss is news of a fate
+                    // already counted, and `order` drops it.
+                    ProbeEvent::Late { seq, sent_unix_ns }
+                    | ProbeEvent::Lost { seq, sent_unix_ns } => {
                         t.on_probe_missing(u64::from(seq), sent_unix_ns, now)
                     }
                 }

@@ -14,7 +14,8 @@ use std::collections::HashMap;
 pub(super) enum Fate {
     /// Answered within the timeout; `at` is when the answer arrived.
     Answered { sent: u64, at: u64 },
-    /// Unanswered at the timeout.
+    /// Missing: unanswered at the late bound (or at the timeout, if that
+    /// came first).
     Lost { sent: u64 },
 }
 
@@ -33,6 +34,13 @@ pub(super) struct InOrder {
 }
 
 impl InOrder {
+    /// True when `seq`'s fate was already released (or `seq` is older than
+    /// the first one seen): news of it now would be dropped.
+    pub(super) fn released(&self, seq: u32) -> bool {
+        self.next
+            .is_some_and(|next| (seq.wrapping_sub(next) as i32) < 0)
+    }
+
     /// Takes `seq`'s fate and returns every fate now releasable, in order.
     /// A fate for a sequence number already released (or older than the
     /// first one seen) is dropped.
@@ -87,6 +95,7 @@ mod tests {
         // Late news of something already released is dropped.
         assert!(o.push(2, lost(2)).is_empty());
         assert_eq!(o.push(4, lost(4)), vec![lost(4)]);
+        assert!(o.released(4) && o.released(0) && !o.released(5) && !o.released(9));
     }
 
     #[test]

@@ -62,6 +62,7 @@ fn a_member_losing_carrier_is_an_outage_of_the_peer_behind_it_only() {
             sent_unix_ns: down + MS,
             received_unix_ns: down + 2 * MS,
             rtt_ns: MS,
+            late: false,
         },
     };
     assert!(all.apply(reply, down + 2 * MS).is_empty());
@@ -76,6 +77,7 @@ fn a_member_losing_carrier_is_an_outage_of_the_peer_behind_it_only() {
             sent_unix_ns: down + 600 * MS,
             received_unix_ns: down + 601 * MS,
             rtt_ns: MS,
+            late: false,
         },
     };
     let out = all.apply(reply, down + 601 * MS);

@@ -335,6 +335,7 @@ fn inputs_reach_the_peer_they_name() {
             sent_unix_ns: sent(2),
             received_unix_ns: sent(2) + 40_000,
             rtt_ns: 1,
+            late: false,
         },
     };
     // The outage ends when the reply arrived, not when the tracker read it
@@ -410,4 +411,136 @@ fn late_replies_within_the_timeout_are_no_outage() {
             .is_empty());
     }
     assert!(!l.in_outage());
+}
+
+#[test]
+fn k_late_probes_open_an_outage_backdated_and_a_late_reply_to_them_ends_it() {
+    let mut l = tracker();
+    assert!(l.on_probe_reply(0, sent(0), sent(0) + 50_000).is_empty());
+    // Probes 1-3 pass their late bound unanswered: an outage from probe 1.
+    assert!(l.on_probe_missing(1, sent(1), sent(1) + 5 * MS).is_empty());
+    assert!(l.on_probe_missing(2, sent(2), sent(2) + 5 * MS).is_empty());
+    let start = l.on_probe_missing(3, sent(3), sent(3) + 5 * MS);
+    assert_eq!(start.len(), 1);
+    assert_eq!(start[0].start_unix_ns, sent(1));
+    assert_eq!(cause(&start[0]), OutageCause::ProbeLoss);
+    // Their losses at the timeout are news of fates already counted.
+    assert!(l.on_probe_missing(1, sent(1), sent(100)).is_empty());
+    // A late reply to probe 2 (sent inside the outage) ends it when it came.
+    let end = l.on_probe_late_reply(2, sent(2), sent(4));
+    assert_eq!(end.len(), 1);
+    assert_eq!(end[0].outage_id, start[0].outage_id);
+    assert_eq!(end[0].end_unix_ns, Some(sent(4)));
+    // The late replies of 1 and 3 after it close nothing more.
+    assert!(l.on_probe_late_reply(3, sent(3), sent(4) + 1).is_empty());
+    assert!(l.on_probe_late_reply(1, sent(1), sent(4) + 2).is_empty());
+    assert!(!l.in_outage());
+}
+
+#[test]
+fn a_late_reply_breaks_the_run_it_was_counted_in() {
+    let mut l = tracker();
+    assert!(l.on_probe_missing(1, sent(1), 0).is_empty());
+    assert!(l.on_probe_missing(2, sent(2), 0).is_empty());
+    // Probe 2 did get through: 1 and 2 are no run any more.
+    assert!(l.on_probe_late_reply(2, sent(2), sent(3)).is_empty());
+    assert!(l.on_probe_missing(3, sent(3), 0).is_empty());
+    assert!(l.on_probe_missing(4, sent(4), 0).is_empty());
+    assert!(!l.in_outage(), "1 and 2 no longer count");
+    let start = l.on_probe_missing(5, sent(5), 0);
+    assert_eq!(start.len(), 1);
+    assert_eq!(start[0].start_unix_ns, sent(3));
+}
+
+#[test]
+fn a_late_reply_to_a_probe_before_the_outage_or_the_drop_ends_nothing() {
+    let mut l = tracker();
+    assert!(l.on_probe_missing(1, sent(1), 0).is_empty());
+    for seq in 2..5 {
+        l.on_probe_missing(seq, sent(seq), 0);
+    }
+    assert!(l.in_outage());
+    // An outage from probe 2: 1's run was broken by nothing, so it started
+    // at 1; a reply to a probe before 1 (0, never reported) ends nothing.
+    assert!(l.on_probe_late_reply(0, sent(0), sent(5)).is_empty());
+    assert!(l.in_outage());
+    // A carrier drop: a late reply to a probe sent before it is stale.
+    let mut l = tracker();
+    l.on_probe_missing(1, sent(1), 0);
+    let down = sent(1) + MS;
+    assert_eq!(l.on_carrier("tb0", false, down).len(), 1);
+    assert!(l.on_probe_late_reply(1, sent(1), sent(3)).is_empty());
+    assert!(l.in_outage());
+}
+
+#[test]
+fn a_late_reply_held_behind_an_earlier_fate_counts_as_an_answer() {
+    let mut l = tracker();
+    assert!(l.on_probe_reply(0, sent(0), sent(0) + 1).is_empty());
+    // 2 is late and answered before 1's fate is known.
+    assert!(l.on_probe_missing(2, sent(2), 0).is_empty());
+    assert!(l.on_probe_late_reply(2, sent(2), sent(3)).is_empty());
+    assert!(l.on_probe_missing(1, sent(1), 0).is_empty());
+    assert!(l.on_probe_missing(3, sent(3), 0).is_empty());
+    assert!(l.on_probe_missing(4, sent(4), 0).is_empty());
+    assert!(!l.in_outage(), "2 answered breaks 1 from 3 and 4");
+}
+
+/// Seeded: a path that always answers, however late, opens outages only
+/// where `k` probes in a row were called late before any of them was
+/// answered, and every outage it opens is ended by a reply (none stays
+/// open, none ends before it starts).
+#[test]
+fn prop_late_answers_close_every_outage_they_open() {
+    use proptest::prelude::*;
+    use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+    let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &[27; 32]);
+    let mut runner = TestRunner::new_with_rng(
+        Config {
+            cases: 256,
+            failure_persistence: None,
+            ..Config::default()
+        },
+        rng,
+    );
+    // Per probe: answered on time, or late and answered after `d` probes.
+    let strategy = prop::collection::vec(prop::option::of(1u64..8), 1..200);
+    runner
+        .run(&strategy, |fates| {
+            let mut l = tracker();
+            let mut events: Vec<(u64, u8, u64)> = Vec::new();
+            for (i, f) in fates.iter().enumerate() {
+                let seq = i as u64;
+                match f {
+                    None => events.push((sent(seq) + 100_000, 0, seq)),
+                    Some(d) => {
+                        events.push((sent(seq) + 5 * MS, 1, seq));
+                        events.push((sent(seq + d) + 7 * MS, 2, seq));
+                    }
+                }
+            }
+            events.sort();
+            let mut open: Option<Outage> = None;
+            for (at, kind, seq) in events {
+                let out = match kind {
+                    0 => l.on_probe_reply(seq, sent(seq), at),
+                    1 => l.on_probe_missing(seq, sent(seq), at),
+                    _ => l.on_probe_late_reply(seq, sent(seq), at),
+                };
+                for o in out {
+                    match (&open, o.end_unix_ns) {
+                        (None, None) => open = Some(o),
+                        (Some(s), Some(end)) => {
+                            prop_assert_eq!(s.outage_id, o.outage_id);
+                            prop_assert!(end >= o.start_unix_ns);
+                            open = None;
+                        }
+                        _ => prop_assert!(false, "unpaired record {:?}", o),
+                    }
+                }
+            }
+            prop_assert!(open.is_none(), "an answered path left {:?} open", open);
+            Ok(())
+        })
+        .unwrap();
 }

@@ -9,11 +9,17 @@ use tracing::info;
 
 use super::crew::Crew;
 use crate::error::Error;
+use crate::metrics::late::LateReplies;
 use crate::metrics::{server, NodeMetrics};
 use crate::spool::Tap;
 
 /// Starts serving; the returned tap goes on the spool once it is recovered.
-pub(super) fn start(crew: &mut Crew, listener: TcpListener, hello: &Hello) -> Result<Tap, Error> {
+pub(super) fn start(
+    crew: &mut Crew,
+    listener: TcpListener,
+    hello: &Hello,
+    late: LateReplies,
+) -> Result<Tap, Error> {
     let spawn_err = |source| Error::Spawn {
         what: "the metrics server".into(),
         source,
@@ -21,7 +27,7 @@ pub(super) fn start(crew: &mut Crew, listener: TcpListener, hello: &Hello) -> Re
     listener.set_nonblocking(true).map_err(spawn_err)?;
     let addr = listener.local_addr().ok();
     let listener = tokio::net::TcpListener::from_std(listener).map_err(spawn_err)?;
-    let metrics = NodeMetrics::new(hello);
+    let metrics = NodeMetrics::new(hello).with_late_replies(late);
     let tap = metrics.tap();
     crew.task(server::serve(listener, metrics, server::Limits::default()));
     info!(addr = ?addr, "serving this node's /metrics");

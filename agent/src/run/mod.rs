@@ -62,6 +62,7 @@ use tracing::{info, warn};
 use crate::config::Config;
 use crate::error::Error;
 use crate::health::Health;
+use crate::metrics::late::LateReplies;
 use crate::spool::Spool;
 use crew::Crew;
 use topology::Topology;
@@ -208,7 +209,8 @@ impl Agent {
         reflector::start(&mut crew, listeners.stamp)?;
         let outage = outage_tracker::start(&crew, &config, &topology)?;
         let load = bandwidth::load_board(&config);
-        senders::start(&mut crew, &config, &topology, &load, &outage)?;
+        let late = LateReplies::new(&config.node, topology.peers.iter().map(|p| p.name.clone()));
+        senders::start(&mut crew, &config, &topology, &load, &outage, &late)?;
         link_watcher::start(&mut crew, &config, &topology, &outage);
         sampler::start(&mut crew, &config, &topology)?;
         services::start(&mut crew, &config, &outage);
@@ -220,7 +222,7 @@ impl Agent {
         health_reporter::start(&mut crew);
         let hello = topology.hello(&config, &boot_id);
         let tap = match listeners.metrics {
-            Some(l) => Some(metrics_server::start(&mut crew, l, &hello)?),
+            Some(l) => Some(metrics_server::start(&mut crew, l, &hello, late)?),
             None => None,
         };
         info!(node = %config.node, boot_id = %boot_id, reflector = ?reflector_addr,

@@ -10,6 +10,7 @@ use boltwatch_proto::v1::Peer;
 
 use crate::config::{Config, PeerConfig};
 use crate::error::Error;
+use crate::metrics::late::LateReplies;
 use crate::stamp::{self, SenderOptions, Target};
 
 pub(super) fn start(
@@ -18,12 +19,15 @@ pub(super) fn start(
     topology: &Topology,
     load: &LoadBoard,
     outage: &Tracker,
+    late: &LateReplies,
 ) -> Result<(), Error> {
     for (i, (peer, cfg)) in topology.peers.iter().zip(&config.peers).enumerate() {
         let target = target(peer, cfg, config, "STAMP sender")?;
         let opts = SenderOptions {
             observer: Some(outage.probes(i)),
             load: load.tag(&peer.name),
+            late: config.probe_late,
+            late_replies: late.counter(i),
             ..SenderOptions::every(config.probe_interval, config.probe_timeout)
         };
         let spawned = stamp::spawn_sender(

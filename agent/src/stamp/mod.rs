@@ -6,6 +6,8 @@
 //! - [`packet`]: wire format and NTP timestamps; pure.
 //! - [`probe`]: the in-flight probe table: matching replies, duplicates,
 //!   late and foreign answers, overdue and lost probes; pure.
+//! - [`late`]: the bound past which an unanswered probe is late, from the
+//!   link's own recent round trips; pure.
 //! - [`window`]: per-second accounting of probes into `RttSummary`; pure.
 //! - [`stats`]: a window's RTT samples finished into exact min, mean, max,
 //!   percentiles and a histogram; pure (used by `window` and `ping`).
@@ -33,6 +35,7 @@
 
 use std::net::SocketAddr;
 
+pub mod late;
 pub mod packet;
 pub mod ping;
 pub mod pmtu;
@@ -52,6 +55,7 @@ crate::platform::os_module!(pub(crate) mod imp {
     other: "timestamp_unsupported.rs"
 });
 
+pub use late::LateRule;
 pub use packet::{DecodeError, DEFAULT_PORT, PACKET_LEN};
 pub use reflector::{spawn_reflector, ReflectorOptions};
 pub use sender::{spawn_sender, ProbeEvent, SenderOptions};

@@ -130,6 +130,8 @@ pub fn ping(
         &target,
         opts.interval,
         opts.timeout,
+        // Ping waits for the timeout whatever it calls late.
+        super::late::LateRule::default(),
         Arc::new(Health::default()),
         opts.kernel_tx,
     )?;

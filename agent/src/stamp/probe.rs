@@ -27,6 +27,8 @@ pub enum Verdict {
         rtt_ns: Option<u64>,
         /// t1 was the kernel's TX timestamp rather than a userspace read.
         kernel_tx: bool,
+        /// The probe had been called overdue (late) before this answer.
+        late: bool,
     },
     /// A further answer to a probe already answered.
     Duplicate {
@@ -107,6 +109,13 @@ impl ProbeTable {
         }
     }
 
+    /// From now on probes, those in flight included, become overdue after
+    /// `overdue_after` (at most the timeout): the late bound moves with the
+    /// link ([`super::late`]). One already called overdue stays so.
+    pub fn set_overdue_after(&mut self, overdue_after: Duration) {
+        self.overdue_after = overdue_after.min(self.timeout);
+    }
+
     /// Records probe `seq` sent at `t1` (`sent_at` on the monotonic clock)
     /// under clock-step generation `generation`.
     pub fn sent(
@@ -183,6 +192,7 @@ impl ProbeTable {
                 sent_unix_ns: p.sent_unix_ns,
                 rtt_ns,
                 kernel_tx: p.kernel_t1.is_some(),
+                late: p.overdue_fired,
             };
         }
         match self.settled.get(&seq) {
@@ -309,6 +319,7 @@ mod tests {
                 sent_unix_ns: T0,
                 rtt_ns: Some(50_000),
                 kernel_tx: false,
+                late: false,
             }
         );
         assert_eq!(t.in_flight(), 0);
@@ -374,6 +385,7 @@ mod tests {
                 sent_unix_ns: T0,
                 rtt_ns: Some(46_000),
                 kernel_tx: true,
+                late: false,
             }
         );
         let v = t.reply(&reply(1, T0, T0, T0), T0 + 75_000, None);
@@ -440,6 +452,32 @@ mod tests {
             v,
             Verdict::Reply {
                 rtt_ns: Some(50_000_000),
+                late: true,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn a_moved_bound_applies_to_probes_in_flight() {
+        let now = Instant::now();
+        let mut t = table_with(&[(0, T0), (1, T0 + 1)], now);
+        let mut out = Vec::new();
+        t.set_overdue_after(3 * MS);
+        assert_eq!(t.next_deadline(), Some(now + 3 * MS));
+        t.expire(now + 3 * MS, &mut out);
+        assert_eq!(out.len(), 2, "{out:?}");
+        // Past the timeout it is clamped: late always comes before lost.
+        t.set_overdue_after(Duration::from_secs(5));
+        assert_eq!(t.overdue_after, 100 * MS);
+        // Called late, then answered in time: a reply, marked late.
+        let v = t.reply(&reply(1, T0 + 1, T0, T0), T0 + 4_000_000, None);
+        assert!(matches!(
+            v,
+            Verdict::Reply {
+                seq: 1,
+                late: true,
+                rtt_ns: Some(_),
                 ..
             }
         ));
@@ -494,6 +532,7 @@ mod tests {
                 sent_unix_ns: T0,
                 rtt_ns: None,
                 kernel_tx: false,
+                late: false,
             }
         );
         let mut t = table_with(&[(0, T0)], now);

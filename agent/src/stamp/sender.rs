@@ -5,6 +5,7 @@
 //! that overlap a bandwidth test are tagged `under_load`.
 
 use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -16,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, info};
 
 use super::imp;
+use super::late::LateRule;
 use super::session::{Outcome, Session};
 use super::target::Target;
 use super::window::RttWindows;
@@ -33,7 +35,11 @@ pub struct SenderOptions {
     pub interval: Duration,
     /// A probe unanswered after this long is lost.
     pub timeout: Duration,
-    /// Told every probe's fate (answered, overdue).
+    /// When an unanswered probe is late ([`super::late`]).
+    pub late: LateRule,
+    /// Counts replies that came after their probe was called late.
+    pub late_replies: Option<Arc<AtomicU64>>,
+    /// Told every probe's fate (answered, late, lost).
     pub observer: Option<Observer<ProbeEvent>>,
     /// The peer's load marks: windows overlapping a bandwidth test are
     /// tagged `under_load`.
@@ -47,6 +53,8 @@ impl SenderOptions {
         SenderOptions {
             interval,
             timeout,
+            late: LateRule::default(),
+            late_replies: None,
             observer: None,
             load: None,
         }
@@ -75,10 +83,21 @@ pub enum ProbeEvent {
         received_unix_ns: u64,
         /// `(t4 - t1) - (t3 - t2)`.
         rtt_ns: u64,
+        /// It came after the probe was reported [`ProbeEvent::Late`]: an
+        /// answer all the same (its RTT counts), not a loss.
+        late: bool,
     },
-    /// Unanswered at the timeout. Reported only then, not when merely
-    /// late: a reply that comes within the timeout is an answer, however
-    /// starved the reflector or this thread was meanwhile.
+    /// Unanswered at the late bound ([`super::late`]): several times the
+    /// link's recent p99 round trip, well before the timeout. Followed by
+    /// a `Reply` (`late: true`) or a `Lost`.
+    Late {
+        /// Sequence number.
+        seq: u32,
+        /// t1, on the timeline.
+        sent_unix_ns: u64,
+    },
+    /// Unanswered at the timeout: a reply that comes within the timeout is
+    /// an answer, however starved the reflector or this thread was.
     Lost {
         /// Sequence number.
         seq: u32,
@@ -99,7 +118,14 @@ pub fn spawn_sender(
     stop: CancellationToken,
 ) -> io::Result<JoinHandle<()>> {
     let windows_closed = health.clone();
-    let mut session = Session::open(&target, opts.interval, opts.timeout, health, true)?;
+    let mut session = Session::open(
+        &target,
+        opts.interval,
+        opts.timeout,
+        opts.late,
+        health,
+        true,
+    )?;
     let splay_ns = rand::rng().random_range(0..opts.interval.as_nanos().max(1) as u64);
     let first = Instant::now() + Duration::from_nanos(splay_ns);
     std::thread::Builder::new()
@@ -125,11 +151,14 @@ pub fn spawn_sender(
             );
             let mut observer = opts.observer;
             session.run(first, None, &stop, &mut |o| {
+                if let (Outcome::Reply { late: true, .. }, Some(n)) = (o, &opts.late_replies) {
+                    n.fetch_add(1, Ordering::Relaxed);
+                }
                 let closed = record(&mut windows, &mut observer, &sink, opts.load.as_ref(), o);
                 // What the systemd watchdog checks (see boltwatch_common::notify).
                 windows_closed
                     .probe_windows
-                    .fetch_add(closed, std::sync::atomic::Ordering::Relaxed);
+                    .fetch_add(closed, Ordering::Relaxed);
             });
             let open = windows.open_windows();
             info!(peer = %target.peer, open_windows = open, "STAMP session-sender stopped");
@@ -157,6 +186,7 @@ fn record(
             received_unix_ns,
             rtt_ns,
             kernel_rx,
+            late,
             ..
         } => {
             windows.received(sent_unix_ns, rtt_ns, kernel_rx);
@@ -165,6 +195,7 @@ fn record(
                 sent_unix_ns,
                 received_unix_ns,
                 rtt_ns: rtt_ns.unwrap_or(0),
+                late,
             })
         }
         Outcome::Duplicate { sent_unix_ns, .. } => {
@@ -173,8 +204,9 @@ fn record(
             }
             None
         }
-        // Late is not lost (see `ProbeEvent::Lost`).
-        Outcome::Overdue { .. } => None,
+        // Late is not lost: the windows wait for the timeout; the outage
+        // tracker hears of it now.
+        Outcome::Overdue { seq, sent_unix_ns } => Some(ProbeEvent::Late { seq, sent_unix_ns }),
         Outcome::Lost { seq, sent_unix_ns } => {
             windows.lost(sent_unix_ns);
             Some(ProbeEvent::Lost { seq, sent_unix_ns })

@@ -29,6 +29,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, trace};
 
 use super::imp;
+use super::late::{LateBound, LateRule};
 use super::packet::{ErrorEstimate, NtpTimestamp, ReflectorPacket, SenderPacket, PACKET_LEN};
 use super::probe::{Expiry, ProbeTable, Verdict};
 use super::target::Target;
@@ -61,10 +62,12 @@ pub(crate) enum Outcome {
         rtt_ns: Option<u64>,
         kernel_rx: bool,
         kernel_tx: bool,
+        /// Answered after being called late ([`Outcome::Overdue`]).
+        late: bool,
     },
     /// Another answer to an answered probe.
     Duplicate { seq: u32, sent_unix_ns: u64 },
-    /// Unanswered after the overdue period.
+    /// Unanswered at the late bound ([`super::late`]): late, not yet lost.
     Overdue { seq: u32, sent_unix_ns: u64 },
     /// Unanswered at the timeout.
     Lost { seq: u32, sent_unix_ns: u64 },
@@ -78,6 +81,8 @@ pub(crate) struct Session {
     peer: SocketAddr,
     interval: Duration,
     table: ProbeTable,
+    /// When an unanswered probe is late, from this link's round trips.
+    late: LateBound,
     health: Arc<Health>,
     seq: u32,
     rx: Vec<u8>,
@@ -99,12 +104,14 @@ const MAX_TX_PENDING: usize = 1024;
 impl Session {
     /// Binds an ephemeral local port of the peer's family, optionally to a
     /// device, with kernel RX timestamps on, and kernel TX timestamps if
-    /// `kernel_tx` and the OS has them. A probe goes out every `interval`
-    /// and is lost when unanswered after `timeout`.
+    /// `kernel_tx` and the OS has them. A probe goes out every `interval`,
+    /// is late when unanswered past the bound `late` sets, and is lost
+    /// when unanswered after `timeout`.
     pub(crate) fn open(
         target: &Target,
         interval: Duration,
         timeout: Duration,
+        late: LateRule,
         health: Arc<Health>,
         kernel_tx: bool,
     ) -> io::Result<Session> {
@@ -117,11 +124,13 @@ impl Session {
         let socket = target.probe_socket("STAMP probes")?;
         imp::enable_rx_metadata(&socket)?;
         let tx_stamps = kernel_tx && imp::enable_tx_timestamps(&socket);
+        let late = LateBound::new(late, timeout);
         Ok(Session {
             socket,
             peer: target.addr,
             interval,
-            table: ProbeTable::new(interval, timeout),
+            table: ProbeTable::new(late.bound(), timeout),
+            late,
             health,
             seq: 0,
             rx: vec![0u8; MAX_DATAGRAM],
@@ -313,14 +322,23 @@ impl Session {
                 sent_unix_ns,
                 rtt_ns,
                 kernel_tx,
-            } => on(Outcome::Reply {
-                seq,
-                sent_unix_ns,
-                received_unix_ns: t4,
-                rtt_ns,
-                kernel_rx,
-                kernel_tx,
-            }),
+                late,
+            } => {
+                // The whole wait, turnaround included, is what lateness
+                // is judged on; a discarded RTT (clock step) teaches nothing.
+                if rtt_ns.is_some() && self.late.observe(t4.saturating_sub(sent_unix_ns)) {
+                    self.table.set_overdue_after(self.late.bound());
+                }
+                on(Outcome::Reply {
+                    seq,
+                    sent_unix_ns,
+                    received_unix_ns: t4,
+                    rtt_ns,
+                    kernel_rx,
+                    kernel_tx,
+                    late,
+                })
+            }
             Verdict::Duplicate { seq, sent_unix_ns } => {
                 on(Outcome::Duplicate { seq, sent_unix_ns })
             }

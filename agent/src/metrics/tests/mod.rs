@@ -74,7 +74,7 @@ fn rendered() -> String {
         max_fds: 1024,
         threads: 4,
     };
-    render(&m.snapshot(), Some(stats))
+    render(&m.snapshot(), m.late_replies(), Some(stats))
 }
 
 fn value(text: &str, series: &str) -> Option<String> {

@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# Detection of a path that dies with carrier up, at the fast profile
+# (100 Hz, `probe_interval = "fast"`): on a two-namespace veth bed, an agent
+# probes a reflector (a second agent); N times (default 20) an nftables
+# rule in the reflector's namespace drops its STAMP traffic while the
+# carrier stays up, and the time from just before the rule's insertion
+# to the outage on the agent's own /metrics (boltwatch_outages_total,
+# polled every ms) is taken; the rule goes, the outage ends, the next drop
+# waits. Prints median and worst beside BFD (software 3 x 50 ms = 150 ms,
+# hardware 30 ms) and the targets (50 ms median, 100 ms worst).
+# Then agent CPU at 100 Hz, one peer, no drops, and
+# prometheus-smokeping-prober at the same rate against the same address,
+# over CPU_SECONDS (default 30) each, and their ratio.
+# With SOAK_MINUTES (default 0) it also runs the no-false-outage soak: 100 Hz
+# for that long under an iperf3 test at line rate (tbf-shaped), counting
+# outages (must be 0).
+#
+# Needs root, iproute2, nftables, iperf3, prometheus-smokeping-prober.
+# Builds the agent (debug profile, like the tests: the CPU figure is a
+# debug build's, an upper bound of release).
+# Usage: bench/detect.sh [DROPS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ "$(id -u)" = 0 ] || { echo "detect: needs root (network namespaces)" >&2; exit 1; }
+DROPS=${1:-20}
+CPU_SECONDS=${CPU_SECONDS:-30}
+SOAK_MINUTES=${SOAK_MINUTES:-0}
+cargo build -q -p boltwatch-agent --bin boltwatch-agent
+AGENT=$PWD/target/debug/boltwatch-agent
+A=bwdet-a-$$ B=bwdet-b-$$
+WORK=$(mktemp -d)
+PIDS=()
+cleanup() {
+    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    ip netns del "$A" 2>/dev/null || true
+    ip netns del "$B" 2>/dev/null || true
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+ip netns add "$A"
+ip netns add "$B"
+ip link add va-$$ netns "$A" type veth peer name vb-$$ netns "$B"
+ip -n "$A" addr add 10.77.0.1/24 dev va-$$
+ip -n "$B" addr add 10.77.0.2/24 dev vb-$$
+for n in "$A" "$B"; do ip -n "$n" link set lo up; done
+ip -n "$A" link set va-$$ up
+ip -n "$B" link set vb-$$ up
+ip netns exec "$B" nft -f - <<'EOF'
+table inet bwdetect {
+    chain input { type filter hook input priority 0; }
+}
+EOF
+
+cat >"$WORK/a.toml" <<EOF
+node = "a"
+collector = "http://127.0.0.1:9"
+listen = "10.77.0.1:862"
+metrics_listen = "127.0.0.1:9472"
+peers = ["b=10.77.0.2:862"]
+probe_interval = "fast"
+interface = "va-$$"
+[spool]
+dir = "$WORK/spool-a"
+EOF
+cat >"$WORK/b.toml" <<EOF
+node = "b"
+collector = "http://127.0.0.1:9"
+listen = "10.77.0.2:862"
+[spool]
+dir = "$WORK/spool-b"
+EOF
+ip netns exec "$B" "$AGENT" run --config "$WORK/b.toml" >"$WORK/b.log" 2>&1 &
+PIDS+=($!)
+ip netns exec "$A" "$AGENT" run --config "$WORK/a.toml" >"$WORK/a.log" 2>&1 &
+APID=$!
+PIDS+=($APID)
+
+ip netns exec "$A" python3 - "$DROPS" "$B" <<'EOF'
+import re, subprocess, sys, time, urllib.request
+drops, ns_b = int(sys.argv[1]), sys.argv[2]
+url = "http://127.0.0.1:9472/metrics"
+def metric(text, name):
+    m = re.search(r'^' + name + r'\{[^}]*peer="b"[^}]*\} (\S+)$', text, re.M)
+    return float(m.group(1)) if m else None
+def scrape():
+    with urllib.request.urlopen(url, timeout=2) as r:
+        return r.read().decode()
+deadline = time.monotonic() + 60
+while True:
+    try:
+        t = scrape()
+        if (metric(t, "boltwatch_probe_received_total") or 0) > 300:
+            break
+    except OSError:
+        pass
+    if time.monotonic() > deadline:
+        sys.exit("detect: the agent never probed its peer")
+    time.sleep(0.2)
+nft = ["ip", "netns", "exec", ns_b, "nft"]
+took = []
+for i in range(drops):
+    before = metric(scrape(), "boltwatch_outages_total") or 0
+    t0 = time.monotonic()
+    subprocess.run(nft + ["add rule inet bwdetect input udp dport 862 drop"], check=True)
+    while True:
+        n = metric(scrape(), "boltwatch_outages_total") or 0
+        if n > before:
+            break
+        if time.monotonic() - t0 > 5:
+            sys.exit(f"detect: drop {i}: no outage in 5 s")
+        time.sleep(0.001)
+    took.append((time.monotonic() - t0) * 1000)
+    subprocess.run(nft + ["flush chain inet bwdetect input"], check=True)
+    # The outage ends at the next reply; let the late bound see the link
+    # again before the next drop.
+    ended = metric(scrape(), "boltwatch_outage_seconds_total") or 0
+    while (metric(scrape(), "boltwatch_outage_seconds_total") or 0) == ended:
+        time.sleep(0.01)
+    time.sleep(2)
+took.sort()
+med = took[len(took) // 2] if len(took) % 2 else (took[len(took)//2 - 1] + took[len(took)//2]) / 2
+print(f"detect: {drops} drops with carrier up at 100 Hz: median {med:.1f} ms, worst {took[-1]:.1f} ms "
+      f"(target 50 / 100 ms; BFD software 150 ms, hardware 30 ms)")
+print("detect: each (ms): " + " ".join(f"{t:.1f}" for t in took))
+EOF
+
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+HZ=$(getconf CLK_TCK)
+cpu_share() { # pid seconds -> percent of one core
+    local a b
+    a=$(cpu_ticks "$1"); sleep "$2"; b=$(cpu_ticks "$1")
+    echo "scale=2; 100 * ($b - $a) / ($HZ * $2)" | bc
+}
+AGENT_CPU=$(cpu_share "$APID" "$CPU_SECONDS")
+ip netns exec "$A" prometheus-smokeping-prober --privileged --ping.interval=10ms \
+    --web.listen-address=127.0.0.1:9374 10.77.0.2 >"$WORK/sp.log" 2>&1 &
+SPID=$!
+PIDS+=($SPID)
+sleep 2
+SP_CPU=$(cpu_share "$SPID" "$CPU_SECONDS")
+echo "detect: CPU at 100 Hz, one peer, over ${CPU_SECONDS}s: agent ${AGENT_CPU}% of a core (whole process: reflector, sampler, /metrics), smokeping_prober ${SP_CPU}%, ratio $(echo "scale=2; $AGENT_CPU / $SP_CPU" | bc)"
+kill "$SPID"
+
+if [ "$SOAK_MINUTES" -gt 0 ]; then
+    ip -n "$A" link set va-$$ qlen 1000
+    tc -n "$A" qdisc add dev va-$$ root tbf rate 2gbit burst 256kb latency 5ms
+    ip netns exec "$B" iperf3 -s -B 10.77.0.2 -D -I "$WORK/iperf.pid" --logfile "$WORK/iperf.log"
+    sleep 1
+    PIDS+=("$(cat "$WORK/iperf.pid")")
+    before=$(ip netns exec "$A" curl -s 127.0.0.1:9472/metrics | awk '/^boltwatch_outages_total\{.*peer="b"/{print $2}')
+    ip netns exec "$A" iperf3 -c 10.77.0.2 -t $((SOAK_MINUTES * 60)) -P 4 >"$WORK/iperf-c.log"
+    after=$(ip netns exec "$A" curl -s 127.0.0.1:9472/metrics | awk '/^boltwatch_outages_total\{.*peer="b"/{print $2}')
+    late=$(ip netns exec "$A" curl -s 127.0.0.1:9472/metrics | awk '/^boltwatch_probe_late_total\{.*peer="b"/{print $2}')
+    echo "detect: ${SOAK_MINUTES} min at 100 Hz under iperf3 at line rate (tbf 2 Gbit/s): $((${after%.*} - ${before%.*})) outages, ${late} late replies; $(tail -3 "$WORK/iperf-c.log" | head -1)"
+fi
