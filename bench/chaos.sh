@@ -20,6 +20,8 @@ done
 for t in ip nft dd mount umount python3; do
     command -v "$t" >/dev/null || { echo "chaos: need $t" >&2; exit 1; }
 done
+[ -e /usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1 ] ||
+    { echo "chaos: need libfaketime (apt-get install libfaketime) for the clock step" >&2; exit 1; }
 cargo build -q -p boltwatch-agent -p boltwatch-collector
 work=$(mktemp -d /tmp/boltwatch-chaos.XXXXXX)
 prefix="bwchaos$$"

@@ -140,7 +140,8 @@ class Procs:
         for j in range(NODES):
             if j != i:
                 args += ["--peer", f"n{j}={link_addr(i, j, j)}:{PORT}"]
-        self.agents[i] = subprocess.Popen(args, stdout=self.log(f"agent-n{i}"), stderr=subprocess.STDOUT)
+        self.agents[i] = subprocess.Popen(args, stdout=self.log(f"agent-n{i}"), stderr=subprocess.STDOUT,
+                                          env=faketime_env(self.a.work, i))
         self.pidfile()
 
     def pidfile(self):
@@ -160,12 +161,42 @@ class Procs:
             return r.read().decode()
 
 
+# A wall-clock step as one agent sees it: a time namespace offsets only
+# CLOCK_MONOTONIC and CLOCK_BOOTTIME, never CLOCK_REALTIME, and stepping the
+# host's clock would step every process on the machine. So every agent runs
+# under libfaketime (Debian's faketime package) with its real-time offset in
+# a file it rereads every second, and monotonic time left alone, as a real
+# step leaves it: the step is writing +STEP_S into that file, and 0 back.
+FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1"
+STEP_S = 20
+
+
+def faketime_env(work, i):
+    path = f"{work}/faketime-n{i}"
+    if not os.path.exists(path):
+        with open(path, "w") as f:
+            f.write("+0\n")
+    return dict(os.environ, LD_PRELOAD=FAKETIME_LIB, FAKETIME_TIMESTAMP_FILE=path,
+                FAKETIME_CACHE_DURATION="1", DONT_FAKE_MONOTONIC="1")
+
+
+def step_clock(work, i, seconds):
+    with open(f"{work}/faketime-n{i}", "w") as f:
+        f.write(f"{seconds:+d}\n")
+
+
 def directions(f):
     if f.kind == "agent_kill":
         return tuple((f"n{j}", f"n{f.node}") for j in range(NODES) if j != f.node)
     if f.peer >= 0:
         return ((f"n{f.node}", f"n{f.peer}"), (f"n{f.peer}", f"n{f.node}"))
     return ()
+
+
+def nft_ingress(peer, rules):
+    """A netdev table dropping on the ingress of the link to `peer`."""
+    return (f"table netdev chaos {{\n chain cin {{\n  type filter hook ingress device \"tb{peer}\" priority 0; "
+            f"policy accept;\n  {rules}\n }}\n}}\n")
 
 
 def inject(f, procs, bed, work):
@@ -185,11 +216,15 @@ def inject(f, procs, bed, work):
     if f.kind == "carrier":
         sh("ip", "-n", ns(f.node), "link", "set", f"tb{f.peer}", "down")
         return lambda: sh("ip", "-n", ns(f.node), "link", "set", f"tb{f.peer}", "up")
-    if f.kind in ("nft_drop", "loss_burst"):
-        match = f"udp dport {PORT}" if f.kind == "nft_drop" else "meta protocol ip numgen random mod 1000 < 300"
+    if f.kind == "nft_drop":
+        # One rule on one end kills both directions (probes to its
+        # reflector, replies to its sender) in one commit, so the ledger's
+        # window is the rule's own.
+        bed.nft(f.peer, nft_ingress(f.node, f"udp dport {PORT} counter drop\n  udp sport {PORT} counter drop"))
+        return lambda: bed.nft_delete(f.peer, "netdev chaos")
+    if f.kind == "loss_burst":
         for x, y in ((f.node, f.peer), (f.peer, f.node)):
-            bed.nft(x, f"table netdev chaos {{\n chain cin {{\n  type filter hook ingress device \"tb{y}\" priority 0; "
-                       f"policy accept;\n  {match} counter drop\n }}\n}}\n")
+            bed.nft(x, nft_ingress(y, "meta protocol ip numgen random mod 1000 < 300 counter drop"))
         return lambda: [bed.nft_delete(x, "netdev chaos") for x in (f.node, f.peer)]
     if f.kind == "store_full":
         fill(f"{work}/store")
@@ -197,6 +232,9 @@ def inject(f, procs, bed, work):
     if f.kind == "spool_full":
         fill(f"{work}/spool-n{f.node}")
         return lambda: os.remove(f"{work}/spool-n{f.node}/filler")
+    if f.kind == "clock_step":
+        step_clock(work, f.node, STEP_S)
+        return lambda: step_clock(work, f.node, 0)
     if f.kind == "mgmt_cut":
         bed.nft(f.node, "table inet chaoscut {\n chain cin {\n  type filter hook input priority 0;\n  iifname \"mgmt0\" drop\n }\n"
                         " chain cout {\n  type filter hook output priority 0;\n  oifname \"mgmt0\" drop\n }\n}\n")
@@ -218,8 +256,10 @@ def run_schedule(faults, procs, bed, work, t0, ledger):
         while time.time() - t0 < f.start:
             sample_rss(procs, t0, rss_first)
             time.sleep(0.2)
-        start = time.time_ns()
         end_fn = inject(f, procs, bed, work)
+        # A rule or link change is in force once its command returns (the
+        # kernel commits before answering): both ends are taken after.
+        start = time.time_ns()
         while time.time() - t0 < f.start + f.length:
             sample_rss(procs, t0, rss_first)
             time.sleep(0.1)

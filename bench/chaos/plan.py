@@ -24,15 +24,13 @@ KINDS = {
     "store_full": (5, 12),
     "spool_full": (5, 12),
     "mgmt_cut": (5, 15),
+    "clock_step": (5, 15),
 }
 
 # Quiet time after a fault before the next one, s: the agents' outage
 # ends and the collector's restart settle before anything else happens.
 GAP = (3, 10)
 
-# A wall-clock step is not in the schedule: a time namespace offsets only
-# CLOCK_MONOTONIC and CLOCK_BOOTTIME, never CLOCK_REALTIME, and stepping
-# the host's clock would step every other process on the machine.
 
 
 @dataclass(frozen=True)
