@@ -276,9 +276,8 @@ def stored_boots(work):
     return c.execute("SELECT node, records, highest_seq FROM boots").fetchall()
 
 
-def dropped(metrics_text):
-    return int(sum(float(l.split()[-1]) for l in metrics_text.splitlines()
-                   if l.startswith("boltwatch_agent_dropped_records_total")))
+def counter(metrics_text, name):
+    return int(sum(float(l.split()[-1]) for l in metrics_text.splitlines() if l.startswith(name)))
 
 
 def report_outages(args, frm, to):
@@ -325,7 +324,9 @@ def main():
     # Quiet: the agents deliver what they spooled, then stop cleanly.
     time.sleep(5)
     rss_end = procs.rss()
-    drops = dropped(procs.metrics())
+    m = procs.metrics()
+    drops = counter(m, "boltwatch_agent_dropped_records_total")
+    steps = counter(m, "boltwatch_agent_clock_steps_total")
     for a in procs.agents:
         a.send_signal(signal.SIGTERM)
     for a in procs.agents:
@@ -336,6 +337,10 @@ def main():
     boots = stored_boots(args.work)
     rows = verdict.compare(ledger, outages, INTERVAL_NS, SLACK_NS)
     rows += verdict.records(boots, drops)
+    injected = sum(w.kind == "clock_step" for w in ledger)
+    print(f"clock steps: {injected} injected (each forward then back), agents saw {steps}")
+    if steps < injected:
+        rows.append(("clock steps the agents saw", f"{injected} injected", f"{steps} seen"))
     for k, first in rss_first.items():
         r = verdict.rss_growth(first, rss_end.get(k, 0))
         if r:
