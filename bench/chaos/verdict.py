@@ -1,0 +1,99 @@
+"""The chaos soak's verdict: its own ledger of injections against the
+soak report's interruptions and the store's record counts. Pure: data in,
+a list of disagreements out (empty is a pass).
+
+Which faults must show as interruptions, and with which cause:
+- carrier down on a link: both directions, cause carrier (or both);
+- nftables drop of the probes with carrier up: both directions, probe_loss;
+- agent kill -9: its peers' directions towards it, probe_loss (its
+  reflector is gone until the restart);
+- a loss burst drops a share of the packets: an outage during it is
+  allowed (three probes in a row may be lost) but not required.
+Every other fault (collector kill and hang, full store, full spool, cut
+management path) must show none: the agents spool and deliver later.
+"""
+
+from dataclasses import dataclass
+
+REQUIRED = {
+    "carrier": ("carrier", "both"),
+    "nft_drop": ("probe_loss", "both"),
+    "agent_kill": ("probe_loss",),
+}
+ALLOWED = {"loss_burst": ("probe_loss",)}
+
+
+@dataclass(frozen=True)
+class Window:
+    """One executed fault, unix ns; `directions` the (node, peer) pairs
+    it interrupts."""
+
+    kind: str
+    start: int
+    end: int
+    directions: tuple
+
+
+@dataclass(frozen=True)
+class Outage:
+    node: str
+    peer: str
+    cause: str
+    start: int
+    end: int
+
+
+def _overlaps(o, w, slack):
+    return o.start <= w.end + slack and o.end >= w.start - slack
+
+
+def _owner(o, windows, slack):
+    for w in windows:
+        causes = REQUIRED.get(w.kind, ()) + ALLOWED.get(w.kind, ())
+        if (o.node, o.peer) in w.directions and o.cause in causes and _overlaps(o, w, slack):
+            return w
+    return None
+
+
+def compare(windows, outages, interval_ns, slack_ns):
+    """Disagreements: (what, ledger, report) rows. `slack_ns` is how far
+    an outage may start or end outside its window (the detection delay of
+    three missed probes); durations of carrier and nftables windows must
+    equal the ledger's within `interval_ns`."""
+    rows = []
+    for o in outages:
+        if _owner(o, windows, slack_ns) is None:
+            rows.append(("interruption not in the ledger", "-", f"{o.node}->{o.peer} {o.cause} at {o.start}"))
+    for w in windows:
+        if w.kind not in REQUIRED:
+            continue
+        for d in w.directions:
+            mine = [o for o in outages if (o.node, o.peer) == d and _owner(o, [w], slack_ns) is w]
+            if not mine:
+                rows.append((f"{w.kind} missing", f"{d[0]}->{d[1]} at {w.start}", "no interruption"))
+                continue
+            if w.kind == "agent_kill":
+                continue  # the restart's end is the agent's, not the ledger's
+            down = sum(o.end - o.start for o in mine)
+            if abs(down - (w.end - w.start)) > interval_ns:
+                rows.append((f"{w.kind} down time {d[0]}->{d[1]}", f"{(w.end - w.start) / 1e9:.3f} s", f"{down / 1e9:.3f} s"))
+    return rows
+
+
+def rss_growth(first, last, limit=0.10):
+    """A disagreement row when `last` RSS exceeds `first` by more than
+    `limit`, else None."""
+    if first > 0 and last > first * (1 + limit):
+        return ("RSS growth", f"{first} kB", f"{last} kB")
+    return None
+
+
+def records(boots, dropped):
+    """Records stored exactly once: per (node, boot) the stored count must
+    equal the highest sequence number (sequence numbers start at 1 and the
+    store keeps (boot, seq) unique), less what the agents counted dropped."""
+    rows = []
+    missing = sum(hi - n for _, n, hi in boots)
+    if missing != dropped:
+        rows.append(("records lost (not stored, not dropped)", f"{dropped} dropped", f"{missing} missing"))
+    return rows
