@@ -212,10 +212,27 @@ impl OutageTracker {
 
     /// A late answer to a probe whose missing fate was already counted.
     fn answered_late(&mut self, sent_unix_ns: u64, at: u64) -> Vec<Outage> {
-        if self
-            .carrier_down_at
+        if self.open.is_none() && !self.stale(sent_unix_ns) {
+            // The path carried this probe: the run it was counted in is
+            // no run of missing probes.
+            if self.run.is_some_and(|r| sent_unix_ns >= r.first_sent) {
+                self.run = None;
+            }
+        }
+        self.end_open(sent_unix_ns, at)
+    }
+
+    /// Sent before a carrier drop that has not ended: the answer proves
+    /// nothing about now.
+    fn stale(&self, sent_unix_ns: u64) -> bool {
+        self.carrier_down_at
             .is_some_and(|down| sent_unix_ns <= down)
-        {
+    }
+
+    /// An answer to a probe sent at or after the open outage began ends
+    /// it (at `at`); a stale one, or one sent before it, ends nothing.
+    fn end_open(&mut self, sent_unix_ns: u64, at: u64) -> Vec<Outage> {
+        if self.stale(sent_unix_ns) {
             return Vec::new();
         }
         match self.open {
@@ -224,15 +241,7 @@ impl OutageTracker {
                 self.run = None;
                 vec![self.record(&open, Some(at))]
             }
-            Some(_) => Vec::new(),
-            None => {
-                // The path carried this probe: the run it was counted in is
-                // no run of missing probes.
-                if self.run.is_some_and(|r| sent_unix_ns >= r.first_sent) {
-                    self.run = None;
-                }
-                Vec::new()
-            }
+            _ => Vec::new(),
         }
     }
 
@@ -281,21 +290,7 @@ impl OutageTracker {
         if self.run.is_some_and(|r| sent_unix_ns > r.last_sent) {
             self.run = None;
         }
-        if self
-            .carrier_down_at
-            .is_some_and(|down| sent_unix_ns <= down)
-        {
-            // Sent before a drop that has not ended: stale.
-            return Vec::new();
-        }
-        match self.open {
-            Some(open) if sent_unix_ns >= open.start => {
-                self.open = None;
-                self.run = None;
-                vec![self.record(&open, Some(at))]
-            }
-            _ => Vec::new(),
-        }
+        self.end_open(sent_unix_ns, at)
     }
 
     /// A lost probe, after every earlier probe's fate.
