@@ -66,6 +66,9 @@ impl Node {
             ..NetIf::default()
         };
         sysfs.set_netif("lo", &lo).unwrap();
+        // The probed interface as a Thunderbolt port (2 + 2 lanes), so the
+        // fabric row's lanes and downshift panels have series too.
+        sysfs.set_thunderbolt("lo", 2, "20.0 Gb/s", "peer").unwrap();
         sysfs
             .write(
                 "devices/system/cpu/cpu0/thermal_throttle/core_throttle_count",
@@ -180,9 +183,13 @@ fn families(text: &str) -> BTreeMap<String, Declared> {
     out
 }
 
-/// Families only the agent serves: its build info and the process's own.
+/// Families only the agent serves: its build info, its senders' late
+/// replies (declared beside them, in `boltwatch_agent::metrics`) and the
+/// process's own.
 fn agent_only(name: &str) -> bool {
-    name == "boltwatch_agent_build_info" || name.starts_with("process_")
+    use boltwatch_agent::metrics;
+    let own = metrics::FAMILIES.iter().chain(metrics::late::FAMILIES);
+    own.into_iter().any(|f| f.name == name) || name.starts_with("process_")
 }
 
 /// Whether the agent serves `metric` (a family, or a histogram's series).
