@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Detection of a path that dies with carrier up, at the fast profile
-# (100 Hz, `probe_interval = "fast"`): on a two-namespace veth bed, an agent
+# (100 Hz, `probe_interval = "fast"
+probe_late_floor = "5ms"`): on a two-namespace veth bed, an agent
 # probes a reflector (a second agent); N times (default 20) an nftables
 # rule in the reflector's namespace drops its STAMP traffic while the
 # carrier stays up, and the time from just before the rule's insertion

@@ -429,7 +429,12 @@ fn bad_scoped_addresses_name_file_key_and_line() {
 fn fast_profile_and_late_bound_keys() {
     let c = parse("").unwrap();
     assert_eq!(c.probe_interval, Duration::from_millis(100));
-    assert_eq!(c.probe_late, crate::stamp::LateRule::default());
+    // Late detection is off by default: the floor is the default timeout.
+    assert_eq!(c.probe_late.floor, c.probe_timeout);
+    assert_eq!(
+        c.probe_late.multiplier,
+        crate::stamp::LateRule::default().multiplier
+    );
     let c = parse("probe_interval = \"fast\"\n").unwrap();
     assert_eq!(c.probe_interval, Duration::from_millis(10));
     let c = with_flags("", &[("probe-interval", "fast")]).unwrap();

@@ -145,6 +145,9 @@ pub struct OutageTracker {
     fates: InOrder,
     /// This node's sleeps.
     sleeps: sleeps::Sleeps,
+    /// How long before a carrier-down notification a loss may have begun
+    /// and still be the drop's own (see [`Self::notification_lag`]).
+    lag_ns: u64,
 }
 
 impl OutageTracker {
@@ -164,7 +167,21 @@ impl OutageTracker {
             services: HashMap::new(),
             fates: InOrder::default(),
             sleeps: sleeps::Sleeps::default(),
+            lag_ns: 0,
         }
+    }
+
+    /// A carrier-down notification may come up to `lag` after the drop
+    /// (Linux linkwatch holds carrier changes up to a second; a busy agent
+    /// reads it later still), while late probes now open a probe-loss
+    /// outage within milliseconds of it. A probe-loss outage that began at
+    /// most `lag` before the notification is then the drop's own: the
+    /// carrier explains it, as if the notification had come first. The
+    /// agent passes `probe_timeout`, the window in which a loss was
+    /// already the drop's before probes could be late.
+    pub fn notification_lag(mut self, lag: std::time::Duration) -> OutageTracker {
+        self.lag_ns = u64::try_from(lag.as_nanos()).unwrap_or(u64::MAX);
+        self
     }
 
     /// The peer this tracker is for.
@@ -363,11 +380,13 @@ impl OutageTracker {
         self.carrier_down_at = Some(at_unix_ns);
         match &mut self.open {
             Some(open) => {
-                // A notification that comes late (a busy agent) may find the
-                // probe-loss outage its own drop caused: every probe of it
-                // was sent after the carrier went down, so the carrier
-                // explains the loss, as it would have had it come first.
-                if open.probe_loss && !open.carrier && at_unix_ns <= open.start {
+                // A notification that comes late may find the probe-loss
+                // outage its own drop caused: when the loss began at most
+                // the notification's lag before it, the carrier explains
+                // the loss, as it would have had it come first.
+                let lag = self.lag_ns;
+                if open.probe_loss && !open.carrier && at_unix_ns <= open.start.saturating_add(lag)
+                {
                     open.probe_loss = false;
                     open.start = at_unix_ns;
                 }

@@ -113,6 +113,37 @@ fn a_carrier_drop_after_the_loss_began_is_both() {
     assert_both_from(&end[0], sent(5));
 }
 
+/// Late probes open the outage within milliseconds of a drop whose
+/// notification the kernel holds back: a loss that began within the
+/// notification's lag before it is the drop's own (the probe sent just
+/// before the drop, in flight, included); one that began longer before is
+/// both.
+#[test]
+fn a_drop_notified_within_its_lag_explains_a_loss_just_before_it() {
+    let lagging = || tracker().notification_lag(std::time::Duration::from_secs(1));
+    let mut l = lagging();
+    for seq in 5..=7 {
+        l.on_probe_missing(seq, sent(seq), sent(seq + 1));
+    }
+    // Notified 300 ms after the loss began, well within the 1 s lag.
+    let down_at = sent(5) + 300 * MS;
+    assert!(l.on_carrier("tb0", false, down_at).is_empty());
+    assert!(l.on_carrier("tb0", true, down_at + 500 * MS).is_empty());
+    let end = l.on_probe_reply(8, down_at + 501 * MS, down_at + 502 * MS);
+    assert_eq!(cause(&end[0]), OutageCause::Carrier);
+    assert_eq!(end[0].start_unix_ns, down_at);
+
+    let mut l = lagging();
+    for seq in 5..=7 {
+        l.on_probe_missing(seq, sent(seq), sent(seq + 1));
+    }
+    let down_at = sent(5) + 1_500 * MS;
+    assert!(l.on_carrier("tb0", false, down_at).is_empty());
+    assert!(l.on_carrier("tb0", true, down_at + 500 * MS).is_empty());
+    let end = l.on_probe_reply(8, down_at + 501 * MS, down_at + 502 * MS);
+    assert_both_from(&end[0], sent(5));
+}
+
 #[test]
 fn two_missing_then_reply_is_no_outage() {
     let mut l = tracker();

@@ -43,6 +43,7 @@ pub(super) fn start(crew: &Crew, config: &Config, topology: &Topology) -> Result
                 config.outage_after_missing,
                 ids.clone(),
             )
+            .notification_lag(config.probe_timeout)
         })
         .collect();
     let mut trackers = OutageTrackers::new(trackers);
