@@ -187,8 +187,9 @@ fn cables(nodes: &BTreeMap<String, NodeCabling>) -> Vec<(Vertex, Vertex)> {
     edges
 }
 
-/// The bridges, as (node, bridge), that lie on a loop of cables.
-pub fn bridge_cycles(nodes: &BTreeMap<String, NodeCabling>) -> BTreeSet<Vertex> {
+/// Every bridge with at least one cable, as (node, bridge), and whether
+/// it lies on a loop of cables.
+pub fn cabled_bridges(nodes: &BTreeMap<String, NodeCabling>) -> BTreeMap<Vertex, bool> {
     let edges = cables(nodes);
     let mut index: BTreeMap<&Vertex, usize> = BTreeMap::new();
     for v in edges.iter().flat_map(|(a, b)| [a, b]) {
@@ -204,19 +205,23 @@ pub fn bridge_cycles(nodes: &BTreeMap<String, NodeCabling>) -> BTreeSet<Vertex> 
         uf.equiv(index[a], index[b])
     };
     let is_bridge = |(node, v): &Vertex| nodes.get(node).is_some_and(|c| c.bridges.contains_key(v));
-    (0..edges.len())
-        .filter(|&i| on_loop(i))
-        .flat_map(|i| [edges[i].0.clone(), edges[i].1.clone()])
-        .filter(is_bridge)
-        .collect()
+    let mut out: BTreeMap<Vertex, bool> = BTreeMap::new();
+    for (i, (a, b)) in edges.iter().enumerate() {
+        let looped = on_loop(i);
+        for v in [a, b].into_iter().filter(|v| is_bridge(v)) {
+            *out.entry(v.clone()).or_default() |= looped;
+        }
+    }
+    out
 }
 
-/// The bridges with at least one cable, as (node, bridge).
-pub fn cabled_bridges(nodes: &BTreeMap<String, NodeCabling>) -> BTreeSet<Vertex> {
-    cables(nodes)
+/// The bridges, as (node, bridge), that lie on a loop of cables.
+pub fn bridge_cycles(nodes: &BTreeMap<String, NodeCabling>) -> BTreeSet<Vertex> {
+    let cabled = cabled_bridges(nodes);
+    cabled
         .into_iter()
-        .flat_map(|(a, b)| [a, b])
-        .filter(|(node, v)| nodes.get(node).is_some_and(|c| c.bridges.contains_key(v)))
+        .filter(|(_, looped)| *looped)
+        .map(|(v, _)| v)
         .collect()
 }
 
@@ -236,14 +241,12 @@ impl CablingMetrics {
 
 impl Domain for CablingMetrics {
     fn render(&self, e: &mut Exposition, _: &Subjects) {
-        let on_loop = bridge_cycles(&self.nodes);
         let cabled = cabled_bridges(&self.nodes);
         e.family(
             &CYCLE,
-            cabled.iter().map(|k| {
-                let v = u64::from(on_loop.contains(k));
-                ([k.0.as_str(), k.1.as_str()], v)
-            }),
+            cabled
+                .iter()
+                .map(|(k, looped)| ([k.0.as_str(), k.1.as_str()], u64::from(*looped))),
         );
     }
 
