@@ -18,11 +18,7 @@ cd "$(dirname "$0")/.."
 hours=6 nodes=4
 bench_store_args "$@"
 
-CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-0} cargo build --release -q -p boltwatch-collector \
-    --bin boltwatch-collector --example store_load
-rel=${CARGO_TARGET_DIR:-target}/release
-bin=$rel/boltwatch-collector
-load=$rel/examples/store_load
+bench_store_build
 
 scratch=$(mktemp -d)
 collector=""

@@ -32,6 +32,16 @@ bench_store_args() {
     command -v taskset >/dev/null || { echo "need taskset (util-linux)" >&2; exit 1; }
 }
 
+# Builds the release collector and the store_load client (the store
+# benches' load); sets $bin and $load.
+bench_store_build() {
+    CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-0} cargo build --release -q -p boltwatch-collector \
+        --bin boltwatch-collector --example store_load
+    local rel=${CARGO_TARGET_DIR:-target}/release
+    bin=$rel/boltwatch-collector
+    load=$rel/examples/store_load
+}
+
 # A free loopback port.
 bench_port() {
     while :; do
