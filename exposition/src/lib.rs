@@ -8,6 +8,7 @@
 //! |---|---|
 //! | [`agent`] | agent info, its own drops and refusals |
 //! | [`rtt`] | RTT histograms (at rest and under load), newest-window gauges, probe counters |
+//! | [`rdma`] | RDMA probe RTT histogram, newest median, ping counters, errors by device and class |
 //! | [`link`] | interface counters and throughput, link up and admin state, down events, speed, kind, path (what a failed check saw: [`path`]) |
 //! | [`mtu`] | path MTU, MTU mismatch of a link's two ends |
 //! | [`thermal`] | temperatures, throttling, CPU frequency |
@@ -74,6 +75,7 @@ pub mod path;
 pub mod power;
 pub mod process;
 pub mod rate;
+pub mod rdma;
 pub mod rtt;
 pub mod service;
 pub mod testing;
@@ -126,6 +128,7 @@ macro_rules! record_domains {
 record_domains! {
     agent: agent::AgentMetrics,
     rtt: rtt::RttMetrics,
+    rdma: rdma::RdmaMetrics,
     link: link::LinkMetrics,
     mtu: mtu::MtuMetrics,
     cabling: cabling::CablingMetrics,

@@ -40,7 +40,8 @@ mod tests {
                 "agent_stats",
                 "path",
                 "power",
-                "fabric_check"
+                "fabric_check",
+                "rdma_probe"
             ]
         );
         assert_eq!(
@@ -58,7 +59,10 @@ mod tests {
 
     #[test]
     fn tags_are_the_schema_field_numbers_and_clearing_keeps_the_kind() {
-        assert_eq!(PAYLOAD_TAGS, [10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20]);
+        assert_eq!(
+            PAYLOAD_TAGS,
+            [10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21]
+        );
         let mut p = Payload::LinkEvent(LinkEvent {
             interface: "en0".into(),
             carrier: true,

@@ -13,6 +13,7 @@
 //!   (which fills it) and the collector (which exports it to Prometheus).
 //! - [`merge`]: the one rule for merging RTT window statistics (store
 //!   rollups and report figures).
+//! - [`rdma`]: the RDMA probe's error classes as metric labels.
 //! - [`throttle`]: whether a thermal reading says its interval was
 //!   throttled.
 #![deny(missing_docs)]
@@ -21,6 +22,7 @@ pub mod fabric;
 pub mod histogram;
 pub mod kind;
 pub mod merge;
+pub mod rdma;
 pub mod throttle;
 pub mod v1;
 

@@ -43,6 +43,30 @@ pub enum PayloadDto {
         timestamp_resolution_ns: u64,
         under_load: bool,
     },
+    /// `RdmaProbe`: one link's RDMA ping-pong window (its `rtt`'s fields,
+    /// flat) and its errors by class label; durations in nanoseconds.
+    RdmaProbe {
+        device: String,
+        peer: String,
+        peer_address: String,
+        interface: String,
+        window_start_unix_ns: u64,
+        window_ns: u64,
+        sent: u64,
+        received: u64,
+        lost: u64,
+        min_ns: u64,
+        mean_ns: u64,
+        max_ns: u64,
+        p50_ns: u64,
+        p99_ns: u64,
+        sum_ns: u64,
+        /// `[index, count]` pairs in the schema-3 layout.
+        buckets: Vec<(i32, u64)>,
+        /// `[class, count]`: the `class` label, or the number of a class
+        /// this build does not know.
+        errors: Vec<(String, u64)>,
+    },
     /// `LinkEvent`.
     LinkEvent {
         interface: String,
@@ -403,6 +427,7 @@ impl From<&Payload> for PayloadDto {
                 slept_ns: p.slept_ns,
                 source: enum_name(p.source, pb::PowerEventSource::as_str_name),
             },
+            Payload::RdmaProbe(p) => rdma_probe(p),
             Payload::FabricCheck(c) => PayloadDto::FabricCheck {
                 check: c.check.clone(),
                 interface: c.interface.clone(),
@@ -411,6 +436,35 @@ impl From<&Payload> for PayloadDto {
                 device: c.device.clone(),
             },
         }
+    }
+}
+
+fn rdma_probe(p: &pb::RdmaProbe) -> PayloadDto {
+    let s = p.rtt.clone().unwrap_or_default();
+    let class = |c: i32| {
+        pb::RdmaErrorClass::try_from(c)
+            .ok()
+            .and_then(boltwatch_proto::rdma::class_label)
+            .map_or_else(|| c.to_string(), str::to_string)
+    };
+    PayloadDto::RdmaProbe {
+        device: p.device.clone(),
+        peer: s.peer,
+        peer_address: s.peer_address,
+        interface: s.interface,
+        window_start_unix_ns: s.window_start_unix_ns,
+        window_ns: s.window_ns,
+        sent: s.sent,
+        received: s.received,
+        lost: s.lost,
+        min_ns: s.min_ns,
+        mean_ns: s.mean_ns,
+        max_ns: s.max_ns,
+        p50_ns: s.p50_ns,
+        p99_ns: s.p99_ns,
+        sum_ns: s.sum_ns,
+        buckets: s.buckets.iter().map(|b| (b.index, b.count)).collect(),
+        errors: p.errors.iter().map(|e| (class(e.class), e.count)).collect(),
     }
 }
 

@@ -105,6 +105,21 @@ pub fn subjects(r: &Record) -> impl Iterator<Item = (Dim, &str)> + Clone + '_ {
             ],
             &[],
         ),
+        // The device is budgeted as an interface, as for fabric checks.
+        Some(Payload::RdmaProbe(p)) => {
+            let (peer, interface) = p
+                .rtt
+                .as_ref()
+                .map_or(("", ""), |s| (s.peer.as_str(), s.interface.as_str()));
+            (
+                [
+                    (Dim::Peer, peer),
+                    (Dim::Interface, interface),
+                    (Dim::Interface, &p.device),
+                ],
+                &[],
+            )
+        }
         // No label but the node's; `None` is a kind this build cannot name.
         Some(Payload::AgentStats(_) | Payload::Power(_)) | None => ([none; 3], &[]),
     };

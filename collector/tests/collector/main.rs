@@ -12,5 +12,6 @@ mod config;
 mod ingest;
 mod metrics;
 mod protocol;
+mod rdma;
 mod support;
 mod watched;

@@ -18,6 +18,7 @@ mod mtu;
 mod outage_service;
 mod path;
 mod power;
+mod rdma;
 mod rtt;
 mod thermal;
 

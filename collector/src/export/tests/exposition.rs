@@ -57,6 +57,8 @@ const LABELS: &[&str] = &[
     // an RDMA device (budgeted as an interface at ingest).
     "check",
     "device",
+    // An RDMA probe error's class (a closed set: proto's `rdma::CLASSES`).
+    "class",
     // A path check: the interface the route leaves through, and what the
     // check saw (boltwatch_path_route_info).
     "route_interface",
