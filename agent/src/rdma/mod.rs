@@ -14,6 +14,7 @@ pub mod frame;
 pub mod port;
 pub mod probe;
 pub mod verbs;
+pub mod window;
 
 #[cfg(test)]
 mod fake;

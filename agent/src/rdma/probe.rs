@@ -9,6 +9,9 @@
 
 use std::time::Duration;
 
+use boltwatch_proto::rdma::class_label;
+use boltwatch_proto::v1::RdmaErrorClass;
+
 use super::frame::{self, Kind, PAGE, SMALL};
 use super::port::{Completion, Port, QpState, VerbsError};
 
@@ -40,19 +43,26 @@ pub enum ErrorClass {
 }
 
 impl ErrorClass {
-    /// The `class` label value.
-    pub fn label(self) -> &'static str {
+    /// The class on the wire (`RdmaErrorCount.class`); every class has
+    /// its own, so the match has no `_`.
+    pub fn wire(self) -> RdmaErrorClass {
         match self {
-            Self::PortDown => "port_down",
-            Self::PdAlloc => "pd_alloc",
-            Self::RtrBridgeOn => "rtr_bridge_on",
-            Self::RtrGidUnreachable => "rtr_gid_unreachable",
-            Self::RtrStale => "rtr_stale",
-            Self::CompletionStatus => "completion_status",
-            Self::CrcMismatch => "crc_mismatch",
-            Self::SequenceGap => "sequence_gap",
-            Self::WatchdogTimeout => "watchdog_timeout",
+            Self::PortDown => RdmaErrorClass::PortDown,
+            Self::PdAlloc => RdmaErrorClass::PdAlloc,
+            Self::RtrBridgeOn => RdmaErrorClass::RtrBridgeOn,
+            Self::RtrGidUnreachable => RdmaErrorClass::RtrGidUnreachable,
+            Self::RtrStale => RdmaErrorClass::RtrStale,
+            Self::CompletionStatus => RdmaErrorClass::CompletionStatus,
+            Self::CrcMismatch => RdmaErrorClass::CrcMismatch,
+            Self::SequenceGap => RdmaErrorClass::SequenceGap,
+            Self::WatchdogTimeout => RdmaErrorClass::WatchdogTimeout,
         }
+    }
+
+    /// The `class` label value (owned by `boltwatch_proto::rdma`, which
+    /// the exporters label with).
+    pub fn label(self) -> &'static str {
+        class_label(self.wire()).expect("every probe class is a known wire class")
     }
 
     /// Classifies a set-up error. errno 60 is macOS's ETIMEDOUT (110 on
@@ -192,6 +202,12 @@ impl Probe {
     /// Where the set-up is.
     pub fn phase(&self) -> Phase {
         self.phase
+    }
+
+    /// Pings asked for so far (one per due interval that was not skipped,
+    /// a refused post included): the `sent` of the windows.
+    pub fn pings(&self) -> u64 {
+        self.next_seq - 1
     }
 
     /// Frames this side sent and received (pings and pongs).

@@ -285,3 +285,44 @@ fn ticks_are_bounded_at_most_one_ping_per_interval() {
     // pings (≤ 21) plus pongs for the peer's pings (≤ 21)
     assert!(sent <= 42, "{sent}");
 }
+
+#[test]
+fn a_window_folds_rtts_losses_and_errors_into_one_rdma_probe_record() {
+    use super::window::{LinkId, Window};
+    use boltwatch_proto::v1::RdmaErrorClass;
+    let w = fake::wire();
+    let mut p = Pair::new(w.clone());
+    let mut win = Window::new(1_000);
+    let mut pings = 0;
+    for round in 0..40 {
+        if round == 20 {
+            w.borrow_mut().corrupt_next = true;
+        }
+        let out = p.run(5);
+        win.add(&out[0]);
+        win.sent(p.probes.0.pings() - pings);
+        pings = p.probes.0.pings();
+    }
+    let link = LinkId {
+        peer: "b".into(),
+        interface: "en2".into(),
+        device: "rdma_en2".into(),
+    };
+    let r = win.finish(&link, 11_000).expect("a window with pings");
+    let s = r.rtt.as_ref().unwrap();
+    assert_eq!((s.peer.as_str(), r.device.as_str()), ("b", "rdma_en2"));
+    assert_eq!(s.window_ns, 10_000);
+    assert!(s.received >= 10, "{s:?}");
+    assert!(
+        s.sent >= s.received + s.lost && s.sent <= s.received + s.lost + 1,
+        "{s:?}"
+    );
+    assert_eq!(s.buckets.iter().map(|b| b.count).sum::<u64>(), s.received);
+    // Side 0's errors only: a corrupted frame is refused by whichever side
+    // received it, so side 0 sees either the CRC mismatch or the loss.
+    let classes: Vec<i32> = r.errors.iter().map(|e| e.class).collect();
+    let crc = classes.contains(&(RdmaErrorClass::CrcMismatch as i32));
+    assert!(crc || s.lost == 1, "{r:?}");
+    assert_eq!(ErrorClass::RtrBridgeOn.label(), "rtr_bridge_on");
+    assert!(Window::new(0).finish(&link, 5).is_none());
+}

@@ -1,0 +1,100 @@
+//! One link's probe outcomes over a window, folded into the `rdma_probe`
+//! record the agent sends (its RTT statistics through STAMP's exact
+//! [`Accumulator`], and its errors by class). Pure.
+
+use std::collections::BTreeMap;
+
+use boltwatch_proto::v1::{RdmaErrorCount, RdmaProbe, RttSummary};
+
+use super::probe::{ErrorClass, Outcome};
+use crate::stamp::stats::Accumulator;
+
+/// Which link a window is about.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LinkId {
+    /// Peer node name.
+    pub peer: String,
+    /// The interface the device is paired with (`en2`).
+    pub interface: String,
+    /// The verbs device (`rdma_en2`).
+    pub device: String,
+}
+
+/// Outcomes of the window being filled.
+#[derive(Debug, Default)]
+pub struct Window {
+    start_unix_ns: u64,
+    rtts: Accumulator,
+    sent: u64,
+    lost: u64,
+    errors: BTreeMap<ErrorClass, u64>,
+}
+
+impl Window {
+    /// A window starting at `start_unix_ns`.
+    pub fn new(start_unix_ns: u64) -> Window {
+        Window {
+            start_unix_ns,
+            ..Window::default()
+        }
+    }
+
+    /// A ping left (the probe's sent-frame count grew by `n` pings).
+    pub fn sent(&mut self, n: u64) {
+        self.sent += n;
+    }
+
+    /// Folds one tick's outcomes in.
+    pub fn add(&mut self, outcomes: &[Outcome]) {
+        for o in outcomes {
+            match o {
+                Outcome::Rtt { rtt, .. } => self.rtts.add(rtt.as_nanos() as u64),
+                Outcome::Lost { .. } => self.lost += 1,
+                Outcome::Error(c) => *self.errors.entry(*c).or_default() += 1,
+                // State changes are logged by the role, not counted here.
+                Outcome::Wedged | Outcome::Skipped(_) | Outcome::PeerDead | Outcome::PeerBack => {}
+            }
+        }
+    }
+
+    /// The record, or `None` when nothing happened (no ping, no error): a
+    /// failed or wedged link stays quiet after saying so once.
+    pub fn finish(self, link: &LinkId, end_unix_ns: u64) -> Option<RdmaProbe> {
+        let received = self.rtts.len() as u64;
+        if self.sent == 0 && received == 0 && self.lost == 0 && self.errors.is_empty() {
+            return None;
+        }
+        let s = self.rtts.finish();
+        let rtt = RttSummary {
+            peer: link.peer.clone(),
+            interface: link.interface.clone(),
+            window_start_unix_ns: self.start_unix_ns,
+            window_ns: end_unix_ns.saturating_sub(self.start_unix_ns),
+            // Pings of the window still in flight are the next window's.
+            sent: self.sent.max(received + self.lost),
+            received,
+            lost: self.lost,
+            min_ns: s.min_ns,
+            mean_ns: s.mean_ns,
+            max_ns: s.max_ns,
+            p50_ns: s.p50_ns,
+            p99_ns: s.p99_ns,
+            sum_ns: s.sum_ns,
+            buckets: s.buckets,
+            ..RttSummary::default()
+        };
+        let errors = self
+            .errors
+            .into_iter()
+            .map(|(c, count)| RdmaErrorCount {
+                class: c.wire() as i32,
+                count,
+            })
+            .collect();
+        Some(RdmaProbe {
+            rtt: Some(rtt),
+            device: link.device.clone(),
+            errors,
+        })
+    }
+}
