@@ -6,13 +6,18 @@
 //! - [`port`]: the verbs layer as a non-blocking trait.
 //! - [`probe`]: one link's state machine over a [`port::Port`]; pure.
 //! - [`abi`]: `#[repr(C)]` verbs structs, asserted against `infiniband/verbs.h`.
+//! - [`beat`], [`side`]: the dead-peer TCP side channel between the
+//!   agents of a link (codec, pure; server and beater).
+//! - [`window`]: a window's outcomes as one `rdma_probe` record; pure.
 //! - [`verbs`]: the verbs library loaded with `dlopen`, so the agent runs
 //!   where it is absent.
 
 pub mod abi;
+pub mod beat;
 pub mod frame;
 pub mod port;
 pub mod probe;
+pub mod side;
 pub mod verbs;
 pub mod window;
 

@@ -1,0 +1,179 @@
+//! The dead-peer side channel: each agent answers beats on
+//! `rdma.side_port` (TCP) and beats each RDMA peer's agent once per
+//! `rdma.interval`. A peer whose agent stops answering is an RDMA outage
+//! with cause (`Outcome::PeerDead`), not a probe waiting on a completion
+//! that never comes.
+//!
+//! A connection carries one beat each way ([`super::beat`], 16 bytes).
+//! Anything else (a port scan, an HTTP request, a slow sender) is read at
+//! most 16 bytes for at most [`READ_TIMEOUT`], counted in `refused` and
+//! closed with nothing written: the answer is always this agent's own
+//! beat, never bytes it received. At most [`MAX_CONNECTIONS`] are served
+//! at once; more are closed at accept, counted too.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
+use tokio::time::timeout;
+
+use super::beat;
+
+/// Longest a connection may take to deliver its 16 bytes.
+pub const READ_TIMEOUT: Duration = Duration::from_millis(500);
+/// Connections served at once.
+pub const MAX_CONNECTIONS: usize = 8;
+
+/// What the side channel knows, shared by the server, the beaters and the
+/// probes.
+#[derive(Debug, Default)]
+pub struct Side {
+    heard: Mutex<HashMap<String, Instant>>,
+    beats: AtomicU64,
+    refused: AtomicU64,
+    answered: AtomicU64,
+}
+
+impl Side {
+    /// When `peer`'s agent last answered a beat.
+    pub fn heard(&self, peer: &str) -> Option<Instant> {
+        self.heard.lock().expect("side lock").get(peer).copied()
+    }
+
+    /// Connections refused (not a beat, too slow, over the limit).
+    pub fn refused(&self) -> u64 {
+        self.refused.load(Ordering::Relaxed)
+    }
+
+    /// Beats answered to peers.
+    pub fn answered(&self) -> u64 {
+        self.answered.load(Ordering::Relaxed)
+    }
+
+    fn next_beat(&self) -> [u8; beat::LEN] {
+        beat::encode(self.beats.fetch_add(1, Ordering::Relaxed) + 1)
+    }
+}
+
+/// Answers beats on `listener` until dropped.
+pub async fn serve(listener: TcpListener, side: Arc<Side>) {
+    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    loop {
+        let Ok((conn, _)) = listener.accept().await else {
+            // Out of descriptors and the like: do not spin on it.
+            tokio::time::sleep(READ_TIMEOUT).await;
+            continue;
+        };
+        let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else {
+            side.refused.fetch_add(1, Ordering::Relaxed);
+            continue;
+        };
+        let side = Arc::clone(&side);
+        tokio::spawn(async move {
+            answer(conn, &side).await;
+            drop(slot);
+        });
+    }
+}
+
+async fn answer(mut conn: TcpStream, side: &Side) {
+    let mut buf = [0u8; beat::LEN];
+    let got = timeout(READ_TIMEOUT, conn.read_exact(&mut buf)).await;
+    if !matches!(got, Ok(Ok(_))) || beat::decode(&buf).is_none() {
+        side.refused.fetch_add(1, Ordering::Relaxed);
+        return;
+    }
+    if conn.write_all(&side.next_beat()).await.is_ok() {
+        side.answered.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Beats `peer`'s agent at `addr` once: true when it answered with a beat
+/// within `limit`.
+pub async fn beat_once(addr: SocketAddr, side: &Side, limit: Duration) -> bool {
+    let exchange = async {
+        let mut conn = TcpStream::connect(addr).await?;
+        conn.write_all(&side.next_beat()).await?;
+        let mut buf = [0u8; beat::LEN];
+        conn.read_exact(&mut buf).await?;
+        Ok::<_, std::io::Error>(beat::decode(&buf).is_some())
+    };
+    matches!(timeout(limit, exchange).await, Ok(Ok(true)))
+}
+
+/// Beats `peer` at `addr` every `every`, recording each answer.
+pub async fn watch(peer: String, addr: SocketAddr, every: Duration, side: Arc<Side>) {
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        if beat_once(addr, &side, every.min(Duration::from_secs(2))).await {
+            let mut h = side.heard.lock().expect("side lock");
+            h.insert(peer.clone(), Instant::now());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn server() -> (SocketAddr, Arc<Side>) {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        let side = Arc::new(Side::default());
+        tokio::spawn(serve(l, Arc::clone(&side)));
+        (addr, side)
+    }
+
+    #[tokio::test]
+    async fn a_peer_answers_beats_and_a_stranger_is_counted_never_reflected() {
+        let (addr, far) = server().await;
+        let near = Side::default();
+        assert!(beat_once(addr, &near, Duration::from_secs(2)).await);
+        assert!(beat_once(addr, &near, Duration::from_secs(2)).await);
+        assert_eq!(far.answered(), 2);
+
+        // A stranger's 16 bytes: closed with nothing written back.
+        let mut s = TcpStream::connect(addr).await.unwrap();
+        s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await
+            .unwrap();
+        let mut back = Vec::new();
+        let n = timeout(Duration::from_secs(2), s.read_to_end(&mut back)).await;
+        assert!(matches!(n, Ok(Ok(0)) | Ok(Err(_))), "{n:?} {back:?}");
+        // A silent one: refused after the read timeout, nothing written.
+        let mut quiet = TcpStream::connect(addr).await.unwrap();
+        let n = timeout(Duration::from_secs(2), quiet.read_to_end(&mut back)).await;
+        assert!(matches!(n, Ok(Ok(0)) | Ok(Err(_))), "{n:?}");
+        assert!(back.is_empty());
+        assert_eq!(far.refused(), 2);
+        assert_eq!(far.answered(), 2);
+    }
+
+    #[tokio::test]
+    async fn a_dead_peer_is_not_heard() {
+        // A port nobody listens on: bind, note, close.
+        let addr = TcpListener::bind("127.0.0.1:0")
+            .await
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        let side = Arc::new(Side::default());
+        assert!(!beat_once(addr, &side, Duration::from_millis(500)).await);
+        let w = tokio::spawn(watch(
+            "b".into(),
+            addr,
+            Duration::from_millis(100),
+            Arc::clone(&side),
+        ));
+        tokio::time::sleep(Duration::from_millis(350)).await;
+        w.abort();
+        assert_eq!(side.heard("b"), None);
+    }
+}
