@@ -237,6 +237,21 @@ pub const KEYS: &[K] = &[
         |c, v| set(&mut c.rdma_watchdog, v.duration(Duration::from_millis(100)..=Duration::from_secs(60))),
     )
     .default("5s"),
+    K::new(
+        "rdma.side_port",
+        "TCP port of the RDMA probe's dead-peer side channel (16-byte beats between the agents of a link)",
+        |c, v| {
+            c.rdma_side_port = v.int(1..=65535)? as u16;
+            Ok(())
+        },
+    )
+    .default("8862"),
+    K::new(
+        "rdma.job_windows",
+        "daily UTC windows `HH:MM-HH:MM` in which a job owns the links: the RDMA probe sends nothing",
+        |c, v| set(&mut c.rdma_job_windows, v.list_of(crate::rdma::jobs::JobWindow::parse)),
+    )
+    .default_doc("none"),
     K::new("spool.dir", "durable spool (one agent per dir)", |c, v| {
         set(&mut c.spool_dir, v.path())
     })
@@ -424,6 +439,8 @@ pub(super) fn blank() -> Config {
         rdma_enabled: false,
         rdma_interval: Duration::ZERO,
         rdma_watchdog: Duration::ZERO,
+        rdma_side_port: 0,
+        rdma_job_windows: Vec::new(),
         bandwidth_enabled: false,
         bandwidth_listen: any,
         bandwidth_interval: Duration::ZERO,

@@ -140,6 +140,10 @@ pub struct Config {
     pub rdma_interval: Duration,
     /// Watchdog around each queue-pair state transition.
     pub rdma_watchdog: Duration,
+    /// TCP port of the dead-peer side channel (`crate::rdma::side`).
+    pub rdma_side_port: u16,
+    /// When a job owns the links (`crate::rdma::jobs`).
+    pub rdma_job_windows: Vec<crate::rdma::jobs::JobWindow>,
 }
 
 impl Default for Config {

@@ -8,13 +8,20 @@
 //! - [`abi`]: `#[repr(C)]` verbs structs, asserted against `infiniband/verbs.h`.
 //! - [`beat`], [`side`]: the dead-peer TCP side channel between the
 //!   agents of a link (codec, pure; server and beater).
+//! - [`jobs`]: `rdma.job_windows`, when a job owns the links; pure.
+//! - [`links`]: which links the probe runs on (inventory, library,
+//!   port state) and the GID check; pure.
+//! - [`driver`]: one link's probe and window, tick by tick; pure.
 //! - [`window`]: a window's outcomes as one `rdma_probe` record; pure.
 //! - [`verbs`]: the verbs library loaded with `dlopen`, so the agent runs
 //!   where it is absent.
 
 pub mod abi;
 pub mod beat;
+pub mod driver;
 pub mod frame;
+pub mod jobs;
+pub mod links;
 pub mod port;
 pub mod probe;
 pub mod side;

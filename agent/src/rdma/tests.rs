@@ -326,3 +326,44 @@ fn a_window_folds_rtts_losses_and_errors_into_one_rdma_probe_record() {
     assert_eq!(ErrorClass::RtrBridgeOn.label(), "rtr_bridge_on");
     assert!(Window::new(0).finish(&link, 5).is_none());
 }
+
+#[test]
+fn drivers_close_windows_into_records_and_a_wedged_link_goes_quiet() {
+    use super::driver::{Driver, WINDOW};
+    use super::window::LinkId;
+    let link = |p: &str| LinkId {
+        peer: p.into(),
+        interface: "en2".into(),
+        device: "rdma_en2".into(),
+    };
+    let w = fake::wire();
+    w.borrow_mut().ends[1].wedge_after = Some(0);
+    let (mut a, mut b) = FakePort::pair(&w);
+    let mut da = Driver::new(link("b"), settings(), Duration::ZERO, 0);
+    let mut db = Driver::new(link("a"), settings(), Duration::ZERO, 0);
+    let cx = |now| Context {
+        peer_heard: Some(now),
+        job_owns_link: false,
+    };
+    let (mut ra, mut rb) = (Vec::new(), Vec::new());
+    let mut now = Duration::ZERO;
+    while now < 3 * WINDOW + TICK {
+        now += TICK;
+        let unix = now.as_nanos() as u64;
+        ra.extend(da.step(&mut a, now, unix, cx(now)).1);
+        rb.extend(db.step(&mut b, now, unix, cx(now)).1);
+    }
+    // a's QP never meets a peer (b wedged): pings go out, no pong comes.
+    assert_eq!(ra.len(), 3, "{ra:?}");
+    let s = ra[1].rtt.as_ref().unwrap();
+    assert_eq!((s.received, s.window_ns), (0, WINDOW.as_nanos() as u64));
+    assert!(s.lost >= 5, "{s:?}");
+    // b said once that it is wedged, then nothing.
+    assert_eq!(db.phase(), Phase::Wedged);
+    assert_eq!(rb.len(), 1, "{rb:?}");
+    assert_eq!(rb[0].errors.len(), 1);
+    assert_eq!(
+        rb[0].errors[0].class,
+        boltwatch_proto::v1::RdmaErrorClass::WatchdogTimeout as i32
+    );
+}
