@@ -12,6 +12,7 @@
 //! - [`links`]: which links the probe runs on (inventory, library,
 //!   port state) and the GID check; pure.
 //! - [`driver`]: one link's probe and window, tick by tick; pure.
+//! - [`survey`]: the node's readiness, read once (role and doctor).
 //! - [`window`]: a window's outcomes as one `rdma_probe` record; pure.
 //! - [`verbs`]: the verbs library loaded with `dlopen`, so the agent runs
 //!   where it is absent.
@@ -25,6 +26,7 @@ pub mod links;
 pub mod port;
 pub mod probe;
 pub mod side;
+pub mod survey;
 pub mod verbs;
 pub mod window;
 

@@ -18,6 +18,7 @@
 //! | path MTU discovery, one peer after another | [`path_mtu`] | thread |
 //! | path watch (route and path MTU) | [`path_watch`] | task per peer |
 //! | fabric checks (settings that take a cluster down) | [`fabric`] | task |
+//! | RDMA probe survey and side channel (`rdma.enabled`) | [`rdma`] | task |
 //! | sleep and wake, `prevent_sleep` | [`power`] | thread |
 //! | health reporter | [`health_reporter`] | task |
 //! | the node's `/metrics` (`metrics_listen`) | [`metrics_server`] | task |
@@ -42,6 +43,7 @@ mod outage_tracker;
 mod path_mtu;
 mod path_watch;
 mod power;
+mod rdma;
 mod reflector;
 mod sampler;
 mod senders;
@@ -218,6 +220,7 @@ impl Agent {
         let mtus = path_mtu::start(&mut crew, &config, &topology)?;
         path_watch::start(&mut crew, &config, &topology, mtus);
         fabric::start(&mut crew, &config, &topology);
+        rdma::start(&mut crew, &config, &topology);
         power::start(&mut crew, &config, &outage)?;
         health_reporter::start(&mut crew);
         let hello = topology.hello(&config, &boot_id);
