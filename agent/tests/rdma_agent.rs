@@ -112,3 +112,37 @@ fn rdma_enabled_without_a_device_starts_says_not_ready_and_idles() {
     );
     assert!(said[0].contains("libibverbs.so.1"), "{log}");
 }
+
+#[test]
+fn doctor_rdma_on_a_host_without_a_device_says_so_and_exits_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("doctor");
+    let run = Command::new(env!("CARGO_BIN_EXE_boltwatch-agent"))
+        .args(["doctor", "--rdma", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert_eq!(run.status.code(), Some(1), "{stdout}");
+    assert!(stdout.starts_with("SOURCE"), "{stdout}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    let rows = report["rows"].as_array().unwrap();
+    let row = |subject: &str| {
+        rows.iter()
+            .find(|r| r["subject"] == subject)
+            .unwrap_or_else(|| panic!("no {subject} row:\n{stdout}"))
+    };
+    assert!(rows.iter().all(|r| r["source"] == "rdma"), "{stdout}");
+    assert_eq!(row("library")["verdict"]["verdict"], "agree");
+    assert_eq!(row("library")["os_tool"], "dlopen libibverbs.so.1");
+    assert_eq!(row("devices")["agent"], "none");
+    assert_eq!(row("devices")["verdict"]["verdict"], "disagree");
+    let probe = &row("probe")["verdict"];
+    assert_eq!(probe["verdict"], "not_applicable");
+    assert_eq!(
+        probe["detail"],
+        "not ready: the verbs library lists no RDMA device"
+    );
+    assert!(out.join("rdma/survey.txt").exists());
+}

@@ -51,7 +51,7 @@ fn row(o: &Outcome) -> Row {
 }
 
 /// Every interface discovery calls Thunderbolt or a bridge.
-fn cluster_links(sysfs: &Path) -> Vec<String> {
+pub(super) fn cluster_links(sysfs: &Path) -> Vec<String> {
     let Ok(all) = nix::net::if_::if_nameindex() else {
         return Vec::new();
     };

@@ -20,6 +20,8 @@
 //!   pressure level vs `powermetrics --samplers thermal` (root only),
 //!   Thunderbolt discovery vs `system_profiler`, kernel RX timestamps.
 //!
+//! `--rdma` prints only the RDMA probe's readiness rows ([`rdma`]).
+//!
 //! Exit status: 0 when no row disagrees, 1 when one does, 2 when the
 //! doctor itself cannot run (bad flags, capture folder not writable).
 
@@ -36,6 +38,7 @@ use serde::Serialize;
 
 pub mod compare;
 mod fabric;
+mod rdma;
 mod row;
 
 pub use row::{Row, Verdict};
@@ -56,6 +59,11 @@ pub struct Args {
     /// Interfaces to check (repeatable); default every interface.
     #[arg(long = "interface", short = 'i')]
     pub interfaces: Vec<String>,
+    /// Only the RDMA probe's readiness (docs/rdma.md): library, devices,
+    /// rdma_ctl, ports, GID, bridge off, the probe; on the interfaces
+    /// given, else those discovery calls Thunderbolt or a bridge.
+    #[arg(long)]
+    pub rdma: bool,
 }
 
 /// If the first argument is `doctor`, runs it and exits the process with
@@ -224,9 +232,14 @@ pub fn run(args: &Args, w: &mut dyn io::Write) -> io::Result<Report> {
     }
     fs::create_dir_all(&out)?;
     let cap = Captures { root: out.clone() };
-    let mut rows = imp::rows(&cap, &args.interfaces);
-    rows.push(kernel_timestamps());
-    rows.extend(fabric::rows(&args.interfaces));
+    let rows = if args.rdma {
+        rdma::rows(&cap, &args.interfaces)
+    } else {
+        let mut rows = imp::rows(&cap, &args.interfaces);
+        rows.push(kernel_timestamps());
+        rows.extend(fabric::rows(&args.interfaces));
+        rows
+    };
     let report = Report {
         os: std::env::consts::OS,
         out,
