@@ -61,6 +61,7 @@ pub fn sections(r: &Report) -> Vec<Section> {
         headline(r),
         verdict(r),
         rtt(r),
+        rdma(r),
         bandwidth(r),
         interruptions(r),
         outages(r),
@@ -170,6 +171,36 @@ fn rtt(r: &Report) -> Section {
         title: "RTT per directed link (at rest, under load)".into(),
         header: vec![
             "link", "probes", "lost", "loss %", "mean ms", "p50 ms", "p99 ms", "worst ms",
+        ],
+        rows,
+    }
+}
+
+/// RDMA probing per link: its own transport, not in the RTT rows above
+/// nor in the verdict.
+fn rdma(r: &Report) -> Section {
+    let us = |v: f64| format!("{v:.1}");
+    let rows = r
+        .rdma
+        .iter()
+        .map(|l| {
+            let errors: Vec<String> = l.errors.iter().map(|(c, n)| format!("{c} {n}")).collect();
+            vec![
+                format!("{} -> {}", l.node, l.peer),
+                l.device.clone(),
+                l.sent.to_string(),
+                l.lost.to_string(),
+                us(l.min_us),
+                us(l.mean_us),
+                us(l.max_us),
+                errors.join(", "),
+            ]
+        })
+        .collect();
+    Section {
+        title: "RDMA per directed link (own transport, not in the verdict)".into(),
+        header: vec![
+            "link", "device", "pings", "lost", "min us", "mean us", "max us", "errors",
         ],
         rows,
     }

@@ -70,6 +70,8 @@ pub struct Builder {
     kept: BTreeMap<String, u64>,
     /// Counters, Hellos, agent load, restarts and link events.
     pub(super) facts: Facts,
+    /// RDMA probe windows, by link.
+    pub(super) rdma: super::rdma::RdmaAcc,
 }
 
 impl Builder {
@@ -88,6 +90,7 @@ impl Builder {
             seen: BTreeSet::new(),
             kept: BTreeMap::new(),
             facts: Facts::default(),
+            rdma: Default::default(),
         }
     }
 
@@ -155,6 +158,11 @@ impl Builder {
             }
             Some(Payload::Service(c)) if !self.foreign(&c.peer) && self.room(node) => {
                 self.add_check(node, c)
+            }
+            Some(Payload::RdmaProbe(r))
+                if !self.foreign(r.rtt.as_ref().map_or("", |s| &s.peer)) =>
+            {
+                self.rdma.add(node, r);
             }
             Some(Payload::AgentStats(s)) => {
                 let key = (node.to_string(), boot.to_string());

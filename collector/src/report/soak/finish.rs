@@ -90,6 +90,7 @@ impl Builder {
             counter_growth: facts.counters,
             inventory: facts.inventory,
             overhead: facts.overhead,
+            rdma: std::mem::take(&mut self.rdma).finish(),
         }
     }
 

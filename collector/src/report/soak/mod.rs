@@ -67,6 +67,7 @@ pub mod inventory;
 mod outages;
 pub mod overhead;
 mod quarter;
+pub mod rdma;
 mod rtt;
 pub mod shifts;
 mod thermal;
@@ -451,6 +452,10 @@ pub struct Report {
     pub inventory: inventory::Inventory,
     /// What the soak itself cost.
     pub overhead: overhead::Overhead,
+    /// RDMA probing per link: its own transport, outside the RTT figures
+    /// and the verdict; absent from the JSON when no link was probed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rdma: Vec<rdma::RdmaLink>,
 }
 
 /// A link's availability over the range, counted in RTT-window seconds

@@ -455,3 +455,87 @@ fn availability_budget_and_worst_quarter_of_the_hand_built_report() {
     // unavailable: 7 of 10 seconds had every link good.
     assert_eq!(r.fleet.all_good_seconds, 7.0);
 }
+
+#[test]
+fn rdma_windows_are_their_own_transport_outside_rtt_and_verdict() {
+    use boltwatch_proto::v1::{RdmaErrorClass, RdmaErrorCount, RdmaProbe};
+    let rdma = |t: u64, rtts: &[u64], lost: u64| {
+        let Payload::Rtt(mut s) = rtt("b", t, rtts, false) else {
+            unreachable!()
+        };
+        s.sent += lost;
+        s.lost = lost;
+        Payload::RdmaProbe(RdmaProbe {
+            rtt: Some(s),
+            device: "rdma_en2".into(),
+            errors: vec![RdmaErrorCount {
+                class: RdmaErrorClass::CrcMismatch as i32,
+                count: 1,
+            }],
+        })
+    };
+    let mut b = Builder::new(scope(&["a", "b"]));
+    b.add(
+        "a",
+        "boot",
+        1,
+        1000 * S,
+        Some(&rtt("b", 1000 * S, &[80_000; 10], false)),
+    );
+    b.add(
+        "a",
+        "boot",
+        2,
+        1001 * S,
+        Some(&rdma(1001 * S, &[9_000, 11_000], 1)),
+    );
+    b.add(
+        "a",
+        "boot",
+        3,
+        1002 * S,
+        Some(&rdma(1002 * S, &[10_000], 0)),
+    );
+    // A peer outside the soak's nodes is not the soak's.
+    let Payload::RdmaProbe(mut z) = rdma(1003 * S, &[5_000], 0) else {
+        unreachable!()
+    };
+    z.rtt.as_mut().unwrap().peer = "z".into();
+    b.add("a", "boot", 4, 1003 * S, Some(&Payload::RdmaProbe(z)));
+    let r = b.finish();
+
+    let ab = link(&r, "a", "b");
+    assert_eq!(ab.rtt.probes, 10, "RDMA pings are not STAMP probes");
+    assert_eq!(ab.rtt.worst_ms, Some(0.08));
+    assert_eq!(r.rdma.len(), 1, "{:?}", r.rdma);
+    let l = &r.rdma[0];
+    assert_eq!((l.node.as_str(), l.peer.as_str()), ("a", "b"));
+    assert_eq!((l.sent, l.received, l.lost), (4, 3, 1));
+    assert_eq!((l.min_us, l.mean_us, l.max_us), (9.0, 10.0, 11.0));
+    assert_eq!(l.errors.get("crc_mismatch"), Some(&2));
+    let sections = crate::report::render::sections(&r);
+    let s = sections
+        .iter()
+        .find(|s| s.title.starts_with("RDMA"))
+        .expect("an RDMA section");
+    assert_eq!(
+        s.rows,
+        [[
+            "a -> b",
+            "rdma_en2",
+            "4",
+            "1",
+            "9.0",
+            "10.0",
+            "11.0",
+            "crc_mismatch 2"
+        ]]
+    );
+    assert!(!r.verdict.lines.iter().any(|v| v.key.contains("rdma")));
+    // Without RDMA windows: no section and no `rdma` key in the JSON.
+    let plain = report();
+    assert!(!crate::report::render::sections(&plain)
+        .iter()
+        .any(|s| s.title.starts_with("RDMA")));
+    assert!(serde_json::to_value(&plain).unwrap().get("rdma").is_none());
+}
