@@ -9,7 +9,8 @@
 //! most 16 bytes for at most [`READ_TIMEOUT`], counted in `refused` and
 //! closed with nothing written: the answer is always this agent's own
 //! beat, never bytes it received. At most [`MAX_CONNECTIONS`] are served
-//! at once; more are closed at accept, counted too.
+//! at once; more are closed at accept, counted too. The count is logged at
+//! its 1st, 2nd, 4th, 8th... refusal (not a metric yet).
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -21,6 +22,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use tokio::time::timeout;
+use tracing::warn;
 
 use super::beat;
 
@@ -55,6 +57,18 @@ impl Side {
         self.answered.load(Ordering::Relaxed)
     }
 
+    /// Counts a refused connection; says so at the 1st, 2nd, 4th, 8th..., so
+    /// a scan is visible in the log without flooding it.
+    fn refuse(&self, why: &str) {
+        let n = self.refused.fetch_add(1, Ordering::Relaxed) + 1;
+        if n.is_power_of_two() {
+            warn!(
+                refused = n,
+                why, "RDMA side channel refused a connection (not a beat)"
+            );
+        }
+    }
+
     fn next_beat(&self) -> [u8; beat::LEN] {
         beat::encode(self.beats.fetch_add(1, Ordering::Relaxed) + 1)
     }
@@ -70,7 +84,7 @@ pub async fn serve(listener: TcpListener, side: Arc<Side>) {
             continue;
         };
         let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else {
-            side.refused.fetch_add(1, Ordering::Relaxed);
+            side.refuse("over the connection limit");
             continue;
         };
         let side = Arc::clone(&side);
@@ -84,9 +98,11 @@ pub async fn serve(listener: TcpListener, side: Arc<Side>) {
 async fn answer(mut conn: TcpStream, side: &Side) {
     let mut buf = [0u8; beat::LEN];
     let got = timeout(READ_TIMEOUT, conn.read_exact(&mut buf)).await;
-    if !matches!(got, Ok(Ok(_))) || beat::decode(&buf).is_none() {
-        side.refused.fetch_add(1, Ordering::Relaxed);
-        return;
+    match got {
+        Ok(Ok(_)) if beat::decode(&buf).is_some() => {}
+        Ok(Ok(_)) => return side.refuse("not a beat"),
+        Ok(Err(_)) => return side.refuse("closed before 16 bytes"),
+        Err(_) => return side.refuse("too slow"),
     }
     if conn.write_all(&side.next_beat()).await.is_ok() {
         side.answered.fetch_add(1, Ordering::Relaxed);
