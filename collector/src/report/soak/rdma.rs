@@ -33,10 +33,15 @@ pub struct RdmaLink {
     pub errors: BTreeMap<String, u64>,
 }
 
+/// (node, peer, device).
+type Key = (String, String, String);
+/// The merged windows and the errors by class label.
+type Acc = (RttSummary, BTreeMap<String, u64>);
+
 /// The links' windows as they come.
 #[derive(Debug, Default)]
 pub struct RdmaAcc {
-    links: BTreeMap<(String, String, String), (RttSummary, BTreeMap<String, u64>)>,
+    links: BTreeMap<Key, Acc>,
 }
 
 impl RdmaAcc {
