@@ -6,7 +6,7 @@ are the same and the bytes are what another protobuf library writes
 histogram buckets then has its fields written in reverse number order
 (one field's occurrences keep their order), as a conforming encoder may.
 With --shuffle, every such message has its fields in a seeded random
-order (drawn per message) and every absent singular scalar or string
+order (one per message type) and every absent singular scalar or string
 field written out at its default (0, empty), as an encoder that writes
 defaults does. (The schema has no repeated scalar field, so a packed or
 unpacked variant does not arise.)
@@ -24,6 +24,10 @@ src, dst = sys.argv[2], sys.argv[3]
 reverse = "--reverse" in sys.argv[4:]
 shuffle = "--shuffle" in sys.argv[4:]
 rng = random.Random(27)
+# --shuffle: one seeded order per message type, kept for the whole run, as
+# an encoder has its own fixed order (a new order per message would only
+# make the records compress worse).
+RANKS = {}
 
 # Message fields walked into, per message: (message, tag) -> message.
 NESTED = {
@@ -122,7 +126,9 @@ def reordered(b, kind):
         return b"".join(f[1] for f in fields)
     present = {f[0] for f in fields}
     fields += [(t, v) for t, v in DEFAULTS[kind].items() if t not in present]
-    rank = {t: rng.random() for t in {f[0] for f in fields}}
+    rank = RANKS.setdefault(kind, {})
+    for t, _ in fields:
+        rank.setdefault(t, rng.random())
     fields.sort(key=lambda f: rank[f[0]])  # stable, as above
     return b"".join(f[1] for f in fields)
 

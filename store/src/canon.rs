@@ -35,11 +35,6 @@ impl<'a> Body<'a> {
         self.0.iter().map(|p| p.len()).sum()
     }
 
-    /// Whether there are none.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// Appends the pieces to `out`.
     pub fn write_to(&self, out: &mut Vec<u8>) {
         for p in self.0 {
@@ -185,7 +180,16 @@ fn field(b: &[u8], at: usize) -> Option<Field> {
 }
 
 /// A varint of at most 10 bytes at `at`, and where it ends.
+#[inline]
 fn varint(b: &[u8], at: usize) -> Option<(u64, usize)> {
+    // Keys and lengths: nearly always one byte.
+    match b.get(at) {
+        Some(&byte) if byte < 0x80 => Some((u64::from(byte), at + 1)),
+        _ => long_varint(b, at),
+    }
+}
+
+fn long_varint(b: &[u8], at: usize) -> Option<(u64, usize)> {
     let mut v = 0u64;
     for (i, &byte) in b.get(at..)?.iter().take(10).enumerate() {
         v |= u64::from(byte & 0x7f) << (7 * i);
