@@ -138,29 +138,7 @@ pub fn reencode(mut raw: &[u8], e: &Encoding) -> Vec<u8> {
         }
     }
     for &(tag, wt, v) in &e.unknown {
-        let mut out = Vec::new();
-        match wt {
-            0 => {
-                encode_key(tag, WireType::Varint, &mut out);
-                encode_varint(v, &mut out);
-            }
-            1 => {
-                encode_key(tag, WireType::SixtyFourBit, &mut out);
-                out.extend(v.to_le_bytes());
-            }
-            5 => {
-                encode_key(tag, WireType::ThirtyTwoBit, &mut out);
-                out.extend((v as u32).to_le_bytes());
-            }
-            _ => {
-                encode_key(tag, WireType::LengthDelimited, &mut out);
-                let bytes = v.to_le_bytes();
-                let n = (v % 9) as usize;
-                encode_varint(n as u64, &mut out);
-                out.extend(&bytes[..n]);
-            }
-        }
-        fields.push((tag, out));
+        fields.push((tag, unknown_field(tag, wt, v)));
     }
     match &e.order {
         Order::AsIs => {}
@@ -178,5 +156,31 @@ pub fn reencode(mut raw: &[u8], e: &Encoding) -> Vec<u8> {
         out.extend(node);
     }
     out.extend(fields.into_iter().flat_map(|f| f.1));
+    out
+}
+
+/// An unknown field `tag` of wire type `wt` (0, 1, 5, else 2) made from `v`.
+fn unknown_field(tag: u32, wt: u8, v: u64) -> Vec<u8> {
+    let mut out = Vec::new();
+    match wt {
+        0 => {
+            encode_key(tag, WireType::Varint, &mut out);
+            encode_varint(v, &mut out);
+        }
+        1 => {
+            encode_key(tag, WireType::SixtyFourBit, &mut out);
+            out.extend(v.to_le_bytes());
+        }
+        5 => {
+            encode_key(tag, WireType::ThirtyTwoBit, &mut out);
+            out.extend((v as u32).to_le_bytes());
+        }
+        _ => {
+            encode_key(tag, WireType::LengthDelimited, &mut out);
+            let n = (v % 9) as usize;
+            encode_varint(n as u64, &mut out);
+            out.extend(&v.to_le_bytes()[..n]);
+        }
+    }
     out
 }

@@ -81,21 +81,11 @@ pub fn insert_batch(
                 id
             }
         };
+        // For a new record, whether it was kept whole.
         let whole = if r.seq > above[r.boot] {
             Some(packer.add(conn, r, kind)?)
         } else {
-            packer.flush(conn)?;
-            let boot = &boots[r.boot];
-            let new = !seqs::contains(conn, boot.id, r.seq)?;
-            let whole = if new {
-                Some(packer.single(conn, r, kind)?)
-            } else {
-                None
-            };
-            if new {
-                seqs::add(conn, boot.id, r.seq, r.seq)?;
-            }
-            whole
+            packer.maybe_again(conn, r, kind)?
         };
         let new = whole.is_some();
         if let Some(whole) = whole {
@@ -192,6 +182,25 @@ impl<'a> Packer<'a> {
         });
         open.bytes += body.len();
         Ok(false)
+    }
+
+    /// A record that may be stored already (see [`insert_batch`]): stored
+    /// as a row of its own when new, after the packs gathered so far;
+    /// `None` when a duplicate, else whether it was kept whole.
+    fn maybe_again(
+        &mut self,
+        conn: &Connection,
+        r: &BatchRecord,
+        kind: i64,
+    ) -> rusqlite::Result<Option<bool>> {
+        self.flush(conn)?;
+        let boot = self.boots[r.boot].id;
+        if seqs::contains(conn, boot, r.seq)? {
+            return Ok(None);
+        }
+        let whole = self.single(conn, r, kind)?;
+        seqs::add(conn, boot, r.seq, r.seq)?;
+        Ok(Some(whole))
     }
 
     /// Stores one record as a row of its own, at the next position;
