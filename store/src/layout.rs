@@ -13,10 +13,15 @@
 //! - `stored` has one row per record: `pos` (the rowid, arrival order, so
 //!   it *is* the remote_write log position: no separate log table), the
 //!   boot and kind ids, seq, time, and the record's bytes after the boot's
-//!   head (`whole = 0`), or the whole record when it does not start with
-//!   it (`whole = 1`: another encoder's field order; kept verbatim).
-//!   Reassembly is `head || body`, so every record reads back byte for
-//!   byte, unknown payload kinds included.
+//!   head (`whole = 0`), or the whole record (`whole = 1`, verbatim).
+//!   Reassembly is `head || body`. Earlier builds kept every record that
+//!   did not start with its head (another encoder's field order) whole,
+//!   so every record read back byte for byte; now such a record is
+//!   stored with its node and boot id fields cut out wherever they were
+//!   ([`super::canon`]), so it reads back as bytes that decode to the
+//!   same record (prost-equal), unknown fields included, and only a
+//!   record whose fields contradict its boot is kept whole. Rows of
+//!   either form read the same way: the layout did not change.
 //! - Indexes: (boot, seq) unique (dedupe, watermarks), (unix_ns) (reports,
 //!   the API's time-ordered pages), and (kind, unix_ns) for the sparse
 //!   kinds only (outages, link events, thermals...: a few percent of the
@@ -122,16 +127,8 @@ pub fn head(node: &str, boot_id: &str) -> Vec<u8> {
     out
 }
 
-/// What to store of `raw`: `(whole, body)`, the bytes after `head` when
-/// `raw` starts with it, else all of them.
-pub fn split<'a>(raw: &'a [u8], head: &[u8]) -> (bool, &'a [u8]) {
-    match raw.strip_prefix(head) {
-        Some(body) if !head.is_empty() => (false, body),
-        _ => (true, raw),
-    }
-}
-
-/// The stored record's bytes: the inverse of [`split`].
+/// The stored record's bytes from a row's `whole` and body: the inverse
+/// of [`super::canon::split`] (the same record, decoded).
 pub fn join(whole: bool, head: &[u8], body: &[u8], out: &mut Vec<u8>) {
     out.clear();
     if !whole {
@@ -255,7 +252,9 @@ const INSERT: &str = "INSERT OR IGNORE INTO stored (pos, boot, seq, unix_ns, kin
 /// Stores a record through `stmt` (a prepared [`INSERT`]) unless (boot,
 /// seq) is already stored; whether it was new.
 fn insert_into(stmt: &mut rusqlite::Statement<'_>, r: &Row<'_>) -> rusqlite::Result<bool> {
-    let (whole, body) = split(r.raw, &r.boot.head);
+    // A version 4 store's records move over byte for byte, as they were.
+    let body = super::canon::after_head(r.raw, &r.boot.head);
+    let (whole, body) = (body.is_none(), body.unwrap_or(r.raw));
     let n = stmt.execute(params![
         r.pos,
         r.boot.id,
@@ -467,27 +466,5 @@ mod tests {
             };
             assert_eq!(head(node, boot), r.encode_to_vec(), "{node}/{boot}");
         }
-    }
-
-    #[test]
-    fn split_and_join_give_back_the_same_bytes() {
-        let h = head("a", "b");
-        let mut out = Vec::new();
-        for raw in [
-            [h.as_slice(), &[0x18, 1, 0x20, 2]].concat(),
-            vec![0x18, 1, 0x0a, 1, b'a'],
-            h.clone(),
-            Vec::new(),
-        ] {
-            let (whole, body) = split(&raw, &h);
-            assert_eq!(
-                whole,
-                !raw.starts_with(&h) || raw.is_empty() && h.is_empty()
-            );
-            join(whole, &h, body, &mut out);
-            assert_eq!(out, raw);
-        }
-        // An empty head never strips (nothing to share).
-        assert_eq!(split(&[1, 2], &[]), (true, &[1u8, 2][..]));
     }
 }

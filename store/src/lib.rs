@@ -35,6 +35,7 @@
 //! (`retention`, per-minute `rollup`s) and compaction of live rows into
 //! packs (`compact`).
 
+mod canon;
 mod compact;
 mod db;
 mod error;
@@ -80,6 +81,8 @@ pub use types::{
     Watermark,
 };
 
+#[cfg(test)]
+mod encoders;
 #[cfg(test)]
 mod props;
 #[cfg(test)]

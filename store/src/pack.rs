@@ -34,6 +34,8 @@
 
 use prost::encoding::{decode_varint, encode_varint};
 
+use super::canon::Body;
+
 /// Records in one pack at most: bounds the memory a reader holds per row
 /// and what one row costs to rewrite.
 pub const MAX_RECORDS: usize = 1024;
@@ -184,7 +186,7 @@ pub struct Entry<'a> {
     /// Agent time.
     pub unix_ns: u64,
     /// The record after its boot's head.
-    pub body: &'a [u8],
+    pub body: Body<'a>,
 }
 
 /// A pack's columns from its entries (at least two, seqs strictly
@@ -201,7 +203,7 @@ pub fn encode(entries: &[Entry<'_>]) -> (u64, u64, Vec<u8>) {
         encode_varint(e.seq - prev, &mut out);
         encode_varint(e.unix_ns - min_t, &mut out);
         encode_varint(e.body.len() as u64, &mut out);
-        out.extend_from_slice(e.body);
+        e.body.write_to(&mut out);
         prev = e.seq;
     }
     let block = snap::raw::Encoder::new()
@@ -232,17 +234,17 @@ mod tests {
             Entry {
                 seq: 10,
                 unix_ns: 5_000,
-                body: &bodies[0],
+                body: Body::one(&bodies[0]),
             },
             Entry {
                 seq: 11,
                 unix_ns: 4_000,
-                body: &bodies[1],
+                body: Body::one(&bodies[1]),
             },
             Entry {
                 seq: 400,
                 unix_ns: 59_000,
-                body: &bodies[2],
+                body: Body::one(&bodies[2]),
             },
         ];
         let (seq, t, body) = encode(&entries);
@@ -356,7 +358,7 @@ mod tests {
             .map(|(i, b)| Entry {
                 seq: i as u64 + 1,
                 unix_ns: 5,
-                body: b,
+                body: Body::one(b),
             })
             .collect();
         let (seq, unix_ns, body) = encode(&entries);

@@ -194,6 +194,10 @@ pub struct BatchOutcome {
     pub commit_seconds: f64,
     /// Records in the whole store after the commit.
     pub total_records: u64,
+    /// Of the records newly stored, those kept verbatim: their node or
+    /// boot id field occurs twice or contradicts the boot, so they could
+    /// not share the boot's head (stored larger, never packed).
+    pub verbatim: u64,
 }
 
 /// `r` as the ingest path hands it to the store, for tests that store

@@ -241,12 +241,19 @@ impl Writer {
                 });
             }
             let added: u64 = boots.iter().map(|b| b.added).sum();
-            outcomes.push((batch.len() as u64 - added, inserted, watermarks, added));
+            let verbatim = boots.iter().map(|b| b.verbatim).sum();
+            outcomes.push((
+                batch.len() as u64 - added,
+                inserted,
+                watermarks,
+                added,
+                verbatim,
+            ));
         }
         tx.commit()?;
         let commit_seconds = start.elapsed().as_secs_f64();
         let mut out = Vec::with_capacity(outcomes.len());
-        for (duplicates, inserted, watermarks, added) in outcomes {
+        for (duplicates, inserted, watermarks, added, verbatim) in outcomes {
             self.total += added;
             out.push(BatchOutcome {
                 duplicates,
@@ -254,6 +261,7 @@ impl Writer {
                 watermarks,
                 commit_seconds,
                 total_records: 0,
+                verbatim,
             });
         }
         for o in &mut out {

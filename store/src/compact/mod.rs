@@ -28,14 +28,15 @@
 //!   replays in the order it was stored (`/metrics` rebuild, remote write
 //!   restore). Only records of different boots or kinds change places.
 //!
-//! Records that do not start with their boot's head (another encoder's
-//! field order) stay single rows. A damaged row ends the run before it and
+//! Records kept whole (their node or boot id field repeated or at odds
+//! with the boot, see [`super::canon`]) stay single rows. A damaged row ends the run before it and
 //! is then passed over as it is, never rewritten.
 
 use std::collections::HashMap;
 
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 
+use super::canon::Body;
 use super::insert::{write_entries, NewRow};
 use super::layout;
 use super::pack::{self, Entry};
@@ -289,7 +290,7 @@ fn rewrite(
                         .map(|t| Entry {
                             seq: t.seq,
                             unix_ns: t.unix_ns,
-                            body: &t.body,
+                            body: Body::one(&t.body),
                         })
                         .collect();
                     write_entries(tx, pos, g.boot, g.kind, &entries)?;

@@ -4,7 +4,8 @@
 
 use rusqlite::{params, Connection};
 
-use super::layout::{self, BootKey, Keys};
+use super::canon;
+use super::layout::{BootKey, Keys};
 use super::rollup::minute_of;
 use crate::types::{BatchRecord, NewBatch};
 use crate::{pack, seqs};
@@ -17,6 +18,9 @@ pub struct BootAdded {
     pub added: u64,
     /// Highest seq newly stored (0 when none).
     pub max_seq: u64,
+    /// Of those, records kept whole (see [`canon`]): their node or boot id
+    /// field occurs twice or does not match the boot.
+    pub verbatim: u64,
 }
 
 /// The statement that stores one row at an explicit position.
@@ -77,22 +81,17 @@ pub fn insert_batch(
                 id
             }
         };
-        let new = if r.seq > above[r.boot] {
-            packer.add(conn, r, kind)?;
-            true
+        // For a new record, whether it was kept whole.
+        let whole = if r.seq > above[r.boot] {
+            Some(packer.add(conn, r, kind)?)
         } else {
-            packer.flush(conn)?;
-            let boot = &boots[r.boot];
-            let new = !seqs::contains(conn, boot.id, r.seq)?;
-            if new {
-                packer.single(conn, r, kind)?;
-                seqs::add(conn, boot.id, r.seq, r.seq)?;
-            }
-            new
+            packer.maybe_again(conn, r, kind)?
         };
-        if new {
+        let new = whole.is_some();
+        if let Some(whole) = whole {
             let a = &mut added[r.boot];
             a.added += 1;
+            a.verbatim += u64::from(whole);
             a.max_seq = a.max_seq.max(r.seq);
             above[r.boot] = above[r.boot].max(r.seq);
         }
@@ -138,15 +137,15 @@ impl<'a> Packer<'a> {
         }
     }
 
-    /// Adds a new record whose seq is above every one its boot stored.
-    fn add(&mut self, conn: &Connection, r: &'a BatchRecord, kind: i64) -> rusqlite::Result<()> {
+    /// Adds a new record whose seq is above every one its boot stored;
+    /// whether it was kept whole.
+    fn add(&mut self, conn: &Connection, r: &'a BatchRecord, kind: i64) -> rusqlite::Result<bool> {
         let boot = &self.boots[r.boot];
         self.seqs[r.boot].push(conn, boot.id, r.seq)?;
-        let (whole, body) = layout::split(&r.raw, &boot.head);
-        if whole {
-            // Another encoder's field order: kept verbatim, on its own.
+        let Some(body) = canon::split(&r.raw, &boot.head) else {
+            // Kept verbatim, on its own.
             return self.single(conn, r, kind);
-        }
+        };
         let minute = minute_of(r.unix_ns);
         let found = self
             .open
@@ -182,13 +181,34 @@ impl<'a> Packer<'a> {
             body,
         });
         open.bytes += body.len();
-        Ok(())
+        Ok(false)
     }
 
-    /// Stores one record as a row of its own, at the next position.
-    fn single(&mut self, conn: &Connection, r: &BatchRecord, kind: i64) -> rusqlite::Result<()> {
+    /// A record that may be stored already (see [`insert_batch`]): stored
+    /// as a row of its own when new, after the packs gathered so far;
+    /// `None` when a duplicate, else whether it was kept whole.
+    fn maybe_again(
+        &mut self,
+        conn: &Connection,
+        r: &BatchRecord,
+        kind: i64,
+    ) -> rusqlite::Result<Option<bool>> {
+        self.flush(conn)?;
+        let boot = self.boots[r.boot].id;
+        if seqs::contains(conn, boot, r.seq)? {
+            return Ok(None);
+        }
+        let whole = self.single(conn, r, kind)?;
+        seqs::add(conn, boot, r.seq, r.seq)?;
+        Ok(Some(whole))
+    }
+
+    /// Stores one record as a row of its own, at the next position;
+    /// whether it was kept whole.
+    fn single(&mut self, conn: &Connection, r: &BatchRecord, kind: i64) -> rusqlite::Result<bool> {
         let boot = &self.boots[r.boot];
-        let (whole, body) = layout::split(&r.raw, &boot.head);
+        let mut buf = Vec::new();
+        let (whole, body) = canon::row(&r.raw, &boot.head, &mut buf);
         self.pos += 1;
         NewRow {
             pos: self.pos,
@@ -200,7 +220,8 @@ impl<'a> Packer<'a> {
             n: 1,
             body,
         }
-        .insert(conn)
+        .insert(conn)?;
+        Ok(whole)
     }
 
     /// Writes one pack's entries (a single entry as a plain row).
@@ -248,8 +269,9 @@ pub(super) fn write_entries(
     entries: &[pack::Entry<'_>],
 ) -> rusqlite::Result<()> {
     let packed;
+    let mut buf = Vec::new();
     let (seq, unix_ns, body) = match entries {
-        [e] => (e.seq, e.unix_ns, e.body),
+        [e] => (e.seq, e.unix_ns, e.body.contiguous(&mut buf)),
         _ => {
             packed = pack::encode(entries);
             (packed.0, packed.1, packed.2.as_slice())

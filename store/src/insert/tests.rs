@@ -1,5 +1,5 @@
 use super::*;
-use crate::{queries, schema, NewRecord, RecordFilter};
+use crate::{layout, queries, schema, NewRecord, RecordFilter};
 
 use schema::memory as db;
 
@@ -45,7 +45,8 @@ fn runs_and_replays_are_stored_once_in_arrival_order() {
         added,
         [BootAdded {
             added: 350,
-            max_seq: 350
+            max_seq: 350,
+            verbatim: 350,
         }; 2]
     );
     // A replay overlapping the stored ones, a repeat within the batch,
@@ -68,7 +69,8 @@ fn runs_and_replays_are_stored_once_in_arrival_order() {
         [
             BootAdded {
                 added: 4,
-                max_seq: 354
+                max_seq: 354,
+                verbatim: 4,
             },
             BootAdded::default()
         ]
@@ -206,4 +208,59 @@ fn large_records_never_make_a_pack_over_its_byte_bound() {
     let packs = two_columns(&c, "SELECT n, length(body) FROM stored ORDER BY pos");
     // 200 | 200 + 10 | 60 | 250 + 5 + 5 (bodies after the head).
     assert_eq!(packs.iter().map(|p| p.0).collect::<Vec<_>>(), [1, 2, 1, 3]);
+}
+
+/// A record another encoder wrote (boot id, then node, after the rest),
+/// as an earlier build stored it: whole, verbatim. It still reads back
+/// byte for byte beside the same encoder's next record, which this build
+/// stores after the boot's head.
+#[test]
+fn a_row_an_earlier_build_kept_whole_still_reads() {
+    use prost::Message;
+    let c = db();
+    let mut keys = Keys::default();
+    let reversed = |seq: u64| {
+        let r = boltwatch_proto::v1::Record {
+            node: "a".into(),
+            boot_id: "b1".into(),
+            seq,
+            unix_ns: 1_000 + seq,
+            payload: None,
+        };
+        let mut raw = vec![0x20];
+        prost::encoding::encode_varint(r.unix_ns, &mut raw);
+        raw.extend([0x18, seq as u8, 0x12, 2, b'b', b'1', 0x0a, 1, b'a']);
+        assert_eq!(boltwatch_proto::v1::Record::decode(&raw[..]).unwrap(), r);
+        raw
+    };
+    let boot = keys.boot(&c, "a", "b1").unwrap();
+    let kind = keys.kind(&c, "unknown").unwrap();
+    let old = reversed(1);
+    NewRow {
+        pos: 1,
+        boot: boot.id,
+        seq: 1,
+        unix_ns: 1_001,
+        kind,
+        whole: true,
+        n: 1,
+        body: &old,
+    }
+    .insert(&c)
+    .unwrap();
+    crate::seqs::add(&c, boot.id, 1, 1).unwrap();
+    let mut new = rec("b1", 2);
+    new.kind = "unknown";
+    new.raw = reversed(2);
+    let (inserted, added) = insert(&c, &mut keys, vec![new]);
+    assert_eq!((inserted, added[0].verbatim), (vec![true], 0));
+    let rows = two_columns(&c, "SELECT seq, whole FROM stored ORDER BY pos");
+    assert_eq!(rows, [(1, 1), (2, 0)]);
+    let all = everything(&c);
+    assert_eq!(all[0].raw, old);
+    // The new one: head first, the same record.
+    assert_eq!(
+        all[1].raw,
+        [&layout::head("a", "b1")[..], &reversed(2)[..5]].concat()
+    );
 }
