@@ -36,11 +36,13 @@ use std::process::Command;
 use clap::Parser;
 use serde::Serialize;
 
+mod captures;
 pub mod compare;
 mod fabric;
 mod rdma;
 mod row;
 
+pub(crate) use captures::Captures;
 pub use row::{Row, Verdict};
 
 crate::platform::os_module!(mod imp);
@@ -144,31 +146,6 @@ pub fn render(rows: &[Row]) -> String {
         line([&c[0], &c[1], &c[2], &c[3], &c[4]]);
     }
     out
-}
-
-/// The capture folder.
-pub(crate) struct Captures {
-    root: PathBuf,
-}
-
-impl Captures {
-    /// Writes `bytes` to `rel` under the folder.
-    pub(crate) fn save(&self, rel: &str, bytes: &[u8]) -> io::Result<()> {
-        let path = self.root.join(rel);
-        if let Some(dir) = path.parent() {
-            fs::create_dir_all(dir)?;
-        }
-        fs::write(path, bytes)
-    }
-
-    /// Copies `<sys>/<rel>` (a sysfs file) to `<folder>/sys/<rel>`, when
-    /// readable: the captures then mirror sysfs for the agent's readers.
-    #[cfg(target_os = "linux")]
-    pub(crate) fn copy_sys(&self, sys: &std::path::Path, rel: &str) {
-        if let Ok(bytes) = fs::read(sys.join(rel)) {
-            let _ = self.save(&format!("sys/{rel}"), &bytes);
-        }
-    }
 }
 
 /// A carrier for the table: up, down or unknown.

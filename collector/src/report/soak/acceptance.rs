@@ -8,9 +8,10 @@ use std::collections::BTreeMap;
 
 use super::above::{self, above};
 use super::availability::{self, availability, by_bin, class, Class, Tally};
+use super::bins::HOUR_NS;
 use super::build::Builder;
 use super::fleet::fleet;
-use super::hourly::{self, hourly, HOUR_NS};
+use super::hourly::{self, hourly};
 use super::outages;
 use super::quarter::{quarter, worst, Context, QUARTER_NS};
 use super::{Fleet, Link, OutageItem, Thermal};

@@ -6,17 +6,10 @@
 use std::collections::BTreeMap;
 
 use super::availability::Tally;
+use super::bins::{hour_of, HOUR_NS};
 use super::rtt::rtt;
 use super::{secs, Hour};
 use crate::report::summary::LinkStats;
-
-/// An hour, ns.
-pub(super) const HOUR_NS: u64 = 3_600_000_000_000;
-
-/// The hour holding `t`.
-pub(super) fn hour_of(t: u64) -> u64 {
-    t - t % HOUR_NS
-}
 
 /// One row per UTC hour overlapping `[from, to)`: `stats` the windows
 /// merged per hour, `tally` their classes per hour (both keyed by the

@@ -51,6 +51,7 @@ mod above;
 mod acceptance;
 mod availability;
 mod bandwidth;
+mod bins;
 mod build;
 mod changepoint;
 mod chart;

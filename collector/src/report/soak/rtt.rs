@@ -8,7 +8,7 @@ use std::ops::Range;
 use boltwatch_proto::v1::RttSummary;
 use boltwatch_store::MinuteLink;
 
-use super::hourly::hour_of;
+use super::bins::hour_of;
 use super::{ms, Rtt, Win};
 use crate::report::summary::LinkStats;
 
