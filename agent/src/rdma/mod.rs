@@ -8,6 +8,8 @@
 //! - [`abi`]: `#[repr(C)]` verbs structs, asserted against `infiniband/verbs.h`.
 //! - [`beat`], [`side`]: the dead-peer TCP side channel between the
 //!   agents of a link (codec, pure; server and beater).
+//! - [`hello`]: the queue-pair exchange's frame (QP number, GID, PSN)
+//!   carried on the side channel; pure.
 //! - [`jobs`]: `rdma.job_windows`, when a job owns the links; pure.
 //! - [`links`]: which links the probe runs on (inventory, library,
 //!   port state) and the GID check; pure.
@@ -21,6 +23,7 @@ pub mod abi;
 pub mod beat;
 pub mod driver;
 pub mod frame;
+pub mod hello;
 pub mod jobs;
 pub mod links;
 pub mod port;
