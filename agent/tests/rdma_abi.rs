@@ -60,3 +60,15 @@ fn libibverbs_opens_and_lists_what_sysfs_lists() {
         .unwrap_or(0);
     assert_eq!(names.len(), sysfs, "{names:?}");
 }
+
+#[cfg(target_os = "linux")]
+#[test]
+fn the_verbs_port_opens_only_a_device_the_library_lists() {
+    use boltwatch_agent::rdma::port::VerbsError;
+    use boltwatch_agent::rdma::verbs::{Verbs, VerbsPort};
+    let v = Verbs::open().expect("libibverbs.so.1 (rdma-core) must be installed");
+    // Every symbol the port calls resolves in the real library; a device
+    // no host has is refused as a port that is down, not a crash.
+    let e = VerbsPort::open(&v, "boltwatch-no-such-device", 1, 1).err();
+    assert_eq!(e, Some(VerbsError::PortDown));
+}
