@@ -71,6 +71,11 @@ impl Side {
         self.locals.lock().expect("side lock").insert(ip, local);
     }
 
+    /// Our hello towards the peer at `ip`, once offered.
+    pub fn local(&self, ip: IpAddr) -> Option<Hello> {
+        self.locals.lock().expect("side lock").get(&ip).copied()
+    }
+
     /// The hello the peer at `ip` sent, once it did.
     pub fn remote(&self, ip: IpAddr) -> Option<Hello> {
         self.remotes.lock().expect("side lock").get(&ip).copied()
