@@ -16,8 +16,10 @@
 //! - [`driver`]: one link's probe and window, tick by tick; pure.
 //! - [`survey`]: the node's readiness, read once (role and doctor).
 //! - [`window`]: a window's outcomes as one `rdma_probe` record; pure.
+//! - [`transition`]: each QP transition's `ibv_modify_qp` attributes; pure.
 //! - [`verbs`]: the verbs library loaded with `dlopen`, so the agent runs
-//!   where it is absent.
+//!   where it is absent, and `VerbsPort`, the probe's port over it (the
+//!   only file with `unsafe`).
 
 pub mod abi;
 pub mod beat;
@@ -30,6 +32,7 @@ pub mod port;
 pub mod probe;
 pub mod side;
 pub mod survey;
+pub mod transition;
 pub mod verbs;
 pub mod window;
 

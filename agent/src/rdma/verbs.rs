@@ -22,6 +22,7 @@ use libloading::Library;
 use super::abi::{self, IbvContextHead, IbvCqHead, IbvGid, IbvMr, IbvQpAttr, IbvQpHead};
 use super::hello::Hello;
 use super::port::{Completion, Port, QpState, VerbsError};
+use super::transition::{self, Local};
 
 /// The library file the OS's verbs come in.
 pub const LIBRARY: &str = if cfg!(target_os = "macos") {
@@ -444,51 +445,13 @@ impl VerbsPort {
         }
     }
 
-    /// The attributes and mask of the transition to `to` (UC: no RC
-    /// timers, no atomics).
-    fn attr(&self, to: QpState) -> Result<(IbvQpAttr, c_int), VerbsError> {
-        let mut a = IbvQpAttr::default();
-        let mask = match to {
-            QpState::Reset => {
-                a.qp_state = abi::IBV_QPS_RESET;
-                abi::IBV_QP_STATE
-            }
-            QpState::Init => {
-                a.qp_state = abi::IBV_QPS_INIT;
-                a.port_num = self.port_num;
-                a.qp_access_flags = abi::IBV_ACCESS_LOCAL_WRITE as u32;
-                abi::IBV_QP_STATE
-                    | abi::IBV_QP_PKEY_INDEX
-                    | abi::IBV_QP_PORT
-                    | abi::IBV_QP_ACCESS_FLAGS
-            }
-            QpState::Rtr => {
-                let r = self
-                    .remote
-                    .ok_or_else(|| VerbsError::Library("RTR before the peer's hello".into()))?;
-                a.qp_state = abi::IBV_QPS_RTR;
-                a.path_mtu = self.mtu;
-                a.dest_qp_num = r.qpn;
-                a.rq_psn = r.psn;
-                a.ah_attr.is_global = 1;
-                a.ah_attr.port_num = self.port_num;
-                a.ah_attr.grh.dgid = IbvGid { raw: r.gid };
-                a.ah_attr.grh.sgid_index = self.gid_index;
-                // One cable: the peer is the next hop.
-                a.ah_attr.grh.hop_limit = 1;
-                abi::IBV_QP_STATE
-                    | abi::IBV_QP_AV
-                    | abi::IBV_QP_PATH_MTU
-                    | abi::IBV_QP_DEST_QPN
-                    | abi::IBV_QP_RQ_PSN
-            }
-            QpState::Rts => {
-                a.qp_state = abi::IBV_QPS_RTS;
-                a.sq_psn = self.psn;
-                abi::IBV_QP_STATE | abi::IBV_QP_SQ_PSN
-            }
-        };
-        Ok((a, mask))
+    fn local_facts(&self) -> Local {
+        Local {
+            port_num: self.port_num,
+            gid_index: self.gid_index,
+            mtu: self.mtu,
+            psn: self.psn,
+        }
     }
 
     fn slot_ptr(&self, i: usize) -> *mut u8 {
@@ -564,7 +527,8 @@ impl Port for VerbsPort {
                 "no queue pair, or a transition running".into(),
             ));
         }
-        let (attr, mask) = self.attr(to)?;
+        let (attr, mask) = transition::attr(to, &self.local_facts(), self.remote.as_ref())
+            .ok_or_else(|| VerbsError::Library("RTR before the peer's hello".into()))?;
         let job = Modify {
             f: self.f.modify_qp,
             qp: self.qp,
