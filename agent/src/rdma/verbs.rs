@@ -480,11 +480,21 @@ impl VerbsPort {
 
     fn completion(&mut self, wc: &abi::IbvWc) -> Completion {
         let ok = wc.status == abi::IBV_WC_SUCCESS;
+        let slot = (wc.wr_id & !SEND_ID) as usize;
         if wc.wr_id & SEND_ID != 0 {
-            self.free_send.push((wc.wr_id & !SEND_ID) as usize);
+            // Only ids we posted go back to the free list: a provider's
+            // stray id must never make a slot pointer outside the buffer.
+            if slot < SEND_SLOTS && !self.free_send.contains(&slot) {
+                self.free_send.push(slot);
+            }
             return Completion::Send { ok };
         }
-        let slot = wc.wr_id as usize;
+        if slot >= RECV_SLOTS || self.free_recv.contains(&slot) {
+            return Completion::Recv {
+                ok: false,
+                data: Vec::new(),
+            };
+        }
         let len = (wc.byte_len as usize).min(SLOT);
         let data = match ok {
             // SAFETY: the adapter has finished writing this slot (its
