@@ -24,7 +24,7 @@ use crate::rdma::driver::Driver;
 use crate::rdma::jobs::{job_owns, JobWindow};
 use crate::rdma::links::{Planned, GID_INDEX};
 use crate::rdma::port::Port;
-use crate::rdma::probe::{Context, Settings};
+use crate::rdma::probe::{Context, Phase, Settings};
 use crate::rdma::side::{self, Side};
 use crate::rdma::survey::{survey, Survey};
 use crate::rdma::verbs::{Verbs, VerbsPort};
@@ -214,7 +214,17 @@ fn drive(p: &Planned, port: &mut VerbsPort, side: &Side, links: &Links) {
         if let Some(r) = record {
             links.sink.emit(Payload::RdmaProbe(r));
         }
-        std::thread::sleep(TICK);
+        std::thread::sleep(pause(driver.phase(), links.settings.interval));
+    }
+}
+
+/// The fast tick only while a QP transition or the ping-pong needs polling;
+/// a port not yet up (each tick would count one more `port_down`), failed
+/// or wedged is looked at once per interval.
+fn pause(phase: Phase, interval: Duration) -> Duration {
+    match phase {
+        Phase::Transition { .. } | Phase::Ready => TICK,
+        Phase::Down | Phase::Failed(_) | Phase::Wedged => interval,
     }
 }
 
