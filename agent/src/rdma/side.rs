@@ -92,7 +92,7 @@ impl Side {
         if n.is_power_of_two() {
             warn!(
                 refused = n,
-                why, "RDMA side channel refused a connection (not a beat)"
+                why, "RDMA side channel refused a connection (not a beat or an expected hello)"
             );
         }
     }
