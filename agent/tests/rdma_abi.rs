@@ -13,7 +13,7 @@ fn verbs_layout_matches_the_c_header() {
     let mut c = String::from(
         "#include <stdio.h>\n#include <stddef.h>\n#include <infiniband/verbs.h>\nint main(void){\n",
     );
-    for (expr, _) in LAYOUT {
+    for (expr, _, _) in LAYOUT {
         c.push_str(&format!("printf(\"%zu\\n\", (size_t)({expr}));\n"));
     }
     c.push_str("return 0;}\n");
@@ -38,7 +38,8 @@ fn verbs_layout_matches_the_c_header() {
         .map(|l| l.parse().unwrap())
         .collect();
     assert_eq!(got.len(), LAYOUT.len());
-    for ((expr, rust), c) in LAYOUT.iter().zip(got) {
+    for ((expr, rust, _), c) in LAYOUT.iter().zip(got) {
+        println!("{expr}: C {c}, Rust {rust}");
         assert_eq!(*rust, c, "{expr}: Rust {rust}, C {c}");
     }
 }
@@ -58,4 +59,16 @@ fn libibverbs_opens_and_lists_what_sysfs_lists() {
         })
         .unwrap_or(0);
     assert_eq!(names.len(), sysfs, "{names:?}");
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn the_verbs_port_opens_only_a_device_the_library_lists() {
+    use boltwatch_agent::rdma::port::VerbsError;
+    use boltwatch_agent::rdma::verbs::{Verbs, VerbsPort};
+    let v = Verbs::open().expect("libibverbs.so.1 (rdma-core) must be installed");
+    // Every symbol the port calls resolves in the real library; a device
+    // no host has is refused as a port that is down, not a crash.
+    let e = VerbsPort::open(&v, "boltwatch-no-such-device", 1, 1).err();
+    assert_eq!(e, Some(VerbsError::PortDown));
 }

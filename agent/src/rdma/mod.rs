@@ -8,25 +8,31 @@
 //! - [`abi`]: `#[repr(C)]` verbs structs, asserted against `infiniband/verbs.h`.
 //! - [`beat`], [`side`]: the dead-peer TCP side channel between the
 //!   agents of a link (codec, pure; server and beater).
+//! - [`hello`]: the queue-pair exchange's frame (QP number, GID, PSN)
+//!   carried on the side channel; pure.
 //! - [`jobs`]: `rdma.job_windows`, when a job owns the links; pure.
 //! - [`links`]: which links the probe runs on (inventory, library,
 //!   port state) and the GID check; pure.
 //! - [`driver`]: one link's probe and window, tick by tick; pure.
 //! - [`survey`]: the node's readiness, read once (role and doctor).
 //! - [`window`]: a window's outcomes as one `rdma_probe` record; pure.
+//! - [`transition`]: each QP transition's `ibv_modify_qp` attributes; pure.
 //! - [`verbs`]: the verbs library loaded with `dlopen`, so the agent runs
-//!   where it is absent.
+//!   where it is absent, and `VerbsPort`, the probe's port over it (the
+//!   only file with `unsafe`).
 
 pub mod abi;
 pub mod beat;
 pub mod driver;
 pub mod frame;
+pub mod hello;
 pub mod jobs;
 pub mod links;
 pub mod port;
 pub mod probe;
 pub mod side;
 pub mod survey;
+pub mod transition;
 pub mod verbs;
 pub mod window;
 

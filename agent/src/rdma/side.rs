@@ -4,7 +4,11 @@
 //! with cause (`Outcome::PeerDead`), not a probe waiting on a completion
 //! that never comes.
 //!
-//! A connection carries one beat each way ([`super::beat`], 16 bytes).
+//! A connection carries one beat each way ([`super::beat`], 16 bytes), or
+//! one hello each way ([`super::hello`], 32 bytes): the queue-pair
+//! exchange before RTR. A hello is answered only when it comes from a
+//! peer's address this agent has a local hello for (its own QP towards
+//! that peer), and the peer's is kept for the probe of that link.
 //! Anything else (a port scan, an HTTP request, a slow sender) is read at
 //! most 16 bytes for at most [`READ_TIMEOUT`], counted in `refused` and
 //! closed with nothing written: the answer is always this agent's own
@@ -13,7 +17,7 @@
 //! its 1st, 2nd, 4th, 8th... refusal (not a metric yet).
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -25,6 +29,7 @@ use tokio::time::timeout;
 use tracing::warn;
 
 use super::beat;
+use super::hello::{self, Hello};
 
 /// Longest a connection may take to deliver its 16 bytes.
 pub const READ_TIMEOUT: Duration = Duration::from_millis(500);
@@ -39,6 +44,10 @@ pub struct Side {
     beats: AtomicU64,
     refused: AtomicU64,
     answered: AtomicU64,
+    /// Our hello towards each peer address (set once our QP exists).
+    locals: Mutex<HashMap<IpAddr, Hello>>,
+    /// Each peer address's hello, as received.
+    remotes: Mutex<HashMap<IpAddr, Hello>>,
 }
 
 impl Side {
@@ -57,6 +66,25 @@ impl Side {
         self.answered.load(Ordering::Relaxed)
     }
 
+    /// Offers `local` (our QP towards the peer at `ip`) on the exchange.
+    pub fn offer(&self, ip: IpAddr, local: Hello) {
+        self.locals.lock().expect("side lock").insert(ip, local);
+    }
+
+    /// Our hello towards the peer at `ip`, once offered.
+    pub fn local(&self, ip: IpAddr) -> Option<Hello> {
+        self.locals.lock().expect("side lock").get(&ip).copied()
+    }
+
+    /// The hello the peer at `ip` sent, once it did.
+    pub fn remote(&self, ip: IpAddr) -> Option<Hello> {
+        self.remotes.lock().expect("side lock").get(&ip).copied()
+    }
+
+    fn keep(&self, ip: IpAddr, h: Hello) {
+        self.remotes.lock().expect("side lock").insert(ip, h);
+    }
+
     /// Counts a refused connection; says so at the 1st, 2nd, 4th, 8th..., so
     /// a scan is visible in the log without flooding it.
     fn refuse(&self, why: &str) {
@@ -64,7 +92,7 @@ impl Side {
         if n.is_power_of_two() {
             warn!(
                 refused = n,
-                why, "RDMA side channel refused a connection (not a beat)"
+                why, "RDMA side channel refused a connection (not a beat or an expected hello)"
             );
         }
     }
@@ -78,7 +106,7 @@ impl Side {
 pub async fn serve(listener: TcpListener, side: Arc<Side>) {
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     loop {
-        let Ok((conn, _)) = listener.accept().await else {
+        let Ok((conn, from)) = listener.accept().await else {
             // Out of descriptors and the like: do not spin on it.
             tokio::time::sleep(READ_TIMEOUT).await;
             continue;
@@ -89,23 +117,68 @@ pub async fn serve(listener: TcpListener, side: Arc<Side>) {
         };
         let side = Arc::clone(&side);
         tokio::spawn(async move {
-            answer(conn, &side).await;
+            answer(conn, from.ip(), &side).await;
             drop(slot);
         });
     }
 }
 
-async fn answer(mut conn: TcpStream, side: &Side) {
+async fn answer(mut conn: TcpStream, from: IpAddr, side: &Side) {
     let mut buf = [0u8; beat::LEN];
     let got = timeout(READ_TIMEOUT, conn.read_exact(&mut buf)).await;
     match got {
         Ok(Ok(_)) if beat::decode(&buf).is_some() => {}
+        Ok(Ok(_)) if hello::starts(&buf) => return answer_hello(conn, from, buf, side).await,
         Ok(Ok(_)) => return side.refuse("not a beat"),
         Ok(Err(_)) => return side.refuse("closed before 16 bytes"),
         Err(_) => return side.refuse("too slow"),
     }
     if conn.write_all(&side.next_beat()).await.is_ok() {
         side.answered.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// The rest of a hello whose head is `head`: kept and answered with ours
+/// when it is valid and we have one for `from`; refused otherwise.
+async fn answer_hello(mut conn: TcpStream, from: IpAddr, head: [u8; hello::HEAD], side: &Side) {
+    let mut buf = [0u8; hello::LEN];
+    buf[..hello::HEAD].copy_from_slice(&head);
+    let rest = timeout(READ_TIMEOUT, conn.read_exact(&mut buf[hello::HEAD..])).await;
+    if !matches!(rest, Ok(Ok(_))) {
+        return side.refuse("hello cut short");
+    }
+    let Ok(theirs) = hello::decode(&buf) else {
+        return side.refuse("invalid hello");
+    };
+    let ours = side.locals.lock().expect("side lock").get(&from).copied();
+    let Some(ours) = ours.and_then(|h| hello::encode(&h).ok()) else {
+        return side.refuse("hello from an address with no queue pair of ours");
+    };
+    side.keep(from, theirs);
+    if conn.write_all(&ours).await.is_ok() {
+        side.answered.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Sends our hello to the peer's agent at `addr` once and keeps its
+/// answer: true when a valid hello came back within `limit`.
+pub async fn exchange_once(addr: SocketAddr, ours: &Hello, side: &Side, limit: Duration) -> bool {
+    let Ok(bytes) = hello::encode(ours) else {
+        return false;
+    };
+    let exchange = async {
+        let mut conn = TcpStream::connect(addr).await?;
+        conn.write_all(&bytes).await?;
+        let mut buf = [0u8; hello::LEN];
+        conn.read_exact(&mut buf).await?;
+        Ok::<_, std::io::Error>(hello::decode(&buf).ok())
+    };
+    match timeout(limit, exchange).await {
+        Ok(Ok(Some(theirs))) => {
+            side.keep(addr.ip(), theirs);
+            true
+        }
+        _ => false,
     }
 }
 
@@ -170,6 +243,43 @@ mod tests {
         assert!(back.is_empty());
         assert_eq!(far.refused(), 2);
         assert_eq!(far.answered(), 2);
+    }
+
+    fn hello(qpn: u32) -> Hello {
+        let mut gid = [0u8; 16];
+        gid[15] = qpn as u8;
+        Hello { qpn, psn: 7, gid }
+    }
+
+    #[tokio::test]
+    async fn hellos_are_exchanged_only_with_an_address_we_have_a_qp_for() {
+        let (addr, far) = server().await;
+        let near = Side::default();
+        let lo = addr.ip();
+        // The far side has no QP towards us yet: refused, nothing kept.
+        assert!(!exchange_once(addr, &hello(5), &near, Duration::from_secs(2)).await);
+        assert_eq!((far.remote(lo), near.remote(lo)), (None, None));
+        assert_eq!(far.refused(), 1);
+        far.offer(lo, hello(9));
+        assert!(exchange_once(addr, &hello(5), &near, Duration::from_secs(2)).await);
+        assert_eq!(far.remote(lo), Some(hello(5)));
+        assert_eq!(near.remote(lo), Some(hello(9)));
+        // A hello's head then garbage: refused, the kept one unchanged.
+        let mut s = TcpStream::connect(addr).await.unwrap();
+        let mut bad = hello::encode(&hello(6)).unwrap();
+        bad[8..12].copy_from_slice(&[0, 0, 0, 0]);
+        s.write_all(&bad).await.unwrap();
+        let mut back = Vec::new();
+        let n = timeout(Duration::from_secs(2), s.read_to_end(&mut back)).await;
+        assert!(matches!(n, Ok(Ok(0)) | Ok(Err(_))), "{n:?} {back:?}");
+        assert_eq!(far.remote(lo), Some(hello(5)));
+        assert_eq!(far.refused(), 2);
+        // A head alone: cut short after the read timeout.
+        let mut s = TcpStream::connect(addr).await.unwrap();
+        s.write_all(&bad[..hello::HEAD]).await.unwrap();
+        let n = timeout(Duration::from_secs(2), s.read_to_end(&mut back)).await;
+        assert!(matches!(n, Ok(Ok(0)) | Ok(Err(_))), "{n:?}");
+        assert_eq!(far.refused(), 3);
     }
 
     #[tokio::test]
