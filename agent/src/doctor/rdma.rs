@@ -161,10 +161,14 @@ fn probe(s: &Survey) -> Row {
     let verdict = match &s.plan {
         Err(why) => Verdict::NotApplicable(format!("not ready: {why}")),
         Ok(_) if ready.is_empty() => Verdict::NotApplicable("no ready link".into()),
-        // docs/rdma.md, Status: the verbs queue-pair port is not built yet.
-        Ok(_) => {
-            Verdict::Unavailable("this build has no verbs queue-pair port to probe with".into())
-        }
+        // A ping-pong needs the peer's queue pair, which only its running
+        // agent offers over the side channel (docs/rdma.md): doctor, local
+        // and short-lived, points at the running agent's figures instead.
+        Ok(_) => Verdict::Unavailable(
+            "a probe needs the peer agent's queue pair: read the running agent's \
+             boltwatch_rdma_probe_received_total and boltwatch_rdma_rtt_p50_seconds"
+                .into(),
+        ),
     };
     let agent = ready
         .iter()
