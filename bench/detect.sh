@@ -1,33 +1,46 @@
 #!/usr/bin/env bash
 # Detection of a path that dies with carrier up, at the fast profile
-# (100 Hz, `probe_interval = "fast"
-probe_late_floor = "5ms"`): on a two-namespace veth bed, an agent
-# probes a reflector (a second agent); N times (default 20) an nftables
-# rule in the reflector's namespace drops its STAMP traffic while the
-# carrier stays up, and the time from just before the rule's insertion
-# to the outage on the agent's own /metrics (boltwatch_outages_total,
-# polled every ms) is taken; the rule goes, the outage ends, the next drop
-# waits. Prints median and worst beside BFD (software 3 x 50 ms = 150 ms,
-# hardware 30 ms) and the targets (50 ms median, 100 ms worst).
+# (100 Hz, `probe_interval = "fast"`, `probe_late_floor = "5ms"`): on a
+# two-namespace veth bed, an agent probes a reflector (a second agent); N
+# times (default 20) an nftables rule in the reflector's namespace drops
+# its STAMP traffic while the carrier stays up, and the time from the
+# rule's insertion to the outage on the agent's own /metrics
+# (boltwatch_outages_total, polled every ms) is taken, split into stages
+# from the agent's debug log (bench/detect-drops.py); the rule goes, the
+# outage ends, the next drop waits. Prints median and worst beside BFD
+# (software 3 x 50 ms = 150 ms, hardware 30 ms) and the targets (50 ms
+# median, 100 ms worst), with `uptime` before and after.
 # Then agent CPU at 100 Hz, one peer, no drops, and
 # prometheus-smokeping-prober at the same rate against the same address,
 # over CPU_SECONDS (default 30) each, and their ratio.
-# With SOAK_MINUTES (default 0) it also runs the no-false-outage soak: 100 Hz
-# for that long under an iperf3 test at line rate (tbf-shaped), counting
-# outages (must be 0).
+# With --no-false-outage-minutes M (or SOAK_MINUTES=M) it also runs the
+# no-false-outage soak: 100 Hz with late detection on for M minutes under
+# an iperf3 test at line rate (tbf-shaped), counting outages (must be 0).
 #
 # Needs root, iproute2, nftables, iperf3, prometheus-smokeping-prober.
-# Builds the agent (debug profile, like the tests: the CPU figure is a
-# debug build's, an upper bound of release).
-# Usage: bench/detect.sh [DROPS]
+# Builds the release agent (PROFILE=debug for the debug build).
+# Usage: bench/detect.sh [DROPS] [--no-false-outage-minutes M]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ "$(id -u)" = 0 ] || { echo "detect: needs root (network namespaces)" >&2; exit 1; }
-DROPS=${1:-20}
+DROPS=20
 CPU_SECONDS=${CPU_SECONDS:-30}
 SOAK_MINUTES=${SOAK_MINUTES:-0}
-cargo build -q -p boltwatch-agent --bin boltwatch-agent
-AGENT=$PWD/target/debug/boltwatch-agent
+PROFILE=${PROFILE:-release}
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --no-false-outage-minutes) SOAK_MINUTES=$2; shift 2 ;;
+        [0-9]*) DROPS=$1; shift ;;
+        *) echo "usage: $0 [DROPS] [--no-false-outage-minutes M]" >&2; exit 2 ;;
+    esac
+done
+if [ "$PROFILE" = release ]; then
+    cargo build -q --release -p boltwatch-agent --bin boltwatch-agent
+else
+    cargo build -q -p boltwatch-agent --bin boltwatch-agent
+fi
+AGENT=$PWD/target/$PROFILE/boltwatch-agent
+echo "detect: $PROFILE agent, $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- agent || echo +changes)"
 A=bwdet-a-$$ B=bwdet-b-$$
 WORK=$(mktemp -d)
 PIDS=()
@@ -61,6 +74,7 @@ listen = "10.77.0.1:862"
 metrics_listen = "127.0.0.1:9472"
 peers = ["b=10.77.0.2:862"]
 probe_interval = "fast"
+probe_late_floor = "5ms"
 interface = "va-$$"
 [spool]
 dir = "$WORK/spool-a"
@@ -72,60 +86,15 @@ listen = "10.77.0.2:862"
 [spool]
 dir = "$WORK/spool-b"
 EOF
-ip netns exec "$B" "$AGENT" run --config "$WORK/b.toml" >"$WORK/b.log" 2>&1 &
+ip netns exec "$B" env BOLTWATCH_LOG=info "$AGENT" run --config "$WORK/b.toml" >"$WORK/b.log" 2>&1 &
 PIDS+=($!)
-ip netns exec "$A" "$AGENT" run --config "$WORK/a.toml" >"$WORK/a.log" 2>&1 &
+ip netns exec "$A" env BOLTWATCH_LOG=info,boltwatch_agent::stamp::session=debug,boltwatch_agent::run::outage_tracker=debug "$AGENT" run --config "$WORK/a.toml" >"$WORK/a.log" 2>&1 &
 APID=$!
 PIDS+=($APID)
 
-ip netns exec "$A" python3 - "$DROPS" "$B" <<'EOF'
-import re, subprocess, sys, time, urllib.request
-drops, ns_b = int(sys.argv[1]), sys.argv[2]
-url = "http://127.0.0.1:9472/metrics"
-def metric(text, name):
-    m = re.search(r'^' + name + r'\{[^}]*peer="b"[^}]*\} (\S+)$', text, re.M)
-    return float(m.group(1)) if m else None
-def scrape():
-    with urllib.request.urlopen(url, timeout=2) as r:
-        return r.read().decode()
-deadline = time.monotonic() + 60
-while True:
-    try:
-        t = scrape()
-        if (metric(t, "boltwatch_probe_received_total") or 0) > 300:
-            break
-    except OSError:
-        pass
-    if time.monotonic() > deadline:
-        sys.exit("detect: the agent never probed its peer")
-    time.sleep(0.2)
-nft = ["ip", "netns", "exec", ns_b, "nft"]
-took = []
-for i in range(drops):
-    before = metric(scrape(), "boltwatch_outages_total") or 0
-    t0 = time.monotonic()
-    subprocess.run(nft + ["add rule inet bwdetect input udp dport 862 drop"], check=True)
-    while True:
-        n = metric(scrape(), "boltwatch_outages_total") or 0
-        if n > before:
-            break
-        if time.monotonic() - t0 > 5:
-            sys.exit(f"detect: drop {i}: no outage in 5 s")
-        time.sleep(0.001)
-    took.append((time.monotonic() - t0) * 1000)
-    subprocess.run(nft + ["flush chain inet bwdetect input"], check=True)
-    # The outage ends at the next reply; let the late bound see the link
-    # again before the next drop.
-    ended = metric(scrape(), "boltwatch_outage_seconds_total") or 0
-    while (metric(scrape(), "boltwatch_outage_seconds_total") or 0) == ended:
-        time.sleep(0.01)
-    time.sleep(2)
-took.sort()
-med = took[len(took) // 2] if len(took) % 2 else (took[len(took)//2 - 1] + took[len(took)//2]) / 2
-print(f"detect: {drops} drops with carrier up at 100 Hz: median {med:.1f} ms, worst {took[-1]:.1f} ms "
-      f"(target 50 / 100 ms; BFD software 150 ms, hardware 30 ms)")
-print("detect: each (ms): " + " ".join(f"{t:.1f}" for t in took))
-EOF
+echo "detect: load before the drops: $(uptime)"
+ip netns exec "$A" python3 bench/detect-drops.py "$DROPS" "$B" "$WORK/a.log"
+echo "detect: load after the drops: $(uptime)"
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 HZ=$(getconf CLK_TCK)
