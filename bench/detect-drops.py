@@ -52,18 +52,25 @@ def log_ns(line):
 
 def events_since(t_ns):
     """(overdue [(logged, sent)], emitted [logged]) logged at or after t_ns."""
-    overdue, emitted = [], []
+    overdue, emitted, bound = [], [], ["timeout"]
     with open(log) as f:
         for line in f:
             t = log_ns(line)
-            if t is None or t < t_ns:
+            if t is None:
+                continue
+            if t < t_ns:
+                if "STAMP late bound moved" in line:
+                    bound.append(line.split("bound=")[1].strip())
                 continue
             if "STAMP probe overdue" in line:
-                sent = re.search(r"sent_unix_ns=(\d+)", line)
-                overdue.append((t, int(sent.group(1)) if sent else None))
+                # The age is on the agent's timeline, which may sit a
+                # little off the wall clock: the send is taken back from
+                # the line's own stamp.
+                age = re.search(r"age_ns=(\d+)", line)
+                overdue.append((t, t - int(age.group(1)) if age else None))
             elif "outage record emitted" in line and "ends=false" in line:
                 emitted.append(t)
-    return overdue, emitted
+    return overdue, emitted, bound[-1]
 
 
 def wait_for_probes():
@@ -80,7 +87,11 @@ def wait_for_probes():
 
 
 def one_drop(i, nft):
-    before = metric(scrape(), "boltwatch_outages_total") or 0
+    text = scrape()
+    before = metric(text, "boltwatch_outages_total") or 0
+    # Outage seconds grow when an outage ends: the end of this one, which
+    # may come before the rule is even flushed (a reply queued behind it).
+    ended = metric(text, "boltwatch_outage_seconds_total") or 0
     t_nft = time.time_ns()
     subprocess.run(nft + ["add rule inet bwdetect input udp dport 862 drop"], check=True)
     t_nft_done = time.time_ns()
@@ -97,18 +108,25 @@ def one_drop(i, nft):
     t_seen = time.time_ns()
     subprocess.run(nft + ["flush chain inet bwdetect input"], check=True)
     time.sleep(0.05)  # let the agent log what it saw
-    overdue, emitted = events_since(t_nft - 50 * 10**6)
-    first = overdue[0][1] if overdue and overdue[0][1] else None
+    overdue, emitted, bound = events_since(t_nft - 50 * 10**6)
+    # Probes the rule caught were sent after it went in (2 ms of slack
+    # for the timeline's offset from the wall clock).
+    overdue = [o for o in overdue if o[1] is not None and o[1] >= t_nft - 2 * 10**6]
+    first = overdue[0][1] if overdue else None
     late_k = overdue[K - 1][0] if len(overdue) >= K else None
+    sent_k = overdue[K - 1][1] if len(overdue) >= K else None
     emit = emitted[0] if emitted else None
     # The outage ends at the next reply; let the late bound see the link
     # again before the next drop.
-    ended = metric(scrape(), "boltwatch_outage_seconds_total") or 0
+    deadline = time.monotonic() + 10
     while (metric(scrape(), "boltwatch_outage_seconds_total") or 0) == ended:
+        if time.monotonic() > deadline:
+            sys.exit(f"detect: drop {i}: the outage did not end in 10 s")
         time.sleep(0.01)
     time.sleep(2)
     return dict(nft=t_nft, nft_done=t_nft_done, first=first, late_k=late_k, emit=emit,
-                scrape=t_scrape, seen=t_seen, scrapes=scrapes)
+                scrape=t_scrape, seen=t_seen, scrapes=scrapes, bound=bound,
+                sent_k=sent_k)
 
 
 def ms(a, b):
@@ -125,12 +143,17 @@ def summary(name, xs):
 def main():
     wait_for_probes()
     nft = ["ip", "netns", "exec", ns_b, "nft"]
-    runs = [one_drop(i, nft) for i in range(drops)]
+    runs = []
+    for i in range(drops):
+        runs.append(one_drop(i, nft))
+        print(f"detect: drop {i}: {ms(runs[-1]['nft'], runs[-1]['seen']):.1f} ms", flush=True)
     cols = [
         ("nft start->seen", lambda r: ms(r["nft"], r["seen"])),
         ("nft exit->seen", lambda r: ms(r["nft_done"], r["seen"])),
         ("nft process", lambda r: ms(r["nft"], r["nft_done"])),
-        ("first caught send->k-th late", lambda r: ms(r["first"], r["late_k"])),
+        ("nft start->first caught send", lambda r: ms(r["nft"], r["first"])),
+        ("first caught send->k-th send", lambda r: ms(r["first"], r["sent_k"])),
+        ("k-th send->k-th late (bound + wake-up)", lambda r: ms(r["sent_k"], r["late_k"])),
         ("k-th late->emitted", lambda r: ms(r["late_k"], r["emit"])),
         ("emitted->scrape start", lambda r: ms(r["emit"], r["scrape"])),
         ("seeing scrape", lambda r: ms(r["scrape"], r["seen"])),
@@ -142,6 +165,7 @@ def main():
         print("detect:   " + summary(name, [f(r) for r in runs]))
     print("detect: each nft start->seen (ms): "
           + " ".join(f"{x:.1f}" for x in sorted(ms(r["nft"], r["seen"]) for r in runs)))
+    print("detect: late bound at each drop: " + " ".join(r["bound"] for r in runs))
     print("detect: scrapes per drop: "
           + " ".join(str(r["scrapes"]) for r in runs))
 

@@ -18,7 +18,8 @@
 # an iperf3 test at line rate (tbf-shaped), counting outages (must be 0).
 #
 # Needs root, iproute2, nftables, iperf3, prometheus-smokeping-prober.
-# Builds the release agent (PROFILE=debug for the debug build).
+# Builds the release agent (PROFILE=debug for the debug build; AGENT_BIN=path
+# runs a binary built earlier).
 # Usage: bench/detect.sh [DROPS] [--no-false-outage-minutes M]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,13 +35,19 @@ while [ $# -gt 0 ]; do
         *) echo "usage: $0 [DROPS] [--no-false-outage-minutes M]" >&2; exit 2 ;;
     esac
 done
-if [ "$PROFILE" = release ]; then
-    cargo build -q --release -p boltwatch-agent --bin boltwatch-agent
+if [ -n "${AGENT_BIN:-}" ]; then
+    # A binary built earlier (a before/after comparison).
+    AGENT=$AGENT_BIN
+    echo "detect: agent $AGENT"
 else
-    cargo build -q -p boltwatch-agent --bin boltwatch-agent
+    if [ "$PROFILE" = release ]; then
+        cargo build -q --release -p boltwatch-agent --bin boltwatch-agent
+    else
+        cargo build -q -p boltwatch-agent --bin boltwatch-agent
+    fi
+    AGENT=$PWD/target/$PROFILE/boltwatch-agent
+    echo "detect: $PROFILE agent, $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- agent || echo +changes)"
 fi
-AGENT=$PWD/target/$PROFILE/boltwatch-agent
-echo "detect: $PROFILE agent, $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- agent || echo +changes)"
 A=bwdet-a-$$ B=bwdet-b-$$
 WORK=$(mktemp -d)
 PIDS=()
@@ -49,6 +56,7 @@ cleanup() {
     wait 2>/dev/null || true
     ip netns del "$A" 2>/dev/null || true
     ip netns del "$B" 2>/dev/null || true
+    [ -z "${KEEP_LOG:-}" ] || cp "$WORK/a.log" "$KEEP_LOG" 2>/dev/null || true
     rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -93,7 +101,7 @@ APID=$!
 PIDS+=($APID)
 
 echo "detect: load before the drops: $(uptime)"
-ip netns exec "$A" python3 bench/detect-drops.py "$DROPS" "$B" "$WORK/a.log"
+ip netns exec "$A" python3 -u bench/detect-drops.py "$DROPS" "$B" "$WORK/a.log"
 echo "detect: load after the drops: $(uptime)"
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }

@@ -180,7 +180,8 @@ impl Session {
                 on(match e {
                     Expiry::Overdue { seq, sent_unix_ns } => {
                         // The detection bench reads these times (bench/detect.sh).
-                        debug!(peer = %self.peer, seq, sent_unix_ns, "STAMP probe overdue");
+                        let age_ns = imp::now_ns().saturating_sub(sent_unix_ns);
+                        debug!(peer = %self.peer, seq, age_ns, "STAMP probe overdue");
                         Outcome::Overdue { seq, sent_unix_ns }
                     }
                     Expiry::Lost { seq, sent_unix_ns } => Outcome::Lost { seq, sent_unix_ns },
