@@ -100,9 +100,13 @@ ip netns exec "$A" env BOLTWATCH_LOG=info,boltwatch_agent::stamp::session=debug,
 APID=$!
 PIDS+=($APID)
 
-echo "detect: load before the drops: $(uptime)"
-ip netns exec "$A" python3 -u bench/detect-drops.py "$DROPS" "$B" "$WORK/a.log"
-echo "detect: load after the drops: $(uptime)"
+if [ "$DROPS" -gt 0 ]; then
+    echo "detect: load before the drops: $(uptime)"
+    ip netns exec "$A" python3 -u bench/detect-drops.py "$DROPS" "$B" "$WORK/a.log"
+    echo "detect: load after the drops: $(uptime)"
+else
+    sleep 8 # the late bound learns the link (512 replies)
+fi
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 HZ=$(getconf CLK_TCK)
@@ -111,15 +115,17 @@ cpu_share() { # pid seconds -> percent of one core
     a=$(cpu_ticks "$1"); sleep "$2"; b=$(cpu_ticks "$1")
     echo "scale=2; 100 * ($b - $a) / ($HZ * $2)" | bc
 }
-AGENT_CPU=$(cpu_share "$APID" "$CPU_SECONDS")
-ip netns exec "$A" prometheus-smokeping-prober --privileged --ping.interval=10ms \
-    --web.listen-address=127.0.0.1:9374 10.77.0.2 >"$WORK/sp.log" 2>&1 &
-SPID=$!
-PIDS+=($SPID)
-sleep 2
-SP_CPU=$(cpu_share "$SPID" "$CPU_SECONDS")
-echo "detect: CPU at 100 Hz, one peer, over ${CPU_SECONDS}s: agent ${AGENT_CPU}% of a core (whole process: reflector, sampler, /metrics), smokeping_prober ${SP_CPU}%, ratio $(echo "scale=2; $AGENT_CPU / $SP_CPU" | bc)"
-kill "$SPID"
+if [ "$CPU_SECONDS" -gt 0 ]; then
+    AGENT_CPU=$(cpu_share "$APID" "$CPU_SECONDS")
+    ip netns exec "$A" prometheus-smokeping-prober --privileged --ping.interval=10ms \
+        --web.listen-address=127.0.0.1:9374 10.77.0.2 >"$WORK/sp.log" 2>&1 &
+    SPID=$!
+    PIDS+=($SPID)
+    sleep 2
+    SP_CPU=$(cpu_share "$SPID" "$CPU_SECONDS")
+    echo "detect: CPU at 100 Hz, one peer, over ${CPU_SECONDS}s: agent ${AGENT_CPU}% of a core (whole process: reflector, sampler, /metrics), smokeping_prober ${SP_CPU}%, ratio $(echo "scale=2; $AGENT_CPU / $SP_CPU" | bc)"
+    kill "$SPID"
+fi
 
 if [ "$SOAK_MINUTES" -gt 0 ]; then
     ip -n "$A" link set va-$$ qlen 1000
@@ -128,7 +134,9 @@ if [ "$SOAK_MINUTES" -gt 0 ]; then
     sleep 1
     PIDS+=("$(cat "$WORK/iperf.pid")")
     before=$(ip netns exec "$A" curl -s 127.0.0.1:9472/metrics | awk '/^boltwatch_outages_total\{.*peer="b"/{print $2}')
+    echo "detect: load before the soak: $(uptime)"
     ip netns exec "$A" iperf3 -c 10.77.0.2 -t $((SOAK_MINUTES * 60)) -P 4 >"$WORK/iperf-c.log"
+    echo "detect: load after the soak: $(uptime)"
     after=$(ip netns exec "$A" curl -s 127.0.0.1:9472/metrics | awk '/^boltwatch_outages_total\{.*peer="b"/{print $2}')
     late=$(ip netns exec "$A" curl -s 127.0.0.1:9472/metrics | awk '/^boltwatch_probe_late_total\{.*peer="b"/{print $2}')
     echo "detect: ${SOAK_MINUTES} min at 100 Hz under iperf3 at line rate (tbf 2 Gbit/s): $((${after%.*} - ${before%.*})) outages, ${late} late replies; $(tail -3 "$WORK/iperf-c.log" | head -1)"
