@@ -4,8 +4,8 @@
 //! 100 Hz with late probes on (`probe_late_floor = "5ms"`).
 //!
 //! 1. No false outage: a stock iperf3 test in both directions at line rate,
-//!    the line being a tbf shaper on each end (its queue bounded at 5 ms, as
-//!    fq_codel's target bounds a real Thunderbolt port's), opens no outage
+//!    the line being a tbf shaper on each end into fq_codel (a real
+//!    Thunderbolt port's qdisc where systemd sets the default), opens no outage
 //!    on either agent, while the shapers are seen overlimit (the shaper, not
 //!    the CPU, was the limit) and the probes keep being answered.
 //! 2. Then, in the same run, a real nftables drop of node 1's reflector
@@ -43,20 +43,22 @@ fn agents() -> Cluster {
     )
 }
 
-/// A tbf shaper at [`LINE_RATE`] on `node`'s end of the link, its queue
-/// bounded at 5 ms.
+/// A tbf shaper at [`LINE_RATE`] on `node`'s end of the link, queueing
+/// into fq_codel, the default qdisc systemd sets and so a Linux host's
+/// Thunderbolt port's:
+/// the probes, a sparse flow, are not queued behind the bulk. (Under a bare
+/// tbf FIFO, TCP's slow start tail-drops 100 ms of probes in a row: a real
+/// loss, which any detector this fast reports.)
 fn shape(c: &Cluster, node: usize, iface: &str) {
     let tc = find_tool("tc", "iproute2").unwrap_or_else(|e| panic!("{e}"));
-    c.bed
-        .run(
-            node,
-            tc.to_str().unwrap(),
-            &[
-                "qdisc", "replace", "dev", iface, "root", "tbf", "rate", LINE_RATE, "burst",
-                "256kb", "latency", "5ms",
-            ],
-        )
-        .unwrap();
+    let tc = tc.to_str().unwrap();
+    let tbf = [
+        "qdisc", "replace", "dev", iface, "root", "handle", "1:", "tbf", "rate", LINE_RATE,
+        "burst", "256kb", "latency", "5ms",
+    ];
+    c.bed.run(node, tc, &tbf).unwrap();
+    let fq = ["qdisc", "replace", "dev", iface, "parent", "1:1", "fq_codel"];
+    c.bed.run(node, tc, &fq).unwrap();
 }
 
 /// The tbf's overlimits counter: how often a packet had to wait for
