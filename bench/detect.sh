@@ -15,8 +15,8 @@
 # over CPU_SECONDS (default 30) each, and their ratio.
 # With --no-false-outage-minutes M (or SOAK_MINUTES=M) it also runs the
 # no-false-outage soak: 100 Hz with late detection on for M minutes under
-# an iperf3 test at line rate (tbf-shaped into fq_codel; FIFO=1 for a bare
-# tbf), counting outages (must be 0).
+# an iperf3 test at line rate (tbf-shaped; its window fits the shaper's
+# queue unless WINDOW=0), counting outages (must be 0).
 #
 # Needs root, iproute2, nftables, iperf3, prometheus-smokeping-prober.
 # Builds the release agent (PROFILE=debug for the debug build; AGENT_BIN=path
@@ -130,19 +130,21 @@ fi
 
 if [ "$SOAK_MINUTES" -gt 0 ]; then
     ip -n "$A" link set va-$$ qlen 1000
-    # The shaper queues into fq_codel (the default qdisc systemd sets, so a
-    # Linux host's Thunderbolt port's): under a bare tbf FIFO, TCP's slow
-    # start tail-drops runs of probes, a real loss (FIFO=1 for that bed).
-    tc -n "$A" qdisc add dev va-$$ root handle 1: tbf rate 2gbit burst 256kb latency 5ms
-    [ -n "${FIFO:-}" ] || tc -n "$A" qdisc add dev va-$$ parent 1:1 fq_codel
+    # A FIFO shaper (this bed's kernel has no fq_codel): TCP fills it until
+    # it tail-drops, and drops runs of probes with it, a real loss. With
+    # WINDOW (default 128K per stream, WINDOW=0 for none) iperf3's flows fit
+    # the shaper's queue (1.5 MB): line rate, probes queued, none dropped.
+    tc -n "$A" qdisc add dev va-$$ root tbf rate 2gbit burst 256kb latency 5ms
     ip netns exec "$B" iperf3 -s -B 10.77.0.2 -D -I "$WORK/iperf.pid" --logfile "$WORK/iperf.log"
     sleep 1
     PIDS+=("$(cat "$WORK/iperf.pid")")
     before=$(ip netns exec "$A" curl -s 127.0.0.1:9472/metrics | awk '/^boltwatch_outages_total\{.*peer="b"/{print $2}')
     echo "detect: load before the soak: $(uptime)"
-    ip netns exec "$A" iperf3 -c 10.77.0.2 -t $((SOAK_MINUTES * 60)) -P 4 >"$WORK/iperf-c.log"
+    WINDOW=${WINDOW:-128K}
+    ip netns exec "$A" iperf3 -c 10.77.0.2 -t $((SOAK_MINUTES * 60)) -P 4 \
+        $([ "$WINDOW" = 0 ] || echo "-w $WINDOW") >"$WORK/iperf-c.log"
     echo "detect: load after the soak: $(uptime)"
     after=$(ip netns exec "$A" curl -s 127.0.0.1:9472/metrics | awk '/^boltwatch_outages_total\{.*peer="b"/{print $2}')
     late=$(ip netns exec "$A" curl -s 127.0.0.1:9472/metrics | awk '/^boltwatch_probe_late_total\{.*peer="b"/{print $2}')
-    echo "detect: ${SOAK_MINUTES} min at 100 Hz under iperf3 at line rate (tbf 2 Gbit/s$([ -n "${FIFO:-}" ] || echo ' into fq_codel')): $((${after%.*} - ${before%.*})) outages, ${late} late replies; $(tail -3 "$WORK/iperf-c.log" | head -1)"
+    echo "detect: ${SOAK_MINUTES} min at 100 Hz under iperf3 at line rate (tbf 2 Gbit/s, window $WINDOW): $((${after%.*} - ${before%.*})) outages, ${late} late replies; $(tail -3 "$WORK/iperf-c.log" | head -1)"
 fi
