@@ -594,11 +594,15 @@ fn late_fates_told_after_a_lagging_notification_are_the_drops() {
     // called late only after it was taken.
     let down_at = sent(5) + 300 * MS;
     for seq in 8..=30 {
-        assert!(l.on_probe_missing(seq, sent(seq), sent(seq) + 5 * MS).is_empty());
+        assert!(l
+            .on_probe_missing(seq, sent(seq), sent(seq) + 5 * MS)
+            .is_empty());
     }
     assert!(l.on_carrier("tb0", false, down_at).is_empty());
     for seq in 31..=40 {
-        assert!(l.on_probe_missing(seq, sent(seq), sent(seq) + 5 * MS).is_empty());
+        assert!(l
+            .on_probe_missing(seq, sent(seq), sent(seq) + 5 * MS)
+            .is_empty());
     }
     let up_at = down_at + 500 * MS;
     assert!(l.on_carrier("tb0", true, up_at).is_empty());
@@ -614,5 +618,8 @@ fn late_fates_told_after_a_lagging_notification_are_the_drops() {
     for seq in 86..=88 {
         l.on_probe_missing(seq, sent(seq), sent(seq) + 5 * MS);
     }
-    assert!(l.in_outage(), "three late probes after the drop open an outage");
+    assert!(
+        l.in_outage(),
+        "three late probes after the drop open an outage"
+    );
 }
