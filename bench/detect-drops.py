@@ -7,13 +7,17 @@ boltwatch_outages_total{peer="b"} incrementing on the agent's own /metrics
 is taken; the rule goes, the outage ends, the next drop waits.
 
 Each drop is split into stages from the agent's debug log (wall-clock
-stamps of tracing, microseconds; the agent's timeline reads as unix time):
+stamps of tracing, microseconds; BOLTWATCH_LOG must enable
+boltwatch_agent::stamp::session and boltwatch_agent::run::outage_tracker):
   nft     the `nft add rule` process, start to exit (the rule is in force
           somewhere inside it: detection is given from both ends)
-  first   send time of the first probe the rule caught (its overdue line)
-  late3   the k-th overdue line (k = 3): the session called it late
+  first   send time of the first probe the rule caught (its overdue line
+          stamp minus the probe's age, which is on the agent's timeline)
+  k-th    send and overdue line of the k-th (k = 3) caught probe: the
+          session called it late (late bound + the thread's wake-up)
   emit    the outage tracker emitted the start record
   seen    the first scrape that showed it (its start and its end)
+and the late bound in force at each drop (its last move before).
 Usage: detect-drops.py DROPS NS_B LOG [METRICS_URL]
 """
 import re
