@@ -1,33 +1,54 @@
 #!/usr/bin/env bash
 # Detection of a path that dies with carrier up, at the fast profile
-# (100 Hz, `probe_interval = "fast"
-probe_late_floor = "5ms"`): on a two-namespace veth bed, an agent
-# probes a reflector (a second agent); N times (default 20) an nftables
-# rule in the reflector's namespace drops its STAMP traffic while the
-# carrier stays up, and the time from just before the rule's insertion
-# to the outage on the agent's own /metrics (boltwatch_outages_total,
-# polled every ms) is taken; the rule goes, the outage ends, the next drop
-# waits. Prints median and worst beside BFD (software 3 x 50 ms = 150 ms,
-# hardware 30 ms) and the targets (50 ms median, 100 ms worst).
+# (100 Hz, `probe_interval = "fast"`, `probe_late_floor = "5ms"`): on a
+# two-namespace veth bed, an agent probes a reflector (a second agent); N
+# times (default 20) an nftables rule in the reflector's namespace drops
+# its STAMP traffic while the carrier stays up, and the time from the
+# rule's insertion to the outage on the agent's own /metrics
+# (boltwatch_outages_total, polled every ms) is taken, split into stages
+# from the agent's debug log (bench/detect-drops.py); the rule goes, the
+# outage ends, the next drop waits. Prints median and worst beside BFD
+# (software 3 x 50 ms = 150 ms, hardware 30 ms) and the targets (50 ms
+# median, 100 ms worst), with `uptime` before and after.
 # Then agent CPU at 100 Hz, one peer, no drops, and
 # prometheus-smokeping-prober at the same rate against the same address,
 # over CPU_SECONDS (default 30) each, and their ratio.
-# With SOAK_MINUTES (default 0) it also runs the no-false-outage soak: 100 Hz
-# for that long under an iperf3 test at line rate (tbf-shaped), counting
-# outages (must be 0).
+# With --no-false-outage-minutes M (or SOAK_MINUTES=M) it also runs the
+# no-false-outage soak: 100 Hz with late detection on for M minutes under
+# an iperf3 test at line rate (tbf-shaped; its window fits the shaper's
+# queue unless WINDOW=0), counting outages (must be 0).
 #
 # Needs root, iproute2, nftables, iperf3, prometheus-smokeping-prober.
-# Builds the agent (debug profile, like the tests: the CPU figure is a
-# debug build's, an upper bound of release).
-# Usage: bench/detect.sh [DROPS]
+# Builds the release agent (PROFILE=debug for the debug build; AGENT_BIN=path
+# runs a binary built earlier).
+# Usage: bench/detect.sh [DROPS] [--no-false-outage-minutes M]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ "$(id -u)" = 0 ] || { echo "detect: needs root (network namespaces)" >&2; exit 1; }
-DROPS=${1:-20}
+DROPS=20
 CPU_SECONDS=${CPU_SECONDS:-30}
 SOAK_MINUTES=${SOAK_MINUTES:-0}
-cargo build -q -p boltwatch-agent --bin boltwatch-agent
-AGENT=$PWD/target/debug/boltwatch-agent
+PROFILE=${PROFILE:-release}
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --no-false-outage-minutes) SOAK_MINUTES=$2; shift 2 ;;
+        [0-9]*) DROPS=$1; shift ;;
+        *) echo "usage: $0 [DROPS] [--no-false-outage-minutes M]" >&2; exit 2 ;;
+    esac
+done
+if [ -n "${AGENT_BIN:-}" ]; then
+    # A binary built earlier (a before/after comparison).
+    AGENT=$AGENT_BIN
+    echo "detect: agent $AGENT"
+else
+    if [ "$PROFILE" = release ]; then
+        cargo build -q --release -p boltwatch-agent --bin boltwatch-agent
+    else
+        cargo build -q -p boltwatch-agent --bin boltwatch-agent
+    fi
+    AGENT=$PWD/target/$PROFILE/boltwatch-agent
+    echo "detect: $PROFILE agent, $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- agent || echo +changes)"
+fi
 A=bwdet-a-$$ B=bwdet-b-$$
 WORK=$(mktemp -d)
 PIDS=()
@@ -36,6 +57,7 @@ cleanup() {
     wait 2>/dev/null || true
     ip netns del "$A" 2>/dev/null || true
     ip netns del "$B" 2>/dev/null || true
+    [ -z "${KEEP_LOG:-}" ] || cp "$WORK/a.log" "$KEEP_LOG" 2>/dev/null || true
     rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -61,6 +83,7 @@ listen = "10.77.0.1:862"
 metrics_listen = "127.0.0.1:9472"
 peers = ["b=10.77.0.2:862"]
 probe_interval = "fast"
+probe_late_floor = "5ms"
 interface = "va-$$"
 [spool]
 dir = "$WORK/spool-a"
@@ -72,60 +95,19 @@ listen = "10.77.0.2:862"
 [spool]
 dir = "$WORK/spool-b"
 EOF
-ip netns exec "$B" "$AGENT" run --config "$WORK/b.toml" >"$WORK/b.log" 2>&1 &
+ip netns exec "$B" env BOLTWATCH_LOG=info "$AGENT" run --config "$WORK/b.toml" >"$WORK/b.log" 2>&1 &
 PIDS+=($!)
-ip netns exec "$A" "$AGENT" run --config "$WORK/a.toml" >"$WORK/a.log" 2>&1 &
+ip netns exec "$A" env BOLTWATCH_LOG=info,boltwatch_agent::stamp::session=debug,boltwatch_agent::run::outage_tracker=debug "$AGENT" run --config "$WORK/a.toml" >"$WORK/a.log" 2>&1 &
 APID=$!
 PIDS+=($APID)
 
-ip netns exec "$A" python3 - "$DROPS" "$B" <<'EOF'
-import re, subprocess, sys, time, urllib.request
-drops, ns_b = int(sys.argv[1]), sys.argv[2]
-url = "http://127.0.0.1:9472/metrics"
-def metric(text, name):
-    m = re.search(r'^' + name + r'\{[^}]*peer="b"[^}]*\} (\S+)$', text, re.M)
-    return float(m.group(1)) if m else None
-def scrape():
-    with urllib.request.urlopen(url, timeout=2) as r:
-        return r.read().decode()
-deadline = time.monotonic() + 60
-while True:
-    try:
-        t = scrape()
-        if (metric(t, "boltwatch_probe_received_total") or 0) > 300:
-            break
-    except OSError:
-        pass
-    if time.monotonic() > deadline:
-        sys.exit("detect: the agent never probed its peer")
-    time.sleep(0.2)
-nft = ["ip", "netns", "exec", ns_b, "nft"]
-took = []
-for i in range(drops):
-    before = metric(scrape(), "boltwatch_outages_total") or 0
-    t0 = time.monotonic()
-    subprocess.run(nft + ["add rule inet bwdetect input udp dport 862 drop"], check=True)
-    while True:
-        n = metric(scrape(), "boltwatch_outages_total") or 0
-        if n > before:
-            break
-        if time.monotonic() - t0 > 5:
-            sys.exit(f"detect: drop {i}: no outage in 5 s")
-        time.sleep(0.001)
-    took.append((time.monotonic() - t0) * 1000)
-    subprocess.run(nft + ["flush chain inet bwdetect input"], check=True)
-    # The outage ends at the next reply; let the late bound see the link
-    # again before the next drop.
-    ended = metric(scrape(), "boltwatch_outage_seconds_total") or 0
-    while (metric(scrape(), "boltwatch_outage_seconds_total") or 0) == ended:
-        time.sleep(0.01)
-    time.sleep(2)
-took.sort()
-med = took[len(took) // 2] if len(took) % 2 else (took[len(took)//2 - 1] + took[len(took)//2]) / 2
-print(f"detect: {drops} drops with carrier up at 100 Hz: median {med:.1f} ms, worst {took[-1]:.1f} ms "
-      f"(target 50 / 100 ms; BFD software 150 ms, hardware 30 ms)")
-print("detect: each (ms): " + " ".join(f"{t:.1f}" for t in took))
-EOF
+if [ "$DROPS" -gt 0 ]; then
+    echo "detect: load before the drops: $(uptime)"
+    ip netns exec "$A" python3 -u bench/detect-drops.py "$DROPS" "$B" "$WORK/a.log"
+    echo "detect: load after the drops: $(uptime)"
+else
+    sleep 8 # the late bound learns the link (512 replies)
+fi
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 HZ=$(getconf CLK_TCK)
@@ -134,25 +116,35 @@ cpu_share() { # pid seconds -> percent of one core
     a=$(cpu_ticks "$1"); sleep "$2"; b=$(cpu_ticks "$1")
     echo "scale=2; 100 * ($b - $a) / ($HZ * $2)" | bc
 }
-AGENT_CPU=$(cpu_share "$APID" "$CPU_SECONDS")
-ip netns exec "$A" prometheus-smokeping-prober --privileged --ping.interval=10ms \
-    --web.listen-address=127.0.0.1:9374 10.77.0.2 >"$WORK/sp.log" 2>&1 &
-SPID=$!
-PIDS+=($SPID)
-sleep 2
-SP_CPU=$(cpu_share "$SPID" "$CPU_SECONDS")
-echo "detect: CPU at 100 Hz, one peer, over ${CPU_SECONDS}s: agent ${AGENT_CPU}% of a core (whole process: reflector, sampler, /metrics), smokeping_prober ${SP_CPU}%, ratio $(echo "scale=2; $AGENT_CPU / $SP_CPU" | bc)"
-kill "$SPID"
+if [ "$CPU_SECONDS" -gt 0 ]; then
+    AGENT_CPU=$(cpu_share "$APID" "$CPU_SECONDS")
+    ip netns exec "$A" prometheus-smokeping-prober --privileged --ping.interval=10ms \
+        --web.listen-address=127.0.0.1:9374 10.77.0.2 >"$WORK/sp.log" 2>&1 &
+    SPID=$!
+    PIDS+=($SPID)
+    sleep 2
+    SP_CPU=$(cpu_share "$SPID" "$CPU_SECONDS")
+    echo "detect: CPU at 100 Hz, one peer, over ${CPU_SECONDS}s: agent ${AGENT_CPU}% of a core (whole process: reflector, sampler, /metrics), smokeping_prober ${SP_CPU}%, ratio $(echo "scale=2; $AGENT_CPU / $SP_CPU" | bc)"
+    kill "$SPID"
+fi
 
 if [ "$SOAK_MINUTES" -gt 0 ]; then
     ip -n "$A" link set va-$$ qlen 1000
+    # A FIFO shaper (this bed's kernel has no fq_codel): TCP fills it until
+    # it tail-drops, and drops runs of probes with it, a real loss. With
+    # WINDOW (default 128K per stream, WINDOW=0 for none) iperf3's flows fit
+    # the shaper's queue (1.5 MB): line rate, probes queued, none dropped.
     tc -n "$A" qdisc add dev va-$$ root tbf rate 2gbit burst 256kb latency 5ms
     ip netns exec "$B" iperf3 -s -B 10.77.0.2 -D -I "$WORK/iperf.pid" --logfile "$WORK/iperf.log"
     sleep 1
     PIDS+=("$(cat "$WORK/iperf.pid")")
     before=$(ip netns exec "$A" curl -s 127.0.0.1:9472/metrics | awk '/^boltwatch_outages_total\{.*peer="b"/{print $2}')
-    ip netns exec "$A" iperf3 -c 10.77.0.2 -t $((SOAK_MINUTES * 60)) -P 4 >"$WORK/iperf-c.log"
+    echo "detect: load before the soak: $(uptime)"
+    WINDOW=${WINDOW:-128K}
+    ip netns exec "$A" iperf3 -c 10.77.0.2 -t $((SOAK_MINUTES * 60)) -P 4 \
+        $([ "$WINDOW" = 0 ] || echo "-w $WINDOW") >"$WORK/iperf-c.log"
+    echo "detect: load after the soak: $(uptime)"
     after=$(ip netns exec "$A" curl -s 127.0.0.1:9472/metrics | awk '/^boltwatch_outages_total\{.*peer="b"/{print $2}')
     late=$(ip netns exec "$A" curl -s 127.0.0.1:9472/metrics | awk '/^boltwatch_probe_late_total\{.*peer="b"/{print $2}')
-    echo "detect: ${SOAK_MINUTES} min at 100 Hz under iperf3 at line rate (tbf 2 Gbit/s): $((${after%.*} - ${before%.*})) outages, ${late} late replies; $(tail -3 "$WORK/iperf-c.log" | head -1)"
+    echo "detect: ${SOAK_MINUTES} min at 100 Hz under iperf3 at line rate (tbf 2 Gbit/s, window $WINDOW): $((${after%.*} - ${before%.*})) outages, ${late} late replies; $(tail -3 "$WORK/iperf-c.log" | head -1)"
 fi

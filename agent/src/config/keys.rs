@@ -118,10 +118,11 @@ pub const KEYS: &[K] = &[
         "the late bound is never shorter than this (nor longer than `probe_timeout`)",
         |c, v| set(&mut c.probe_late.floor, v.duration(ms(1)..=secs(60))),
     )
-    // Off by default (the bound is then `probe_timeout`'s 1 s): a carrier
-    // drop's notification may lag its first late probes, which the outage
-    // rules do not yet tell from a loss of their own on every bed; the
-    // fast profile's users set it (5ms) with the rate.
+    // Off by default (the bound is then `probe_timeout`'s 1 s): late
+    // probes tolerate a stall of only (k - 1) x interval + the bound, and
+    // a loaded host stalls its probes longer several times a minute, each
+    // a short probe-loss outage (bench/detect-results.md); the fast
+    // profile's users set it (5ms) with the rate where the host is quiet.
     .default("1s"),
     K::new("interface", "probe through this interface", |c, v| {
         c.interface = Some(v.nonempty()?.to_string());

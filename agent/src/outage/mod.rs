@@ -36,11 +36,14 @@
 //!   to, from its start: probes after it that stay unanswered start a new
 //!   run. A late reply to a probe sent before the outage, or before a
 //!   carrier drop that has not ended, ends nothing.
-//! - Probes sent while the carrier was down neither count towards nor break
-//!   a run of missing probes: their loss is already explained. So a
-//!   carrier-down notification that arrives late, stamped at or before the
-//!   first missing probe of an open probe-loss outage, turns it into a
-//!   carrier outage from the carrier-down time (its end record says so).
+//! - Probes sent while the carrier was down, or at most the notification's
+//!   lag (`notification_lag`) before the carrier-down notification's
+//!   stamp, neither count towards nor break a run of missing probes: their
+//!   loss is already explained. So a carrier-down notification that
+//!   arrives late, stamped at most the lag after the first missing probe
+//!   of an open probe-loss outage, turns it into a carrier outage from the
+//!   carrier-down time (its end record says so), and the late fates of the
+//!   probes the drop took, told after the notification, leave it so.
 //! - A reply to a probe sent before the carrier went down is stale and ends
 //!   nothing, whenever it arrives.
 //! - Service outages (`SERVICE`) are separate, one per service name: they
@@ -440,11 +443,17 @@ impl OutageTracker {
         Vec::new()
     }
 
+    /// The probe sent at `sent` met a carrier drop: sent while the carrier
+    /// was down, or at most the notification's lag before the drop was
+    /// notified. The lag counts because the notification's stamp may be
+    /// up to that late: a probe the drop itself took, whose lateness is
+    /// told after the notification, is the drop's, as a probe-loss outage
+    /// that began within the lag is (`on_carrier`); else it would add
+    /// probe loss to the carrier outage it belongs to (cause `both`).
     fn sent_while_carrier_down(&self, sent: u64) -> bool {
-        self.carrier_down_at.is_some_and(|down| sent >= down)
-            || self
-                .last_down
-                .is_some_and(|p| sent >= p.down && sent < p.up)
+        let met = |down: u64| sent.saturating_add(self.lag_ns) >= down;
+        self.carrier_down_at.is_some_and(met)
+            || self.last_down.is_some_and(|p| met(p.down) && sent < p.up)
     }
 
     fn record(&self, open: &Open, end: Option<u64>) -> Outage {

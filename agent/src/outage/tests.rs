@@ -575,3 +575,51 @@ fn prop_late_answers_close_every_outage_they_open() {
         })
         .unwrap();
 }
+
+/// Late probes open a probe-loss outage within ms of a drop whose
+/// notification lags (linkwatch batching); the probes sent between the
+/// drop and the notification's stamp go late one by one, some of them
+/// only after the notification was taken: they are the drop's too, and
+/// the outage stays a carrier outage (not `both`).
+#[test]
+fn late_fates_told_after_a_lagging_notification_are_the_drops() {
+    let mut l = tracker().notification_lag(std::time::Duration::from_secs(1));
+    assert!(l.on_probe_reply(4, sent(4), sent(4) + 80_000).is_empty());
+    // The drop takes probes 5.. ; 5, 6, 7 are late: a probe-loss outage.
+    for seq in 5..=7 {
+        l.on_probe_missing(seq, sent(seq), sent(seq) + 5 * MS);
+    }
+    assert!(l.in_outage());
+    // Notified 300 ms on; probes 31..=34, sent before the stamp, are
+    // called late only after it was taken.
+    let down_at = sent(5) + 300 * MS;
+    for seq in 8..=30 {
+        assert!(l
+            .on_probe_missing(seq, sent(seq), sent(seq) + 5 * MS)
+            .is_empty());
+    }
+    assert!(l.on_carrier("tb0", false, down_at).is_empty());
+    for seq in 31..=40 {
+        assert!(l
+            .on_probe_missing(seq, sent(seq), sent(seq) + 5 * MS)
+            .is_empty());
+    }
+    let up_at = down_at + 500 * MS;
+    assert!(l.on_carrier("tb0", true, up_at).is_empty());
+    // The late fates of probes sent during the drop, told after it ended.
+    for seq in 41..=84 {
+        assert!(l.on_probe_missing(seq, sent(seq), up_at + MS).is_empty());
+    }
+    let end = l.on_probe_reply(85, sent(85), sent(85) + MS);
+    assert_eq!(end.len(), 1, "{end:?}");
+    assert_eq!(cause(&end[0]), OutageCause::Carrier, "{end:?}");
+    assert_eq!(end[0].start_unix_ns, down_at);
+    // After the drop, a loss of its own is news again.
+    for seq in 86..=88 {
+        l.on_probe_missing(seq, sent(seq), sent(seq) + 5 * MS);
+    }
+    assert!(
+        l.in_outage(),
+        "three late probes after the drop open an outage"
+    );
+}

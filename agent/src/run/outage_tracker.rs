@@ -8,7 +8,7 @@ use std::sync::mpsc;
 use std::thread::JoinHandle;
 
 use boltwatch_proto::v1::record::Payload;
-use tracing::warn;
+use tracing::{debug, warn};
 
 use super::crew::Crew;
 use super::topology::Topology;
@@ -69,6 +69,8 @@ pub(super) fn start(crew: &Crew, config: &Config, topology: &Topology) -> Result
                 }
                 let wall = crate::clock::read();
                 for o in outages {
+                    // The detection bench reads these times (bench/detect.sh).
+                    debug!(peer = %o.peer, id = o.outage_id, ends = o.end_unix_ns.is_some(), "outage record emitted");
                     sink.emit(Payload::Outage(on_wall_clock(o, &wall)));
                 }
             }

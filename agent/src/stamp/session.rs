@@ -178,7 +178,12 @@ impl Session {
             self.table.expire(Instant::now(), &mut self.expired);
             for e in self.expired.drain(..) {
                 on(match e {
-                    Expiry::Overdue { seq, sent_unix_ns } => Outcome::Overdue { seq, sent_unix_ns },
+                    Expiry::Overdue { seq, sent_unix_ns } => {
+                        // The detection bench reads these times (bench/detect.sh).
+                        let age_ns = imp::now_ns().saturating_sub(sent_unix_ns);
+                        debug!(peer = %self.peer, seq, age_ns, "STAMP probe overdue");
+                        Outcome::Overdue { seq, sent_unix_ns }
+                    }
                     Expiry::Lost { seq, sent_unix_ns } => Outcome::Lost { seq, sent_unix_ns },
                 });
             }
@@ -328,6 +333,7 @@ impl Session {
                 // is judged on; a discarded RTT (clock step) teaches nothing.
                 if rtt_ns.is_some() && self.late.observe(t4.saturating_sub(sent_unix_ns)) {
                     self.table.set_overdue_after(self.late.bound());
+                    debug!(peer = %self.peer, bound = ?self.late.bound(), "STAMP late bound moved");
                 }
                 on(Outcome::Reply {
                     seq,
