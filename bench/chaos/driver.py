@@ -94,6 +94,55 @@ def fill(path):
     subprocess.run(["dd", "if=/dev/zero", f"of={path}/filler", "bs=1M"], capture_output=True)
 
 
+# The lab's thermal fixture: each agent reads a sysfs-like tree of its own
+# (`--sysfs-root`) whose class/net is the real one of its namespace (`ip
+# netns exec` mounts that namespace's sysfs on /sys, and the agent's link
+# state, counters and discovery read it through the link) and whose
+# class/thermal is a fixture zone the driver warms and cools, so thermal
+# records flow through every fault as the issue asks.
+ZONE = "class/thermal/thermal_zone0"
+
+
+def sysfs_fixture(work, i):
+    root = f"{work}/sysfs-n{i}"
+    if os.path.isdir(root):
+        return root
+    os.makedirs(f"{root}/class")
+    os.symlink("/sys/class/net", f"{root}/class/net")
+    os.makedirs(f"{root}/{ZONE}")
+    for name, value in (("type", "x86_pkg_temp"), ("trip_point_0_type", "critical"),
+                        ("trip_point_0_temp", "100000")):
+        with open(f"{root}/{ZONE}/{name}", "w") as f:
+            f.write(value + "\n")
+    set_temperature(work, i, 0.0)
+    return root
+
+
+def set_temperature(work, i, elapsed):
+    """A slow sawtooth per node (40-60 C over 5 minutes), written whole
+    by rename so an agent never reads half a file."""
+    milli = 40000 + 1000 * i + int(20000 * ((elapsed / 300.0) % 1.0))
+    tmp = f"{work}/sysfs-n{i}/{ZONE}/.temp"
+    with open(tmp, "w") as f:
+        f.write(f"{milli}\n")
+    os.replace(tmp, f"{work}/sysfs-n{i}/{ZONE}/temp")
+
+
+def smaps(pid):
+    """Rss, anonymous, file-backed and shared kB of `pid` (smaps_rollup),
+    or None once it is gone."""
+    out = {}
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                k, _, rest = line.partition(":")
+                if k in ("Rss", "Anonymous", "Pss_File", "Pss_Shmem"):
+                    out[k] = int(rest.split()[0])
+    except OSError:
+        return None
+    return out
+
+
 def rss_kb(pid):
     try:
         with open(f"/proc/{pid}/status") as f:
@@ -113,6 +162,7 @@ class Procs:
         self.collector = None
         self.agents = [None] * NODES
         self.started = time.time()
+        self.next_series = 0.0
 
     def log(self, name):
         return open(os.path.join(self.a.work, f"{name}.log"), "a")
@@ -136,7 +186,8 @@ class Procs:
         args = ["ip", "netns", "exec", ns_name(self.a.prefix, i), f"{self.a.bin}/boltwatch-agent", "run",
                 "--config", self.agent_config(i), "--node", f"n{i}",
                 "--collector", f"http://10.93.{i}.1:{self.grpc}", "--listen", f"0.0.0.0:{PORT}",
-                "--probe-interval", "100ms", "--no-services", "--spool-dir", f"{self.a.work}/spool-n{i}/spool"]
+                "--probe-interval", "100ms", "--no-services", "--spool-dir", f"{self.a.work}/spool-n{i}/spool",
+                "--sysfs-root", sysfs_fixture(self.a.work, i)]
         for j in range(NODES):
             if j != i:
                 args += ["--peer", f"n{j}={link_addr(i, j, j)}:{PORT}"]
@@ -155,6 +206,18 @@ class Procs:
         for i, p in enumerate(self.agents):
             out[f"n{i}"] = rss_kb(p.pid)
         return out
+
+    def memory_row(self, t):
+        """One line per process of rss.csv: seconds since t0, role, pid,
+        then smaps_rollup's Rss, Anonymous, Pss_File, Pss_Shmem (kB)."""
+        rows = []
+        for role, p in [("collector", self.collector)] + [(f"n{i}", a) for i, a in enumerate(self.agents)]:
+            m = smaps(p.pid) if p is not None else None
+            if m:
+                rows.append(f"{t:.0f},{role},{p.pid},{m.get('Rss', 0)},{m.get('Anonymous', 0)},"
+                            f"{m.get('Pss_File', 0)},{m.get('Pss_Shmem', 0)}")
+        with open(f"{self.a.work}/rss.csv", "a") as f:
+            f.write("".join(r + "\n" for r in rows))
 
     def metrics(self):
         with urllib.request.urlopen(f"http://{self.http}/metrics", timeout=5) as r:
@@ -242,10 +305,21 @@ def inject(f, procs, bed, work):
     raise ValueError(f.kind)
 
 
+SERIES_EVERY = 10.0
+
+
 def sample_rss(procs, t0, rss_first):
     """The first minute after warm-up: the largest RSS of each process
-    seen in it (a process killed in it is measured again after restart)."""
-    if WARMUP <= time.time() - t0 <= WARMUP + 60:
+    seen in it (a process killed in it is measured again after restart).
+    Every SERIES_EVERY s, a row of rss.csv (what grows, anon or file),
+    and the thermal fixture's next temperatures."""
+    el = time.time() - t0
+    if el >= procs.next_series:
+        procs.next_series = el + SERIES_EVERY
+        procs.memory_row(el)
+        for i in range(NODES):
+            set_temperature(procs.a.work, i, el)
+    if WARMUP <= el <= WARMUP + 60:
         for k, v in procs.rss().items():
             rss_first[k] = max(rss_first.get(k, 0), v)
 
@@ -319,11 +393,13 @@ def main():
     ledger = []
     rss_first = run_schedule(faults, procs, bed, args.work, t0, ledger)
     while time.time() - t0 < seconds:
+        sample_rss(procs, t0, rss_first)
         time.sleep(0.5)
     to = int(time.time())
     # Quiet: the agents deliver what they spooled, then stop cleanly.
     time.sleep(5)
     rss_end = procs.rss()
+    procs.memory_row(time.time() - t0)
     m = procs.metrics()
     drops = counter(m, "boltwatch_agent_dropped_records_total")
     steps = counter(m, "boltwatch_agent_clock_steps_total")
