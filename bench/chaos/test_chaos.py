@@ -75,6 +75,10 @@ class RecordsTest(unittest.TestCase):
         self.assertIsNone(rss_growth(1000, 1100))
         self.assertIsNotNone(rss_growth(1000, 1101))
 
+    def test_rss_allowance_is_added_to_the_limit_not_scaled(self):
+        self.assertIsNone(rss_growth(1000, 5196, allowance=4096))
+        self.assertIsNotNone(rss_growth(1000, 5197, allowance=4096))
+
 
 if __name__ == "__main__":
     unittest.main()
