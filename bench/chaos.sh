@@ -54,7 +54,7 @@ python3 bench/chaos/driver.py --minutes "$minutes" --seed "$seed" --bin "target/
 # The memory series and the report of every run stay for the results
 # (bench/chaos-results.md quotes them), passed or not.
 out="target/chaos/seed$seed-${minutes}min-$profile"
-mkdir -p "$out" && cp "$work"/rss.csv "$work"/report.json "$out"/ 2>/dev/null || true
+mkdir -p "$out" && cp "$work"/rss.csv "$work"/report.json "$work"/ledger.json "$out"/ 2>/dev/null || true
 if [ "$status" != 0 ]; then
     keep=1
     echo "chaos: FAILED (seed $seed); collector log tail:" >&2

@@ -441,6 +441,8 @@ def main():
     procs.collector.wait(timeout=60)
     outages, report = report_outages(args, int(t0 + WARMUP - 5), to)
     boots = stored_boots(args.work)
+    with open(f"{args.work}/ledger.json", "w") as f:
+        json.dump({"t0": t0, "windows": [w.__dict__ for w in ledger]}, f)
     rows = verdict.compare(ledger, outages, INTERVAL_NS, SLACK_NS)
     rows += verdict.records(boots, drops)
     injected = sum(w.kind == "clock_step" for w in ledger)
@@ -485,8 +487,16 @@ def summary(faults, ledger, outages, boots, drops, rss_first, rss_end):
     stored = sum(n for _, n, _ in boots)
     print(f"records: {stored} stored over {len(boots)} agent boots, highest seqs sum "
           f"{sum(h for _, _, h in boots)}, dropped {drops}")
+    print_side_by_side(ledger, outages)
     print("RSS kB (max of first minute after warm-up -> end): "
           + ", ".join(f"{k} {rss_first.get(k, 0)}->{rss_end.get(k, 0)}" for k in sorted(rss_end)))
+
+
+def print_side_by_side(ledger, outages):
+    print("\n| fault kind | ledger windows | directions | ledger down s (x dirs) | report interruptions | report down s |")
+    print("|---|---|---|---|---|---|")
+    for k, n, d, ls, ro, rs in verdict.side_by_side(ledger, outages, SLACK_NS):
+        print(f"| {k} | {n} | {d} | {ls:.1f} | {ro} | {rs:.1f} |")
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ discover -s bench/chaos (run by .ci/test)."""
 import unittest
 
 from plan import KINDS, plan
-from verdict import Outage, Window, compare, records, rss_growth
+from verdict import Outage, Window, compare, records, rss_growth, side_by_side
 
 S = 1_000_000_000
 
@@ -82,3 +82,17 @@ class RecordsTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class SideBySideTest(unittest.TestCase):
+    def test_each_outage_counts_under_its_window_and_strays_apart(self):
+        ws = [Window("carrier", 10 * S, 14 * S, both("n0", "n1")),
+              Window("collector_kill", 20 * S, 25 * S, ())]
+        os_ = [Outage("n0", "n1", "carrier", 10 * S, 14 * S),
+               Outage("n1", "n0", "both", 10 * S, 13 * S),
+               Outage("n2", "n0", "probe_loss", 21 * S, 22 * S)]
+        self.assertEqual(side_by_side(ws, os_, S), [
+            ("(none)", 0, 0, 0.0, 1, 1.0),
+            ("carrier", 1, 2, 8.0, 2, 7.0),
+            ("collector_kill", 1, 0, 0.0, 0, 0.0),
+        ])

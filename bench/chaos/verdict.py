@@ -80,6 +80,25 @@ def compare(windows, outages, interval_ns, slack_ns):
     return rows
 
 
+def side_by_side(windows, outages, slack_ns):
+    """Per fault kind, the ledger beside the report: (kind, windows,
+    directions, ledger seconds summed over directions, interruptions the
+    report gives that kind, their seconds). Outages no window owns are one
+    last row, kind "(none)". For the results table; `compare` judges."""
+    rows = {}
+    for w in windows:
+        r = rows.setdefault(w.kind, [0, 0, 0, 0, 0])
+        r[0] += 1
+        r[1] += len(w.directions)
+        r[2] += (w.end - w.start) * len(w.directions)
+    for o in outages:
+        w = _owner(o, windows, slack_ns)
+        r = rows.setdefault(w.kind if w else "(none)", [0, 0, 0, 0, 0])
+        r[3] += 1
+        r[4] += o.end - o.start
+    return [(k, r[0], r[1], r[2] / 1e9, r[3], r[4] / 1e9) for k, r in sorted(rows.items())]
+
+
 def rss_growth(first, last, limit=0.10, allowance=0):
     """A disagreement row when `last` RSS exceeds `first` by more than
     `limit` plus `allowance` kB (a bounded cache that only fills once the
