@@ -309,7 +309,7 @@ SERIES_EVERY = 10.0
 
 
 def sample_rss(procs, t0, rss_first):
-    """The first minute after warm-up: the largest RSS of each process
+    """Over verdict.rss_baseline_window: the largest RSS of each process
     seen in it (a process killed in it is measured again after restart).
     Every SERIES_EVERY s, a row of rss.csv (what grows, anon or file),
     and the thermal fixture's next temperatures."""
@@ -319,7 +319,8 @@ def sample_rss(procs, t0, rss_first):
         procs.memory_row(el)
         for i in range(NODES):
             set_temperature(procs.a.work, i, el)
-    if WARMUP <= el <= WARMUP + 60:
+    lo, hi = verdict.rss_baseline_window(procs.a.minutes * 60, WARMUP)
+    if lo <= el <= hi:
         for k, v in procs.rss().items():
             rss_first[k] = max(rss_first.get(k, 0), v)
 
@@ -343,27 +344,6 @@ def run_schedule(faults, procs, bed, work, t0, ledger):
         print(f"  {(start / 1e9 - t0):7.1f}s {f.kind:<15} {f.length:5.1f}s node n{f.node}"
               + (f" peer n{f.peer}" if f.peer >= 0 else ""), flush=True)
     return rss_first
-
-
-STORE_SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "store", "src")
-
-
-def sqlite_cache_kb():
-    """The bound of the collector's SQLite page caches, kB, read from the
-    store's own constants (so it follows them): the writer's cache plus
-    each idle pooled reader's. They fill only as the store outgrows them,
-    minutes into a soak on a fresh store, so the first minute's RSS is
-    measured before they are full; the RSS check allows them on top."""
-    import re
-
-    def const(file, name):
-        with open(os.path.join(STORE_SRC, file)) as f:
-            m = re.search(rf"const {name}: \w+ = (-?\d+);", f.read())
-        if not m:
-            raise RuntimeError(f"chaos: no {name} in store/src/{file}")
-        return abs(int(m.group(1)))
-    return const("writer.rs", "WRITER_CACHE_KIB") + const("db.rs", "READER_CACHE_KIB") * const(
-        "handle.rs", "IDLE_READERS")
 
 
 def stored_boots(work):
@@ -455,9 +435,8 @@ def main():
     for n in procs_names():
         if thermal.get(n, 0) == 0:
             rows.append((f"thermal records of {n}", "fixture read every 5 s", "none in the report"))
-    cache = sqlite_cache_kb()
     for k, first in rss_first.items():
-        r = verdict.rss_growth(first, rss_end.get(k, 0), allowance=cache if k == "collector" else 0)
+        r = verdict.rss_growth(first, rss_end.get(k, 0))
         if r:
             rows.append((f"{k} {r[0]}", r[1], r[2]))
     summary(faults, ledger, outages, boots, drops, rss_first, rss_end)
@@ -488,7 +467,7 @@ def summary(faults, ledger, outages, boots, drops, rss_first, rss_end):
     print(f"records: {stored} stored over {len(boots)} agent boots, highest seqs sum "
           f"{sum(h for _, _, h in boots)}, dropped {drops}")
     print_side_by_side(ledger, outages)
-    print("RSS kB (max of first minute after warm-up -> end): "
+    print("RSS kB (max of the baseline window, verdict.rss_baseline_window -> end): "
           + ", ".join(f"{k} {rss_first.get(k, 0)}->{rss_end.get(k, 0)}" for k in sorted(rss_end)))
 
 

@@ -4,7 +4,7 @@ discover -s bench/chaos (run by .ci/test)."""
 import unittest
 
 from plan import KINDS, plan
-from verdict import Outage, Window, compare, records, rss_growth, side_by_side
+from verdict import Outage, Window, compare, records, rss_baseline_window, rss_growth, side_by_side
 
 S = 1_000_000_000
 
@@ -75,9 +75,9 @@ class RecordsTest(unittest.TestCase):
         self.assertIsNone(rss_growth(1000, 1100))
         self.assertIsNotNone(rss_growth(1000, 1101))
 
-    def test_rss_allowance_is_added_to_the_limit_not_scaled(self):
-        self.assertIsNone(rss_growth(1000, 5196, allowance=4096))
-        self.assertIsNotNone(rss_growth(1000, 5197, allowance=4096))
+    def test_rss_baseline_is_the_first_third_or_the_first_minute(self):
+        self.assertEqual(rss_baseline_window(3600, 15), (15, 1200))
+        self.assertEqual(rss_baseline_window(120, 15), (15, 75))
 
 
 if __name__ == "__main__":
