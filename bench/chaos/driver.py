@@ -346,6 +346,24 @@ def run_schedule(faults, procs, bed, work, t0, ledger):
     return rss_first
 
 
+def stored_highest(work):
+    """(node, boot_id) -> highest stored sequence."""
+    c = sqlite3.connect(f"file:{work}/store/boltwatch.db?mode=ro", uri=True)
+    return {(n, b): h for n, b, h in c.execute("SELECT node, boot_id, highest_seq FROM boots")}
+
+
+def agents_last_seqs(work):
+    """(node, boot_id) -> last_seq from each agent's clean-stop line (the
+    boots killed with -9 say nothing; their spools go to the next boot)."""
+    import re
+    out = {}
+    for i in range(NODES):
+        with open(f"{work}/agent-n{i}.log") as f:
+            for m in re.finditer(r"agent stopped boot_id=(\w+) last_seq=(\d+)", f.read()):
+                out[(f"n{i}", m.group(1))] = int(m.group(2))
+    return out
+
+
 def stored_boots(work):
     c = sqlite3.connect(f"file:{work}/store/boltwatch.db?mode=ro", uri=True)
     return c.execute("SELECT node, records, highest_seq FROM boots").fetchall()
@@ -425,6 +443,9 @@ def main():
         json.dump({"t0": t0, "windows": [w.__dict__ for w in ledger]}, f)
     rows = verdict.compare(ledger, outages, INTERVAL_NS, SLACK_NS)
     rows += verdict.records(boots, drops)
+    last_seqs = agents_last_seqs(args.work)
+    print(f"agents' own last sequences at their clean stop: {sorted((k[0], v) for k, v in last_seqs.items())}")
+    rows += verdict.undelivered(stored_highest(args.work), last_seqs)
     injected = sum(w.kind == "clock_step" for w in ledger)
     print(f"clock steps: {injected} injected (each forward then back), agents saw {steps}")
     if steps < injected:

@@ -4,7 +4,7 @@ discover -s bench/chaos (run by .ci/test)."""
 import unittest
 
 from plan import KINDS, plan
-from verdict import Outage, Window, compare, records, rss_baseline_window, rss_growth, side_by_side
+from verdict import Outage, Window, compare, records, rss_baseline_window, rss_growth, side_by_side, undelivered
 
 S = 1_000_000_000
 
@@ -96,3 +96,12 @@ class SideBySideTest(unittest.TestCase):
             ("carrier", 1, 2, 8.0, 2, 7.0),
             ("collector_kill", 1, 0, 0.0, 0, 0.0),
         ])
+
+
+class UndeliveredTest(unittest.TestCase):
+    def test_a_tail_the_agent_wrote_but_the_store_lacks_is_reported(self):
+        last = {("n0", "aa"): 10, ("n1", "bb"): 7}
+        self.assertEqual(undelivered({("n0", "aa"): 10, ("n1", "bb"): 7}, last), [])
+        rows = undelivered({("n0", "aa"): 10, ("n1", "bb"): 5}, last)
+        self.assertEqual(rows, [("records of n1 boot bb not stored", "last_seq 7", "highest stored 5")])
+        self.assertEqual(len(undelivered({}, {("n2", "cc"): 1})), 1)

@@ -130,3 +130,17 @@ def records(boots, dropped):
     if missing != dropped:
         rows.append(("records lost (not stored, not dropped)", f"{dropped} dropped", f"{missing} missing"))
     return rows
+
+
+def undelivered(highest, last_seqs):
+    """Rows for boots whose agent said at a clean stop that it wrote up
+    to `last_seqs[(node, boot_id)]` but whose highest stored sequence,
+    `highest[(node, boot_id)]`, is lower: a tail never stored, which
+    `records` cannot see (it counts up to the highest *stored* sequence)."""
+    rows = []
+    for key, last in sorted(last_seqs.items()):
+        got = highest.get(key, 0)
+        if got < last:
+            rows.append((f"records of {key[0]} boot {key[1][:8]} not stored", f"last_seq {last}", f"highest stored {got}"))
+    return rows
+
