@@ -94,6 +94,55 @@ def fill(path):
     subprocess.run(["dd", "if=/dev/zero", f"of={path}/filler", "bs=1M"], capture_output=True)
 
 
+# The lab's thermal fixture: each agent reads a sysfs-like tree of its own
+# (`--sysfs-root`) whose class/net is the real one of its namespace (`ip
+# netns exec` mounts that namespace's sysfs on /sys, and the agent's link
+# state, counters and discovery read it through the link) and whose
+# class/thermal is a fixture zone the driver warms and cools, so thermal
+# records flow through every fault as the issue asks.
+ZONE = "class/thermal/thermal_zone0"
+
+
+def sysfs_fixture(work, i):
+    root = f"{work}/sysfs-n{i}"
+    if os.path.isdir(root):
+        return root
+    os.makedirs(f"{root}/class")
+    os.symlink("/sys/class/net", f"{root}/class/net")
+    os.makedirs(f"{root}/{ZONE}")
+    for name, value in (("type", "x86_pkg_temp"), ("trip_point_0_type", "critical"),
+                        ("trip_point_0_temp", "100000")):
+        with open(f"{root}/{ZONE}/{name}", "w") as f:
+            f.write(value + "\n")
+    set_temperature(work, i, 0.0)
+    return root
+
+
+def set_temperature(work, i, elapsed):
+    """A slow sawtooth per node (40-60 C over 5 minutes), written whole
+    by rename so an agent never reads half a file."""
+    milli = 40000 + 1000 * i + int(20000 * ((elapsed / 300.0) % 1.0))
+    tmp = f"{work}/sysfs-n{i}/{ZONE}/.temp"
+    with open(tmp, "w") as f:
+        f.write(f"{milli}\n")
+    os.replace(tmp, f"{work}/sysfs-n{i}/{ZONE}/temp")
+
+
+def smaps(pid):
+    """Rss, anonymous, file-backed and shared kB of `pid` (smaps_rollup),
+    or None once it is gone."""
+    out = {}
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                k, _, rest = line.partition(":")
+                if k in ("Rss", "Anonymous", "Pss_File", "Pss_Shmem"):
+                    out[k] = int(rest.split()[0])
+    except OSError:
+        return None
+    return out
+
+
 def rss_kb(pid):
     try:
         with open(f"/proc/{pid}/status") as f:
@@ -113,6 +162,7 @@ class Procs:
         self.collector = None
         self.agents = [None] * NODES
         self.started = time.time()
+        self.next_series = 0.0
 
     def log(self, name):
         return open(os.path.join(self.a.work, f"{name}.log"), "a")
@@ -136,7 +186,8 @@ class Procs:
         args = ["ip", "netns", "exec", ns_name(self.a.prefix, i), f"{self.a.bin}/boltwatch-agent", "run",
                 "--config", self.agent_config(i), "--node", f"n{i}",
                 "--collector", f"http://10.93.{i}.1:{self.grpc}", "--listen", f"0.0.0.0:{PORT}",
-                "--probe-interval", "100ms", "--no-services", "--spool-dir", f"{self.a.work}/spool-n{i}/spool"]
+                "--probe-interval", "100ms", "--no-services", "--spool-dir", f"{self.a.work}/spool-n{i}/spool",
+                "--sysfs-root", sysfs_fixture(self.a.work, i)]
         for j in range(NODES):
             if j != i:
                 args += ["--peer", f"n{j}={link_addr(i, j, j)}:{PORT}"]
@@ -155,6 +206,18 @@ class Procs:
         for i, p in enumerate(self.agents):
             out[f"n{i}"] = rss_kb(p.pid)
         return out
+
+    def memory_row(self, t):
+        """One line per process of rss.csv: seconds since t0, role, pid,
+        then smaps_rollup's Rss, Anonymous, Pss_File, Pss_Shmem (kB)."""
+        rows = []
+        for role, p in [("collector", self.collector)] + [(f"n{i}", a) for i, a in enumerate(self.agents)]:
+            m = smaps(p.pid) if p is not None else None
+            if m:
+                rows.append(f"{t:.0f},{role},{p.pid},{m.get('Rss', 0)},{m.get('Anonymous', 0)},"
+                            f"{m.get('Pss_File', 0)},{m.get('Pss_Shmem', 0)}")
+        with open(f"{self.a.work}/rss.csv", "a") as f:
+            f.write("".join(r + "\n" for r in rows))
 
     def metrics(self):
         with urllib.request.urlopen(f"http://{self.http}/metrics", timeout=5) as r:
@@ -242,10 +305,22 @@ def inject(f, procs, bed, work):
     raise ValueError(f.kind)
 
 
+SERIES_EVERY = 10.0
+
+
 def sample_rss(procs, t0, rss_first):
-    """The first minute after warm-up: the largest RSS of each process
-    seen in it (a process killed in it is measured again after restart)."""
-    if WARMUP <= time.time() - t0 <= WARMUP + 60:
+    """Over verdict.rss_baseline_window: the largest RSS of each process
+    seen in it (a process killed in it is measured again after restart).
+    Every SERIES_EVERY s, a row of rss.csv (what grows, anon or file),
+    and the thermal fixture's next temperatures."""
+    el = time.time() - t0
+    if el >= procs.next_series:
+        procs.next_series = el + SERIES_EVERY
+        procs.memory_row(el)
+        for i in range(NODES):
+            set_temperature(procs.a.work, i, el)
+    lo, hi = verdict.rss_baseline_window(procs.a.minutes * 60, WARMUP)
+    if lo <= el <= hi:
         for k, v in procs.rss().items():
             rss_first[k] = max(rss_first.get(k, 0), v)
 
@@ -271,6 +346,24 @@ def run_schedule(faults, procs, bed, work, t0, ledger):
     return rss_first
 
 
+def stored_highest(work):
+    """(node, boot_id) -> highest stored sequence."""
+    c = sqlite3.connect(f"file:{work}/store/boltwatch.db?mode=ro", uri=True)
+    return {(n, b): h for n, b, h in c.execute("SELECT node, boot_id, highest_seq FROM boots")}
+
+
+def agents_last_seqs(work):
+    """(node, boot_id) -> last_seq from each agent's clean-stop line (the
+    boots killed with -9 say nothing; their spools go to the next boot)."""
+    import re
+    out = {}
+    for i in range(NODES):
+        with open(f"{work}/agent-n{i}.log") as f:
+            for m in re.finditer(r"agent stopped boot_id=(\w+) last_seq=(\d+)", f.read()):
+                out[(f"n{i}", m.group(1))] = int(m.group(2))
+    return out
+
+
 def stored_boots(work):
     c = sqlite3.connect(f"file:{work}/store/boltwatch.db?mode=ro", uri=True)
     return c.execute("SELECT node, records, highest_seq FROM boots").fetchall()
@@ -289,6 +382,15 @@ def report_outages(args, frm, to):
     items = find_outages(r)
     return [verdict.Outage(o["node"], o["peer"], o["cause"], o["start_unix_ns"], o["end_unix_ns"])
             for o in items if o["cause"] != "service"], r
+
+
+def procs_names():
+    return [f"n{i}" for i in range(NODES)]
+
+
+def thermal_readings(r):
+    """Node -> readings of the fixture's zone in the report."""
+    return {t["node"]: sum(s["readings"] for s in t["sensors"]) for t in r.get("thermal", [])}
 
 
 def find_outages(r):
@@ -319,11 +421,13 @@ def main():
     ledger = []
     rss_first = run_schedule(faults, procs, bed, args.work, t0, ledger)
     while time.time() - t0 < seconds:
+        sample_rss(procs, t0, rss_first)
         time.sleep(0.5)
     to = int(time.time())
     # Quiet: the agents deliver what they spooled, then stop cleanly.
     time.sleep(5)
     rss_end = procs.rss()
+    procs.memory_row(time.time() - t0)
     m = procs.metrics()
     drops = counter(m, "boltwatch_agent_dropped_records_total")
     steps = counter(m, "boltwatch_agent_clock_steps_total")
@@ -333,14 +437,25 @@ def main():
         a.wait(timeout=30)
     procs.collector.send_signal(signal.SIGTERM)
     procs.collector.wait(timeout=60)
-    outages, _ = report_outages(args, int(t0 + WARMUP - 5), to)
+    outages, report = report_outages(args, int(t0 + WARMUP - 5), to)
     boots = stored_boots(args.work)
+    with open(f"{args.work}/ledger.json", "w") as f:
+        json.dump({"t0": t0, "windows": [w.__dict__ for w in ledger]}, f)
     rows = verdict.compare(ledger, outages, INTERVAL_NS, SLACK_NS)
     rows += verdict.records(boots, drops)
+    last_seqs = agents_last_seqs(args.work)
+    print(f"agents' own last sequences at their clean stop: {sorted((k[0], v) for k, v in last_seqs.items())}")
+    rows += verdict.undelivered(stored_highest(args.work), last_seqs)
     injected = sum(w.kind == "clock_step" for w in ledger)
     print(f"clock steps: {injected} injected (each forward then back), agents saw {steps}")
     if steps < injected:
         rows.append(("clock steps the agents saw", f"{injected} injected", f"{steps} seen"))
+    thermal = thermal_readings(report)
+    print("thermal readings in the report (fixture zone, every 5 s): "
+          + ", ".join(f"{n} {thermal.get(n, 0)}" for n in sorted(procs_names())))
+    for n in procs_names():
+        if thermal.get(n, 0) == 0:
+            rows.append((f"thermal records of {n}", "fixture read every 5 s", "none in the report"))
     for k, first in rss_first.items():
         r = verdict.rss_growth(first, rss_end.get(k, 0))
         if r:
@@ -372,8 +487,16 @@ def summary(faults, ledger, outages, boots, drops, rss_first, rss_end):
     stored = sum(n for _, n, _ in boots)
     print(f"records: {stored} stored over {len(boots)} agent boots, highest seqs sum "
           f"{sum(h for _, _, h in boots)}, dropped {drops}")
-    print("RSS kB (max of first minute after warm-up -> end): "
+    print_side_by_side(ledger, outages)
+    print("RSS kB (max of the baseline window, verdict.rss_baseline_window -> end): "
           + ", ".join(f"{k} {rss_first.get(k, 0)}->{rss_end.get(k, 0)}" for k in sorted(rss_end)))
+
+
+def print_side_by_side(ledger, outages):
+    print("\n| fault kind | ledger windows | directions | ledger down s (x dirs) | report interruptions | report down s |")
+    print("|---|---|---|---|---|---|")
+    for k, n, d, ls, ro, rs in verdict.side_by_side(ledger, outages, SLACK_NS):
+        print(f"| {k} | {n} | {d} | {ls:.1f} | {ro} | {rs:.1f} |")
 
 
 if __name__ == "__main__":

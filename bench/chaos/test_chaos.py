@@ -4,7 +4,7 @@ discover -s bench/chaos (run by .ci/test)."""
 import unittest
 
 from plan import KINDS, plan
-from verdict import Outage, Window, compare, records, rss_growth
+from verdict import Outage, Window, compare, records, rss_baseline_window, rss_growth, side_by_side, undelivered
 
 S = 1_000_000_000
 
@@ -75,6 +75,33 @@ class RecordsTest(unittest.TestCase):
         self.assertIsNone(rss_growth(1000, 1100))
         self.assertIsNotNone(rss_growth(1000, 1101))
 
+    def test_rss_baseline_is_the_first_third_or_the_first_minute(self):
+        self.assertEqual(rss_baseline_window(3600, 15), (15, 1200))
+        self.assertEqual(rss_baseline_window(120, 15), (15, 75))
+
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class SideBySideTest(unittest.TestCase):
+    def test_each_outage_counts_under_its_window_and_strays_apart(self):
+        ws = [Window("carrier", 10 * S, 14 * S, both("n0", "n1")),
+              Window("collector_kill", 20 * S, 25 * S, ())]
+        os_ = [Outage("n0", "n1", "carrier", 10 * S, 14 * S),
+               Outage("n1", "n0", "both", 10 * S, 13 * S),
+               Outage("n2", "n0", "probe_loss", 21 * S, 22 * S)]
+        self.assertEqual(side_by_side(ws, os_, S), [
+            ("(none)", 0, 0, 0.0, 1, 1.0),
+            ("carrier", 1, 2, 8.0, 2, 7.0),
+            ("collector_kill", 1, 0, 0.0, 0, 0.0),
+        ])
+
+
+class UndeliveredTest(unittest.TestCase):
+    def test_a_tail_the_agent_wrote_but_the_store_lacks_is_reported(self):
+        last = {("n0", "aa"): 10, ("n1", "bb"): 7}
+        self.assertEqual(undelivered({("n0", "aa"): 10, ("n1", "bb"): 7}, last), [])
+        rows = undelivered({("n0", "aa"): 10, ("n1", "bb"): 5}, last)
+        self.assertEqual(rows, [("records of n1 boot bb not stored", "last_seq 7", "highest stored 5")])
+        self.assertEqual(len(undelivered({}, {("n2", "cc"): 1})), 1)
