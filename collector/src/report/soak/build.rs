@@ -44,6 +44,17 @@ pub struct Scope {
     pub marks: Vec<Mark>,
 }
 
+/// The kinds of sparse records a report keeps per node, each within its
+/// own budget ([`Builder::room`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum Sparse {
+    Outage,
+    Counters,
+    Bandwidth,
+    Thermal,
+    Service,
+}
+
 /// Accumulates a soak's records; see the module documentation.
 #[derive(Debug)]
 pub struct Builder {
@@ -66,8 +77,8 @@ pub struct Builder {
     pub(super) records: u64,
     /// Nodes with records in range.
     pub(super) seen: BTreeSet<String>,
-    /// node -> items of its sparse records kept ([`Builder::room`]).
-    kept: BTreeMap<String, u64>,
+    /// (node, kind) -> items of its sparse records kept ([`Builder::room`]).
+    kept: BTreeMap<(String, Sparse), u64>,
     /// Counters, Hellos, agent load, restarts and link events.
     pub(super) facts: Facts,
     /// RDMA probe windows, by link.
@@ -134,7 +145,9 @@ impl Builder {
         // An outage towards a node outside the soak is not the soak's: its
         // verdict judges only the links between its own nodes.
         match p {
-            Some(Payload::Outage(o)) if !self.foreign(&o.peer) && self.room(node) => {
+            Some(Payload::Outage(o))
+                if !self.foreign(&o.peer) && self.room(node, Sparse::Outage) =>
+            {
                 self.outages.push((node.into(), boot.into(), o.clone()));
             }
             _ => {}
@@ -143,20 +156,24 @@ impl Builder {
             return;
         }
         self.count(node, boot, (seq, seq), 1);
-        if !matches!(p, Some(Payload::Counters(_))) || self.room(node) {
+        if !matches!(p, Some(Payload::Counters(_))) || self.room(node, Sparse::Counters) {
             self.facts.add(node, boot, unix_ns, p, &self.scope.marks);
         }
         match p {
-            Some(Payload::Bandwidth(bw)) if !self.foreign(&bw.peer) && self.room(node) => {
+            Some(Payload::Bandwidth(bw))
+                if !self.foreign(&bw.peer) && self.room(node, Sparse::Bandwidth) =>
+            {
                 self.tests.extend(Test::of(node, bw, unix_ns));
             }
-            Some(Payload::Thermal(th)) if self.room(node) => {
+            Some(Payload::Thermal(th)) if self.room(node, Sparse::Thermal) => {
                 self.thermal
                     .entry(node.into())
                     .or_default()
                     .add(th, unix_ns);
             }
-            Some(Payload::Service(c)) if !self.foreign(&c.peer) && self.room(node) => {
+            Some(Payload::Service(c))
+                if !self.foreign(&c.peer) && self.room(node, Sparse::Service) =>
+            {
                 self.add_check(node, c)
             }
             Some(Payload::RdmaProbe(r))
@@ -197,7 +214,7 @@ impl Builder {
             // that reading (stored bytes passed validation).
             if let Some((t, raw)) = m.counters() {
                 let p = Record::decode(raw).ok().and_then(|r| r.payload);
-                if self.room(node) {
+                if self.room(node, Sparse::Counters) {
                     self.facts
                         .add(node, m.boot_id, t, p.as_ref(), &self.scope.marks);
                 }
@@ -227,20 +244,21 @@ impl Builder {
             .note(min, max, n);
     }
 
-    /// Whether one more of `node`'s sparse records (an outage, a
-    /// bandwidth test, a thermal reading, a service check) may be kept: at
-    /// most twice the range's seconds and a margin, far above what a real
-    /// agent sends (a reading every few seconds, a test every few
-    /// minutes), so a report's memory follows its nodes and range, not a
-    /// hostile agent's record count (a node's distinct sensors are bounded
-    /// apart, [`super::thermal::MAX_SENSORS`]). Records beyond it still
-    /// count for completeness.
-    fn room(&mut self, node: &str) -> bool {
+    /// Whether one more of `node`'s sparse records of `kind` (an outage,
+    /// a counters reading, a bandwidth test, a thermal reading, a service
+    /// check) may be kept: at most twice the range's seconds and a margin
+    /// per kind, far above what a real agent sends (a reading every few
+    /// seconds, a test every few minutes), so a report's memory follows
+    /// its nodes and range, not a hostile agent's record count (a node's
+    /// distinct sensors are bounded apart, [`super::thermal::MAX_SENSORS`]).
+    /// Each kind has its own budget: one shared by all let a node's
+    /// counters, readings and checks use it up late in a long range and
+    /// then every later outage fell out of the verdict (the 60-minute chaos
+    /// soak, issue 27). Records beyond it still count for completeness.
+    fn room(&mut self, node: &str, kind: Sparse) -> bool {
         let cap = 2 * self.window_cap() as u64 + 1024;
-        let kept = match self.kept.get_mut(node) {
-            Some(k) => k,
-            None => self.kept.entry(node.to_string()).or_default(),
-        };
+        let key = (node.to_string(), kind);
+        let kept = self.kept.entry(key).or_default();
         *kept += 1;
         *kept <= cap
     }

@@ -3,8 +3,8 @@
 use boltwatch_proto::histogram::sparse_buckets;
 use boltwatch_proto::v1::record::Payload;
 use boltwatch_proto::v1::{
-    AgentStats, BandwidthResult, Direction, Outage, OutageCause, RttSummary, ServiceCheck,
-    TemperatureSensor, ThermalReading, Throttle,
+    AgentStats, BandwidthResult, Direction, InterfaceCounters, Outage, OutageCause, RttSummary,
+    ServiceCheck, TemperatureSensor, ThermalReading, Throttle,
 };
 
 use super::*;
@@ -355,10 +355,14 @@ fn a_nodes_kept_sparse_records_follow_the_range_not_the_records() {
         });
         b.add("a", "b1", 2 * i + 2, t, Some(&check));
     }
-    let kept = b.thermal["a"].readings.len() + b.services.len();
+    // Each kind within its own budget.
+    let budget = 2 * b.window_cap() + 1024;
+    let readings = b.thermal["a"].readings.len();
+    assert!(readings <= budget, "{readings} readings kept");
     assert!(
-        kept as u64 <= 2 * b.window_cap() as u64 + 1024,
-        "{kept} kept"
+        b.services.len() <= budget,
+        "{} checks kept",
+        b.services.len()
     );
     // Every record still counts for completeness.
     assert_eq!(b.records, 40_000);
@@ -380,6 +384,52 @@ fn a_nodes_kept_sparse_records_follow_the_range_not_the_records() {
     many.add("a", "b1", 1, 1000 * S, Some(&reading));
     assert_eq!(many.thermal["a"].sensors.len(), super::thermal::MAX_SENSORS);
     assert_eq!(many.thermal["a"].readings[0].1, Some(29.99));
+}
+
+#[test]
+fn a_nodes_outages_keep_their_own_budget_after_a_flood_of_other_records() {
+    // Counters, readings and checks far over any budget, then one outage
+    // at the end of the range: a budget shared by every kind dropped it
+    // (the 60-minute chaos soak lost its last 3 minutes of outages).
+    let mut b = Builder::new(scope(&["a", "b"]));
+    let mut seq = 0;
+    for i in 0..5_000u64 {
+        let t = 1000 * S + i * 1_000_000;
+        let counters = Payload::Counters(InterfaceCounters {
+            interface: "tb1".into(),
+            ..Default::default()
+        });
+        let check = Payload::Service(ServiceCheck {
+            peer: "b".into(),
+            service: "ssh".into(),
+            up: true,
+            ..Default::default()
+        });
+        for p in [counters, thermal(40.0, false), check] {
+            seq += 1;
+            b.add("a", "b1", seq, t, Some(&p));
+        }
+    }
+    let (start, end) = (1008 * S, 1009 * S);
+    b.add(
+        "a",
+        "b1",
+        seq + 1,
+        start,
+        Some(&outage("b", 7, start, None)),
+    );
+    b.add(
+        "a",
+        "b1",
+        seq + 2,
+        end,
+        Some(&outage("b", 7, start, Some(end))),
+    );
+    let r = b.finish();
+    let ab = link(&r, "a", "b");
+    assert_eq!(ab.interruptions.count, 1, "{:?}", ab.interruptions);
+    assert_eq!(ab.interruptions.outages[0].start_unix_ns, start);
+    assert_eq!(r.completeness.records, 15_002);
 }
 
 #[test]
