@@ -254,9 +254,16 @@ impl Builder {
     /// Each kind has its own budget: one shared by all let a node's
     /// counters, readings and checks use it up late in a long range and
     /// then every later outage fell out of the verdict (the 60-minute chaos
-    /// soak, issue 27). Records beyond it still count for completeness.
+    /// soak, issue 27). Counters come one record per interface per
+    /// `counters_interval` (1 s by default), and a Mac watches a bridge and
+    /// its three ports: their budget is four times the others'. Records
+    /// beyond it still count for completeness.
     fn room(&mut self, node: &str, kind: Sparse) -> bool {
-        let cap = 2 * self.window_cap() as u64 + 1024;
+        let per_kind = match kind {
+            Sparse::Counters => 4,
+            Sparse::Outage | Sparse::Bandwidth | Sparse::Thermal | Sparse::Service => 1,
+        };
+        let cap = per_kind * (2 * self.window_cap() as u64 + 1024);
         let key = (node.to_string(), kind);
         let kept = self.kept.entry(key).or_default();
         *kept += 1;
