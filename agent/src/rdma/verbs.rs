@@ -86,23 +86,22 @@ impl Verbs {
         Ok(Self { lib: Arc::new(lib) })
     }
 
+    /// The library's function `name`, typed `T`.
+    ///
+    /// # Safety
+    /// `T` must be the function's signature in `infiniband/verbs.h`.
+    unsafe fn sym<T>(&self, name: &[u8]) -> Result<libloading::Symbol<'_, T>, VerbsError> {
+        // SAFETY: the caller names the symbol's real type.
+        unsafe { self.lib.get::<T>(name) }.map_err(|e| VerbsError::Library(e.to_string()))
+    }
+
     /// The names of the verbs devices the library sees (`rdma_en2`, `rxe0`).
     pub fn device_names(&self) -> Result<Vec<String>, VerbsError> {
-        let e = |e: libloading::Error| VerbsError::Library(e.to_string());
         // SAFETY: the signatures are rdma-core's (`infiniband/verbs.h`).
         unsafe {
-            let list = self
-                .lib
-                .get::<GetDeviceList>(b"ibv_get_device_list")
-                .map_err(e)?;
-            let free = self
-                .lib
-                .get::<FreeDeviceList>(b"ibv_free_device_list")
-                .map_err(e)?;
-            let name = self
-                .lib
-                .get::<GetDeviceName>(b"ibv_get_device_name")
-                .map_err(e)?;
+            let list = self.sym::<GetDeviceList>(b"ibv_get_device_list")?;
+            let free = self.sym::<FreeDeviceList>(b"ibv_free_device_list")?;
+            let name = self.sym::<GetDeviceName>(b"ibv_get_device_name")?;
             let mut n: c_int = 0;
             let devs = list(&mut n);
             if devs.is_null() {
@@ -130,28 +129,15 @@ impl Verbs {
     /// The GID at `index` of `device`'s port `port` (`ibv_query_gid`),
     /// opening and closing the device around the one query.
     pub fn gid(&self, device: &str, port: u8, index: c_int) -> Result<IbvGid, VerbsError> {
-        let e = |e: libloading::Error| VerbsError::Library(e.to_string());
         // SAFETY: the signatures are rdma-core's (`infiniband/verbs.h`); the
         // list is freed and the device closed on every path below.
         unsafe {
-            let list = self
-                .lib
-                .get::<GetDeviceList>(b"ibv_get_device_list")
-                .map_err(e)?;
-            let free = self
-                .lib
-                .get::<FreeDeviceList>(b"ibv_free_device_list")
-                .map_err(e)?;
-            let name = self
-                .lib
-                .get::<GetDeviceName>(b"ibv_get_device_name")
-                .map_err(e)?;
-            let open = self.lib.get::<OpenDevice>(b"ibv_open_device").map_err(e)?;
-            let close = self
-                .lib
-                .get::<CloseDevice>(b"ibv_close_device")
-                .map_err(e)?;
-            let query = self.lib.get::<QueryGid>(b"ibv_query_gid").map_err(e)?;
+            let list = self.sym::<GetDeviceList>(b"ibv_get_device_list")?;
+            let free = self.sym::<FreeDeviceList>(b"ibv_free_device_list")?;
+            let name = self.sym::<GetDeviceName>(b"ibv_get_device_name")?;
+            let open = self.sym::<OpenDevice>(b"ibv_open_device")?;
+            let close = self.sym::<CloseDevice>(b"ibv_close_device")?;
+            let query = self.sym::<QueryGid>(b"ibv_query_gid")?;
             let mut n: c_int = 0;
             let devs = list(&mut n);
             if devs.is_null() {
