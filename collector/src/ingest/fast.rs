@@ -366,6 +366,26 @@ mod tests {
         Ok(())
     }
 
+    /// Agrees on `raw`, then on it after each edit in turn: overwrite a
+    /// byte, cut there, or insert one.
+    fn agree_damaged(
+        d: &mut Decoded,
+        raw: &mut Vec<u8>,
+        edits: &[(prop::sample::Index, u8, u8)],
+    ) -> Result<(), TestCaseError> {
+        agree(d, raw)?;
+        for (at, byte, how) in edits {
+            let i = at.index(raw.len() + 1);
+            match how {
+                0 if i < raw.len() => raw[i] = *byte,
+                1 => raw.truncate(i),
+                _ => raw.insert(i, *byte),
+            }
+            agree(d, raw)?;
+        }
+        Ok(())
+    }
+
     fn arb_payload() -> impl Strategy<Value = Payload> {
         prop_oneof![arb_rtt(), arb_counters()]
     }
@@ -401,16 +421,7 @@ mod tests {
             let mut d = Decoded::default();
             for (seq, p) in ps.into_iter().enumerate() {
                 let mut raw = record(p, seq as u64 + 1).encode_to_vec();
-                agree(&mut d, &raw)?;
-                for (at, byte, how) in &edits {
-                    let i = at.index(raw.len() + 1);
-                    match how {
-                        0 if i < raw.len() => raw[i] = *byte,
-                        1 => raw.truncate(i),
-                        _ => raw.insert(i, *byte),
-                    }
-                    agree(&mut d, &raw)?;
-                }
+                agree_damaged(&mut d, &mut raw, &edits)?;
             }
         }
 
@@ -637,16 +648,7 @@ mod tests {
                 let r = record(p, seq as u64 + 1);
                 let mut raw = other_encoder::reencode(&r.encode_to_vec(), 0, &ranks, defaults, unknown);
                 prop_assert_eq!(Record::decode(&raw[..]).unwrap(), r);
-                agree(&mut d, &raw)?;
-                for (at, byte, how) in &edits {
-                    let i = at.index(raw.len() + 1);
-                    match how {
-                        0 if i < raw.len() => raw[i] = *byte,
-                        1 => raw.truncate(i),
-                        _ => raw.insert(i, *byte),
-                    }
-                    agree(&mut d, &raw)?;
-                }
+                agree_damaged(&mut d, &mut raw, &edits)?;
             }
         }
     }
