@@ -65,7 +65,7 @@ impl Window {
             return None;
         }
         let s = self.rtts.finish();
-        let rtt = RttSummary {
+        let rtt = s.into_rtt(RttSummary {
             peer: link.peer.clone(),
             interface: link.interface.clone(),
             window_start_unix_ns: self.start_unix_ns,
@@ -74,15 +74,8 @@ impl Window {
             sent: self.sent.max(received + self.lost),
             received,
             lost: self.lost,
-            min_ns: s.min_ns,
-            mean_ns: s.mean_ns,
-            max_ns: s.max_ns,
-            p50_ns: s.p50_ns,
-            p99_ns: s.p99_ns,
-            sum_ns: s.sum_ns,
-            buckets: s.buckets,
             ..RttSummary::default()
-        };
+        });
         let errors = self
             .errors
             .into_iter()

@@ -14,7 +14,7 @@
 use std::collections::BTreeMap;
 
 use boltwatch_proto::histogram::bucket_index;
-use boltwatch_proto::v1::HistogramBucket;
+use boltwatch_proto::v1::{HistogramBucket, RttSummary};
 
 /// Samples of one window, in nanoseconds.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -89,6 +89,23 @@ impl Accumulator {
                 .into_iter()
                 .map(|(index, count)| HistogramBucket { index, count })
                 .collect(),
+        }
+    }
+}
+
+impl Summary {
+    /// `window` with these statistics as its figures (min to buckets); the
+    /// count is the window's own `received`.
+    pub fn into_rtt(self, window: RttSummary) -> RttSummary {
+        RttSummary {
+            min_ns: self.min_ns,
+            mean_ns: self.mean_ns,
+            max_ns: self.max_ns,
+            p50_ns: self.p50_ns,
+            p99_ns: self.p99_ns,
+            sum_ns: self.sum_ns,
+            buckets: self.buckets,
+            ..window
         }
     }
 }

@@ -145,25 +145,18 @@ impl RttWindows {
             TimestampSource::Kernel => self.template.timestamp_clock,
             _ => TimestampClock::UserSpace as i32,
         };
-        RttSummary {
+        s.into_rtt(RttSummary {
             window_start_unix_ns: start,
             window_ns: self.window_ns,
             sent: w.sent,
             received: w.received,
             lost: w.lost,
             duplicates: w.duplicates,
-            min_ns: s.min_ns,
-            mean_ns: s.mean_ns,
-            max_ns: s.max_ns,
-            p50_ns: s.p50_ns,
-            p99_ns: s.p99_ns,
-            sum_ns: s.sum_ns,
-            buckets: s.buckets,
             timestamp_source: source as i32,
             timestamp_clock: clock,
             discarded: w.discarded,
             ..self.template.clone()
-        }
+        })
     }
 }
 
