@@ -387,9 +387,8 @@ impl OutageTracker {
                 // outage its own drop caused: when the loss began at most
                 // the notification's lag before it, the carrier explains
                 // the loss, as it would have had it come first.
-                let lag = self.lag_ns;
-                if open.probe_loss && !open.carrier && at_unix_ns <= open.start.saturating_add(lag)
-                {
+                let drops_own = within_lag(open.start, at_unix_ns, self.lag_ns);
+                if open.probe_loss && !open.carrier && drops_own {
                     open.probe_loss = false;
                     open.start = at_unix_ns;
                 }
@@ -451,7 +450,7 @@ impl OutageTracker {
     /// that began within the lag is (`on_carrier`); else it would add
     /// probe loss to the carrier outage it belongs to (cause `both`).
     fn sent_while_carrier_down(&self, sent: u64) -> bool {
-        let met = |down: u64| sent.saturating_add(self.lag_ns) >= down;
+        let met = |down: u64| within_lag(sent, down, self.lag_ns);
         self.carrier_down_at.is_some_and(met)
             || self.last_down.is_some_and(|p| met(p.down) && sent < p.up)
     }
@@ -593,6 +592,14 @@ impl OutageTrackers {
             }
         }
     }
+}
+
+/// Whether `t` came no earlier than `lag` before a carrier drop notified at
+/// `down` (or after it): what the drop may have caused, given how late its
+/// notification can be stamped. One rule for a lost probe and for the start
+/// of a probe-loss outage.
+fn within_lag(t: u64, down: u64, lag: u64) -> bool {
+    t.saturating_add(lag) >= down
 }
 
 #[cfg(test)]
