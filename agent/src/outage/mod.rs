@@ -41,9 +41,14 @@
 //!   stamp, neither count towards nor break a run of missing probes: their
 //!   loss is already explained. So a carrier-down notification that
 //!   arrives late, stamped at most the lag after the first missing probe
-//!   of an open probe-loss outage, turns it into a carrier outage from the
-//!   carrier-down time (its end record says so), and the late fates of the
-//!   probes the drop took, told after the notification, leave it so.
+//!   of an open probe-loss outage, turns it into a carrier outage (its end
+//!   record says so), and the late fates of the probes the drop took, told
+//!   after the notification, leave it so.
+//! - A carrier outage starts at the drop's earliest sign: the notification's
+//!   stamp, or the first of the probes lost to the drop before it (sent
+//!   within the lag before it, none answered after them) when there are
+//!   any, as the stamp may be up to the lag late (linkwatch batching). Its
+//!   end record carries that start.
 //! - A reply to a probe sent before the carrier went down is stale and ends
 //!   nothing, whenever it arrives.
 //! - Service outages (`SERVICE`) are separate, one per service name: they
@@ -151,6 +156,11 @@ pub struct OutageTracker {
     /// How long before a carrier-down notification a loss may have begun
     /// and still be the drop's own (see [`Self::notification_lag`]).
     lag_ns: u64,
+    /// The first of the probes lost, none answered after it, that were
+    /// sent within the lag before a carrier-down notification: the drop's
+    /// earliest sign, where its outage starts (the notification's own
+    /// stamp may be up to the lag late).
+    drop_sign: Option<u64>,
 }
 
 impl OutageTracker {
@@ -171,6 +181,7 @@ impl OutageTracker {
             fates: InOrder::default(),
             sleeps: sleeps::Sleeps::default(),
             lag_ns: 0,
+            drop_sign: None,
         }
     }
 
@@ -252,11 +263,17 @@ impl OutageTracker {
     /// An answer to a probe sent at or after the open outage began ends
     /// it (at `at`); a stale one, or one sent before it, ends nothing.
     fn end_open(&mut self, sent_unix_ns: u64, at: u64) -> Vec<Outage> {
+        // The path carried this probe: losses before it were no sign of a
+        // drop after it.
+        let sign = self.drop_sign.take_if(|s| sent_unix_ns > *s);
         if self.stale(sent_unix_ns) {
             return Vec::new();
         }
         match self.open {
-            Some(open) if sent_unix_ns >= open.start => {
+            Some(mut open) if sent_unix_ns >= open.start => {
+                if let Some(sign) = sign.filter(|_| open.carrier) {
+                    open.start = open.start.min(sign);
+                }
                 self.open = None;
                 self.run = None;
                 vec![self.record(&open, Some(at))]
@@ -315,7 +332,10 @@ impl OutageTracker {
 
     /// A lost probe, after every earlier probe's fate.
     fn lost_in_order(&mut self, sent_unix_ns: u64) -> Vec<Outage> {
-        if self.sent_while_carrier_down(sent_unix_ns) {
+        if let Some(down) = self.drop_met(sent_unix_ns) {
+            if sent_unix_ns < down {
+                self.note_drop_sign(sent_unix_ns);
+            }
             return Vec::new();
         }
         let run = match self.run {
@@ -381,16 +401,25 @@ impl OutageTracker {
             return Vec::new();
         }
         self.carrier_down_at = Some(at_unix_ns);
+        // Probes already missing, too few for an outage, that went out
+        // within the lag before this notification: the drop took them.
+        if let Some(run) = self
+            .run
+            .filter(|r| within_lag(r.first_sent, at_unix_ns, self.lag_ns))
+        {
+            self.note_drop_sign(run.first_sent);
+        }
         match &mut self.open {
             Some(open) => {
                 // A notification that comes late may find the probe-loss
                 // outage its own drop caused: when the loss began at most
                 // the notification's lag before it, the carrier explains
-                // the loss, as it would have had it come first.
+                // the loss, as it would have had it come first, and the
+                // outage keeps its start, the drop's earliest sign.
                 let drops_own = within_lag(open.start, at_unix_ns, self.lag_ns);
                 if open.probe_loss && !open.carrier && drops_own {
                     open.probe_loss = false;
-                    open.start = at_unix_ns;
+                    open.start = open.start.min(at_unix_ns);
                 }
                 open.carrier = true;
                 Vec::new()
@@ -442,17 +471,26 @@ impl OutageTracker {
         Vec::new()
     }
 
-    /// The probe sent at `sent` met a carrier drop: sent while the carrier
-    /// was down, or at most the notification's lag before the drop was
+    /// The notified stamp of the carrier drop the probe sent at `sent`
+    /// met, if it met one: sent while the carrier was down, or at most the notification's lag before the drop was
     /// notified. The lag counts because the notification's stamp may be
     /// up to that late: a probe the drop itself took, whose lateness is
     /// told after the notification, is the drop's, as a probe-loss outage
     /// that began within the lag is (`on_carrier`); else it would add
     /// probe loss to the carrier outage it belongs to (cause `both`).
-    fn sent_while_carrier_down(&self, sent: u64) -> bool {
-        let met = |down: u64| within_lag(sent, down, self.lag_ns);
-        self.carrier_down_at.is_some_and(met)
-            || self.last_down.is_some_and(|p| met(p.down) && sent < p.up)
+    /// Such a probe sent before the stamp is the drop's sign.
+    fn drop_met(&self, sent: u64) -> Option<u64> {
+        let met = |down: &u64| within_lag(sent, *down, self.lag_ns);
+        self.carrier_down_at.filter(met).or(self
+            .last_down
+            .filter(|p| met(&p.down) && sent < p.up)
+            .map(|p| p.down))
+    }
+
+    /// A probe sent at `sent`, before a drop's notification, was lost to
+    /// it: the earliest such probe is where the drop's outage starts.
+    fn note_drop_sign(&mut self, sent: u64) {
+        self.drop_sign = Some(self.drop_sign.map_or(sent, |s| s.min(sent)));
     }
 
     fn record(&self, open: &Open, end: Option<u64>) -> Outage {

@@ -131,7 +131,9 @@ fn a_drop_notified_within_its_lag_explains_a_loss_just_before_it() {
     assert!(l.on_carrier("tb0", true, down_at + 500 * MS).is_empty());
     let end = l.on_probe_reply(8, down_at + 501 * MS, down_at + 502 * MS);
     assert_eq!(cause(&end[0]), OutageCause::Carrier);
-    assert_eq!(end[0].start_unix_ns, down_at);
+    // From the drop's earliest sign, the first lost probe: the stamp came
+    // 300 ms after it.
+    assert_eq!(end[0].start_unix_ns, sent(5));
 
     let mut l = lagging();
     for seq in 5..=7 {
@@ -613,7 +615,7 @@ fn late_fates_told_after_a_lagging_notification_are_the_drops() {
     let end = l.on_probe_reply(85, sent(85), sent(85) + MS);
     assert_eq!(end.len(), 1, "{end:?}");
     assert_eq!(cause(&end[0]), OutageCause::Carrier, "{end:?}");
-    assert_eq!(end[0].start_unix_ns, down_at);
+    assert_eq!(end[0].start_unix_ns, sent(5));
     // After the drop, a loss of its own is news again.
     for seq in 86..=88 {
         l.on_probe_missing(seq, sent(seq), sent(seq) + 5 * MS);
@@ -622,4 +624,46 @@ fn late_fates_told_after_a_lagging_notification_are_the_drops() {
         l.in_outage(),
         "three late probes after the drop open an outage"
     );
+}
+
+/// The kernel stamps a carrier drop up to a second late (linkwatch
+/// batching): the probes the drop took before the stamp are its earliest
+/// sign, and the outage starts at the first of them, not at the stamp. A
+/// probe lost earlier, with answers after it, is no sign of the drop.
+#[test]
+fn a_late_stamped_drop_starts_at_the_first_probe_it_took() {
+    let mut l = tracker().notification_lag(std::time::Duration::from_secs(1));
+    // A lone loss, then answers: the path worked after it.
+    l.on_probe_missing(1, sent(1), sent(1) + 1000 * MS);
+    for seq in 2..=4 {
+        assert!(l.on_probe_reply(seq, sent(seq), sent(seq) + MS).is_empty());
+    }
+    // The drop takes probe 5 on; the stamp says 200 ms later.
+    let down_at = sent(5) + 200 * MS;
+    let start = l.on_carrier("tb0", false, down_at);
+    assert_eq!(start[0].start_unix_ns, down_at, "the start record: all known then");
+    // Probes 5..=30 time out after the stamp: sent before it, the drop's.
+    for seq in 5..=30 {
+        assert!(l
+            .on_probe_missing(seq, sent(seq), sent(seq) + 1000 * MS)
+            .is_empty());
+    }
+    let up_at = down_at + 1000 * MS;
+    assert!(l.on_carrier("tb0", true, up_at).is_empty());
+    let reply = up_at + 11 * MS;
+    let end = l.on_probe_reply(31, up_at + 10 * MS, reply);
+    assert_carrier_outage_ended(&end, &start[0], (sent(5), reply));
+
+    // Two probes missing before a late stamp, too few for an outage of
+    // their own: the drop's too.
+    let mut l = tracker().notification_lag(std::time::Duration::from_secs(1));
+    assert!(l.on_probe_reply(4, sent(4), sent(4) + MS).is_empty());
+    l.on_probe_missing(5, sent(5), sent(5) + 5 * MS);
+    l.on_probe_missing(6, sent(6), sent(6) + 5 * MS);
+    let down_at = sent(5) + 50 * MS;
+    let start = l.on_carrier("tb0", false, down_at);
+    assert!(l.on_carrier("tb0", true, down_at + 500 * MS).is_empty());
+    let reply = down_at + 600 * MS;
+    let end = l.on_probe_reply(7, down_at + 550 * MS, reply);
+    assert_carrier_outage_ended(&end, &start[0], (sent(5), reply));
 }
