@@ -11,9 +11,18 @@
 //! millisecond) and never above the timeout (late comes before lost).
 //! Until [`MIN_SAMPLES`] round trips are known the bound is the timeout:
 //! a link whose distribution is unknown is judged by the fixed rule.
+//!
+//! Neither is the bound below what the two hosts' own scheduling costs:
+//! a host that stalls (a busy or oversubscribed machine, a VM whose vCPU
+//! waits) delays the answers by as much, whatever the link. Each stall,
+//! this sender waking late to send or the peer's reflector holding a probe
+//! (its turnaround, t3 - t2), lifts the bound to [`STALL_MULTIPLIER`] times
+//! the stall for [`STALL_HOLD`]: a host that stalls now and then is judged
+//! on what it has shown it does, a quiet one keeps the floor. Without it,
+//! three probes caught in one 40 ms stall were an outage.
 
 use std::collections::VecDeque;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Round trips the p99 is taken over.
 pub const HISTORY: usize = 512;
@@ -31,6 +40,20 @@ pub const DEFAULT_MULTIPLIER: f64 = 4.0;
 
 /// Default floor of the bound (`probe_late_floor`).
 pub const DEFAULT_FLOOR: Duration = Duration::from_millis(5);
+
+/// How long a stall keeps the bound up.
+pub const STALL_HOLD: Duration = Duration::from_secs(60);
+
+/// A scheduling delay shorter than this is noise, not a stall.
+pub const STALL_MIN: Duration = Duration::from_millis(1);
+
+/// The bound covers this many times the longest stall held: a probe in
+/// flight across a stall of one end may wait through one of the other.
+pub const STALL_MULTIPLIER: u32 = 2;
+
+/// Stalls held at most: the longest in the hold window is kept first, so
+/// a flood of small ones costs only the smallest.
+const MAX_STALLS: usize = 64;
 
 /// How the bound follows the link.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -68,8 +91,13 @@ pub struct LateBound {
     timeout: Duration,
     recent: VecDeque<u64>,
     since_recompute: usize,
+    /// The bound the link's round trips give (the timeout until known).
+    link_bound: Duration,
     bound: Duration,
     scratch: Vec<u64>,
+    /// Stalls within the hold, `(when, how long)`: each longer than every
+    /// later one (a later, longer stall outlasts and outweighs it).
+    stalls: VecDeque<(Instant, Duration)>,
 }
 
 impl LateBound {
@@ -80,8 +108,10 @@ impl LateBound {
             timeout,
             recent: VecDeque::with_capacity(HISTORY),
             since_recompute: 0,
+            link_bound: timeout,
             bound: timeout,
             scratch: Vec::with_capacity(HISTORY),
+            stalls: VecDeque::new(),
         }
     }
 
@@ -107,8 +137,42 @@ impl LateBound {
         self.since_recompute = 0;
         self.scratch.clear();
         self.scratch.extend(self.recent.iter().copied());
+        self.link_bound = self.rule.bound(p99(&mut self.scratch), self.timeout);
+        self.combine()
+    }
+
+    /// Takes one scheduling delay seen at `now`: how late this sender woke
+    /// to send, or how long the peer's reflector held a probe. Returns true
+    /// when the bound changed (a stall lifted it, or one's hold ran out).
+    pub fn observe_stall(&mut self, delay: Duration, now: Instant) -> bool {
+        while self
+            .stalls
+            .front()
+            .is_some_and(|&(at, _)| now.saturating_duration_since(at) >= STALL_HOLD)
+        {
+            self.stalls.pop_front();
+        }
+        if delay >= STALL_MIN {
+            while self.stalls.back().is_some_and(|&(_, d)| d <= delay) {
+                self.stalls.pop_back();
+            }
+            if self.stalls.len() == MAX_STALLS {
+                self.stalls.pop_back();
+            }
+            self.stalls.push_back((now, delay));
+        }
+        self.combine()
+    }
+
+    /// The bound from the link's round trips and the stalls held; true
+    /// when it changed.
+    fn combine(&mut self) -> bool {
+        let stall = self.stalls.front().map_or(Duration::ZERO, |&(_, d)| d);
         let old = self.bound;
-        self.bound = self.rule.bound(p99(&mut self.scratch), self.timeout);
+        self.bound = self
+            .link_bound
+            .max(stall.saturating_mul(STALL_MULTIPLIER))
+            .min(self.timeout);
         old != self.bound
     }
 }
@@ -194,6 +258,88 @@ mod tests {
             b.observe(if i % 128 == 0 { 200_000 * US } else { 60 * US });
         }
         assert_eq!(b.bound(), 5 * MS);
+    }
+
+    /// A known quiet link at the floor.
+    fn learnt() -> LateBound {
+        let mut b = LateBound::new(LateRule::default(), Duration::from_secs(1));
+        for _ in 0..HISTORY {
+            b.observe(50 * US);
+        }
+        b
+    }
+
+    #[test]
+    fn a_stall_lifts_the_bound_for_its_hold_then_the_link_rules_again() {
+        let t0 = Instant::now();
+        let mut b = learnt();
+        assert_eq!(b.bound(), 5 * MS);
+        // Scheduling noise under a millisecond: no stall.
+        assert!(!b.observe_stall(Duration::from_micros(900), t0));
+        assert_eq!(b.bound(), 5 * MS);
+        // This host stalled 40 ms: twice that, at once.
+        assert!(b.observe_stall(40 * MS, t0));
+        assert_eq!(b.bound(), 80 * MS);
+        // A shorter stall later changes nothing while the longer one holds.
+        assert!(!b.observe_stall(10 * MS, t0 + Duration::from_secs(30)));
+        assert_eq!(b.bound(), 80 * MS);
+        // The 40 ms hold ends; the 10 ms one, seen later, still holds.
+        assert!(b.observe_stall(Duration::ZERO, t0 + STALL_HOLD));
+        assert_eq!(b.bound(), 20 * MS);
+        // And ends in turn: the link's own bound again.
+        assert!(b.observe_stall(Duration::ZERO, t0 + Duration::from_secs(30) + STALL_HOLD));
+        assert_eq!(b.bound(), 5 * MS);
+        // Never past the timeout.
+        b.observe_stall(Duration::from_secs(3), t0 + 3 * STALL_HOLD);
+        assert_eq!(b.bound(), Duration::from_secs(1));
+    }
+
+    #[test]
+    fn the_link_rising_above_a_held_stall_rules() {
+        let t0 = Instant::now();
+        let mut b = learnt();
+        b.observe_stall(4 * MS, t0);
+        assert_eq!(b.bound(), 8 * MS);
+        for _ in 0..HISTORY {
+            b.observe(4_000 * US);
+        }
+        assert_eq!(b.bound(), 16 * MS);
+    }
+
+    /// Seeded: any stalls at any times: the bound is twice the longest
+    /// stall within the hold (at least the link's bound, at most the
+    /// timeout), with memory bounded.
+    #[test]
+    fn prop_the_bound_covers_the_longest_stall_held() {
+        let strategy = prop::collection::vec((0u64..5_000, 0u64..200_000), 0..400);
+        runner(21)
+            .run(&strategy, |steps| {
+                let t0 = Instant::now();
+                let mut b = learnt();
+                let mut seen: Vec<(Instant, Duration)> = Vec::new();
+                let mut now = t0;
+                for (gap_ms, delay_us) in steps {
+                    now += Duration::from_millis(gap_ms * 40);
+                    let delay = Duration::from_micros(delay_us);
+                    b.observe_stall(delay, now);
+                    seen.push((now, delay));
+                    let held = seen
+                        .iter()
+                        .filter(|(at, d)| now.duration_since(*at) < STALL_HOLD && *d >= STALL_MIN)
+                        .map(|(_, d)| *d)
+                        .max()
+                        .unwrap_or_default();
+                    prop_assert!(b.stalls.len() <= MAX_STALLS);
+                    if b.stalls.len() < MAX_STALLS {
+                        let want = (held * STALL_MULTIPLIER)
+                            .max(5 * MS)
+                            .min(Duration::from_secs(1));
+                        prop_assert_eq!(b.bound(), want);
+                    }
+                }
+                Ok(())
+            })
+            .unwrap();
     }
 
     fn runner(seed: u8) -> TestRunner {

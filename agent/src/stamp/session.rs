@@ -89,6 +89,9 @@ pub(crate) struct Session {
     tx: [u8; PACKET_LEN],
     expired: Vec<Expiry>,
     read_timeout: Option<Duration>,
+    /// When the thread meant to wake next: waking later is a stall of
+    /// this host ([`LateBound::observe_stall`]).
+    planned_wake: Option<Instant>,
     /// Kernel TX timestamps are on.
     tx_stamps: bool,
     /// `(TX counter, seq)` of sends whose TX stamp has not been read yet.
@@ -137,6 +140,7 @@ impl Session {
             tx: [0u8; PACKET_LEN],
             expired: Vec::new(),
             read_timeout: None,
+            planned_wake: None,
             tx_stamps,
             tx_pending: VecDeque::new(),
             next_tx_id: 0,
@@ -161,6 +165,9 @@ impl Session {
         }
         while !stop.is_cancelled() {
             let now = Instant::now();
+            if let Some(planned) = self.planned_wake.take() {
+                self.stalled(now.saturating_duration_since(planned), now);
+            }
             if let Some(due) = next_send.filter(|&d| now >= d) {
                 self.send_probe(now, on);
                 sent += 1;
@@ -197,8 +204,21 @@ impl Session {
                 .flatten()
                 .min()
                 .unwrap_or(now);
+            self.planned_wake = Some(wake);
             self.wait(wake.saturating_duration_since(now), on);
         }
+    }
+
+    /// A scheduling delay of either end: lifts the late bound while held.
+    fn stalled(&mut self, delay: Duration, now: Instant) {
+        if self.late.observe_stall(delay, now) {
+            self.late_bound_moved();
+        }
+    }
+
+    fn late_bound_moved(&mut self) {
+        self.table.set_overdue_after(self.late.bound());
+        debug!(peer = %self.peer, bound = ?self.late.bound(), "STAMP late bound moved");
     }
 
     fn send_probe(&mut self, now: Instant, on: &mut dyn FnMut(Outcome)) {
@@ -331,9 +351,14 @@ impl Session {
             } => {
                 // The whole wait, turnaround included, is what lateness
                 // is judged on; a discarded RTT (clock step) teaches nothing.
-                if rtt_ns.is_some() && self.late.observe(t4.saturating_sub(sent_unix_ns)) {
-                    self.table.set_overdue_after(self.late.bound());
-                    debug!(peer = %self.peer, bound = ?self.late.bound(), "STAMP late bound moved");
+                if let Some(rtt) = rtt_ns {
+                    let wait = t4.saturating_sub(sent_unix_ns);
+                    if self.late.observe(wait) {
+                        self.late_bound_moved();
+                    }
+                    // How long the peer's reflector held it: its stall.
+                    let turnaround = Duration::from_nanos(wait.saturating_sub(rtt));
+                    self.stalled(turnaround, Instant::now());
                 }
                 on(Outcome::Reply {
                     seq,
