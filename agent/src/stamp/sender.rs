@@ -149,12 +149,12 @@ pub fn spawn_sender(
                 template,
                 imp::KERNEL_RX_TIMESTAMPS,
             );
-            let mut observer = opts.observer;
+            let mut relay = Relay::new(opts.observer);
             session.run(first, None, &stop, &mut |o| {
                 if let (Outcome::Reply { late: true, .. }, Some(n)) = (o, &opts.late_replies) {
                     n.fetch_add(1, Ordering::Relaxed);
                 }
-                let closed = record(&mut windows, &mut observer, &sink, opts.load.as_ref(), o);
+                let closed = record(&mut windows, &mut relay, &sink, opts.load.as_ref(), o);
                 // What the systemd watchdog checks (see boltwatch_common::notify).
                 windows_closed
                     .probe_windows
@@ -165,11 +165,11 @@ pub fn spawn_sender(
         })
 }
 
-/// Feeds one outcome to the open windows and the observer, and emits every
+/// Feeds one outcome to the open windows and the relay, and emits every
 /// window that is complete; returns how many that was.
 fn record(
     windows: &mut RttWindows,
-    observer: &mut Option<Observer<ProbeEvent>>,
+    relay: &mut Relay,
     sink: &Sink,
     load: Option<&LoadTag>,
     o: Outcome,
@@ -212,6 +212,7 @@ fn record(
             Some(ProbeEvent::Lost { seq, sent_unix_ns })
         }
         Outcome::Tick => {
+            relay.tick(Instant::now());
             let tagged = |start, end| load.is_some_and(|l| l.overlaps(start, end));
             // Windows are on the timeline, as t1 is; so is the end they are
             // checked against. Their records get wall-clock times, both
@@ -228,11 +229,151 @@ fn record(
             None
         }
     };
-    if let (Some(ev), Some(obs)) = (event, observer.as_ref()) {
-        if !obs.observe(ev) {
-            // The listener went away; stop feeding it.
-            *observer = None;
-        }
+    if let Some(ev) = event {
+        relay.push(ev, Instant::now());
     }
     closed
+}
+
+/// The sender paces probe events to the outage tracker ([`Relay`]): a
+/// reply is news only for ending an outage, whose end is the reply's own
+/// time however late it is told, so replies are held and handed over
+/// together at most every [`RELAY_HOLD`]; a late or lost probe is what
+/// detection waits on, so it goes at once, after the replies it follows.
+/// At the fast profile (100 Hz) the tracker's thread then wakes about ten
+/// times a second instead of once per probe.
+/// The longest a reply is held before the tracker hears of it.
+pub const RELAY_HOLD: Duration = Duration::from_millis(100);
+
+/// Replies held for one observer.
+#[derive(Debug)]
+struct Relay {
+    observer: Option<Observer<ProbeEvent>>,
+    held: Vec<ProbeEvent>,
+    oldest: Option<Instant>,
+}
+
+impl Relay {
+    /// Relays to `observer`, if any.
+    fn new(observer: Option<Observer<ProbeEvent>>) -> Relay {
+        Relay {
+            observer,
+            held: Vec::new(),
+            oldest: None,
+        }
+    }
+
+    /// Takes `event`, seen at `now`: a reply is held, anything else goes
+    /// at once with what is held before it.
+    fn push(&mut self, event: ProbeEvent, now: Instant) {
+        if self.observer.is_none() {
+            return;
+        }
+        self.held.push(event);
+        self.oldest.get_or_insert(now);
+        if !matches!(event, ProbeEvent::Reply { .. }) {
+            self.flush();
+        } else {
+            self.tick(now);
+        }
+    }
+
+    /// Hands over what is held once the oldest has waited [`RELAY_HOLD`].
+    fn tick(&mut self, now: Instant) {
+        if self
+            .oldest
+            .is_some_and(|t| now.saturating_duration_since(t) >= RELAY_HOLD)
+        {
+            self.flush();
+        }
+    }
+
+    /// Hands over everything held, in order.
+    fn flush(&mut self) {
+        self.oldest = None;
+        let Some(obs) = self.observer.as_ref() else {
+            self.held.clear();
+            return;
+        };
+        let gone = self.held.drain(..).any(|event| !obs.observe(event));
+        if gone {
+            // The listener went away; stop feeding it.
+            self.observer = None;
+        }
+    }
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        self.flush();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+
+    fn reply(seq: u32) -> ProbeEvent {
+        ProbeEvent::Reply {
+            seq,
+            sent_unix_ns: u64::from(seq),
+            received_unix_ns: u64::from(seq) + 1,
+            rtt_ns: 1,
+            late: false,
+        }
+    }
+
+    #[test]
+    fn replies_wait_a_late_probe_goes_at_once_after_them_in_order() {
+        let (tx, rx) = mpsc::channel();
+        let mut r = Relay::new(Some(tx.into()));
+        let t0 = Instant::now();
+        r.push(reply(1), t0);
+        r.push(reply(2), t0 + Duration::from_millis(10));
+        assert!(rx.try_recv().is_err(), "replies are held");
+        let late = ProbeEvent::Late {
+            seq: 3,
+            sent_unix_ns: 3,
+        };
+        r.push(late, t0 + Duration::from_millis(20));
+        let got: Vec<ProbeEvent> = rx.try_iter().collect();
+        assert_eq!(got, vec![reply(1), reply(2), late]);
+    }
+
+    #[test]
+    fn a_reply_goes_once_the_oldest_held_has_waited_the_hold() {
+        let (tx, rx) = mpsc::channel();
+        let mut r = Relay::new(Some(tx.into()));
+        let t0 = Instant::now();
+        r.push(reply(1), t0);
+        r.tick(t0 + RELAY_HOLD - Duration::from_millis(1));
+        assert!(rx.try_recv().is_err());
+        r.tick(t0 + RELAY_HOLD);
+        assert_eq!(rx.try_iter().collect::<Vec<_>>(), vec![reply(1)]);
+        // A reply arriving past the hold of nothing held waits its own.
+        r.push(reply(2), t0 + 3 * RELAY_HOLD);
+        assert!(rx.try_recv().is_err());
+        drop(r);
+        assert_eq!(
+            rx.try_iter().collect::<Vec<_>>(),
+            vec![reply(2)],
+            "flushed on drop"
+        );
+    }
+
+    #[test]
+    fn a_gone_listener_stops_the_relay() {
+        let (tx, rx) = mpsc::channel();
+        let mut r = Relay::new(Some(tx.into()));
+        drop(rx);
+        r.push(
+            ProbeEvent::Lost {
+                seq: 1,
+                sent_unix_ns: 1,
+            },
+            Instant::now(),
+        );
+        assert!(r.observer.is_none());
+    }
 }
