@@ -444,3 +444,175 @@ fn drivers_close_windows_into_records_and_a_wedged_link_goes_quiet() {
         boltwatch_proto::v1::RdmaErrorClass::WatchdogTimeout as i32
     );
 }
+
+/// The agent's pace: 1 ms ticks, a 2 ms spin, one probe a second; the
+/// fake delivers each frame `latency` after its send.
+fn agent_pair(latency: Duration, s: Settings) -> (Shared, Pair) {
+    let w = fake::wire();
+    w.borrow_mut().latency = latency;
+    (w.clone(), Pair::with(w, s, Duration::from_millis(1)))
+}
+
+fn agent_settings() -> Settings {
+    Settings {
+        interval: Duration::from_secs(1),
+        spin: Duration::from_millis(2),
+        ..settings()
+    }
+}
+
+fn burst_settings(frames: u64) -> Settings {
+    Settings {
+        burst_interval: Some(Duration::from_secs(2)),
+        burst_frames: frames,
+        ..agent_settings()
+    }
+}
+
+fn bursts(o: &[Outcome]) -> Vec<super::burst::BurstResult> {
+    o.iter()
+        .filter_map(|x| match x {
+            Outcome::Burst(b) => Some(*b),
+            _ => None,
+        })
+        .collect()
+}
+
+fn link() -> super::window::LinkId {
+    super::window::LinkId {
+        peer: "b".into(),
+        interface: "en2".into(),
+        device: "rdma_en2".into(),
+    }
+}
+
+/// Ten seconds of side 0's outcomes folded into one window's record.
+fn ten_second_window(p: &mut Pair) -> boltwatch_proto::v1::RdmaProbe {
+    let mut win = super::window::Window::new(0);
+    let mut pings = p.probes.0.pings();
+    for _ in 0..10 {
+        win.add(&p.run(1000)[0]);
+        win.sent(p.probes.0.pings() - pings);
+        pings = p.probes.0.pings();
+    }
+    win.finish(&link(), 10_000_000_000).expect("a window with pings")
+}
+
+#[test]
+fn a_5_us_link_measures_10_us_round_trips_not_the_1_ms_tick() {
+    let (_, mut p) = agent_pair(Duration::from_micros(5), agent_settings());
+    // The peer only echoes (its own pings would keep it polling anyway):
+    // its warm-up echo alone must make it answer the measured ping at once.
+    p.probes.1 = Probe::new(Settings {
+        interval: Duration::from_secs(3600),
+        ..agent_settings()
+    });
+    let r = ten_second_window(&mut p);
+    let s = r.rtt.unwrap();
+    assert!(s.received >= 9, "{s:?}");
+    // Ping out, 5 µs, echo, 5 µs, pong polled: exactly the fabric's.
+    assert_eq!((s.min_ns, s.p50_ns, s.max_ns), (10_000, 10_000, 10_000));
+    // Each side spun at most two spins per own probe plus one per echo.
+    let bound = Duration::from_millis(2) * 3 * 11;
+    assert!(p.spun[0] <= bound && p.spun[1] <= bound, "{:?}", p.spun);
+    assert!(p.longest_spin[0] <= Duration::from_millis(4), "{:?}", p.longest_spin);
+
+    // Without the spin the same link reads as the tick: the test can tell.
+    let no_spin = Settings {
+        spin: Duration::ZERO,
+        ..agent_settings()
+    };
+    let (_, mut p) = agent_pair(Duration::from_micros(5), no_spin);
+    let s = ten_second_window(&mut p).rtt.unwrap();
+    assert!(s.p50_ns >= 1_000_000, "{s:?}");
+    assert_eq!(p.spun, [Duration::ZERO; 2]);
+}
+
+#[test]
+fn a_peer_that_never_answers_costs_one_bounded_spin_per_probe() {
+    let (w, mut p) = agent_pair(Duration::from_micros(5), agent_settings());
+    p.run(100);
+    assert_eq!(p.probes.0.phase(), Phase::Ready);
+    // The fabric goes silent; the side channel still answers.
+    w.borrow_mut().cut = true;
+    let (spun, probes) = (p.spun[0], p.probes.0.pings());
+    p.longest_spin = [Duration::ZERO; 2];
+    let out = p.run(10_000);
+    let probes = p.probes.0.pings() - probes;
+    assert!((9..=11).contains(&probes), "{probes}");
+    let spin = Duration::from_millis(2);
+    let spent = p.spun[0] - spun;
+    assert!(spent <= spin * probes as u32, "{spent:?} for {probes}");
+    assert!(spent >= spin * (probes as u32 - 1), "it does poll: {spent:?}");
+    assert!(p.longest_spin[0] <= spin, "{:?}", p.longest_spin);
+    assert!(out[0].iter().any(|o| matches!(o, Outcome::Lost { .. })));
+}
+
+#[test]
+fn a_burst_sends_only_granted_frames_and_reports_what_the_peer_confirmed() {
+    let (w, mut p) = agent_pair(Duration::from_micros(5), burst_settings(100));
+    p.probes.1 = Probe::new(agent_settings());
+    let r = ten_second_window(&mut p);
+    assert_eq!(r.burst_sent_bytes, 100 * 4096);
+    assert_eq!(r.burst_confirmed_bytes, 100 * 4096);
+    // 17 rounds of 10 µs each, and the tally's.
+    assert!(r.burst_ns > 0 && r.burst_ns < 1_000_000, "{r:?}");
+    let w = w.borrow();
+    let made = w.ends[0].data_sent;
+    assert!(made >= 400 && made % 100 == 0, "{made} data frames");
+    // Every frame had a receive frame posted for it; pings went on.
+    assert_eq!((w.ends[0].overrun, w.ends[1].overrun), (0, 0));
+    assert_eq!(w.ends[1].data_sent, 0);
+    assert!(r.rtt.unwrap().received >= 9);
+}
+
+#[test]
+fn a_peer_that_confirms_fewer_frames_lowers_the_figure() {
+    let (w, mut p) = agent_pair(Duration::from_micros(5), burst_settings(100));
+    p.probes.1 = Probe::new(agent_settings());
+    p.run(100);
+    w.borrow_mut().drop_data = 3;
+    let out = p.run(3000);
+    let b = bursts(&out[0]);
+    assert_eq!(b.len(), 1, "{b:?}");
+    assert_eq!(b[0].sent_bytes, 100 * 4096);
+    assert_eq!(b[0].confirmed_bytes, 97 * 4096);
+    // The frames completed at the sender all the same.
+    assert_eq!(w.borrow().ends[0].overrun, 0);
+}
+
+#[test]
+fn a_burst_never_exceeds_its_bound() {
+    use super::burst::{CREDITS, MAX_BYTES, MAX_TIME};
+    let frames = MAX_BYTES / 4096;
+    // A slow link (4 ms round trips): the burst stops asking after 50 ms.
+    let (w, mut p) = agent_pair(Duration::from_millis(2), burst_settings(frames));
+    p.probes.1 = Probe::new(agent_settings());
+    let out = p.run(3000);
+    let b = bursts(&out[0]);
+    assert_eq!(b.len(), 1, "{b:?}");
+    let rounds = (MAX_TIME.as_millis() / 4 + 2) as u64;
+    let sent = w.borrow().ends[0].data_sent;
+    assert!(sent <= rounds * CREDITS, "{sent} frames");
+    assert_eq!(b[0].sent_bytes, sent * 4096);
+    assert_eq!(b[0].confirmed_bytes, b[0].sent_bytes);
+    assert_eq!(w.borrow().ends[0].overrun, 0);
+}
+
+#[test]
+fn bursts_are_off_by_default_and_skipped_in_job_windows() {
+    let (w, mut p) = agent_pair(Duration::from_micros(5), agent_settings());
+    let out = p.run(5000);
+    assert!(bursts(&out[0]).is_empty() && bursts(&out[1]).is_empty());
+    assert_eq!((w.borrow().ends[0].data_sent, w.borrow().ends[1].data_sent), (0, 0));
+    assert!(!rtts(&out[0]).is_empty());
+
+    let (w, mut p) = agent_pair(Duration::from_micros(5), burst_settings(100));
+    p.job[0] = true;
+    let out = p.run(5000);
+    assert!(bursts(&out[0]).is_empty());
+    assert_eq!(w.borrow().ends[0].data_sent, 0);
+    assert!(out[0].contains(&Outcome::Skipped(Skip::JobWindow)));
+    // The peer, outside any window, bursts as configured.
+    assert!(!bursts(&out[1]).is_empty());
+}
