@@ -63,7 +63,11 @@ impl RdmaMetrics {
             // A burst with no tally confirmed nothing: 0, not skipped.
             if p.burst_sent_bytes > 0 {
                 let secs = p.burst_ns as f64 / 1e9;
-                let bps = if secs > 0.0 { p.burst_confirmed_bytes as f64 / secs } else { 0.0 };
+                let bps = if secs > 0.0 {
+                    p.burst_confirmed_bytes as f64 / secs
+                } else {
+                    0.0
+                };
                 l.send_bandwidth.update(At::of(r), bps);
             }
         }

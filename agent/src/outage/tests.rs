@@ -641,7 +641,10 @@ fn a_late_stamped_drop_starts_at_the_first_probe_it_took() {
     // The drop takes probe 5 on; the stamp says 200 ms later.
     let down_at = sent(5) + 200 * MS;
     let start = l.on_carrier("tb0", false, down_at);
-    assert_eq!(start[0].start_unix_ns, down_at, "the start record: all known then");
+    assert_eq!(
+        start[0].start_unix_ns, down_at,
+        "the start record: all known then"
+    );
     // Probes 5..=30 time out after the stamp: sent before it, the drop's.
     for seq in 5..=30 {
         assert!(l

@@ -93,7 +93,9 @@ impl Sending {
         BurstResult {
             sent_bytes: self.sent * PAGE as u64,
             confirmed_bytes: good.min(self.sent) * PAGE as u64,
-            elapsed: self.started.map_or(Duration::ZERO, |s| now.saturating_sub(s)),
+            elapsed: self
+                .started
+                .map_or(Duration::ZERO, |s| now.saturating_sub(s)),
         }
     }
 

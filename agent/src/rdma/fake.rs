@@ -171,7 +171,8 @@ impl Port for FakePort {
         let p = &mut w.ends[peer];
         p.posted -= 1;
         p.delivered += 1;
-        p.completions.push_back((at, Completion::Recv { ok: true, data }));
+        p.completions
+            .push_back((at, Completion::Recv { ok: true, data }));
         Ok(())
     }
 

@@ -334,7 +334,9 @@ impl Probe {
         // Receive frames must be posted before RTR so the peer's first
         // frame has somewhere to land.
         let r = match next {
-            QpState::Rtr => port.post_recv(RECV_DEPTH).map(|()| self.posted = RECV_DEPTH),
+            QpState::Rtr => port
+                .post_recv(RECV_DEPTH)
+                .map(|()| self.posted = RECV_DEPTH),
             _ => Ok(()),
         };
         let r = r.and_then(|()| port.start_transition(next));

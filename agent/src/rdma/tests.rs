@@ -495,7 +495,8 @@ fn ten_second_window(p: &mut Pair) -> boltwatch_proto::v1::RdmaProbe {
         win.sent(p.probes.0.pings() - pings);
         pings = p.probes.0.pings();
     }
-    win.finish(&link(), 10_000_000_000).expect("a window with pings")
+    win.finish(&link(), 10_000_000_000)
+        .expect("a window with pings")
 }
 
 #[test]
@@ -515,7 +516,11 @@ fn a_5_us_link_measures_10_us_round_trips_not_the_1_ms_tick() {
     // Each side spun at most two spins per own probe plus one per echo.
     let bound = Duration::from_millis(2) * 3 * 11;
     assert!(p.spun[0] <= bound && p.spun[1] <= bound, "{:?}", p.spun);
-    assert!(p.longest_spin[0] <= Duration::from_millis(4), "{:?}", p.longest_spin);
+    assert!(
+        p.longest_spin[0] <= Duration::from_millis(4),
+        "{:?}",
+        p.longest_spin
+    );
 
     // Without the spin the same link reads as the tick: the test can tell.
     let no_spin = Settings {
@@ -543,7 +548,10 @@ fn a_peer_that_never_answers_costs_one_bounded_spin_per_probe() {
     let spin = Duration::from_millis(2);
     let spent = p.spun[0] - spun;
     assert!(spent <= spin * probes as u32, "{spent:?} for {probes}");
-    assert!(spent >= spin * (probes as u32 - 1), "it does poll: {spent:?}");
+    assert!(
+        spent >= spin * (probes as u32 - 1),
+        "it does poll: {spent:?}"
+    );
     assert!(p.longest_spin[0] <= spin, "{:?}", p.longest_spin);
     assert!(out[0].iter().any(|o| matches!(o, Outcome::Lost { .. })));
 }
@@ -604,7 +612,10 @@ fn bursts_are_off_by_default_and_skipped_in_job_windows() {
     let (w, mut p) = agent_pair(Duration::from_micros(5), agent_settings());
     let out = p.run(5000);
     assert!(bursts(&out[0]).is_empty() && bursts(&out[1]).is_empty());
-    assert_eq!((w.borrow().ends[0].data_sent, w.borrow().ends[1].data_sent), (0, 0));
+    assert_eq!(
+        (w.borrow().ends[0].data_sent, w.borrow().ends[1].data_sent),
+        (0, 0)
+    );
     assert!(!rtts(&out[0]).is_empty());
 
     let (w, mut p) = agent_pair(Duration::from_micros(5), burst_settings(100));

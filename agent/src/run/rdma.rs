@@ -78,7 +78,9 @@ fn settings(config: &Config) -> Settings {
         qp_headroom: QP_HEADROOM,
         spin: SPIN,
         burst_interval: config.rdma_burst_interval,
-        burst_frames: config.rdma_burst_bytes.div_ceil(crate::rdma::frame::PAGE as u64),
+        burst_frames: config
+            .rdma_burst_bytes
+            .div_ceil(crate::rdma::frame::PAGE as u64),
     }
 }
 

@@ -90,8 +90,16 @@ async fn an_rdma_window_goes_in_over_grpc_and_comes_out_on_metrics_beside_stamp(
     assert_eq!(p["received"], 3);
     assert_eq!(p["errors"][1], serde_json::json!(["rtr_bridge_on", 2]));
     assert_eq!(
-        (&p["burst_sent_bytes"], &p["burst_confirmed_bytes"], &p["burst_ns"]),
-        (&serde_json::json!(1 << 20), &serde_json::json!(1 << 19), &serde_json::json!(1_000_000))
+        (
+            &p["burst_sent_bytes"],
+            &p["burst_confirmed_bytes"],
+            &p["burst_ns"]
+        ),
+        (
+            &serde_json::json!(1 << 20),
+            &serde_json::json!(1 << 19),
+            &serde_json::json!(1_000_000)
+        )
     );
     drop(a);
     c.stop().await;
