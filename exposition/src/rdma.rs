@@ -99,13 +99,13 @@ impl Domain for RdmaMetrics {
         };
         e.histograms(&RTT_SECONDS, links().map(|(k, l)| (k, l.rtt.buckets())));
         e.family(&P50, links().filter_map(|(k, l)| Some((k, *l.p50.get()?))));
+        for (i, f) in [SENT, RECEIVED, LOST].iter().enumerate() {
+            e.family(f, links().map(|(k, l)| (k, l.probes[i])));
+        }
         e.family(
             &SEND_BANDWIDTH,
             links().filter_map(|(k, l)| Some((k, *l.send_bandwidth.get()?))),
         );
-        for (i, f) in [SENT, RECEIVED, LOST].iter().enumerate() {
-            e.family(f, links().map(|(k, l)| (k, l.probes[i])));
-        }
         e.family(
             &ERRORS,
             self.errors
