@@ -172,6 +172,17 @@ fn frame_round_trips_both_sizes_and_a_flipped_bit_is_a_crc_mismatch() {
         assert_eq!(frame::decode(&bad), Err(FrameError::Crc));
     }
     assert_eq!(frame::decode(&[0; 8]), Err(FrameError::Short(8)));
+    use Kind::*;
+    for kind in [Ping, Pong, Warm, Ask, Go, Data, Done, Tally] {
+        let n = frame::control(0x1234, 4096);
+        let d = frame::decode(&frame::encode(kind, n, SMALL)).unwrap();
+        assert_eq!((d.kind, frame::split(d.seq)), (kind, (0x1234, 4096)));
+    }
+    let mut unknown = frame::encode(Ping, 1, SMALL);
+    unknown[0] = 9;
+    let crc = crc32fast::hash(&unknown[..SMALL - 4]);
+    unknown[SMALL - 4..].copy_from_slice(&crc.to_le_bytes());
+    assert_eq!(frame::decode(&unknown), Err(FrameError::Kind(9)));
 }
 
 #[test]
