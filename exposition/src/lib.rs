@@ -8,7 +8,7 @@
 //! |---|---|
 //! | [`agent`] | agent info, its own drops and refusals |
 //! | [`rtt`] | RTT histograms (at rest and under load), newest-window gauges, probe counters |
-//! | [`rdma`] | RDMA probe RTT histogram, newest median, ping counters, errors by device and class |
+//! | [`rdma`] | RDMA probe RTT histogram, newest median, ping counters, newest burst send bandwidth, errors by device and class |
 //! | [`link`] | interface counters and throughput, link up and admin state, down events, speed, kind, path (what a failed check saw: [`path`]) |
 //! | [`mtu`] | path MTU, MTU mismatch of a link's two ends |
 //! | [`thermal`] | temperatures, throttling, CPU frequency |

@@ -26,6 +26,7 @@ families! {
     SENT = Counter("boltwatch_rdma_probe_sent_total", "", NODE_PEER, "RDMA pings sent to the peer.");
     RECEIVED = Counter("boltwatch_rdma_probe_received_total", "", NODE_PEER, "RDMA pings whose pong came back with the right sequence and CRC in time.");
     LOST = Counter("boltwatch_rdma_probe_lost_total", "", NODE_PEER, "RDMA pings with no pong within the pong timeout, whatever their send completion said.");
+    SEND_BANDWIDTH = Gauge("boltwatch_rdma_send_bandwidth_bytes_per_second", "bytes_per_second", NODE_PEER, "Send bandwidth of the newest RDMA burst (rdma.burst_interval): bytes the peer counted with a good CRC over the time from its first grant to its tally.");
     ERRORS = Counter("boltwatch_rdma_errors_total", "", &["node", "device", "class"], "RDMA probe errors by class: port_down, pd_alloc, rtr_bridge_on (errno 22), rtr_gid_unreachable (errno 60), rtr_stale (errno 16), completion_status, crc_mismatch, sequence_gap, watchdog_timeout (the port is wedged).");
 }
 
@@ -35,6 +36,7 @@ struct Link {
     /// sent, received, lost.
     probes: [u64; 3],
     p50: Newest<f64>,
+    send_bandwidth: Newest<f64>,
 }
 
 /// State behind the RDMA families.
@@ -57,6 +59,16 @@ impl RdmaMetrics {
             }
             if s.received > 0 {
                 l.p50.update(At::of(r), s.p50_ns as f64 / 1e9);
+            }
+            // A burst with no tally confirmed nothing: 0, not skipped.
+            if p.burst_sent_bytes > 0 {
+                let secs = p.burst_ns as f64 / 1e9;
+                let bps = if secs > 0.0 {
+                    p.burst_confirmed_bytes as f64 / secs
+                } else {
+                    0.0
+                };
+                l.send_bandwidth.update(At::of(r), bps);
             }
         }
         for e in &p.errors {
@@ -91,6 +103,10 @@ impl Domain for RdmaMetrics {
             e.family(f, links().map(|(k, l)| (k, l.probes[i])));
         }
         e.family(
+            &SEND_BANDWIDTH,
+            links().filter_map(|(k, l)| Some((k, *l.send_bandwidth.get()?))),
+        );
+        e.family(
             &ERRORS,
             self.errors
                 .iter()
@@ -102,6 +118,7 @@ impl Domain for RdmaMetrics {
         for ((n, _), l) in self.links.iter_mut() {
             if n == node {
                 l.p50 = Newest::default();
+                l.send_bandwidth = Newest::default();
             }
         }
     }

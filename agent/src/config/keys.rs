@@ -253,6 +253,25 @@ pub const KEYS: &[K] = &[
         |c, v| set(&mut c.rdma_job_windows, v.list_of(crate::rdma::jobs::JobWindow::parse)),
     )
     .default_doc("none"),
+    K::new(
+        "rdma.burst_interval",
+        "time between RDMA send-bandwidth bursts on one link (`boltwatch_rdma_send_bandwidth_bytes_per_second`); skipped like pings in job windows",
+        |c, v| {
+            c.rdma_burst_interval = Some(v.duration(secs(10)..=DAY)?);
+            Ok(())
+        },
+    )
+    .default_doc("off"),
+    K::new(
+        "rdma.burst_bytes",
+        "bytes one RDMA burst sends, in 4 KiB frames the peer grants 6 at a time (at most 16 MiB; a burst also ends after 50 ms)",
+        |c, v| {
+            let max = crate::rdma::burst::MAX_BYTES as i64;
+            c.rdma_burst_bytes = v.int(4096..=max)? as u64;
+            Ok(())
+        },
+    )
+    .default("1048576"),
     K::new("spool.dir", "durable spool (one agent per dir)", |c, v| {
         set(&mut c.spool_dir, v.path())
     })
@@ -442,6 +461,8 @@ pub(super) fn blank() -> Config {
         rdma_watchdog: Duration::ZERO,
         rdma_side_port: 0,
         rdma_job_windows: Vec::new(),
+        rdma_burst_interval: None,
+        rdma_burst_bytes: 0,
         bandwidth_enabled: false,
         bandwidth_listen: any,
         bandwidth_interval: Duration::ZERO,

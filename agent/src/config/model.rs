@@ -144,6 +144,11 @@ pub struct Config {
     pub rdma_side_port: u16,
     /// When a job owns the links (`crate::rdma::jobs`).
     pub rdma_job_windows: Vec<crate::rdma::jobs::JobWindow>,
+    /// Time between send-bandwidth bursts (`crate::rdma::burst`); off
+    /// when `None`.
+    pub rdma_burst_interval: Option<Duration>,
+    /// Bytes per burst (4 KiB frames).
+    pub rdma_burst_bytes: u64,
 }
 
 impl Default for Config {

@@ -447,3 +447,19 @@ fn fast_profile_and_late_bound_keys() {
     let e = err("probe_late_floor = \"0ms\"\n");
     assert!(e.contains("key `probe_late_floor`"), "{e}");
 }
+
+#[test]
+fn rdma_bursts_are_off_by_default_and_bounded() {
+    let c = parse("").unwrap();
+    assert_eq!((c.rdma_burst_interval, c.rdma_burst_bytes), (None, 1 << 20));
+    let c = parse("[rdma]\nburst_interval = \"5m\"\nburst_bytes = 16777216\n").unwrap();
+    assert_eq!(c.rdma_burst_interval, Some(Duration::from_secs(300)));
+    assert_eq!(c.rdma_burst_bytes, 16 << 20);
+    for bad in [
+        "[rdma]\nburst_bytes = 16777217\n",
+        "[rdma]\nburst_bytes = 100\n",
+        "[rdma]\nburst_interval = \"1s\"\n",
+    ] {
+        assert!(err(bad).contains("rdma.burst_"), "{bad}: {}", err(bad));
+    }
+}

@@ -47,6 +47,12 @@ impl Driver {
         self.probe.phase()
     }
 
+    /// Until when the caller should tick again at once (see
+    /// [`Probe::spin_until`]).
+    pub fn spin_until(&self) -> Duration {
+        self.probe.spin_until()
+    }
+
     /// One tick: the probe's outcomes, and the window's record when it
     /// closed (none for a window in which nothing happened).
     pub fn step(

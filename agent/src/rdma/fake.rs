@@ -1,13 +1,16 @@
 //! A fake verbs provider for tests, modelling Apple's documented RDMA over
 //! Thunderbolt: UC only (RC fails), 10 QPs per device, a frame sent with no
 //! receive frame posted at the peer is lost though its completion says
-//! success, a port that wedges after N set-ups, a vanishing peer, and a
-//! corrupted payload.
+//! success, a port that wedges after N set-ups, a vanishing peer, a
+//! corrupted payload, and a delivery delay: a frame's receive completion
+//! shows at the peer `latency` after its send, on the test's clock.
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::rc::Rc;
+use std::time::Duration;
 
+use super::frame::{self, Kind};
 use super::port::{Completion, Port, QpState, VerbsError};
 
 /// Apple's per-device queue-pair cap.
@@ -21,8 +24,13 @@ pub struct End {
     pub state: Option<QpState>,
     pub target: Option<QpState>,
     pub posted: usize,
-    pub completions: VecDeque<Completion>,
+    /// Completions and when each becomes visible to `poll`.
+    pub completions: VecDeque<(Duration, Completion)>,
     pub sent: u64,
+    /// Frames sent while the peer had no receive frame posted (lost).
+    pub overrun: u64,
+    /// Burst data frames sent.
+    pub data_sent: u64,
     pub delivered: u64,
     pub setups: u32,
     /// Transitions stop completing once `setups` exceeds this.
@@ -40,6 +48,19 @@ pub struct Wire {
     pub corrupt_next: bool,
     /// Drop the next delivered frame silently.
     pub drop_next: bool,
+    /// Drop this many of the next burst data frames silently.
+    pub drop_data: u64,
+    /// The test's clock, set before each tick.
+    pub now: Duration,
+    /// One-way delivery delay.
+    pub latency: Duration,
+}
+
+impl Wire {
+    /// When the next completion of end `me` becomes visible after `now`.
+    pub fn next_completion(&self, me: usize) -> Option<Duration> {
+        self.ends[me].completions.iter().map(|c| c.0).min()
+    }
 }
 
 pub type Shared = Rc<RefCell<Wire>>;
@@ -126,27 +147,41 @@ impl Port for FakePort {
 
     fn post_send(&mut self, frame: &[u8]) -> Result<(), VerbsError> {
         let mut w = self.w.borrow_mut();
-        let peer = 1 - self.me;
+        let (peer, now) = (1 - self.me, w.now);
         w.ends[self.me].sent += 1;
         w.ends[self.me]
             .completions
-            .push_back(Completion::Send { ok: true });
-        let lost = w.cut || w.ends[peer].posted == 0 || std::mem::take(&mut w.drop_next);
-        if lost {
+            .push_back((now, Completion::Send { ok: true }));
+        let data = frame::decode(frame).is_ok_and(|f| f.kind == Kind::Data);
+        w.ends[self.me].data_sent += u64::from(data);
+        if w.ends[peer].posted == 0 {
+            w.ends[self.me].overrun += 1;
+            return Ok(());
+        }
+        let drop_data = data && w.drop_data > 0;
+        w.drop_data -= u64::from(drop_data);
+        if w.cut || std::mem::take(&mut w.drop_next) || drop_data {
             return Ok(());
         }
         let mut data = frame.to_vec();
         if std::mem::take(&mut w.corrupt_next) {
             data[frame.len() / 2] ^= 0x40;
         }
+        let at = now + w.latency;
         let p = &mut w.ends[peer];
         p.posted -= 1;
         p.delivered += 1;
-        p.completions.push_back(Completion::Recv { ok: true, data });
+        p.completions
+            .push_back((at, Completion::Recv { ok: true, data }));
         Ok(())
     }
 
     fn poll(&mut self) -> Vec<Completion> {
-        self.with(|e| e.completions.drain(..).collect())
+        let mut w = self.w.borrow_mut();
+        let now = w.now;
+        let e = &mut w.ends[self.me];
+        let (due, later) = e.completions.drain(..).partition(|c| c.0 <= now);
+        e.completions = later;
+        due.into_iter().map(|(_, c)| c).collect::<Vec<_>>()
     }
 }

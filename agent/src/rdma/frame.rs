@@ -16,14 +16,40 @@ pub const PAGE: usize = 4096;
 const HEADER: usize = 16;
 const TRAILER: usize = 4;
 
-/// Which way a frame goes: the pinging side sends `Ping`, the peer echoes
-/// the same sequence back as `Pong`.
+/// What a frame is. The pinging side sends `Warm` then `Ping`, the peer
+/// echoes each with the same number as `Pong`; a send-bandwidth burst is
+/// `Ask`, `Go`, `Data`..., `Done`, `Tally` (docs/rdma.md, Design).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
-    /// A probe sent to the peer.
+    /// A measured probe sent to the peer.
     Ping = 1,
-    /// The peer's echo of a ping.
+    /// The peer's echo of a ping (or of a warm-up ping).
     Pong = 2,
+    /// A warm-up ping: echoed like a ping, and it tells the peer to poll
+    /// its completion queue closely for the measured ping right behind.
+    Warm = 3,
+    /// Burst sender: may I send `count` data frames? (number: burst id
+    /// and count, [`control`]).
+    Ask = 4,
+    /// Burst receiver: `count` receive frames are posted, send them.
+    Go = 5,
+    /// One 4 KiB burst frame (number: its index in the burst).
+    Data = 6,
+    /// Burst sender: the burst is over, `count` data frames were sent.
+    Done = 7,
+    /// Burst receiver: `count` data frames came in with a good CRC.
+    Tally = 8,
+}
+
+/// A burst control frame's number: the burst's id above its count (a
+/// count is at most 16 bits: `burst_bytes` is capped far below 256 MiB).
+pub fn control(id: u64, count: u64) -> u64 {
+    (id << 16) | (count & 0xffff)
+}
+
+/// The burst id and count of a control frame's number.
+pub fn split(number: u64) -> (u64, u64) {
+    (number >> 16, number & 0xffff)
 }
 
 /// A frame as decoded.
@@ -43,7 +69,7 @@ pub enum FrameError {
     #[error("frame of {0} bytes is shorter than its header")]
     /// Fewer bytes than the header or its own length says.
     Short(usize),
-    #[error("frame kind {0} is neither ping nor pong")]
+    #[error("frame kind {0} is not one this build knows")]
     /// An unknown kind byte.
     Kind(u8),
     #[error("CRC mismatch")]
@@ -83,6 +109,12 @@ pub fn decode(buf: &[u8]) -> Result<Frame, FrameError> {
     let kind = match buf[0] {
         1 => Kind::Ping,
         2 => Kind::Pong,
+        3 => Kind::Warm,
+        4 => Kind::Ask,
+        5 => Kind::Go,
+        6 => Kind::Data,
+        7 => Kind::Done,
+        8 => Kind::Tally,
         k => return Err(FrameError::Kind(k)),
     };
     let seq = u64::from_le_bytes(buf[4..12].try_into().expect("8 bytes"));

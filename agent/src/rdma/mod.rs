@@ -5,6 +5,8 @@
 //! - [`frame`]: the frame codec; pure.
 //! - [`port`]: the verbs layer as a non-blocking trait.
 //! - [`probe`]: one link's state machine over a [`port::Port`]; pure.
+//!   Its frame exchange (echo, pong, burst rounds) is `exchange.rs`.
+//! - [`burst`]: the send-bandwidth burst's credits and tally; pure.
 //! - [`abi`]: `#[repr(C)]` verbs structs, asserted against `infiniband/verbs.h`.
 //! - [`beat`], [`side`]: the dead-peer TCP side channel between the
 //!   agents of a link (codec, pure; server and beater).
@@ -23,7 +25,9 @@
 
 pub mod abi;
 pub mod beat;
+pub mod burst;
 pub mod driver;
+mod exchange;
 pub mod frame;
 pub mod hello;
 pub mod jobs;

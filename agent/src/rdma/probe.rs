@@ -12,8 +12,9 @@ use std::time::Duration;
 use boltwatch_proto::rdma::class_label;
 use boltwatch_proto::v1::RdmaErrorClass;
 
+use super::burst::{BurstResult, Receiving, Sending};
 use super::frame::{self, Kind, PAGE, SMALL};
-use super::port::{Completion, Port, QpState, VerbsError};
+use super::port::{Port, QpState, VerbsError};
 
 /// Receive frames kept posted: one pong for our ping plus one ping of the
 /// peer's, so a sender never sends into a receive queue with no frame.
@@ -103,6 +104,8 @@ pub enum Outcome {
         /// The lost ping's sequence number.
         seq: u64,
     },
+    /// A send-bandwidth burst ended (the peer's tally, or none in time).
+    Burst(BurstResult),
     /// An error, counted in its class.
     Error(ErrorClass),
     /// The port was just marked wedged.
@@ -130,6 +133,14 @@ pub struct Settings {
     pub qp_cap: u32,
     /// Skip while at most this many QPs are left.
     pub qp_headroom: u32,
+    /// Longest the caller polls without pause after a frame that expects
+    /// a prompt answer ([`Probe::spin_until`]); longer than the caller's
+    /// tick, so the peer's echo of a warm-up ping lands inside it.
+    pub spin: Duration,
+    /// Time between send-bandwidth bursts; `None`: no burst.
+    pub burst_interval: Option<Duration>,
+    /// 4 KiB data frames per burst (at most `burst::MAX_BYTES` / 4 KiB).
+    pub burst_frames: u64,
 }
 
 /// What the caller knows beside the port: the TCP side channel and the
@@ -162,31 +173,47 @@ pub enum Phase {
     Failed(ErrorClass),
 }
 
+/// The ping in flight: the warm-up ping, or the measured one behind it.
 #[derive(Debug, Clone, Copy)]
-struct Outstanding {
-    seq: u64,
-    size: usize,
-    sent: Duration,
+pub(super) struct Outstanding {
+    pub(super) seq: u64,
+    pub(super) size: usize,
+    pub(super) sent: Duration,
+    pub(super) warm: bool,
 }
 
-/// One link's probe.
+/// One link's probe. Its frame exchange (pings, pongs, bursts) is in
+/// `exchange.rs`.
 #[derive(Debug)]
 pub struct Probe {
-    s: Settings,
+    pub(super) s: Settings,
     phase: Phase,
-    next_seq: u64,
-    last_ping: u64,
-    outstanding: Option<Outstanding>,
+    pub(super) next_seq: u64,
+    pub(super) last_ping: u64,
+    pub(super) outstanding: Option<Outstanding>,
     next_send: Duration,
     peer_dead: bool,
-    sent_frames: u64,
-    recv_frames: u64,
+    pub(super) sent_frames: u64,
+    pub(super) recv_frames: u64,
+    /// Probes started (one per due interval not skipped).
+    pub(super) probes: u64,
+    /// Receive frames posted, by this side's count.
+    pub(super) posted: usize,
+    /// Poll without pause until then (see [`Probe::spin_until`]).
+    pub(super) spin_until: Duration,
+    /// The peer's measured ping is right behind the warm-up just echoed.
+    pub(super) awaiting_ping: bool,
+    pub(super) burst: Option<Sending>,
+    next_burst: Duration,
+    bursts: u64,
+    pub(super) rx: Receiving,
 }
 
 impl Probe {
     /// A probe not yet set up.
     pub fn new(s: Settings) -> Self {
         Self {
+            next_burst: s.burst_interval.unwrap_or_default(),
             s,
             phase: Phase::Down,
             next_seq: 1,
@@ -196,6 +223,13 @@ impl Probe {
             peer_dead: false,
             sent_frames: 0,
             recv_frames: 0,
+            probes: 0,
+            posted: 0,
+            spin_until: Duration::ZERO,
+            awaiting_ping: false,
+            burst: None,
+            bursts: 0,
+            rx: Receiving::default(),
         }
     }
 
@@ -204,25 +238,49 @@ impl Probe {
         self.phase
     }
 
-    /// Pings asked for so far (one per due interval that was not skipped,
+    /// Probes started so far (one per due interval that was not skipped,
     /// a refused post included): the `sent` of the windows.
     pub fn pings(&self) -> u64 {
-        self.next_seq - 1
+        self.probes
     }
 
-    /// Frames this side sent and received (pings and pongs).
+    /// Frames this side sent and received (pings, pongs, burst frames).
     pub fn frames(&self) -> (u64, u64) {
         (self.sent_frames, self.recv_frames)
     }
 
-    /// Advances the probe; never blocks and never spins (one call per tick).
+    /// Until when the caller should call [`Probe::tick`] again at once,
+    /// polling the completion queue without sleeping: set for at most
+    /// `Settings::spin` after a frame whose answer is due promptly (a
+    /// warm-up or measured ping, a warm-up echoed, a burst round), ended
+    /// as soon as nothing is awaited. In the past: tick at the caller's
+    /// pace.
+    pub fn spin_until(&self) -> Duration {
+        self.spin_until
+    }
+
+    /// Advances the probe; never blocks and never loops (one call per
+    /// tick, or per poll while spinning).
     pub fn tick(&mut self, port: &mut dyn Port, now: Duration, cx: Context) -> Vec<Outcome> {
-        match self.phase {
+        let out = match self.phase {
             Phase::Wedged | Phase::Failed(_) => Vec::new(),
             Phase::Down => self.set_up(port, now),
             Phase::Transition { to, since } => self.transition(port, to, since, now),
             Phase::Ready => self.ready(port, now, cx),
+        };
+        if !self.awaits() {
+            self.spin_until = Duration::ZERO;
         }
+        out
+    }
+
+    /// Whether an answer is due promptly: our ping's pong, the peer's
+    /// measured ping, a burst's next frames either way.
+    fn awaits(&self) -> bool {
+        self.outstanding.is_some()
+            || self.awaiting_ping
+            || self.burst.is_some()
+            || self.rx.credit() > 0
     }
 
     fn set_up(&mut self, port: &mut dyn Port, now: Duration) -> Vec<Outcome> {
@@ -271,21 +329,24 @@ impl Probe {
         let next = match to {
             QpState::Reset | QpState::Init => QpState::Rtr,
             QpState::Rtr => QpState::Rts,
-            QpState::Rts => return self.arm(port, now),
+            QpState::Rts => return self.arm(now),
         };
         // Receive frames must be posted before RTR so the peer's first
         // frame has somewhere to land.
         let r = match next {
-            QpState::Rtr => port.post_recv(RECV_DEPTH),
+            QpState::Rtr => port
+                .post_recv(RECV_DEPTH)
+                .map(|()| self.posted = RECV_DEPTH),
             _ => Ok(()),
         };
         let r = r.and_then(|()| port.start_transition(next));
         self.after_start(r, next, now)
     }
 
-    fn arm(&mut self, _port: &mut dyn Port, now: Duration) -> Vec<Outcome> {
+    fn arm(&mut self, now: Duration) -> Vec<Outcome> {
         self.phase = Phase::Ready;
         self.next_send = now;
+        self.next_burst = now + self.s.burst_interval.unwrap_or_default();
         Vec::new()
     }
 
@@ -294,24 +355,54 @@ impl Probe {
         for c in port.poll() {
             self.completion(port, c, now, &mut out);
         }
+        self.expire(now, &mut out);
+        if !self.peer_alive(now, cx, &mut out) {
+            return out;
+        }
+        let ping_due = now >= self.next_send;
+        let burst_due = self.s.burst_interval.is_some() && now >= self.next_burst;
+        // One exchange at a time: a due ping waits for the burst, and the
+        // other way round.
+        if !(ping_due || burst_due) || self.outstanding.is_some() || self.burst.is_some() {
+            return out;
+        }
+        if let Some(skip) = self.skip(port, cx) {
+            if ping_due {
+                self.next_send = now + self.s.interval;
+                out.push(Outcome::Skipped(skip));
+            }
+            if burst_due {
+                self.next_burst = now + self.s.burst_interval.unwrap_or_default();
+            }
+            return out;
+        }
+        if ping_due {
+            self.ping(port, now, &mut out);
+        } else {
+            self.start_burst(port, now, &mut out);
+        }
+        out
+    }
+
+    /// A ping or a burst whose answer did not come in `pong_timeout`.
+    fn expire(&mut self, now: Duration, out: &mut Vec<Outcome>) {
         if let Some(o) = self.outstanding {
             if now.saturating_sub(o.sent) > self.s.pong_timeout {
                 out.push(Outcome::Lost { seq: o.seq });
                 self.outstanding = None;
             }
         }
-        if !self.peer_alive(now, cx, &mut out) || now < self.next_send {
-            return out;
+        if let Some(b) = &self.burst {
+            if now.saturating_sub(b.asked) > self.s.pong_timeout {
+                out.push(Outcome::Burst(b.abandon()));
+                self.end_burst(now);
+            }
         }
-        if let Some(skip) = self.skip(port, cx) {
-            self.next_send = now + self.s.interval;
-            out.push(Outcome::Skipped(skip));
-            return out;
-        }
-        if self.outstanding.is_none() {
-            self.ping(port, now, &mut out);
-        }
-        out
+    }
+
+    pub(super) fn end_burst(&mut self, now: Duration) {
+        self.burst = None;
+        self.next_burst = now + self.s.burst_interval.unwrap_or_default();
     }
 
     fn peer_alive(&mut self, now: Duration, cx: Context, out: &mut Vec<Outcome>) -> bool {
@@ -328,6 +419,10 @@ impl Probe {
             if !alive {
                 // A dead peer's pong will not come: not a loss of the fabric.
                 self.outstanding = None;
+                self.awaiting_ping = false;
+                if self.burst.is_some() {
+                    self.end_burst(now);
+                }
             }
         }
         alive
@@ -341,93 +436,76 @@ impl Probe {
         (left <= self.s.qp_headroom).then_some(Skip::QpBudget)
     }
 
+    /// A due probe: the warm-up ping first. The peer answers it at its own
+    /// tick and then polls closely, so the measured ping sent on its pong
+    /// is echoed at once: its round trip is the fabric's, not two ticks.
     fn ping(&mut self, port: &mut dyn Port, now: Duration, out: &mut Vec<Outcome>) {
-        let seq = self.next_seq;
-        let size = if seq % 2 == 1 { SMALL } else { PAGE };
-        self.next_seq += 1;
+        self.probes += 1;
         self.next_send = now + self.s.interval;
-        match port.post_send(&frame::encode(Kind::Ping, seq, size)) {
+        self.send_ping(port, Kind::Warm, SMALL, now, out);
+    }
+
+    /// The measured ping, on the warm-up's pong: 64 B and 4 KiB alternate.
+    pub(super) fn measured(&mut self, port: &mut dyn Port, now: Duration, out: &mut Vec<Outcome>) {
+        let size = if self.probes % 2 == 1 { SMALL } else { PAGE };
+        self.send_ping(port, Kind::Ping, size, now, out);
+    }
+
+    fn send_ping(
+        &mut self,
+        port: &mut dyn Port,
+        kind: Kind,
+        size: usize,
+        now: Duration,
+        out: &mut Vec<Outcome>,
+    ) {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        if self.send(port, kind, seq, size, out) {
+            self.outstanding = Some(Outstanding {
+                seq,
+                size,
+                sent: now,
+                warm: kind == Kind::Warm,
+            });
+            self.spin(now);
+        }
+    }
+
+    fn start_burst(&mut self, port: &mut dyn Port, now: Duration, out: &mut Vec<Outcome>) {
+        self.bursts += 1;
+        let (b, (kind, n)) = Sending::new(self.bursts, self.s.burst_frames, now);
+        if self.send(port, kind, n, SMALL, out) {
+            self.burst = Some(b);
+            self.spin(now);
+        } else {
+            self.end_burst(now);
+        }
+    }
+
+    /// Poll closely for `Settings::spin` from `now`.
+    pub(super) fn spin(&mut self, now: Duration) {
+        self.spin_until = now + self.s.spin;
+    }
+
+    /// Posts one frame; false (and the error counted) when refused.
+    pub(super) fn send(
+        &mut self,
+        port: &mut dyn Port,
+        kind: Kind,
+        number: u64,
+        size: usize,
+        out: &mut Vec<Outcome>,
+    ) -> bool {
+        match port.post_send(&frame::encode(kind, number, size)) {
             Ok(()) => {
                 self.sent_frames += 1;
-                self.outstanding = Some(Outstanding {
-                    seq,
-                    size,
-                    sent: now,
-                });
+                true
             }
-            Err(e) => out.push(Outcome::Error(ErrorClass::of(&e))),
-        }
-    }
-
-    fn completion(
-        &mut self,
-        port: &mut dyn Port,
-        c: Completion,
-        now: Duration,
-        out: &mut Vec<Outcome>,
-    ) {
-        match c {
-            // A successful send completion proves nothing: only the pong does.
-            Completion::Send { ok: true } => {}
-            Completion::Send { ok: false } | Completion::Recv { ok: false, .. } => {
-                out.push(Outcome::Error(ErrorClass::CompletionStatus));
-            }
-            Completion::Recv { ok: true, data } => {
-                self.recv_frames += 1;
-                // Keep the posted count equal to what the peer may send.
-                if let Err(e) = port.post_recv(1) {
-                    out.push(Outcome::Error(ErrorClass::of(&e)));
-                }
-                self.received(port, &data, now, out);
+            Err(e) => {
+                out.push(Outcome::Error(ErrorClass::of(&e)));
+                false
             }
         }
-    }
-
-    fn received(
-        &mut self,
-        port: &mut dyn Port,
-        data: &[u8],
-        now: Duration,
-        out: &mut Vec<Outcome>,
-    ) {
-        let f = match frame::decode(data) {
-            Ok(f) => f,
-            Err(_) => return out.push(Outcome::Error(ErrorClass::CrcMismatch)),
-        };
-        match f.kind {
-            Kind::Ping => {
-                self.ping_seen(f.seq, out);
-                self.pong_back(port, f, out);
-            }
-            Kind::Pong => self.pong(f.seq, now, out),
-        }
-    }
-
-    fn pong_back(&mut self, port: &mut dyn Port, f: frame::Frame, out: &mut Vec<Outcome>) {
-        match port.post_send(&frame::encode(Kind::Pong, f.seq, f.size)) {
-            Ok(()) => self.sent_frames += 1,
-            Err(e) => out.push(Outcome::Error(ErrorClass::of(&e))),
-        }
-    }
-
-    fn pong(&mut self, seq: u64, now: Duration, out: &mut Vec<Outcome>) {
-        // A late pong (its ping already counted lost) is not a measurement.
-        let Some(o) = self.outstanding.filter(|o| o.seq == seq) else {
-            return;
-        };
-        self.outstanding = None;
-        out.push(Outcome::Rtt {
-            size: o.size,
-            rtt: now.saturating_sub(o.sent),
-        });
-    }
-
-    /// The peer's pings come one per interval with consecutive numbers: a
-    /// jump means frames vanished on the way in with no error anywhere.
-    fn ping_seen(&mut self, seq: u64, out: &mut Vec<Outcome>) {
-        if seq > self.last_ping + 1 && self.last_ping != 0 {
-            out.push(Outcome::Error(ErrorClass::SequenceGap));
-        }
-        self.last_ping = self.last_ping.max(seq);
     }
 }

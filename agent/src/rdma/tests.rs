@@ -7,6 +7,8 @@ use super::frame::{self, FrameError, Kind, PAGE, SMALL};
 use super::port::Port;
 use super::probe::{Context, ErrorClass, Outcome, Phase, Probe, Settings, Skip};
 
+/// The legacy harness's tick. The spin outlasts it, as the agent's 2 ms
+/// spin outlasts its 1 ms tick, so a peer's warm-up echo lands inside it.
 const TICK: Duration = Duration::from_millis(50);
 
 fn settings() -> Settings {
@@ -17,51 +19,125 @@ fn settings() -> Settings {
         peer_dead_after: Duration::from_secs(3),
         qp_cap: fake::QP_CAP,
         qp_headroom: 1,
+        spin: 2 * TICK,
+        burst_interval: None,
+        burst_frames: 0,
     }
 }
 
+/// Both ends of a link, simulated event by event: each side ticks every
+/// `tick`, and while its probe asks to spin it also polls at the instant
+/// each completion becomes visible (continuous polling, without the
+/// steps), so the fake's latency comes out exactly.
 struct Pair {
     w: Shared,
     ports: (FakePort, FakePort),
     probes: (Probe, Probe),
     now: Duration,
+    tick: Duration,
+    next_tick: Duration,
     /// The TCP side channel: each side's view of when the other last spoke.
     heard: [Option<Duration>; 2],
     peer_silent: [bool; 2],
     job: [bool; 2],
+    /// Time each side spent spinning, and its longest unbroken spin.
+    spun: [Duration; 2],
+    longest_spin: [Duration; 2],
+    spin_run: [Duration; 2],
+    /// Each side's last tick and the spin it asked for then.
+    last: [Option<(Duration, Duration)>; 2],
 }
 
 impl Pair {
     fn new(w: Shared) -> Self {
+        Self::with(w, settings(), TICK)
+    }
+
+    fn with(w: Shared, s: Settings, tick: Duration) -> Self {
         Self {
             ports: FakePort::pair(&w),
             w,
-            probes: (Probe::new(settings()), Probe::new(settings())),
+            probes: (Probe::new(s.clone()), Probe::new(s)),
             now: Duration::ZERO,
+            tick,
+            next_tick: tick,
             heard: [None; 2],
             peer_silent: [false; 2],
             job: [false; 2],
+            spun: [Duration::ZERO; 2],
+            longest_spin: [Duration::ZERO; 2],
+            spin_run: [Duration::ZERO; 2],
+            last: [None; 2],
         }
     }
 
+    fn probe(&mut self, side: usize) -> (&mut Probe, &mut FakePort) {
+        match side {
+            0 => (&mut self.probes.0, &mut self.ports.0),
+            _ => (&mut self.probes.1, &mut self.ports.1),
+        }
+    }
+
+    /// When `side` next ticks: the next tick, or while it spins the next
+    /// completion it will see (or the spin's end).
+    fn wake(&mut self, side: usize) -> Duration {
+        let until = self.probe(side).0.spin_until();
+        if until <= self.now {
+            return self.next_tick;
+        }
+        let next = self.w.borrow().next_completion(side);
+        let at = next.map_or(until, |c| c.max(self.now).min(until));
+        at.min(self.next_tick)
+    }
+
     /// Runs `n` ticks; returns each side's outcomes.
-    fn run(&mut self, n: usize) -> [Vec<Outcome>; 2] {
+    fn run(&mut self, n: u32) -> [Vec<Outcome>; 2] {
+        let end = self.now + self.tick * n;
         let mut out = [Vec::new(), Vec::new()];
-        for _ in 0..n {
-            self.now += TICK;
+        for _ in 0..10_000_000 {
+            let wake = [self.wake(0), self.wake(1)];
+            let t = wake[0].min(wake[1]);
+            if t > end {
+                return out;
+            }
+            self.now = t;
+            self.w.borrow_mut().now = t;
             for side in 0..2 {
                 if !self.peer_silent[1 - side] {
-                    self.heard[side] = Some(self.now);
+                    self.heard[side] = Some(t);
                 }
             }
-            let cx = |s: usize| Context {
-                peer_heard: self.heard[s],
-                job_owns_link: self.job[s],
-            };
-            let (a, b) = (cx(0), cx(1));
-            out[0].extend(self.probes.0.tick(&mut self.ports.0, self.now, a));
-            out[1].extend(self.probes.1.tick(&mut self.ports.1, self.now, b));
+            for side in (0..2).filter(|&s| wake[s] == t) {
+                out[side].extend(self.step(side, t));
+            }
+            if t == self.next_tick {
+                self.next_tick += self.tick;
+            }
         }
+        panic!("the simulation did not advance");
+    }
+
+    fn step(&mut self, side: usize, t: Duration) -> Vec<Outcome> {
+        // The spin the last tick left running, up to now or its end.
+        if let Some((prev, until)) = self.last[side] {
+            if until > prev {
+                let d = t.min(until) - prev;
+                self.spun[side] += d;
+                self.spin_run[side] += d;
+                self.longest_spin[side] = self.longest_spin[side].max(self.spin_run[side]);
+            }
+        }
+        let cx = Context {
+            peer_heard: self.heard[side],
+            job_owns_link: self.job[side],
+        };
+        let (probe, port) = self.probe(side);
+        let out = probe.tick(port, t, cx);
+        let until = probe.spin_until();
+        if until <= t {
+            self.spin_run[side] = Duration::ZERO;
+        }
+        self.last[side] = Some((t, until));
         out
     }
 }
@@ -96,6 +172,17 @@ fn frame_round_trips_both_sizes_and_a_flipped_bit_is_a_crc_mismatch() {
         assert_eq!(frame::decode(&bad), Err(FrameError::Crc));
     }
     assert_eq!(frame::decode(&[0; 8]), Err(FrameError::Short(8)));
+    use Kind::*;
+    for kind in [Ping, Pong, Warm, Ask, Go, Data, Done, Tally] {
+        let n = frame::control(0x1234, 4096);
+        let d = frame::decode(&frame::encode(kind, n, SMALL)).unwrap();
+        assert_eq!((d.kind, frame::split(d.seq)), (kind, (0x1234, 4096)));
+    }
+    let mut unknown = frame::encode(Ping, 1, SMALL);
+    unknown[0] = 9;
+    let crc = crc32fast::hash(&unknown[..SMALL - 4]);
+    unknown[SMALL - 4..].copy_from_slice(&crc.to_le_bytes());
+    assert_eq!(frame::decode(&unknown), Err(FrameError::Kind(9)));
 }
 
 #[test]
@@ -282,8 +369,9 @@ fn ticks_are_bounded_at_most_one_ping_per_interval() {
     let mut p = Pair::new(w.clone());
     p.run(200); // 10 s of ticks at 500 ms interval
     let sent = w.borrow().ends[0].sent;
-    // pings (≤ 21) plus pongs for the peer's pings (≤ 21)
-    assert!(sent <= 42, "{sent}");
+    // per probe a warm-up and a measured ping (≤ 2 × 21) plus pongs for
+    // the peer's (≤ 2 × 21)
+    assert!(sent <= 84, "{sent}");
 }
 
 #[test]
@@ -366,4 +454,187 @@ fn drivers_close_windows_into_records_and_a_wedged_link_goes_quiet() {
         rb[0].errors[0].class,
         boltwatch_proto::v1::RdmaErrorClass::WatchdogTimeout as i32
     );
+}
+
+/// The agent's pace: 1 ms ticks, a 2 ms spin, one probe a second; the
+/// fake delivers each frame `latency` after its send.
+fn agent_pair(latency: Duration, s: Settings) -> (Shared, Pair) {
+    let w = fake::wire();
+    w.borrow_mut().latency = latency;
+    (w.clone(), Pair::with(w, s, Duration::from_millis(1)))
+}
+
+fn agent_settings() -> Settings {
+    Settings {
+        interval: Duration::from_secs(1),
+        spin: Duration::from_millis(2),
+        ..settings()
+    }
+}
+
+fn burst_settings(frames: u64) -> Settings {
+    Settings {
+        burst_interval: Some(Duration::from_secs(2)),
+        burst_frames: frames,
+        ..agent_settings()
+    }
+}
+
+fn bursts(o: &[Outcome]) -> Vec<super::burst::BurstResult> {
+    o.iter()
+        .filter_map(|x| match x {
+            Outcome::Burst(b) => Some(*b),
+            _ => None,
+        })
+        .collect()
+}
+
+fn link() -> super::window::LinkId {
+    super::window::LinkId {
+        peer: "b".into(),
+        interface: "en2".into(),
+        device: "rdma_en2".into(),
+    }
+}
+
+/// Ten seconds of side 0's outcomes folded into one window's record.
+fn ten_second_window(p: &mut Pair) -> boltwatch_proto::v1::RdmaProbe {
+    let mut win = super::window::Window::new(0);
+    let mut pings = p.probes.0.pings();
+    for _ in 0..10 {
+        win.add(&p.run(1000)[0]);
+        win.sent(p.probes.0.pings() - pings);
+        pings = p.probes.0.pings();
+    }
+    win.finish(&link(), 10_000_000_000)
+        .expect("a window with pings")
+}
+
+#[test]
+fn a_5_us_link_measures_10_us_round_trips_not_the_1_ms_tick() {
+    let (_, mut p) = agent_pair(Duration::from_micros(5), agent_settings());
+    // The peer only echoes (its own pings would keep it polling anyway):
+    // its warm-up echo alone must make it answer the measured ping at once.
+    p.probes.1 = Probe::new(Settings {
+        interval: Duration::from_secs(3600),
+        ..agent_settings()
+    });
+    let r = ten_second_window(&mut p);
+    let s = r.rtt.unwrap();
+    assert!(s.received >= 9, "{s:?}");
+    // Ping out, 5 µs, echo, 5 µs, pong polled: exactly the fabric's.
+    assert_eq!((s.min_ns, s.p50_ns, s.max_ns), (10_000, 10_000, 10_000));
+    // Each side spun at most two spins per own probe plus one per echo.
+    let bound = Duration::from_millis(2) * 3 * 11;
+    assert!(p.spun[0] <= bound && p.spun[1] <= bound, "{:?}", p.spun);
+    assert!(
+        p.longest_spin[0] <= Duration::from_millis(4),
+        "{:?}",
+        p.longest_spin
+    );
+
+    // Without the spin the same link reads as the tick: the test can tell.
+    let no_spin = Settings {
+        spin: Duration::ZERO,
+        ..agent_settings()
+    };
+    let (_, mut p) = agent_pair(Duration::from_micros(5), no_spin);
+    let s = ten_second_window(&mut p).rtt.unwrap();
+    assert!(s.p50_ns >= 1_000_000, "{s:?}");
+    assert_eq!(p.spun, [Duration::ZERO; 2]);
+}
+
+#[test]
+fn a_peer_that_never_answers_costs_one_bounded_spin_per_probe() {
+    let (w, mut p) = agent_pair(Duration::from_micros(5), agent_settings());
+    p.run(100);
+    assert_eq!(p.probes.0.phase(), Phase::Ready);
+    // The fabric goes silent; the side channel still answers.
+    w.borrow_mut().cut = true;
+    let (spun, probes) = (p.spun[0], p.probes.0.pings());
+    p.longest_spin = [Duration::ZERO; 2];
+    let out = p.run(10_000);
+    let probes = p.probes.0.pings() - probes;
+    assert!((9..=11).contains(&probes), "{probes}");
+    let spin = Duration::from_millis(2);
+    let spent = p.spun[0] - spun;
+    assert!(spent <= spin * probes as u32, "{spent:?} for {probes}");
+    assert!(
+        spent >= spin * (probes as u32 - 1),
+        "it does poll: {spent:?}"
+    );
+    assert!(p.longest_spin[0] <= spin, "{:?}", p.longest_spin);
+    assert!(out[0].iter().any(|o| matches!(o, Outcome::Lost { .. })));
+}
+
+#[test]
+fn a_burst_sends_only_granted_frames_and_reports_what_the_peer_confirmed() {
+    let (w, mut p) = agent_pair(Duration::from_micros(5), burst_settings(100));
+    p.probes.1 = Probe::new(agent_settings());
+    let r = ten_second_window(&mut p);
+    assert_eq!(r.burst_sent_bytes, 100 * 4096);
+    assert_eq!(r.burst_confirmed_bytes, 100 * 4096);
+    // 17 rounds of 10 µs each, and the tally's.
+    assert!(r.burst_ns > 0 && r.burst_ns < 1_000_000, "{r:?}");
+    let w = w.borrow();
+    let made = w.ends[0].data_sent;
+    assert!(made >= 400 && made % 100 == 0, "{made} data frames");
+    // Every frame had a receive frame posted for it; pings went on.
+    assert_eq!((w.ends[0].overrun, w.ends[1].overrun), (0, 0));
+    assert_eq!(w.ends[1].data_sent, 0);
+    assert!(r.rtt.unwrap().received >= 9);
+}
+
+#[test]
+fn a_peer_that_confirms_fewer_frames_lowers_the_figure() {
+    let (w, mut p) = agent_pair(Duration::from_micros(5), burst_settings(100));
+    p.probes.1 = Probe::new(agent_settings());
+    p.run(100);
+    w.borrow_mut().drop_data = 3;
+    let out = p.run(3000);
+    let b = bursts(&out[0]);
+    assert_eq!(b.len(), 1, "{b:?}");
+    assert_eq!(b[0].sent_bytes, 100 * 4096);
+    assert_eq!(b[0].confirmed_bytes, 97 * 4096);
+    // The frames completed at the sender all the same.
+    assert_eq!(w.borrow().ends[0].overrun, 0);
+}
+
+#[test]
+fn a_burst_never_exceeds_its_bound() {
+    use super::burst::{CREDITS, MAX_BYTES, MAX_TIME};
+    let frames = MAX_BYTES / 4096;
+    // A slow link (4 ms round trips): the burst stops asking after 50 ms.
+    let (w, mut p) = agent_pair(Duration::from_millis(2), burst_settings(frames));
+    p.probes.1 = Probe::new(agent_settings());
+    let out = p.run(3000);
+    let b = bursts(&out[0]);
+    assert_eq!(b.len(), 1, "{b:?}");
+    let rounds = (MAX_TIME.as_millis() / 4 + 2) as u64;
+    let sent = w.borrow().ends[0].data_sent;
+    assert!(sent <= rounds * CREDITS, "{sent} frames");
+    assert_eq!(b[0].sent_bytes, sent * 4096);
+    assert_eq!(b[0].confirmed_bytes, b[0].sent_bytes);
+    assert_eq!(w.borrow().ends[0].overrun, 0);
+}
+
+#[test]
+fn bursts_are_off_by_default_and_skipped_in_job_windows() {
+    let (w, mut p) = agent_pair(Duration::from_micros(5), agent_settings());
+    let out = p.run(5000);
+    assert!(bursts(&out[0]).is_empty() && bursts(&out[1]).is_empty());
+    assert_eq!(
+        (w.borrow().ends[0].data_sent, w.borrow().ends[1].data_sent),
+        (0, 0)
+    );
+    assert!(!rtts(&out[0]).is_empty());
+
+    let (w, mut p) = agent_pair(Duration::from_micros(5), burst_settings(100));
+    p.job[0] = true;
+    let out = p.run(5000);
+    assert!(bursts(&out[0]).is_empty());
+    assert_eq!(w.borrow().ends[0].data_sent, 0);
+    assert!(out[0].contains(&Outcome::Skipped(Skip::JobWindow)));
+    // The peer, outside any window, bursts as configured.
+    assert!(!bursts(&out[1]).is_empty());
 }

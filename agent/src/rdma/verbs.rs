@@ -163,10 +163,13 @@ impl Verbs {
 }
 
 /// Receive and send slots of the registered buffer, one 4 KiB frame each:
-/// the probe keeps `probe::RECV_DEPTH` receives posted and has at most a
-/// ping and a pong in flight; the rest is headroom. 64 KiB registered.
+/// the probe keeps `probe::RECV_DEPTH` receives posted plus what a burst
+/// round granted (`burst::CREDITS`), and sends at most a round's data
+/// frames, its control frame and a pong at once. 64 KiB registered.
 const RECV_SLOTS: usize = 8;
 const SEND_SLOTS: usize = 8;
+const _: () = assert!(RECV_SLOTS >= super::probe::RECV_DEPTH + super::burst::CREDITS as usize);
+const _: () = assert!(SEND_SLOTS >= super::burst::CREDITS as usize + 2);
 const SLOT: usize = super::frame::PAGE;
 /// How long `start_transition` waits for `ibv_modify_qp` before leaving it
 /// to its thread and the probe's watchdog: long enough that a refusal

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use boltwatch_proto::v1::{RdmaErrorCount, RdmaProbe, RttSummary};
 
+use super::burst::BurstResult;
 use super::probe::{ErrorClass, Outcome};
 use crate::stamp::stats::Accumulator;
 
@@ -28,6 +29,7 @@ pub struct Window {
     sent: u64,
     lost: u64,
     errors: BTreeMap<ErrorClass, u64>,
+    burst: Option<BurstResult>,
 }
 
 impl Window {
@@ -51,6 +53,8 @@ impl Window {
                 Outcome::Rtt { rtt, .. } => self.rtts.add(rtt.as_nanos() as u64),
                 Outcome::Lost { .. } => self.lost += 1,
                 Outcome::Error(c) => *self.errors.entry(*c).or_default() += 1,
+                // The window's newest burst is its figure.
+                Outcome::Burst(b) => self.burst = Some(*b),
                 // State changes are logged by the role, not counted here.
                 Outcome::Wedged | Outcome::Skipped(_) | Outcome::PeerDead | Outcome::PeerBack => {}
             }
@@ -61,7 +65,8 @@ impl Window {
     /// failed or wedged link stays quiet after saying so once.
     pub fn finish(self, link: &LinkId, end_unix_ns: u64) -> Option<RdmaProbe> {
         let received = self.rtts.len() as u64;
-        if self.sent == 0 && received == 0 && self.lost == 0 && self.errors.is_empty() {
+        let quiet = self.sent == 0 && received == 0 && self.lost == 0;
+        if quiet && self.errors.is_empty() && self.burst.is_none() {
             return None;
         }
         let s = self.rtts.finish();
@@ -84,10 +89,18 @@ impl Window {
                 count,
             })
             .collect();
+        let b = self.burst.unwrap_or(BurstResult {
+            sent_bytes: 0,
+            confirmed_bytes: 0,
+            elapsed: std::time::Duration::ZERO,
+        });
         Some(RdmaProbe {
             rtt: Some(rtt),
             device: link.device.clone(),
             errors,
+            burst_sent_bytes: b.sent_bytes,
+            burst_confirmed_bytes: b.confirmed_bytes,
+            burst_ns: b.elapsed.as_nanos() as u64,
         })
     }
 }

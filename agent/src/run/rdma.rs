@@ -30,9 +30,13 @@ use crate::rdma::survey::{survey, Survey};
 use crate::rdma::verbs::{Verbs, VerbsPort};
 use crate::sink::Sink;
 
-/// How often a link's probe thread advances its probe. RTTs are measured
-/// between ticks, so they are quantised by it (docs/rdma.md, Status).
+/// How often a link's probe thread advances its probe between spins.
 const TICK: Duration = Duration::from_millis(1);
+/// The longest a link's thread polls its completion queue without pause
+/// after a frame whose answer is due promptly (docs/rdma.md, Cost): twice
+/// the tick, so the peer's echo of a warm-up ping, sent at the peer's next
+/// tick, lands inside it and the measured ping behind it is timed in µs.
+const SPIN: Duration = Duration::from_millis(2);
 /// Apple's per-device queue-pair cap, and the QPs left for applications
 /// below which the probe skips.
 const QP_CAP: u32 = 10;
@@ -72,6 +76,11 @@ fn settings(config: &Config) -> Settings {
         peer_dead_after: config.rdma_interval * 3,
         qp_cap: QP_CAP,
         qp_headroom: QP_HEADROOM,
+        spin: SPIN,
+        burst_interval: config.rdma_burst_interval,
+        burst_frames: config
+            .rdma_burst_bytes
+            .div_ceil(crate::rdma::frame::PAGE as u64),
     }
 }
 
@@ -193,6 +202,9 @@ fn wait_remote(
 }
 
 /// Ticks the link's probe until the agent stops, emitting each window.
+/// While the probe asks to spin, it is ticked again at once (one
+/// non-blocking poll each, no sleep) until its spin ends, then at the
+/// pace of [`pause`].
 fn drive(p: &Planned, port: &mut VerbsPort, side: &Side, links: &Links) {
     let started = Instant::now();
     let mut driver = Driver::new(
@@ -211,7 +223,14 @@ fn drive(p: &Planned, port: &mut VerbsPort, side: &Side, links: &Links) {
             job_owns_link: job_owns(&links.jobs, unix_ns),
         };
         let (_, record) = driver.step(port, started.elapsed(), unix_ns, cx);
-        if let Some(r) = record {
+        // The spin: the clock read right before each poll stamps what it
+        // finds, so a round trip is timed to one poll, not one tick.
+        let mut records: Vec<_> = record.into_iter().collect();
+        while started.elapsed() < driver.spin_until() {
+            std::hint::spin_loop();
+            records.extend(driver.step(port, started.elapsed(), unix_ns, cx).1);
+        }
+        for r in records {
             links.sink.emit(Payload::RdmaProbe(r));
         }
         std::thread::sleep(pause(driver.phase(), links.settings.interval));

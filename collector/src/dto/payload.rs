@@ -66,6 +66,10 @@ pub enum PayloadDto {
         /// `[class, count]`: the `class` label, or the number of a class
         /// this build does not know.
         errors: Vec<(String, u64)>,
+        /// The window's newest send-bandwidth burst (0s when none).
+        burst_sent_bytes: u64,
+        burst_confirmed_bytes: u64,
+        burst_ns: u64,
     },
     /// `LinkEvent`.
     LinkEvent {
@@ -465,6 +469,9 @@ fn rdma_probe(p: &pb::RdmaProbe) -> PayloadDto {
         sum_ns: s.sum_ns,
         buckets: s.buckets.iter().map(|b| (b.index, b.count)).collect(),
         errors: p.errors.iter().map(|e| (class(e.class), e.count)).collect(),
+        burst_sent_bytes: p.burst_sent_bytes,
+        burst_confirmed_bytes: p.burst_confirmed_bytes,
+        burst_ns: p.burst_ns,
     }
 }
 

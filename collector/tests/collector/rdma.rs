@@ -32,6 +32,9 @@ fn rdma(rtts_ns: &[u64], lost: u64, errors: &[(RdmaErrorClass, u64)]) -> Payload
                 count,
             })
             .collect(),
+        burst_sent_bytes: 1 << 20,
+        burst_confirmed_bytes: 1 << 19,
+        burst_ns: 1_000_000,
     })
 }
 
@@ -65,6 +68,11 @@ async fn an_rdma_window_goes_in_over_grpc_and_comes_out_on_metrics_beside_stamp(
             (&format!("boltwatch_rdma_probe_lost_total{np}"), 1.0),
             (&err("sequence_gap"), 1.0),
             (&err("rtr_bridge_on"), 2.0),
+            // Half of 1 MiB confirmed in 1 ms.
+            (
+                &format!("boltwatch_rdma_send_bandwidth_bytes_per_second{np}"),
+                524_288_000.0,
+            ),
             // STAMP's families hold the STAMP window only.
             (&format!("boltwatch_rtt_seconds_count{np}"), 2.0),
             (&format!("boltwatch_probe_sent_total{np}"), 2.0),
@@ -81,6 +89,18 @@ async fn an_rdma_window_goes_in_over_grpc_and_comes_out_on_metrics_beside_stamp(
     assert_eq!(p["device"], "rdma_en2");
     assert_eq!(p["received"], 3);
     assert_eq!(p["errors"][1], serde_json::json!(["rtr_bridge_on", 2]));
+    assert_eq!(
+        (
+            &p["burst_sent_bytes"],
+            &p["burst_confirmed_bytes"],
+            &p["burst_ns"]
+        ),
+        (
+            &serde_json::json!(1 << 20),
+            &serde_json::json!(1 << 19),
+            &serde_json::json!(1_000_000)
+        )
+    );
     drop(a);
     c.stop().await;
 }

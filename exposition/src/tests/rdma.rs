@@ -15,6 +15,7 @@ fn probe(w: Payload, errors: &[(RdmaErrorClass, u64)]) -> Payload {
                 count,
             })
             .collect(),
+        ..RdmaProbe::default()
     })
 }
 
@@ -79,6 +80,28 @@ fn windows_add_up_in_rdma_families_and_stamp_families_stay_empty() {
 }
 
 #[test]
+fn the_newest_burst_is_the_send_bandwidth_and_an_unconfirmed_one_is_zero() {
+    let mut m = Metrics::new();
+    let burst = |sent, confirmed, ns| {
+        let Payload::RdmaProbe(mut p) = probe(window("b", 10, &[9_000], 0, false), &[]) else {
+            unreachable!()
+        };
+        (p.burst_sent_bytes, p.burst_confirmed_bytes, p.burst_ns) = (sent, confirmed, ns);
+        Payload::RdmaProbe(p)
+    };
+    let name = "boltwatch_rdma_send_bandwidth_bytes_per_second{node=\"a\",peer=\"b\"}";
+    m.apply_record(&rec("a", "b1", 1, 10, burst(0, 0, 0)));
+    assert_eq!(value(&m, name), None, "no burst, no figure");
+    m.apply_record(&rec("a", "b1", 2, 20, burst(1 << 20, 1 << 20, 500_000)));
+    assert_eq!(value(&m, name).as_deref(), Some("2097152000"));
+    // A window without a burst keeps the newest figure.
+    m.apply_record(&rec("a", "b1", 3, 30, burst(0, 0, 0)));
+    assert_eq!(value(&m, name).as_deref(), Some("2097152000"));
+    m.apply_record(&rec("a", "b1", 4, 40, burst(1 << 20, 0, 0)));
+    assert_eq!(value(&m, name).as_deref(), Some("0"));
+}
+
+#[test]
 fn unknown_error_classes_are_dropped() {
     let mut m = Metrics::new();
     let p = Payload::RdmaProbe(RdmaProbe {
@@ -88,6 +111,7 @@ fn unknown_error_classes_are_dropped() {
             class: 77,
             count: 5,
         }],
+        ..RdmaProbe::default()
     });
     m.apply_record(&rec("a", "b1", 1, 10, p));
     assert!(!m.render().contains("rdma_en3"));

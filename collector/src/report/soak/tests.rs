@@ -522,6 +522,7 @@ fn rdma_windows_are_their_own_transport_outside_rtt_and_verdict() {
                 class: RdmaErrorClass::CrcMismatch as i32,
                 count: 1,
             }],
+            ..RdmaProbe::default()
         })
     };
     let mut b = Builder::new(scope(&["a", "b"]));
