@@ -26,8 +26,8 @@ use boltwatch_proto::v1::{Hello, RdmaErrorClass, RdmaErrorCount, RdmaProbe, RttS
 /// whether a real agent's came after it.
 pub const VERSION: &str = "rdma-stand-in";
 
-/// Pings per window (the probe's 1 s interval, 10 s windows).
-const PINGS: u64 = 10;
+/// Pings per window: the probe sends a few a second at most.
+const PINGS: u64 = 2;
 
 /// One RDMA link of the node.
 #[derive(Debug, Clone)]
@@ -40,7 +40,7 @@ pub struct Link {
     pub device: String,
 }
 
-/// Window `n` of a probed link: 10 pings, one lost in every fourth window;
+/// Window `n` of a probed link: 2 pings, one lost in every fourth window;
 /// a CRC mismatch in windows 2, 7, 12... and a sequence gap in windows 4,
 /// 9, 14...; round trips of 1.0 to 1.45 ms (this build times them between
 /// 1 ms probe ticks, docs/rdma.md).
