@@ -106,38 +106,48 @@ fn summary(link: &Link, start_unix_ns: u64, window_ns: u64) -> RttSummary {
     }
 }
 
-/// The running stand-in: a thread emitting a window of `probed` every
-/// period (after one record of `wedged`) into the agent's transport.
-/// Dropping it stops the windows and flushes what is spooled.
+/// What the stand-in streams.
+#[derive(Debug, Clone)]
+pub struct Feed {
+    /// The node it speaks for.
+    pub node: String,
+    /// The link it probes, a window each period.
+    pub probed: Link,
+    /// The link whose port wedged before the first window.
+    pub wedged: Link,
+    /// The window period.
+    pub every: Duration,
+    /// The window after which that port wedges again (the node reset and
+    /// its agent restarted: the collector's count, summed over boots,
+    /// grows), if ever.
+    pub wedge_again_after: Option<u64>,
+}
+
+/// The running stand-in: a thread emitting a window of the probed link
+/// every period (after the wedged port's record) into the agent's
+/// transport. Dropping it stops the windows and flushes what is spooled.
 pub struct RdmaFeed {
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
 
 impl RdmaFeed {
-    /// Starts streaming as `node` to the collector at `collector` (an
+    /// Starts streaming `feed` to the collector at `collector` (an
     /// `http://` gRPC URL), spooling in `spool_dir`.
-    pub fn start(
-        collector: &str,
-        node: &str,
-        spool_dir: &Path,
-        probed: Link,
-        wedged_link: Link,
-        every: Duration,
-    ) -> RdmaFeed {
-        let boot = format!("{node}-rdma-stand-in");
+    pub fn start(collector: &str, spool_dir: &Path, feed: Feed) -> RdmaFeed {
+        let boot = format!("{}-rdma-stand-in", feed.node);
         let spool = Spool::open(
             SpoolOptions {
                 dir: spool_dir.to_path_buf(),
                 max_bytes: 16 << 20,
             },
-            node,
+            &feed.node,
             &boot,
         )
         .unwrap_or_else(|e| panic!("stand-in spool {}: {e}", spool_dir.display()));
         let opts = TransportOptions {
             collector: collector.to_string(),
-            hello: hello(node, &boot),
+            hello: hello(&feed.node, &boot),
             token: None,
             tls: ClientTls::default(),
             flush_timeout: Duration::from_secs(5),
@@ -151,20 +161,9 @@ impl RdmaFeed {
                 .expect("tokio runtime");
             rt.block_on(async move {
                 let (sink, rx) = Sink::new();
-                let sender =
-                    tokio::spawn(transport::run(opts, spool, rx, Arc::new(Health::default())));
-                let window_ns = every.as_nanos() as u64;
-                let now = boltwatch_agent::clock::unix_now();
-                let first = wedged(&wedged_link, now.saturating_sub(window_ns), window_ns);
-                sink.emit(Payload::RdmaProbe(first));
-                let mut n = 0;
-                while !flag.load(Ordering::Relaxed) {
-                    tokio::time::sleep(every).await;
-                    let end = boltwatch_agent::clock::unix_now();
-                    let w = window(n, &probed, end.saturating_sub(window_ns), window_ns);
-                    sink.emit(Payload::RdmaProbe(w));
-                    n += 1;
-                }
+                let health = Arc::new(Health::default());
+                let sender = tokio::spawn(transport::run(opts, spool, rx, health));
+                emit_until(&sink, &feed, &flag).await;
                 drop(sink);
                 let _ = sender.await;
             });
@@ -173,6 +172,27 @@ impl RdmaFeed {
             stop,
             thread: Some(thread),
         }
+    }
+}
+
+/// The wedged port's record, then a window a period until `stop`.
+async fn emit_until(sink: &Sink, feed: &Feed, stop: &AtomicBool) {
+    let window_ns = feed.every.as_nanos() as u64;
+    let start = |end: u64| end.saturating_sub(window_ns);
+    let now = boltwatch_agent::clock::unix_now();
+    let first = wedged(&feed.wedged, start(now), window_ns);
+    sink.emit(Payload::RdmaProbe(first));
+    let mut n = 0;
+    while !stop.load(Ordering::Relaxed) {
+        tokio::time::sleep(feed.every).await;
+        let end = boltwatch_agent::clock::unix_now();
+        let w = window(n, &feed.probed, start(end), window_ns);
+        sink.emit(Payload::RdmaProbe(w));
+        if feed.wedge_again_after == Some(n) {
+            let again = wedged(&feed.wedged, start(end), window_ns);
+            sink.emit(Payload::RdmaProbe(again));
+        }
+        n += 1;
     }
 }
 

@@ -191,11 +191,14 @@ fn rdma_stand_in(c: &Cluster) -> RdmaFeed {
     };
     let feed = RdmaFeed::start(
         &c.collector.grpc_url(),
-        "n0",
         &c.path().join("spool-rdma-stand-in"),
-        link("tb1", "rxe0"),
-        link("tb2", "rxe1"),
-        Duration::from_secs(1),
+        rdma_feed::Feed {
+            node: "n0".into(),
+            probed: link("tb1", "rxe0"),
+            wedged: link("tb2", "rxe1"),
+            every: Duration::from_secs(1),
+            wedge_again_after: None,
+        },
     );
     let n0 = [("node", "n0")];
     wait_for("the stand-in's RDMA windows", WAIT, || {
