@@ -337,6 +337,20 @@ impl TestBed {
         Ok(())
     }
 
+    /// Resets every TCP connection `node` has to `port` (anywhere) and
+    /// refuses new ones for `for_`, then lets them through again: a client
+    /// in the node reconnects (an agent, with a new `Hello`).
+    pub fn reset_tcp(&self, node: usize, port: u16, for_: Duration) -> Result<(), BedError> {
+        self.nft_load(node, &nft::reset_tcp_script(port))?;
+        std::thread::sleep(for_);
+        run(self
+            .ip()
+            .args(["netns", "exec", self.netns(node)?])
+            .arg(&self.tools.nft)
+            .args(["delete", "table", "inet", &nft::reset_table_name(port)]))?;
+        Ok(())
+    }
+
     fn nft_load(&self, node: usize, script: &str) -> Result<(), BedError> {
         let mut load = self.ip();
         load.args(["netns", "exec", self.netns(node)?])

@@ -37,6 +37,7 @@ pub mod nft;
 pub mod procs;
 pub mod prometheus;
 pub mod promql;
+pub mod rdma_feed;
 pub mod rules;
 pub mod sysfs;
 pub mod units;

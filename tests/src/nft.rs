@@ -41,6 +41,21 @@ pub fn block_udp_script(iface: &str, port: u16) -> String {
     )
 }
 
+/// The table that holds the TCP reset rule of [`reset_tcp_script`].
+pub fn reset_table_name(port: u16) -> String {
+    format!("bwreset_{port}")
+}
+
+/// The `nft -f` script that answers every TCP segment the node sends to
+/// `port` with a reset: its connections there break at their next send,
+/// and new ones are refused while the table stands.
+pub fn reset_tcp_script(port: u16) -> String {
+    format!(
+        "table inet {table} {{\n  chain output {{\n    type filter hook output priority 0; policy accept;\n    tcp dport {port} counter reject with tcp reset\n  }}\n}}\n",
+        table = reset_table_name(port),
+    )
+}
+
 /// The packets counted by the drop rule in `nft -j list table` output.
 pub fn parse_drop_counter(json: &str) -> Result<u64, String> {
     let v: Value = serde_json::from_str(json).map_err(|e| e.to_string())?;
@@ -98,6 +113,14 @@ mod tests {
                     "table netdev bwblock_tb0",
                     "device \"tb0\"",
                     "udp dport 8620 counter drop",
+                ],
+            ),
+            (
+                reset_tcp_script(9470),
+                [
+                    "table inet bwreset_9470",
+                    "hook output",
+                    "tcp dport 9470 counter reject with tcp reset",
                 ],
             ),
         ];

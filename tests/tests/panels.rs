@@ -12,7 +12,13 @@
 //! the shipped `recording.yml` unchanged, once-a-minute group included.
 //! The collector is restarted (same ports and store) with a remote write
 //! endpoint that refuses connections and its CA file, for the remote write
-//! lag and certificate expiry panels.
+//! lag and certificate expiry panels. No RDMA device exists here, so n0's
+//! RDMA probe is a stand-in ([`boltwatch_tests::rdma_feed`]): windows of
+//! its link to n1 (RTTs, a lost ping now and then, CRC mismatches and
+//! sequence gaps) and one wedged port, through the agent's own transport
+//! and the collector's real gRPC ingest; then n0's real agent is made to
+//! reconnect, so its `Hello` (interfaces, peers, version) is the node's
+//! latest again.
 //!
 //! Then every query of every panel (`dashboards/grafana/boltwatch.json`),
 //! with Grafana's variables substituted as Grafana would (`$__range` the
@@ -34,8 +40,11 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use boltwatch_tests::cluster::{AgentOptions, Cluster};
 use boltwatch_tests::grafana::{self, substitute, Query, Vars};
-use boltwatch_tests::procs::{bin, http_post_json, Collector, CollectorOptions, Proc};
+use boltwatch_tests::procs::{
+    bin, http_post_json, sample, wait_for, Collector, CollectorOptions, Proc,
+};
 use boltwatch_tests::prometheus::{PromConfig, Prometheus};
+use boltwatch_tests::rdma_feed::{self, RdmaFeed};
 use boltwatch_tests::units::{expr_unit, shows};
 use boltwatch_tests::{NetIf, SysfsFixture};
 use serde_json::Value;
@@ -166,6 +175,62 @@ fn watched_collector(c: &mut Cluster) {
     };
     c.collector = Collector::launch(c.path(), &c.path().join("data"), &opts);
     c.wait_all_probing();
+}
+
+/// Starts n0's stand-in RDMA probe (its link to n1 on the fixture's
+/// `rxe0`, and a second port, `rxe1`, wedged) and waits for its windows;
+/// then resets n0's agent's connection to the collector and waits until
+/// the real agent's `Hello` is the latest again: the stand-in's names no
+/// interface or peer, and the collector takes a node's links and cables
+/// from its latest `Hello`.
+fn rdma_stand_in(c: &Cluster) -> RdmaFeed {
+    let link = |interface: &str, device: &str| rdma_feed::Link {
+        peer: "n1".into(),
+        interface: interface.into(),
+        device: device.into(),
+    };
+    let feed = RdmaFeed::start(
+        &c.collector.grpc_url(),
+        &c.path().join("spool-rdma-stand-in"),
+        rdma_feed::Feed {
+            node: "n0".into(),
+            probed: link("tb1", "rxe0"),
+            wedged: link("tb2", "rxe1"),
+            every: Duration::from_secs(1),
+            wedge_again_after: None,
+        },
+    );
+    let n0 = [("node", "n0")];
+    wait_for("the stand-in's RDMA windows", WAIT, || {
+        let m = c.collector.metrics();
+        sample(
+            &m,
+            "boltwatch_rdma_probe_sent_total",
+            &[("node", "n0"), ("peer", "n1")],
+        )
+        .is_some()
+            && sample(
+                &m,
+                "boltwatch_agent_info",
+                &[("node", "n0"), ("version", rdma_feed::VERSION)],
+            )
+            .is_some()
+    });
+    c.bed
+        .reset_tcp(0, c.collector.grpc.port(), Duration::from_secs(2))
+        .unwrap();
+    wait_for("n0's real agent's Hello, the latest again", WAIT, || {
+        let m = c.collector.metrics();
+        sample(&m, "boltwatch_agent_info", &n0).is_some()
+            && sample(
+                &m,
+                "boltwatch_agent_info",
+                &[("node", "n0"), ("version", rdma_feed::VERSION)],
+            )
+            .is_none()
+    });
+    c.wait_all_probing();
+    feed
 }
 
 /// One query's last outcome.
@@ -333,6 +398,7 @@ fn every_panel_shows_data_from_a_live_lab() {
     let since = now();
     let mut c = Cluster::start(2, &opts);
     watched_collector(&mut c);
+    let _rdma = rdma_stand_in(&c);
     assert_eq!(
         c.bed.link_if(0, 1).unwrap(),
         "tb1",

@@ -36,6 +36,10 @@
 //!   its nodes; a soak of the pair whose verdict is FAIL (a required line
 //!   it has no data for): `BoltwatchSoakFailing` reaches chat, never the
 //!   pager.
+//! - beside them, no pair but a stand-in for a node's RDMA probe
+//!   ([`rdma`]; no RDMA device runs here): a port wedged before the first
+//!   window and again later pages `BoltwatchRdmaPortWedged`, once; its
+//!   probed link's loss and CRC mismatches reach chat;
 //! - apart, on a stack of its own ([`missing`]): the collector restarted
 //!   on a store without a node that reported in the last hour, its agent
 //!   away: `BoltwatchAgentMissing` pages, and resolves when the agent
@@ -56,6 +60,7 @@ use std::path::Path;
 
 mod missing;
 mod pair;
+mod rdma;
 mod scenarios;
 mod stack;
 
@@ -160,9 +165,12 @@ fn alert_scenarios_reach_the_webhook() {
         ("dead agent", scenarios::dead_agent),
     ];
     let mut failed = Vec::new();
-    // Every pair keeps running until the end of the test.
+    // Every pair, and the RDMA stand-in, keeps running until the end of
+    // the test.
     let mut _pairs = Vec::new();
+    let mut _rdma = None;
     std::thread::scope(|s| {
+        let rdma = s.spawn(|| rdma::wedged_port_pages_and_corruption_goes_to_chat(&stack, d));
         let running: Vec<_> = all
             .iter()
             .map(|(name, f)| (*name, s.spawn(|| f(&stack, d))))
@@ -173,6 +181,10 @@ fn alert_scenarios_reach_the_webhook() {
                 Err(_) => failed.push(name),
             }
         }
+        match rdma.join() {
+            Ok(feed) => _rdma = Some(feed),
+            Err(_) => failed.push("rdma stand-in"),
+        }
     });
     assert!(
         failed.is_empty(),
@@ -181,6 +193,7 @@ fn alert_scenarios_reach_the_webhook() {
     let delivered = stack.hook.all();
     let wrong = scenarios::misplaced(&delivered);
     assert!(wrong.is_empty(), "misplaced alerts: {wrong:#?}");
-    let pages = scenarios::one_page_per_cause(&delivered);
+    let mut pages = scenarios::one_page_per_cause(&delivered);
+    pages.extend(rdma::one_page_for_the_wedge(&delivered));
     assert!(pages.is_empty(), "{pages:#?}\ndelivered: {delivered:#?}");
 }

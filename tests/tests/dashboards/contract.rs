@@ -52,6 +52,14 @@ pub const CONTRACT: &[&str] = &[
     // The fabric under the link.
     "boltwatch_fabric_check_ok",
     "boltwatch_rdma_port_up",
+    // The RDMA probe (opt-in, docs/rdma.md), beside STAMP per link; its
+    // RTT histogram is not read: STAMP's buckets start at 10 µs, where a
+    // few-µs round trip has only the first.
+    "boltwatch_rdma_rtt_p50_seconds",
+    "boltwatch_rdma_probe_sent_total",
+    "boltwatch_rdma_probe_received_total",
+    "boltwatch_rdma_probe_lost_total",
+    "boltwatch_rdma_errors_total",
     "boltwatch_bridge_loop_suspected",
     "boltwatch_bridge_cycle",
     "boltwatch_link_mtu_mismatch",

@@ -165,7 +165,10 @@ fn every_recording_rule_is_named_by_convention_and_tested() {
                     "direction",
                     "protocol",
                     "sensor",
-                    "le"
+                    "le",
+                    // The RDMA probe's errors (docs/rdma.md).
+                    "device",
+                    "class"
                 ]
                 .contains(&level_label),
                 "{name}: level {level_label} is not a label of the contract"

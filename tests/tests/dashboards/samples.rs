@@ -44,6 +44,8 @@ const SERVICES: u64 = 4;
 /// RTT histogram buckets: 2^(k/8) s from 10 µs to 5 s is 153 bounds, plus
 /// +Inf; rounded up.
 const LE: u64 = 160;
+/// RDMA probe error classes (docs/rdma.md): port_down to watchdog_timeout.
+const RDMA_CLASSES: u64 = 9;
 /// Label values of small enumerations (record kinds, refusal reasons,
 /// ingest error kinds, bandwidth direction × protocol).
 const KINDS: u64 = 8;
@@ -63,6 +65,8 @@ fn series(name: &str) -> u64 {
                 "service" => SERVICES,
                 "le" => LE,
                 "direction" | "protocol" => 2,
+                "device" => INTERFACES,
+                "class" => RDMA_CLASSES,
                 other => panic!("{name}: no cardinality for level {other}"),
             })
             .product();
@@ -100,6 +104,11 @@ fn series(name: &str) -> u64 {
         NODES * (5 + 4 * INTERFACES)
     } else if m == "boltwatch_rdma_port_up" {
         NODES * INTERFACES
+    } else if m == "boltwatch_rdma_errors_total" {
+        // Every class on every device (one per interface).
+        NODES * INTERFACES * RDMA_CLASSES
+    } else if m.starts_with("boltwatch_rdma_") {
+        links
     } else if m == "boltwatch_temperature_celsius" {
         NODES * SENSORS
     } else if m.starts_with("boltwatch_agent_") || m == "boltwatch_records_received_total" {
