@@ -80,6 +80,8 @@ pub fn window(n: u64, link: &Link, start_unix_ns: u64, window_ns: u64) -> RdmaPr
         }),
         device: link.device.clone(),
         errors,
+        // The stand-in runs no bandwidth burst (`rdma.burst_interval` off).
+        ..Default::default()
     }
 }
 
@@ -93,6 +95,7 @@ pub fn wedged(link: &Link, start_unix_ns: u64, window_ns: u64) -> RdmaProbe {
             class: RdmaErrorClass::WatchdogTimeout as i32,
             count: 1,
         }],
+        ..Default::default()
     }
 }
 
