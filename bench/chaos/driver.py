@@ -39,6 +39,23 @@ def ns_name(prefix, i):
     return f"{prefix}-{i}"
 
 
+def _run_number(prefix):
+    return int("".join(c for c in prefix if c.isdigit()) or "0")
+
+
+def host_if(prefix, i):
+    """The host end of node `i`'s management veth: unique per run (the
+    run's number, not a cut of the prefix that two runs may share), within
+    the 15 characters of an interface name."""
+    return f"bwc{_run_number(prefix) % 10**8}h{i}"
+
+
+def mgmt_net(prefix, i):
+    """Node `i`'s management /24 on the host, one per run, so two soaks
+    (a long one beside CI's) never route into each other's veths."""
+    return f"10.{100 + _run_number(prefix) % 100}.{i}"
+
+
 def links():
     return [(a, b) for a in range(NODES) for b in range(a + 1, NODES)]
 
@@ -56,13 +73,13 @@ class Bed:
         for i in range(NODES):
             ns = ns_name(prefix, i)
             sh("ip", "netns", "add", ns)
-            hif = f"{prefix[:8]}h{i}"
+            hif = host_if(prefix, i)
             sh("ip", "link", "add", hif, "type", "veth", "peer", "name", "mgmt0", "netns", ns)
-            sh("ip", "addr", "add", f"10.93.{i}.1/24", "dev", hif)
+            sh("ip", "addr", "add", f"{mgmt_net(prefix, i)}.1/24", "dev", hif)
             sh("ip", "link", "set", hif, "up")
             sh("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1",
                "net.ipv6.conf.default.disable_ipv6=1")
-            for a in (["link", "set", "lo", "up"], ["addr", "add", f"10.93.{i}.2/24", "dev", "mgmt0"],
+            for a in (["link", "set", "lo", "up"], ["addr", "add", f"{mgmt_net(prefix, i)}.2/24", "dev", "mgmt0"],
                       ["link", "set", "mgmt0", "up"]):
                 sh("ip", "-n", ns, *a)
         for n, (a, b) in enumerate(links()):
@@ -185,7 +202,7 @@ class Procs:
     def start_agent(self, i):
         args = ["ip", "netns", "exec", ns_name(self.a.prefix, i), f"{self.a.bin}/boltwatch-agent", "run",
                 "--config", self.agent_config(i), "--node", f"n{i}",
-                "--collector", f"http://10.93.{i}.1:{self.grpc}", "--listen", f"0.0.0.0:{PORT}",
+                "--collector", f"http://{mgmt_net(self.bed.prefix, i)}.1:{self.grpc}", "--listen", f"0.0.0.0:{PORT}",
                 "--probe-interval", "100ms", "--no-services", "--spool-dir", f"{self.a.work}/spool-n{i}/spool",
                 "--sysfs-root", sysfs_fixture(self.a.work, i)]
         for j in range(NODES):
@@ -331,16 +348,20 @@ def run_schedule(faults, procs, bed, work, t0, ledger):
         while time.time() - t0 < f.start:
             sample_rss(procs, t0, rss_first)
             time.sleep(0.2)
+        called = time.time_ns()
         end_fn = inject(f, procs, bed, work)
         # A rule or link change is in force once its command returns (the
-        # kernel commits before answering): both ends are taken after.
+        # kernel commits before answering): both ends are taken after, and
+        # how long each command took is the ledger's own uncertainty.
         start = time.time_ns()
         while time.time() - t0 < f.start + f.length:
             sample_rss(procs, t0, rss_first)
             time.sleep(0.1)
+        clearing = time.time_ns()
         end_fn()
         end = time.time_ns()
-        ledger.append(verdict.Window(f.kind, start, end, directions(f)))
+        spread = (start - called) + (end - clearing)
+        ledger.append(verdict.Window(f.kind, start, end, directions(f), spread))
         print(f"  {(start / 1e9 - t0):7.1f}s {f.kind:<15} {f.length:5.1f}s node n{f.node}"
               + (f" peer n{f.peer}" if f.peer >= 0 else ""), flush=True)
     return rss_first

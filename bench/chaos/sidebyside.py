@@ -36,7 +36,8 @@ def main():
                for o in driver.find_outages(r) if o["cause"] != "service"]
     if a.ledger:
         with open(a.ledger) as f:
-            ledger = [verdict.Window(w["kind"], w["start"], w["end"], tuple(map(tuple, w["directions"])))
+            ledger = [verdict.Window(w["kind"], w["start"], w["end"], tuple(map(tuple, w["directions"])),
+                                     w.get("spread", 0))
                       for w in json.load(f)["windows"]]
     else:
         ledger = planned(a.seed, a.minutes, a.t0)

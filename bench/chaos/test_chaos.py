@@ -49,6 +49,15 @@ class CompareTest(unittest.TestCase):
         self.assertEqual(sum(r[0] == "carrier missing" for r in rows), 2, rows)
         self.assertEqual(sum(r[0] == "interruption not in the ledger" for r in rows), 2, rows)
 
+    def test_the_ledgers_own_spread_widens_the_tolerance(self):
+        # The commands took 30 ms in all: a report 120 ms long of a 100 ms
+        # interval agrees, one 140 ms long does not.
+        w = Window("carrier", 10 * S, 14 * S, both("n0", "n1"), 30 * S // 1000)
+        near = [Outage(a, b, "carrier", 10 * S, 14 * S + 120 * S // 1000) for a, b in w.directions]
+        self.assertEqual(compare([w], near, S // 10, 2 * S), [])
+        far = [Outage(a, b, "carrier", 10 * S, 14 * S + 140 * S // 1000) for a, b in w.directions]
+        self.assertEqual(len(compare([w], far, S // 10, 2 * S)), 2)
+
     def test_down_time_beyond_one_interval_disagrees(self):
         got = [Outage(a, b, "carrier", 10 * S, 15 * S) for a, b in self.w.directions]
         rows = compare([self.w], got, S // 10, 2 * S)

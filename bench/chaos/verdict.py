@@ -32,6 +32,10 @@ class Window:
     start: int
     end: int
     directions: tuple
+    # How long the commands that set and cleared the fault took, summed:
+    # it took hold somewhere within the first and ended within the second,
+    # so the ledger's own length is known only to within this.
+    spread: int = 0
 
 
 @dataclass(frozen=True)
@@ -59,7 +63,8 @@ def compare(windows, outages, interval_ns, slack_ns):
     """Disagreements: (what, ledger, report) rows. `slack_ns` is how far
     an outage may start or end outside its window (the detection delay of
     three missed probes); durations of carrier and nftables windows must
-    equal the ledger's within `interval_ns`."""
+    equal the ledger's within `interval_ns` (the probes' own resolution)
+    plus the window's `spread` (the ledger's)."""
     rows = []
     for o in outages:
         if _owner(o, windows, slack_ns) is None:
@@ -75,7 +80,7 @@ def compare(windows, outages, interval_ns, slack_ns):
             if w.kind == "agent_kill":
                 continue  # the restart's end is the agent's, not the ledger's
             down = sum(o.end - o.start for o in mine)
-            if abs(down - (w.end - w.start)) > interval_ns:
+            if abs(down - (w.end - w.start)) > interval_ns + w.spread:
                 rows.append((f"{w.kind} down time {d[0]}->{d[1]}", f"{(w.end - w.start) / 1e9:.3f} s", f"{down / 1e9:.3f} s"))
     return rows
 
