@@ -303,7 +303,11 @@ fn agents_serve_the_collectors_families_and_the_dashboard_works_on_them() {
         .into_iter()
         .filter(|(_, q)| {
             let read = metrics_read(q, &rules);
-            !read.is_empty() && read.iter().all(|m| served(m, &on_agent))
+            // The RDMA probe's families are served but empty on both sides:
+            // no RDMA device runs on this bed (the panels test feeds them
+            // through a stand-in to the collector).
+            let rdma = read.iter().any(|m| m.starts_with("boltwatch_rdma_"));
+            !read.is_empty() && !rdma && read.iter().all(|m| served(m, &on_agent))
         })
         .collect();
     assert!(queries.len() >= 40, "{} agent queries", queries.len());
