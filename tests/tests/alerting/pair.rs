@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use boltwatch_tests::cluster::agent_from_config;
-use boltwatch_tests::procs::Proc;
+use boltwatch_tests::procs::{wait_for, Proc};
 use boltwatch_tests::{SysfsFixture, TestBed};
 
 use boltwatch_tests::procs::Collector;
@@ -81,6 +81,15 @@ impl Pair {
             }
         }
         let peer = start_agent(&bed, dir, collector, &spec, End::Peer, &fixtures[1]);
+        // The tester probes from its start: on a busy machine a peer whose
+        // reflector came up seconds later was a real outage of those
+        // seconds, and its alerts (OutageOpen, ProbeLossHigh over 5m) then
+        // fired for a cause no scenario made.
+        wait_for(
+            "the peer's STAMP reflector",
+            Duration::from_secs(60),
+            || reflector_bound(&bed),
+        );
         let tester = start_agent(&bed, dir, collector, &spec, End::Tester, &fixtures[0]);
         Pair {
             throttles: Vec::new(),
@@ -180,6 +189,13 @@ fn start_agent(
         ));
     }
     agent_from_config(bed, index, name, dir, &cfg)
+}
+
+/// The peer's STAMP port is bound in its namespace (`ss`, iproute2).
+fn reflector_bound(bed: &TestBed) -> bool {
+    let filter = format!("sport = :{STAMP_PORT}");
+    bed.run(End::Peer as usize, "ss", &["-Hlun", &filter])
+        .is_ok_and(|out| !out.trim().is_empty())
 }
 
 /// Advances a fixture's throttle counter every 200 ms of each `on` phase
