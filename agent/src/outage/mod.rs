@@ -472,8 +472,8 @@ impl OutageTracker {
     }
 
     /// The notified stamp of the carrier drop the probe sent at `sent`
-    /// met, if it met one: sent while the carrier was down, or at most the notification's lag before the drop was
-    /// notified. The lag counts because the notification's stamp may be
+    /// met, if it met one: sent while the carrier was down, or at most the
+    /// notification's lag before the drop was notified. The lag counts because the notification's stamp may be
     /// up to that late: a probe the drop itself took, whose lateness is
     /// told after the notification, is the drop's, as a probe-loss outage
     /// that began within the lag is (`on_carrier`); else it would add
