@@ -235,17 +235,16 @@ fn record(
     closed
 }
 
-/// The sender paces probe events to the outage tracker ([`Relay`]): a
-/// reply is news only for ending an outage, whose end is the reply's own
-/// time however late it is told, so replies are held and handed over
+/// The longest a reply is held before the tracker hears of it.
+pub const RELAY_HOLD: Duration = Duration::from_millis(100);
+
+/// Paces one sender's probe events to its observer (the outage tracker):
+/// a reply is news only for ending an outage, whose end is the reply's
+/// own time however late it is told, so replies are held and handed over
 /// together at most every [`RELAY_HOLD`]; a late or lost probe is what
 /// detection waits on, so it goes at once, after the replies it follows.
 /// At the fast profile (100 Hz) the tracker's thread then wakes about ten
 /// times a second instead of once per probe.
-/// The longest a reply is held before the tracker hears of it.
-pub const RELAY_HOLD: Duration = Duration::from_millis(100);
-
-/// Replies held for one observer.
 #[derive(Debug)]
 struct Relay {
     observer: Option<Observer<ProbeEvent>>,
