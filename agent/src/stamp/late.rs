@@ -12,14 +12,20 @@
 //! Until [`MIN_SAMPLES`] round trips are known the bound is the timeout:
 //! a link whose distribution is unknown is judged by the fixed rule.
 //!
-//! Neither is the bound below what the two hosts' own scheduling costs:
-//! a host that stalls (a busy or oversubscribed machine, a VM whose vCPU
-//! waits) delays the answers by as much, whatever the link. Each stall,
-//! this sender waking late to send or the peer's reflector holding a probe
-//! (its turnaround, t3 - t2), lifts the bound to [`STALL_MULTIPLIER`] times
-//! the stall for [`STALL_HOLD`]: a host that stalls now and then is judged
-//! on what it has shown it does, a quiet one keeps the floor. Without it,
-//! three probes caught in one 40 ms stall were an outage.
+//! Nor is a probe late while the peer has been silent for less than what
+//! the two hosts' own scheduling costs: a host that stalls (a busy or
+//! oversubscribed machine, a VM whose vCPU waits) silences the link for
+//! as long, whatever the link. Each stall, this sender waking late to send
+//! or the peer's reflector holding a probe (its turnaround, t3 - t2), sets
+//! the *silence* to [`STALL_MULTIPLIER`] times the stall for
+//! [`STALL_HOLD`]: no probe sent after the newest answer is called late
+//! until the oldest of them has waited that long ([`super::probe`]). The
+//! stall bounds the whole silence, not each probe's wait: a stall of S
+//! delays every probe sent in it by up to S, so waiting S for each of `k`
+//! probes in a row would make detection pay `k - 1` intervals on top. A
+//! host that stalls now and then is judged on what it has shown it does;
+//! a quiet one keeps the link's bound. Without it, three probes caught in
+//! one 40 ms stall were an outage.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -47,9 +53,10 @@ pub const STALL_HOLD: Duration = Duration::from_secs(60);
 /// A scheduling delay shorter than this is noise, not a stall.
 pub const STALL_MIN: Duration = Duration::from_millis(1);
 
-/// The bound covers this many times the longest stall held: a probe in
-/// flight across a stall of one end may wait through one of the other.
-pub const STALL_MULTIPLIER: u32 = 2;
+/// The silence covers this many times the longest stall held: a probe in
+/// flight across a stall of one end may wait through one of the other,
+/// and the stall that comes next may be somewhat longer than any seen.
+pub const STALL_MULTIPLIER: u32 = 3;
 
 /// Stalls held at most: the longest in the hold window is kept first, so
 /// a flood of small ones costs only the smallest.
@@ -92,8 +99,9 @@ pub struct LateBound {
     recent: VecDeque<u64>,
     since_recompute: usize,
     /// The bound the link's round trips give (the timeout until known).
-    link_bound: Duration,
     bound: Duration,
+    /// How long the peer may be silent before a probe is called late.
+    silence: Duration,
     scratch: Vec<u64>,
     /// Stalls within the hold, `(when, how long)`: each longer than every
     /// later one (a later, longer stall outlasts and outweighs it).
@@ -108,17 +116,24 @@ impl LateBound {
             timeout,
             recent: VecDeque::with_capacity(HISTORY),
             since_recompute: 0,
-            link_bound: timeout,
             bound: timeout,
+            silence: Duration::ZERO,
             scratch: Vec::with_capacity(HISTORY),
             stalls: VecDeque::new(),
         }
     }
 
     /// The current bound: a probe unanswered this long after its send is
-    /// late.
+    /// late (once the silence has passed too).
     pub fn bound(&self) -> Duration {
         self.bound
+    }
+
+    /// The current silence: no probe sent after the newest answer is late
+    /// before the oldest of them has waited this long (zero without a
+    /// stall held; at most the timeout).
+    pub fn silence(&self) -> Duration {
+        self.silence
     }
 
     /// Takes one reply's round trip (t4 - t1, reflector time included:
@@ -137,13 +152,15 @@ impl LateBound {
         self.since_recompute = 0;
         self.scratch.clear();
         self.scratch.extend(self.recent.iter().copied());
-        self.link_bound = self.rule.bound(p99(&mut self.scratch), self.timeout);
-        self.combine()
+        let old = self.bound;
+        self.bound = self.rule.bound(p99(&mut self.scratch), self.timeout);
+        old != self.bound
     }
 
     /// Takes one scheduling delay seen at `now`: how late this sender woke
     /// to send, or how long the peer's reflector held a probe. Returns true
-    /// when the bound changed (a stall lifted it, or one's hold ran out).
+    /// when the silence changed (a stall lengthened it, or one's hold ran
+    /// out).
     pub fn observe_stall(&mut self, delay: Duration, now: Instant) -> bool {
         while self
             .stalls
@@ -161,19 +178,10 @@ impl LateBound {
             }
             self.stalls.push_back((now, delay));
         }
-        self.combine()
-    }
-
-    /// The bound from the link's round trips and the stalls held; true
-    /// when it changed.
-    fn combine(&mut self) -> bool {
-        let stall = self.stalls.front().map_or(Duration::ZERO, |&(_, d)| d);
-        let old = self.bound;
-        self.bound = self
-            .link_bound
-            .max(stall.saturating_mul(STALL_MULTIPLIER))
-            .min(self.timeout);
-        old != self.bound
+        let longest = self.stalls.front().map_or(Duration::ZERO, |&(_, d)| d);
+        let old = self.silence;
+        self.silence = longest.saturating_mul(STALL_MULTIPLIER).min(self.timeout);
+        old != self.silence
     }
 }
 
@@ -270,47 +278,49 @@ mod tests {
     }
 
     #[test]
-    fn a_stall_lifts_the_bound_for_its_hold_then_the_link_rules_again() {
+    fn a_stall_sets_the_silence_for_its_hold_and_leaves_the_bound() {
         let t0 = Instant::now();
         let mut b = learnt();
-        assert_eq!(b.bound(), 5 * MS);
+        assert_eq!((b.bound(), b.silence()), (5 * MS, Duration::ZERO));
         // Scheduling noise under a millisecond: no stall.
         assert!(!b.observe_stall(Duration::from_micros(900), t0));
-        assert_eq!(b.bound(), 5 * MS);
-        // This host stalled 40 ms: twice that, at once.
+        assert_eq!(b.silence(), Duration::ZERO);
+        // This host stalled 40 ms: three times that, at once; each probe's
+        // own bound stays the link's.
         assert!(b.observe_stall(40 * MS, t0));
-        assert_eq!(b.bound(), 80 * MS);
+        assert_eq!((b.bound(), b.silence()), (5 * MS, 120 * MS));
         // A shorter stall later changes nothing while the longer one holds.
         assert!(!b.observe_stall(10 * MS, t0 + Duration::from_secs(30)));
-        assert_eq!(b.bound(), 80 * MS);
+        assert_eq!(b.silence(), 120 * MS);
         // The 40 ms hold ends; the 10 ms one, seen later, still holds.
         assert!(b.observe_stall(Duration::ZERO, t0 + STALL_HOLD));
-        assert_eq!(b.bound(), 20 * MS);
-        // And ends in turn: the link's own bound again.
+        assert_eq!(b.silence(), 30 * MS);
+        // And ends in turn: no silence.
         assert!(b.observe_stall(Duration::ZERO, t0 + Duration::from_secs(30) + STALL_HOLD));
-        assert_eq!(b.bound(), 5 * MS);
+        assert_eq!(b.silence(), Duration::ZERO);
         // Never past the timeout.
         b.observe_stall(Duration::from_secs(3), t0 + 3 * STALL_HOLD);
-        assert_eq!(b.bound(), Duration::from_secs(1));
+        assert_eq!(b.silence(), Duration::from_secs(1));
+        assert_eq!(b.bound(), 5 * MS);
     }
 
     #[test]
-    fn the_link_rising_above_a_held_stall_rules() {
+    fn the_link_and_the_stalls_move_independently() {
         let t0 = Instant::now();
         let mut b = learnt();
         b.observe_stall(4 * MS, t0);
-        assert_eq!(b.bound(), 8 * MS);
+        assert_eq!((b.bound(), b.silence()), (5 * MS, 12 * MS));
         for _ in 0..HISTORY {
             b.observe(4_000 * US);
         }
-        assert_eq!(b.bound(), 16 * MS);
+        assert_eq!((b.bound(), b.silence()), (16 * MS, 12 * MS));
     }
 
-    /// Seeded: any stalls at any times: the bound is twice the longest
-    /// stall within the hold (at least the link's bound, at most the
-    /// timeout), with memory bounded.
+    /// Seeded: any stalls at any times: the silence is three times the
+    /// longest stall within the hold (at most the timeout), the link's
+    /// bound is untouched, and memory is bounded.
     #[test]
-    fn prop_the_bound_covers_the_longest_stall_held() {
+    fn prop_the_silence_covers_the_longest_stall_held() {
         let strategy = prop::collection::vec((0u64..5_000, 0u64..200_000), 0..400);
         runner(21)
             .run(&strategy, |steps| {
@@ -330,11 +340,10 @@ mod tests {
                         .max()
                         .unwrap_or_default();
                     prop_assert!(b.stalls.len() <= MAX_STALLS);
+                    prop_assert_eq!(b.bound(), 5 * MS);
                     if b.stalls.len() < MAX_STALLS {
-                        let want = (held * STALL_MULTIPLIER)
-                            .max(5 * MS)
-                            .min(Duration::from_secs(1));
-                        prop_assert_eq!(b.bound(), want);
+                        let want = (held * STALL_MULTIPLIER).min(Duration::from_secs(1));
+                        prop_assert_eq!(b.silence(), want);
                     }
                 }
                 Ok(())

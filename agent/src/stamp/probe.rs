@@ -7,6 +7,11 @@
 //! numbers) is foreign, not a sample. Settled probes (answered or lost) are
 //! remembered for two timeouts so a second answer is a duplicate and an
 //! answer after the loss is late, rather than foreign.
+//!
+//! A probe sent after the newest answer is overdue only once the oldest of
+//! those has waited the *silence* ([`super::late::LateBound::silence`]) as
+//! well as its own bound: a stall of either host silences the link for as
+//! long, and it is the silence, not each probe, that a stall bounds.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -89,11 +94,23 @@ struct Settled {
 #[derive(Debug)]
 pub struct ProbeTable {
     overdue_after: Duration,
+    /// How long the probes after the newest answer wait, counted from the
+    /// oldest of them, before any is overdue.
+    silence_after: Duration,
     timeout: Duration,
+    /// When the newest probe answered within the timeout was sent (send
+    /// order, not sequence numbers, which wrap).
+    newest_answered: Option<Instant>,
     in_flight: BTreeMap<u32, InFlight>,
     settled: BTreeMap<u32, Settled>,
     /// When [`ProbeTable::expire`] next forgets old settled probes.
     next_prune: Option<Instant>,
+}
+
+/// A probe sent at `sent_at` was sent after the newest answer (sent at
+/// `newest_answered`), so the silence applies to it.
+fn after_answer(newest_answered: Option<Instant>, sent_at: Instant) -> bool {
+    newest_answered.is_none_or(|n| sent_at > n)
 }
 
 /// Settled probes remembered at most (bounds memory at very high rates).
@@ -105,7 +122,9 @@ impl ProbeTable {
     pub fn new(overdue_after: Duration, timeout: Duration) -> ProbeTable {
         ProbeTable {
             overdue_after: overdue_after.min(timeout),
+            silence_after: Duration::ZERO,
             timeout,
+            newest_answered: None,
             in_flight: BTreeMap::new(),
             settled: BTreeMap::new(),
             next_prune: None,
@@ -117,6 +136,13 @@ impl ProbeTable {
     /// link ([`super::late`]). One already called overdue stays so.
     pub fn set_overdue_after(&mut self, overdue_after: Duration) {
         self.overdue_after = overdue_after.min(self.timeout);
+    }
+
+    /// From now on no probe sent after the newest answer is overdue before
+    /// the oldest of them was sent `silence_after` ago (at most the
+    /// timeout): a stall held ([`super::late`]).
+    pub fn set_silence_after(&mut self, silence_after: Duration) {
+        self.silence_after = silence_after.min(self.timeout);
     }
 
     /// Records probe `seq` sent at `t1` (`sent_at` on the monotonic clock)
@@ -190,6 +216,7 @@ impl ProbeTable {
             };
             let p = self.in_flight.remove(&seq).expect("present above");
             self.settle(seq, p, false);
+            self.newest_answered = self.newest_answered.max(Some(p.sent_at));
             return Verdict::Reply {
                 seq,
                 sent_unix_ns: p.sent_unix_ns,
@@ -217,9 +244,16 @@ impl ProbeTable {
     /// forgets settled probes older than two timeouts.
     pub fn expire(&mut self, now: Instant, out: &mut Vec<Expiry>) {
         let mut lost = Vec::new();
+        let silence_ends = self.silence_ends();
+        let newest_answered = self.newest_answered;
         for (&seq, p) in self.in_flight.iter_mut() {
             let age = now.saturating_duration_since(p.sent_at);
-            if !p.overdue_fired && age >= self.overdue_after {
+            let due = p.sent_at + self.overdue_after;
+            let due = match silence_ends {
+                Some(ends) if after_answer(newest_answered, p.sent_at) => due.max(ends),
+                _ => due,
+            };
+            if !p.overdue_fired && (now >= due || age >= self.timeout) {
                 p.overdue_fired = true;
                 out.push(Expiry::Overdue {
                     seq,
@@ -251,15 +285,35 @@ impl ProbeTable {
         }
     }
 
+    /// When the silence ends, counted from the send of the oldest probe in
+    /// flight sent after the newest answer: no probe sent after that answer
+    /// is overdue before then. `None` when there is no such probe.
+    fn silence_ends(&self) -> Option<Instant> {
+        let first = self
+            .in_flight
+            .values()
+            .map(|p| p.sent_at)
+            .filter(|&at| after_answer(self.newest_answered, at))
+            .min()?;
+        Some(first + self.silence_after)
+    }
+
     /// The earliest instant at which [`ProbeTable::expire`] has work.
     pub fn next_deadline(&self) -> Option<Instant> {
+        let silence_ends = self.silence_ends();
         self.in_flight
             .values()
             .map(|p| {
+                let lost = p.sent_at + self.timeout;
                 if p.overdue_fired {
-                    p.sent_at + self.timeout
-                } else {
-                    p.sent_at + self.overdue_after
+                    return lost;
+                }
+                let due = p.sent_at + self.overdue_after;
+                match silence_ends {
+                    Some(ends) if after_answer(self.newest_answered, p.sent_at) => {
+                        due.max(ends).min(lost)
+                    }
+                    _ => due,
                 }
             })
             .min()
@@ -491,6 +545,110 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    /// Probes 0-4 sent 10 ms apart with a 5 ms bound and a 30 ms silence.
+    fn silenced(now: Instant) -> ProbeTable {
+        let mut t = ProbeTable::new(5 * MS, 100 * MS);
+        t.set_silence_after(30 * MS);
+        for seq in 0..5u32 {
+            let t1 = T0 + u64::from(seq) * 10_000_000;
+            let at = now + u32::from(seq as u16) * 10 * MS;
+            t.sent(seq, NtpTimestamp::from_unix_ns(t1), t1, at, 0);
+        }
+        t
+    }
+
+    fn overdue_seqs(out: &[Expiry]) -> Vec<u32> {
+        out.iter()
+            .filter_map(|e| match e {
+                Expiry::Overdue { seq, .. } => Some(*seq),
+                Expiry::Lost { .. } => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn no_probe_is_late_before_the_silence_then_all_past_their_bound_are() {
+        let now = Instant::now();
+        let mut t = silenced(now);
+        let mut out = Vec::new();
+        // Probe 0's own bound passed at 5 ms; the silence runs to 30 ms.
+        assert_eq!(t.next_deadline(), Some(now + 30 * MS));
+        t.expire(now + 29 * MS, &mut out);
+        assert!(out.is_empty(), "{out:?}");
+        // At 30 ms: 0, 1 and 2 are past their bounds (sent at 0, 10, 20).
+        t.expire(now + 30 * MS, &mut out);
+        assert_eq!(overdue_seqs(&out), [0, 1, 2]);
+        // Then each of the rest at its own bound.
+        assert_eq!(t.next_deadline(), Some(now + 35 * MS));
+        out.clear();
+        t.expire(now + 45 * MS, &mut out);
+        assert_eq!(overdue_seqs(&out), [3, 4]);
+    }
+
+    #[test]
+    fn an_answer_restarts_the_silence_from_the_probes_after_it() {
+        let now = Instant::now();
+        let mut t = silenced(now);
+        let mut out = Vec::new();
+        // A stall ends: probe 1 is answered at 25 ms.
+        let v = t.reply(&reply(1, T0 + 10_000_000, T0, T0), T0 + 25_000_000, None);
+        assert!(matches!(
+            v,
+            Verdict::Reply {
+                seq: 1,
+                late: false,
+                ..
+            }
+        ));
+        // Probe 0 was overtaken by the answer: only its own bound holds it
+        // (it breaks no run: the answer after it does).
+        t.expire(now + 25 * MS, &mut out);
+        assert_eq!(overdue_seqs(&out), [0]);
+        // Probes 2-4 wait the silence from probe 2's send (20 ms): 50 ms.
+        assert_eq!(t.next_deadline(), Some(now + 50 * MS));
+        out.clear();
+        t.expire(now + 49 * MS, &mut out);
+        assert!(out.is_empty(), "{out:?}");
+        t.expire(now + 50 * MS, &mut out);
+        assert_eq!(overdue_seqs(&out), [2, 3, 4]);
+    }
+
+    #[test]
+    fn without_a_silence_each_probe_is_late_at_its_own_bound() {
+        let now = Instant::now();
+        let mut t = silenced(now);
+        t.set_silence_after(Duration::ZERO);
+        let mut out = Vec::new();
+        assert_eq!(t.next_deadline(), Some(now + 5 * MS));
+        t.expire(now + 15 * MS, &mut out);
+        assert_eq!(overdue_seqs(&out), [0, 1]);
+    }
+
+    #[test]
+    fn a_silence_past_the_timeout_still_calls_late_before_lost() {
+        let now = Instant::now();
+        let mut t = silenced(now);
+        t.set_silence_after(Duration::from_secs(5));
+        assert_eq!(t.silence_after, 100 * MS);
+        assert_eq!(t.next_deadline(), Some(now + 100 * MS));
+        let mut out = Vec::new();
+        t.expire(now + 100 * MS, &mut out);
+        assert_eq!(
+            out[..2],
+            [
+                Expiry::Overdue {
+                    seq: 0,
+                    sent_unix_ns: T0
+                },
+                Expiry::Lost {
+                    seq: 0,
+                    sent_unix_ns: T0
+                },
+            ]
+        );
+        assert_eq!(overdue_seqs(&out), [0, 1, 2, 3, 4]);
     }
 
     #[test]

@@ -209,7 +209,7 @@ impl Session {
         }
     }
 
-    /// A scheduling delay of either end: lifts the late bound while held.
+    /// A scheduling delay of either end: sets the silence while held.
     fn stalled(&mut self, delay: Duration, now: Instant) {
         if self.late.observe_stall(delay, now) {
             self.late_bound_moved();
@@ -218,7 +218,9 @@ impl Session {
 
     fn late_bound_moved(&mut self) {
         self.table.set_overdue_after(self.late.bound());
-        debug!(peer = %self.peer, bound = ?self.late.bound(), "STAMP late bound moved");
+        self.table.set_silence_after(self.late.silence());
+        debug!(peer = %self.peer, bound = ?self.late.bound(), silence = ?self.late.silence(),
+            "STAMP late bound moved");
     }
 
     fn send_probe(&mut self, now: Instant, on: &mut dyn FnMut(Outcome)) {
