@@ -6,6 +6,7 @@ use std::fmt::Write;
 
 use super::acceptance;
 use super::baseline::Comparison;
+use super::soak::rdma::RdmaLink;
 use super::soak::{Interruptions, Link, Report, Rtt};
 use crate::soak::time;
 
@@ -193,6 +194,8 @@ fn rdma(r: &Report) -> Section {
                 us(l.min_us),
                 us(l.mean_us),
                 us(l.max_us),
+                l.bursts.to_string(),
+                burst(l),
                 errors.join(", "),
             ]
         })
@@ -200,9 +203,31 @@ fn rdma(r: &Report) -> Section {
     Section {
         title: "RDMA per directed link (own transport, not in the verdict)".into(),
         header: vec![
-            "link", "device", "pings", "lost", "min us", "mean us", "max us", "errors",
+            "link",
+            "device",
+            "pings",
+            "lost",
+            "min us",
+            "mean us",
+            "max us",
+            "bursts",
+            "burst Gbps mean / worst",
+            "errors",
         ],
         rows,
+    }
+}
+
+/// An RDMA link's bursts: confirmed Gbit/s mean / worst, and what the peer
+/// never confirmed; "-" without a burst.
+fn burst(l: &RdmaLink) -> String {
+    match (l.burst_mean_gbps, l.burst_worst_gbps) {
+        (Some(mean), Some(worst)) if l.burst_unconfirmed_bytes > 0 => format!(
+            "{mean:.1} / {worst:.1} ({} B unconfirmed)",
+            l.burst_unconfirmed_bytes
+        ),
+        (Some(mean), Some(worst)) => format!("{mean:.1} / {worst:.1}"),
+        _ => "-".into(),
     }
 }
 

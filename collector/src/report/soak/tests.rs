@@ -540,12 +540,29 @@ fn rdma_windows_are_their_own_transport_outside_rtt_and_verdict() {
         1001 * S,
         Some(&rdma(1001 * S, &[9_000, 11_000], 1)),
     );
+    // Two bursts: 10 MB confirmed in 2 ms (40 Gbit/s), then 4 MB posted
+    // and 2 MB confirmed in 1 ms (16 Gbit/s).
+    let burst = |t: u64, sent: u64, confirmed: u64, ns: u64| {
+        let Payload::RdmaProbe(mut p) = rdma(t, &[10_000], 0) else {
+            unreachable!()
+        };
+        p.errors.clear();
+        (p.burst_sent_bytes, p.burst_confirmed_bytes, p.burst_ns) = (sent, confirmed, ns);
+        Payload::RdmaProbe(p)
+    };
     b.add(
         "a",
         "boot",
         3,
         1002 * S,
-        Some(&rdma(1002 * S, &[10_000], 0)),
+        Some(&burst(1002 * S, 10_000_000, 10_000_000, 2_000_000)),
+    );
+    b.add(
+        "a",
+        "boot",
+        5,
+        1004 * S,
+        Some(&burst(1004 * S, 4_000_000, 2_000_000, 1_000_000)),
     );
     // A peer outside the soak's nodes is not the soak's.
     let Payload::RdmaProbe(mut z) = rdma(1003 * S, &[5_000], 0) else {
@@ -561,9 +578,16 @@ fn rdma_windows_are_their_own_transport_outside_rtt_and_verdict() {
     assert_eq!(r.rdma.len(), 1, "{:?}", r.rdma);
     let l = &r.rdma[0];
     assert_eq!((l.node.as_str(), l.peer.as_str()), ("a", "b"));
-    assert_eq!((l.sent, l.received, l.lost), (4, 3, 1));
+    assert_eq!((l.sent, l.received, l.lost), (5, 4, 1));
     assert_eq!((l.min_us, l.mean_us, l.max_us), (9.0, 10.0, 11.0));
-    assert_eq!(l.errors.get("crc_mismatch"), Some(&2));
+    assert_eq!(l.errors.get("crc_mismatch"), Some(&1));
+    // 12 MB confirmed over 3 ms: 32 Gbit/s; the slower burst 16.
+    assert_eq!(l.bursts, 2);
+    assert_eq!(
+        (l.burst_mean_gbps, l.burst_worst_gbps),
+        (Some(32.0), Some(16.0))
+    );
+    assert_eq!(l.burst_unconfirmed_bytes, 2_000_000);
     let sections = crate::report::render::sections(&r);
     let s = sections
         .iter()
@@ -574,12 +598,14 @@ fn rdma_windows_are_their_own_transport_outside_rtt_and_verdict() {
         [[
             "a -> b",
             "rdma_en2",
-            "4",
+            "5",
             "1",
             "9.0",
             "10.0",
             "11.0",
-            "crc_mismatch 2"
+            "2",
+            "32.0 / 16.0 (2000000 B unconfirmed)",
+            "crc_mismatch 1"
         ]]
     );
     assert!(!r.verdict.lines.iter().any(|v| v.key.contains("rdma")));
