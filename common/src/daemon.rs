@@ -1,8 +1,8 @@
 //! The binary edge both daemons (`boltwatch-agent run`, `boltwatch-collector
 //! serve`) share: the config flags, the way from flags to a checked config
-//! (or exit 78), `--check-config`, logging, and the supervision around the
-//! running service (READY=1, the watchdog, SIGHUP log reopening, SIGINT and
-//! SIGTERM).
+//! (or exit 78), `--check-config`, logging, the allocator's arena cap
+//! ([`crate::memory`]), and the supervision around the running service
+//! (READY=1, the watchdog, SIGHUP log reopening, SIGINT and SIGTERM).
 
 use std::fmt::Display;
 use std::future::Future;
@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use crate::config::{build, ConfigError, Document, Flags, HasLogFormat, Schema};
-use crate::{exit, log, notify, reopen, signal};
+use crate::{exit, log, memory, notify, reopen, signal};
 
 /// `--config FILE`, `--check-config` and one flag per key of `C` (flags
 /// override the file).
@@ -85,6 +85,9 @@ pub fn run<C: DaemonConfig, E: Display>(
     log::init(*config.log_format_mut(), "info");
     for note in renamed {
         tracing::warn!("{note}");
+    }
+    if memory::cap_arenas() {
+        tracing::debug!(arenas = memory::ARENAS, "malloc arenas capped");
     }
     match serve(config) {
         Ok(()) => ExitCode::SUCCESS,

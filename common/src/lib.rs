@@ -12,6 +12,8 @@
 //! - [`notify`]: systemd's READY=1 and the progress-driven WATCHDOG=1.
 //! - [`reopen`]: the pid file and SIGHUP log reopening newsyslog needs.
 //! - [`clock`]: realtime unix nanoseconds.
+//! - [`memory`]: at most two malloc arenas on glibc, so freed memory held
+//!   per thread stays bounded.
 //! - `testing` (feature `testing`): the seeded proptest config and
 //!   error-location helpers of the property tests.
 #![deny(missing_docs)]
@@ -22,6 +24,7 @@ pub mod daemon;
 pub mod duration;
 pub mod exit;
 pub mod log;
+pub mod memory;
 pub mod notify;
 pub mod reopen;
 pub mod signal;

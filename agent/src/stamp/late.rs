@@ -13,13 +13,16 @@
 //! a link whose distribution is unknown is judged by the fixed rule.
 //!
 //! Nor is a probe late while the peer has been silent for less than what
-//! the two hosts' own scheduling costs: a host that stalls (a busy or
-//! oversubscribed machine, a VM whose vCPU waits) silences the link for
-//! as long, whatever the link. Each stall, this sender waking late to send
-//! or the peer's reflector holding a probe (its turnaround, t3 - t2), sets
-//! the *silence* to [`STALL_MULTIPLIER`] times the stall for
-//! [`STALL_HOLD`]: no probe sent after the newest answer is called late
-//! until the oldest of them has waited that long ([`super::probe`]). The
+//! its own scheduling costs: a peer that stalls (a busy or oversubscribed
+//! machine, a VM whose vCPU waits) silences the link for as long, whatever
+//! the link. Each stall of the peer's reflector, a probe held between its
+//! receipt and the reply (its turnaround, t3 - t2), sets the *silence* to
+//! [`STALL_MULTIPLIER`] times the stall for [`STALL_HOLD`]: no probe sent
+//! after the newest answer is called late until the oldest of them has
+//! waited that long ([`super::probe`]). This host's own stalls need no
+//! such allowance: the session judges lateness as of before it reads the
+//! replies, and counts a probe's wait from after its send returned, so a
+//! sender that was off the CPU finds the replies that came meanwhile. The
 //! stall bounds the whole silence, not each probe's wait: a stall of S
 //! delays every probe sent in it by up to S, so waiting S for each of `k`
 //! probes in a row would make detection pay `k - 1` intervals on top. A
@@ -53,9 +56,11 @@ pub const STALL_HOLD: Duration = Duration::from_secs(60);
 /// A scheduling delay shorter than this is noise, not a stall.
 pub const STALL_MIN: Duration = Duration::from_millis(1);
 
-/// The silence covers this many times the longest stall held: a probe in
-/// flight across a stall of one end may wait through one of the other,
-/// and the stall that comes next may be somewhat longer than any seen.
+/// The silence covers this many times the longest stall held: a host
+/// that stalls now and then stalls longer now and then than in the last
+/// minute, and each stall on a VM is also one of the packet path (the
+/// reflector's vCPU carries the veth's delivery), which its turnaround
+/// does not show.
 pub const STALL_MULTIPLIER: u32 = 3;
 
 /// Stalls held at most: the longest in the hold window is kept first, so
@@ -157,8 +162,8 @@ impl LateBound {
         old != self.bound
     }
 
-    /// Takes one scheduling delay seen at `now`: how late this sender woke
-    /// to send, or how long the peer's reflector held a probe. Returns true
+    /// Takes one scheduling delay seen at `now`: how long the peer's
+    /// reflector held a probe. Returns true
     /// when the silence changed (a stall lengthened it, or one's hold ran
     /// out).
     pub fn observe_stall(&mut self, delay: Duration, now: Instant) -> bool {
@@ -285,8 +290,8 @@ mod tests {
         // Scheduling noise under a millisecond: no stall.
         assert!(!b.observe_stall(Duration::from_micros(900), t0));
         assert_eq!(b.silence(), Duration::ZERO);
-        // This host stalled 40 ms: three times that, at once; each probe's
-        // own bound stays the link's.
+        // The peer's reflector held a probe 40 ms: three times that, at
+        // once; each probe's own bound stays the link's.
         assert!(b.observe_stall(40 * MS, t0));
         assert_eq!((b.bound(), b.silence()), (5 * MS, 120 * MS));
         // A shorter stall later changes nothing while the longer one holds.

@@ -89,9 +89,6 @@ pub(crate) struct Session {
     tx: [u8; PACKET_LEN],
     expired: Vec<Expiry>,
     read_timeout: Option<Duration>,
-    /// When the thread meant to wake next: waking later is a stall of
-    /// this host ([`LateBound::observe_stall`]).
-    planned_wake: Option<Instant>,
     /// Kernel TX timestamps are on.
     tx_stamps: bool,
     /// `(TX counter, seq)` of sends whose TX stamp has not been read yet.
@@ -140,7 +137,6 @@ impl Session {
             tx: [0u8; PACKET_LEN],
             expired: Vec::new(),
             read_timeout: None,
-            planned_wake: None,
             tx_stamps,
             tx_pending: VecDeque::new(),
             next_tx_id: 0,
@@ -165,11 +161,8 @@ impl Session {
         }
         while !stop.is_cancelled() {
             let now = Instant::now();
-            if let Some(planned) = self.planned_wake.take() {
-                self.stalled(now.saturating_duration_since(planned), now);
-            }
             if let Some(due) = next_send.filter(|&d| now >= d) {
-                self.send_probe(now, on);
+                self.send_probe(on);
                 sent += 1;
                 let mut next = due + self.interval;
                 while next <= now {
@@ -181,8 +174,12 @@ impl Session {
                     Some(next)
                 };
             }
+            // Lateness is judged as of before the replies are read: every
+            // reply that came by then is read first, so however long this
+            // thread was off the CPU, its own stall makes no probe late.
+            let judged = Instant::now();
             self.drain(on);
-            self.table.expire(Instant::now(), &mut self.expired);
+            self.table.expire(judged, &mut self.expired);
             for e in self.expired.drain(..) {
                 on(match e {
                     Expiry::Overdue { seq, sent_unix_ns } => {
@@ -204,12 +201,11 @@ impl Session {
                 .flatten()
                 .min()
                 .unwrap_or(now);
-            self.planned_wake = Some(wake);
             self.wait(wake.saturating_duration_since(now), on);
         }
     }
 
-    /// A scheduling delay of either end: sets the silence while held.
+    /// The peer's reflector held a probe: sets the silence while held.
     fn stalled(&mut self, delay: Duration, now: Instant) {
         if self.late.observe_stall(delay, now) {
             self.late_bound_moved();
@@ -223,7 +219,7 @@ impl Session {
             "STAMP late bound moved");
     }
 
-    fn send_probe(&mut self, now: Instant, on: &mut dyn FnMut(Outcome)) {
+    fn send_probe(&mut self, on: &mut dyn FnMut(Outcome)) {
         let seq = self.seq;
         self.seq = self.seq.wrapping_add(1);
         // Measures the wall-clock correction too, so a step before this
@@ -255,7 +251,9 @@ impl Session {
             // peer did not answer: it times out and counts as lost.
             Err(e) => debug!(peer = %self.peer, seq, error = %e, "STAMP probe send failed"),
         }
-        self.table.sent(seq, ts, t1, now, generation);
+        // The deadlines count from after the send returned: a stall before
+        // it makes the probe younger than it is, never older.
+        self.table.sent(seq, ts, t1, Instant::now(), generation);
         self.collect_tx_stamps();
         on(Outcome::Sent { sent_unix_ns: t1 });
     }
