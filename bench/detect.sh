@@ -146,5 +146,13 @@ if [ "$SOAK_MINUTES" -gt 0 ]; then
     echo "detect: load after the soak: $(uptime)"
     after=$(ip netns exec "$A" curl -s 127.0.0.1:9472/metrics | awk '/^boltwatch_outages_total\{.*peer="b"/{print $2}')
     late=$(ip netns exec "$A" curl -s 127.0.0.1:9472/metrics | awk '/^boltwatch_probe_late_total\{.*peer="b"/{print $2}')
-    echo "detect: ${SOAK_MINUTES} min at 100 Hz under iperf3 at line rate (tbf 2 Gbit/s, window $WINDOW): $((${after%.*} - ${before%.*})) outages, ${late} late replies; $(tail -3 "$WORK/iperf-c.log" | head -1)"
+    opened=$((${after%.*} - ${before%.*}))
+    echo "detect: ${SOAK_MINUTES} min at 100 Hz under iperf3 at line rate (tbf 2 Gbit/s, window $WINDOW): $opened outages, ${late} late replies; $(tail -3 "$WORK/iperf-c.log" | head -1)"
+    if [ "$opened" != 0 ]; then
+        # What the agent knew when it opened them: the outages and the
+        # late bound's moves (the peer's stalls) before each.
+        grep -E "outage record emitted|late bound moved" "$WORK/a.log" | tail -20 >&2
+        echo "detect: FAILED: a false outage under load" >&2
+        exit 1
+    fi
 fi
