@@ -98,6 +98,23 @@ impl Cluster {
         c
     }
 
+    /// Waits until every agent has a stream open to the collector (after
+    /// a collector restart its probe counters come back from the store
+    /// before the agents, in their retry backoff, reconnect).
+    pub fn wait_all_connected(&self) {
+        let n = self.bed.nodes().len();
+        wait_for(
+            "every agent connected to the collector",
+            Duration::from_secs(60),
+            || {
+                let m = self.collector.metrics();
+                (0..n).all(|i| {
+                    sample(&m, "boltwatch_agent_up", &[("node", &node_name(i))]) == Some(1.0)
+                })
+            },
+        );
+    }
+
     /// Waits until every agent has had replies from every peer.
     pub fn wait_all_probing(&self) {
         let n = self.bed.nodes().len();
