@@ -143,17 +143,37 @@ fn label_sets<'r>(keys: &'r RandomState, r: &'r Record) -> impl Iterator<Item = 
         .chain(sensors.map(move |n| (n.0, set_hash(keys, std::iter::once(n)))))
 }
 
-/// A label set's hash: each label and value, then their count, so that
-/// sets of different sizes differ.
+/// A label set's hash: each label, the value's length and the value, then
+/// their count, so that sets of different sizes differ. The labels go
+/// through a stack buffer into one `write` (SipHash's cost per call was
+/// most of the budget's share of ingest); a set too long for it is
+/// written in parts, at the same places for the same set, so the same set
+/// still hashes alike.
 fn set_hash<'a>(keys: &RandomState, names: impl Iterator<Item = (Dim, &'a str)>) -> u64 {
     let mut h = keys.build_hasher();
+    let mut buf = [0u8; 128];
+    let mut len = 0;
+    let mut put = |h: &mut std::hash::DefaultHasher, bytes: &[u8]| {
+        if len + bytes.len() > buf.len() {
+            h.write(&buf[..len]);
+            len = 0;
+        }
+        if bytes.len() > buf.len() {
+            h.write(bytes);
+        } else {
+            buf[len..len + bytes.len()].copy_from_slice(bytes);
+            len += bytes.len();
+        }
+    };
     let mut n = 0u8;
     for (dim, name) in names {
-        dim.hash(&mut h);
-        name.hash(&mut h);
+        put(&mut h, &[dim as u8]);
+        put(&mut h, &(name.len() as u64).to_le_bytes());
+        put(&mut h, name.as_bytes());
         n = n.wrapping_add(1);
     }
-    n.hash(&mut h);
+    put(&mut h, &[n]);
+    h.write(&buf[..len]);
     h.finish()
 }
 
@@ -167,8 +187,10 @@ pub struct Budget {
     nodes: HashMap<String, Sets>,
 }
 
-/// One node's label sets, by hash.
-type Sets = HashSet<u64>;
+/// One node's label sets, by hash. The hashes are already keyed SipHash
+/// outputs (random per process), so the set takes them as they are:
+/// hashing them again cost as much as hashing the labels.
+type Sets = HashSet<u64, nohash_hasher::BuildNoHashHasher<u64>>;
 
 impl Budget {
     /// At most `per_node` distinct label sets per node.
@@ -438,5 +460,27 @@ mod tests {
         }
         assert!(!b.admit_node("one-more"));
         assert!(b.admit_node("n0"));
+    }
+
+    #[test]
+    fn a_set_hashes_alike_however_long_and_only_its_own_split_alike() {
+        let keys = RandomState::new();
+        let h = |names: &[(Dim, &str)]| set_hash(&keys, names.iter().copied());
+        let long = "p".repeat(200);
+        let sets: [&[(Dim, &str)]; 6] = [
+            &[(Dim::Peer, "ab"), (Dim::Interface, "c")],
+            &[(Dim::Peer, "a"), (Dim::Interface, "bc")],
+            &[(Dim::Interface, "ab"), (Dim::Peer, "c")],
+            &[(Dim::Peer, "abc")],
+            &[(Dim::Peer, &long), (Dim::Interface, "en0")],
+            &[(Dim::Peer, &long[..199]), (Dim::Interface, "pen0")],
+        ];
+        for (i, a) in sets.iter().enumerate() {
+            // Over the stack buffer or not, the same set hashes the same.
+            assert_eq!(h(a), h(a), "{a:?}");
+            for b in &sets[i + 1..] {
+                assert_ne!(h(a), h(b), "{a:?} ~ {b:?}");
+            }
+        }
     }
 }
