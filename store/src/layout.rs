@@ -154,14 +154,21 @@ pub struct Keys {
     /// The last boot asked for: a batch is normally one boot's records.
     last: Option<(String, String, BootKey)>,
     boots: HashMap<String, HashMap<String, BootKey>>,
+    /// Entries in `boots`.
+    cached_boots: usize,
     kinds: HashMap<String, i64>,
 }
+
+/// Most boots [`Keys`] caches: a fleet's live boots many times over, and
+/// at about 150 bytes each a bound of a few hundred kilobytes.
+pub const MAX_CACHED_BOOTS: usize = 4096;
 
 impl Keys {
     /// Forgets every cached id.
     pub fn clear(&mut self) {
         self.last = None;
         self.boots.clear();
+        self.cached_boots = 0;
         self.kinds.clear();
     }
 
@@ -205,10 +212,18 @@ impl Keys {
             id,
             head: head.into(),
         };
+        // Every agent restart is a new boot: without a bound the cache
+        // would grow by one entry per restart for the collector's life.
+        // Past the bound it starts over; the table still has every id.
+        if self.cached_boots >= MAX_CACHED_BOOTS {
+            self.boots.clear();
+            self.cached_boots = 0;
+        }
         self.boots
             .entry(node.to_string())
             .or_default()
             .insert(boot_id.to_string(), key.clone());
+        self.cached_boots += 1;
         Ok(key)
     }
 
@@ -466,5 +481,25 @@ mod tests {
             };
             assert_eq!(head(node, boot), r.encode_to_vec(), "{node}/{boot}");
         }
+    }
+
+    #[test]
+    fn the_boot_cache_is_bounded_and_ids_survive_its_reset() {
+        let conn = crate::schema::memory();
+        let mut keys = Keys::default();
+        let first = keys.boot(&conn, "n0", "boot-0").unwrap().id;
+        for i in 1..=MAX_CACHED_BOOTS + 10 {
+            keys.boot(&conn, "n0", &format!("boot-{i}")).unwrap();
+            assert!(
+                keys.cached_boots <= MAX_CACHED_BOOTS,
+                "{}",
+                keys.cached_boots
+            );
+        }
+        let cached: usize = keys.boots.values().map(HashMap::len).sum();
+        assert_eq!(cached, keys.cached_boots);
+        assert!(cached < MAX_CACHED_BOOTS, "the cache started over");
+        // Forgotten by the cache, not by the table: the same id again.
+        assert_eq!(keys.boot(&conn, "n0", "boot-0").unwrap().id, first);
     }
 }
