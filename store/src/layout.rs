@@ -154,8 +154,6 @@ pub struct Keys {
     /// The last boot asked for: a batch is normally one boot's records.
     last: Option<(String, String, BootKey)>,
     boots: HashMap<String, HashMap<String, BootKey>>,
-    /// Entries in `boots`.
-    cached_boots: usize,
     kinds: HashMap<String, i64>,
 }
 
@@ -168,7 +166,6 @@ impl Keys {
     pub fn clear(&mut self) {
         self.last = None;
         self.boots.clear();
-        self.cached_boots = 0;
         self.kinds.clear();
     }
 
@@ -215,16 +212,20 @@ impl Keys {
         // Every agent restart is a new boot: without a bound the cache
         // would grow by one entry per restart for the collector's life.
         // Past the bound it starts over; the table still has every id.
-        if self.cached_boots >= MAX_CACHED_BOOTS {
+        // Counted only here, on a miss: once per boot, not per batch.
+        if self.cached_boots() >= MAX_CACHED_BOOTS {
             self.boots.clear();
-            self.cached_boots = 0;
         }
         self.boots
             .entry(node.to_string())
             .or_default()
             .insert(boot_id.to_string(), key.clone());
-        self.cached_boots += 1;
         Ok(key)
+    }
+
+    /// Boots in the cache.
+    fn cached_boots(&self) -> usize {
+        self.boots.values().map(HashMap::len).sum()
     }
 
     /// The id of payload kind `name`, interning it if new.
@@ -491,14 +492,15 @@ mod tests {
         for i in 1..=MAX_CACHED_BOOTS + 10 {
             keys.boot(&conn, "n0", &format!("boot-{i}")).unwrap();
             assert!(
-                keys.cached_boots <= MAX_CACHED_BOOTS,
+                keys.cached_boots() <= MAX_CACHED_BOOTS,
                 "{}",
-                keys.cached_boots
+                keys.cached_boots()
             );
         }
-        let cached: usize = keys.boots.values().map(HashMap::len).sum();
-        assert_eq!(cached, keys.cached_boots);
-        assert!(cached < MAX_CACHED_BOOTS, "the cache started over");
+        assert!(
+            keys.cached_boots() < MAX_CACHED_BOOTS,
+            "the cache started over"
+        );
         // Forgotten by the cache, not by the table: the same id again.
         assert_eq!(keys.boot(&conn, "n0", "boot-0").unwrap().id, first);
     }

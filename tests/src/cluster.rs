@@ -98,41 +98,29 @@ impl Cluster {
         c
     }
 
-    /// Waits until every agent has a stream open to the collector (after
-    /// a collector restart its probe counters come back from the store
-    /// before the agents, in their retry backoff, reconnect).
-    pub fn wait_all_connected(&self) {
-        let n = self.bed.nodes().len();
-        wait_for(
-            "every agent connected to the collector",
-            Duration::from_secs(60),
-            || {
-                let m = self.collector.metrics();
-                (0..n).all(|i| {
-                    sample(&m, "boltwatch_agent_up", &[("node", &node_name(i))]) == Some(1.0)
-                })
-            },
-        );
-    }
-
-    /// Waits until every agent has had replies from every peer.
+    /// Waits until every agent has a stream open to the collector and has
+    /// had replies from every peer. Both: after a collector restart the
+    /// probe counters come back from the store at once, before the agents,
+    /// in their retry backoff, reconnect.
     pub fn wait_all_probing(&self) {
         let n = self.bed.nodes().len();
         wait_for(
-            "every agent probing every peer",
+            "every agent connected and probing every peer",
             Duration::from_secs(60),
             || {
                 let m = self.collector.metrics();
                 (0..n).all(|i| {
-                    (0..n).filter(|j| *j != i).all(|j| {
-                        sample(
-                            &m,
-                            "boltwatch_probe_received_total",
-                            &[("node", &node_name(i)), ("peer", &node_name(j))],
-                        )
-                        .unwrap_or(0.0)
-                            >= 10.0
-                    })
+                    let up = sample(&m, "boltwatch_agent_up", &[("node", &node_name(i))]);
+                    up == Some(1.0)
+                        && (0..n).filter(|j| *j != i).all(|j| {
+                            sample(
+                                &m,
+                                "boltwatch_probe_received_total",
+                                &[("node", &node_name(i)), ("peer", &node_name(j))],
+                            )
+                            .unwrap_or(0.0)
+                                >= 10.0
+                        })
                 })
             },
         );

@@ -182,11 +182,11 @@ fn watched_collector(c: &mut Cluster) {
 /// then resets n0's agent's connection to the collector and waits until
 /// the real agent's `Hello` is the latest again: the stand-in's names no
 /// interface or peer, and the collector takes a node's links and cables
-/// from its latest `Hello`. The real agents must be connected first: one
-/// still in its retry backoff after the collector's restart would send
-/// its `Hello` after the stand-in's, which then never shows as latest.
+/// from its latest `Hello`. The real agents must be connected first (the
+/// caller's [`Cluster::wait_all_probing`] waits for that): one still in
+/// its retry backoff after the collector's restart would send its `Hello`
+/// after the stand-in's, which then never shows as latest.
 fn rdma_stand_in(c: &Cluster) -> RdmaFeed {
-    c.wait_all_connected();
     let link = |interface: &str, device: &str| rdma_feed::Link {
         peer: "n1".into(),
         interface: interface.into(),
